@@ -1,0 +1,130 @@
+"""The application factory: configuration, extensions, blueprints, error handlers, CLI. No routes, no logic."""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import Flask
+
+from trips.db import db, migrate
+
+# Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
+KNOWN_ENV = (
+    "BTP_ENV", "BTP_INSTANCE_DIR", "BTP_BASE_URL", "BTP_SECRET_KEY", "BTP_MAIL_URL",
+    "BTP_ALLOWED_ORIGINS", "BTP_KOMOOT_URL", "BTP_STRAVA_URL", "BTP_RIDEWITHGPS_URL",
+    "BTP_NOMINATIM_URL", "BTP_OPENMETEO_URL", "BTP_VALHALLA_URL",
+    "BTP_HOST", "BTP_PORT",  # read by `make run` / `flask serve`
+)
+
+DEFAULTS = {
+    "BTP_ENV": "development",
+    "BTP_INSTANCE_DIR": "./instance",
+    "BTP_BASE_URL": "http://127.0.0.1:8000",
+    "BTP_SECRET_KEY": None,
+    "BTP_MAIL_URL": None,
+    "BTP_ALLOWED_ORIGINS": "",
+    "BTP_KOMOOT_URL": "https://www.komoot.com",
+    "BTP_STRAVA_URL": "https://www.strava.com",
+    "BTP_RIDEWITHGPS_URL": "https://ridewithgps.com",
+    "BTP_NOMINATIM_URL": "https://nominatim.openstreetmap.org",
+    "BTP_OPENMETEO_URL": "https://api.open-meteo.com",
+    "BTP_VALHALLA_URL": None,
+    "BTP_HOST": "127.0.0.1",
+    "BTP_PORT": "8000",
+    "DATABASE_URL": None,
+    "REDIS_URL": None,
+}
+
+MAX_CONTENT_LENGTH = 32 * 1024 * 1024  # a 30 MB GPX plus the multipart envelope
+
+
+class ConfigError(RuntimeError):
+    """The configuration is unsafe or inconsistent; the process must not start."""
+
+
+def load_config(environ: dict | None = None, overrides: dict | None = None) -> dict:
+    """Defaults, then the environment, then overrides. Raises ConfigError on unknown or unsafe settings."""
+    environ = os.environ if environ is None else environ
+    unknown = sorted(k for k in environ if k.startswith("BTP_") and k not in KNOWN_ENV)
+    if unknown:
+        raise ConfigError(f"unknown configuration variable(s): {', '.join(unknown)}")
+    conf = dict(DEFAULTS)
+    conf.update({k: environ[k] for k in DEFAULTS if environ.get(k)})
+    conf.update(overrides or {})
+    conf["BTP_BASE_URL"] = conf["BTP_BASE_URL"].rstrip("/")
+    _check_base_url(conf["BTP_BASE_URL"])
+    if conf["BTP_ENV"] not in ("development", "production"):
+        raise ConfigError("BTP_ENV must be 'development' or 'production'")
+    if conf["BTP_ENV"] == "production":
+        _refuse_unsafe_production(conf)
+    return conf
+
+
+def _check_base_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
+        raise ConfigError("BTP_BASE_URL must be an http(s) origin such as https://btp.example.org")
+
+
+def _is_loopback(host: str | None) -> bool:
+    return host in ("127.0.0.1", "localhost", "::1") or (host or "").startswith("127.")
+
+
+def _refuse_unsafe_production(conf: dict) -> None:
+    if not conf.get("BTP_SECRET_KEY"):
+        raise ConfigError("production needs BTP_SECRET_KEY")
+    parts = urlsplit(conf["BTP_BASE_URL"])
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ConfigError("production needs an https BTP_BASE_URL (http is allowed on loopback only)")
+    if not conf.get("REDIS_URL"):
+        raise ConfigError("production needs REDIS_URL (the embedded Redis is for development)")
+
+
+def _secret_key(conf: dict, instance: Path) -> str:
+    """BTP_SECRET_KEY, or in development a key generated once into the instance directory."""
+    if conf.get("BTP_SECRET_KEY"):
+        return conf["BTP_SECRET_KEY"]
+    path = instance / "secret_key"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(48)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key)
+    return key
+
+
+def create_app(overrides: dict | None = None, environ: dict | None = None) -> Flask:
+    conf = load_config(environ, overrides)
+    instance = Path(conf["BTP_INSTANCE_DIR"]).resolve()
+    instance.mkdir(parents=True, exist_ok=True)
+    app = Flask(__name__, instance_path=str(instance), template_folder="templates")
+    app.config.update(conf)
+    app.config.update(
+        SECRET_KEY=_secret_key(conf, instance),
+        SQLALCHEMY_DATABASE_URI=conf["DATABASE_URL"] or f"sqlite:///{instance / 'btp.sqlite3'}",
+        MAX_CONTENT_LENGTH=MAX_CONTENT_LENGTH,
+        MCP_RESOURCE=conf["BTP_BASE_URL"] + "/mcp",
+        JSON_SORT_KEYS=False,
+    )
+    app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    from trips.db import configure_engine_options
+
+    configure_engine_options(app)
+    db.init_app(app)
+    migrate.init_app(app, db, directory=str(Path(__file__).parent / "migrations"))
+
+    import jobs
+    import oauth
+    import trips
+
+    jobs.init_app(app)
+    oauth.init_app(app)
+    trips.init_app(app)
+    return app

@@ -1,0 +1,174 @@
+"""Benchmark: GPX upload pipeline (parse -> simplify -> pace) of BTP against a gpxpy baseline.
+
+Run from the repository root:  .venv/bin/python bench/bench_gpx.py [--points 250000] [--repeat 3]
+
+A ~30 MB GPX (random-walk route of a few hundred km, <ele> and <time> on every point) is written to a
+temporary file. Each pipeline run happens in a fresh subprocess (`--worker NAME PATH`), which reports its
+wall time (time.perf_counter around the pipeline, imports excluded) and its peak resident memory
+(resource.getrusage(RUSAGE_SELF).ru_maxrss, whole process: interpreter and libraries included; the RSS
+after imports is reported too). The best time and the largest peak over the repeats are kept.
+
+`run_btp_pipeline(path)` is the BTP pipeline, meant to be extended (e.g. with database storage).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from trips import pacing  # noqa: E402
+from trips.gpx import MAX_BYTES, parse_gpx  # noqa: E402
+
+_HEADER = ('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="btp-bench" '
+           'xmlns="http://www.topografix.com/GPX/1/1">\n <metadata><name>Bench</name></metadata>\n'
+           ' <trk>\n  <name>Bench route</name>\n  <trkseg>\n')
+_FOOTER = "  </trkseg>\n </trk>\n</gpx>\n"
+
+
+def generate_gpx(path: str | os.PathLike, n_points: int = 250_000, seed: int = 42) -> int:
+    """Write a random-walk GPX track of `n_points` points (about 1.4 m apart) to `path`; return its size."""
+    rng = np.random.default_rng(seed)
+    heading = np.cumsum(rng.normal(0.0, 0.03, n_points)) + np.cumsum(rng.normal(0.0, 0.0005, n_points))
+    step = rng.uniform(0.8, 2.0, n_points)
+    lat = 45.0 + np.cumsum(np.cos(heading) * step) / 111_320.0
+    lon = 5.0 + np.cumsum(np.sin(heading) * step) / (111_320.0 * np.cos(np.radians(lat)))
+    ele = 300.0 + np.cumsum(rng.normal(0.0, 0.08, n_points)) + 40 * np.sin(np.arange(n_points) / 4000.0)
+    start = 1_717_228_800  # 2024-06-01T08:00:00Z
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(_HEADER)
+        for i in range(0, n_points, 10_000):
+            lines = []
+            for la, lo, el, t in zip(lat[i:i + 10_000].tolist(), lon[i:i + 10_000].tolist(),
+                                     ele[i:i + 10_000].tolist(), range(start + i, start + min(i + 10_000, n_points))):
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+                lines.append(f'   <trkpt lat="{la:.7f}" lon="{lo:.7f}">\n    <ele>{el:.1f}</ele>\n'
+                             f'    <time>{stamp}</time>\n   </trkpt>\n')
+            out.write("".join(lines))
+        out.write(_FOOTER)
+    return os.path.getsize(path)
+
+
+def run_btp_pipeline(path: str | os.PathLike) -> dict:
+    """BTP: parse_gpx -> plan_stages (default settings, which simplify the route and each stage)."""
+    with open(path, "rb") as f:
+        route = parse_gpx(f)
+    stages = pacing.plan_stages(route.points, pacing.PacingSettings())
+    return {"points": int(sum(len(t) for t in route.tracks)), "stages": len(stages),
+            "km": round(sum(s.distance_km for s in stages), 1),
+            "kept": int(sum(len(s.geometry) for s in stages))}
+
+
+def run_gpxpy_pipeline(path: str | os.PathLike) -> dict:
+    """Baseline: gpxpy.parse, gpxpy simplify at 20 m, then the same pacing over gpxpy points in plain Python
+    with gpxpy's own distance and uphill/downhill functions."""
+    import gpxpy
+    import gpxpy.geo
+    import gpxpy.gpx
+
+    with open(path, encoding="utf-8") as f:
+        gpx = gpxpy.parse(f)
+    raw = [p for trk in gpx.tracks for seg in trk.segments for p in seg.points]
+    raw_cum = _cumulative_km(raw)
+    ascent, _ = gpx.get_uphill_downhill()
+    settings = pacing.PacingSettings()
+    n_days = pacing.day_count(raw_cum[-1], settings)
+    targets = pacing.daily_targets(n_days, raw_cum[-1], ascent, settings.fatigue_factor,
+                                   settings.elevation_penalty, settings.max_distance_per_day)
+    gpx.simplify(max_distance=20)
+    dec = [p for trk in gpx.tracks for seg in trk.segments for p in seg.points]
+    dec_cum = _cumulative_km(dec)
+    stages, d0, r0 = [], 0, 0
+    for day, target in enumerate(targets):
+        last = day == n_days - 1
+        d1 = len(dec) - 1 if last else _cut(dec_cum, d0, target)
+        r1 = len(raw) - 1 if last or d1 == len(dec) - 1 else _cut(raw_cum, r0, target)
+        up, down = gpxpy.gpx.GPXTrackSegment(raw[r0:r1 + 1]).get_uphill_downhill()
+        geometry = gpxpy.geo.simplify_polyline(dec[d0:d1 + 1], max_distance=20)
+        stages.append((dec_cum[d1] - dec_cum[d0], up, down, len(geometry)))
+        d0, r0 = d1, r1
+        if d1 == len(dec) - 1:
+            break
+    return {"points": len(raw), "stages": len(stages), "km": round(sum(s[0] for s in stages), 1),
+            "kept": sum(s[3] for s in stages)}
+
+
+def _cumulative_km(points) -> list[float]:
+    acc, out = 0.0, [0.0]
+    for prev, cur in zip(points, points[1:]):
+        acc += cur.distance_2d(prev) or 0.0
+        out.append(acc / 1000.0)
+    return out
+
+
+def _cut(cum: list[float], start: int, target: float) -> int:
+    for i in range(start + 1, len(cum)):
+        if cum[i] - cum[start] >= target:
+            return i
+    return len(cum) - 1
+
+
+PIPELINES = {"btp": run_btp_pipeline, "gpxpy": run_gpxpy_pipeline}
+
+
+def _worker(name: str, path: str) -> None:
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if name == "gpxpy":
+        import gpxpy  # noqa: F401  (import outside the timed part)
+    t0 = time.perf_counter()
+    info = PIPELINES[name](path)
+    elapsed = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": elapsed, "peak_mb": peak / 1024, "start_mb": rss_before / 1024, **info}))
+
+
+def _measure(name: str, path: str, repeat: int) -> dict:
+    runs = []
+    for _ in range(repeat):
+        proc = subprocess.run([sys.executable, __file__, "--worker", name, path], capture_output=True, text=True,
+                              check=True)
+        runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    best = min(runs, key=lambda r: r["seconds"])
+    best["peak_mb"] = max(r["peak_mb"] for r in runs)
+    return best
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=250_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--worker", nargs=2, metavar=("PIPELINE", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        _worker(*args.worker)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.gpx")
+        size = generate_gpx(path, args.points)
+        if size > MAX_BYTES:
+            sys.exit(f"generated file is {size} bytes, over the {MAX_BYTES} bytes upload limit")
+        print(f"GPX: {size / 1e6:.1f} MB, {args.points} track points; CPUs: {os.cpu_count()}; "
+              f"best of {args.repeat} runs, each in a fresh subprocess\n")
+        results = {name: _measure(name, path, args.repeat) for name in PIPELINES}
+    print(f"{'pipeline':<9}{'time (s)':>10}{'peak RSS (MB)':>15}{'RSS at start':>14}{'stages':>8}"
+          f"{'km':>9}{'kept pts':>10}")
+    for name, r in results.items():
+        print(f"{name:<9}{r['seconds']:>10.3f}{r['peak_mb']:>15.1f}{r['start_mb']:>14.1f}{r['stages']:>8}"
+              f"{r['km']:>9.1f}{r['kept']:>10}")
+    b, g = results["btp"], results["gpxpy"]
+    print(f"\nratio BTP/baseline: time {b['seconds'] / g['seconds']:.3f}, peak RSS {b['peak_mb'] / g['peak_mb']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

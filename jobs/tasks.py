@@ -1,0 +1,121 @@
+"""Job functions: ids in, an app context, their own unit of work, safe to run twice.
+
+A job of a generation the trip has moved past writes nothing: every status change is conditional on it.
+"""
+from __future__ import annotations
+
+import logging
+from contextlib import contextmanager
+
+from flask import current_app, has_app_context
+
+from trips import computations, pipeline
+from trips.db import after_commit, atomic, db, engine_pid_guard
+from trips.models import Trip
+
+log = logging.getLogger(__name__)
+ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
+INTERNAL_FAILURE = "The computation failed; it can be started again."
+
+
+_bound_app = None
+
+
+def bind_app(app) -> None:
+    """The app whose configuration jobs run with in this process (RQ may run a job in another thread)."""
+    global _bound_app
+    _bound_app = app
+
+
+@contextmanager
+def app_context():
+    if has_app_context():
+        engine_pid_guard()
+        yield current_app
+        return
+    global _bound_app
+    if _bound_app is None:
+        from app import create_app
+
+        _bound_app = create_app()
+    with _bound_app.app_context():
+        engine_pid_guard()
+        yield _bound_app
+
+
+def source_config():
+    from trips.sources import SourceConfig
+
+    conf = current_app.config
+    return SourceConfig(komoot_url=conf["BTP_KOMOOT_URL"], strava_url=conf["BTP_STRAVA_URL"],
+                        ridewithgps_url=conf["BTP_RIDEWITHGPS_URL"])
+
+
+def fetch_route(trip_id: str, generation: int) -> None:
+    """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
+    from jobs import enqueue, get_redis
+    from trips.services import trip_lock
+    from trips.sources import FetchError, UnsupportedSource, fetch_route as fetch, parse_source_url
+
+    with app_context():
+        with atomic():
+            if not computations.transition(trip_id, "route", generation, "running"):
+                return
+            source_url = db.session.get(Trip, trip_id).source_url
+        try:
+            ref = parse_source_url(source_url)
+            parsed = fetch(ref, source_config(), get_redis())
+        except (FetchError, UnsupportedSource) as exc:
+            reason = getattr(exc, "reason", None) or "The route could not be fetched."
+            with atomic(lock=trip_lock(trip_id)):
+                trip = db.session.get(Trip, trip_id)
+                if trip is not None and computations.transition(trip_id, "route", generation, "failed", reason):
+                    computations.transition(trip_id, "stages", trip.generation, "failed", ROUTE_FAILED_STAGES)
+            return
+        with atomic(lock=trip_lock(trip_id)):
+            trip = db.session.get(Trip, trip_id)
+            if trip is None or not computations.transition(trip_id, "route", generation, "done"):
+                return
+            pipeline.store_route(trip, parsed)
+            trip.source_type = ref.kind
+            if not trip.title and parsed.title:
+                trip.title = parsed.title[:255]
+            after_commit(enqueue, generate_stages, trip_id, trip.generation)
+
+
+def generate_stages(trip_id: str, generation: int) -> None:
+    """Cut the stored route into days for `generation`; nothing is written if the trip moved past it."""
+    from trips.services import trip_lock
+
+    with app_context():
+        with atomic():
+            if not computations.transition(trip_id, "stages", generation, "running"):
+                return
+        plans = pipeline.plan_days(db.session.get(Trip, trip_id))  # CPU work outside the trip's write lock
+        with atomic(lock=trip_lock(trip_id)):
+            trip = db.session.get(Trip, trip_id)
+            if trip is None or trip.generation != generation:
+                return
+            if computations.transition(trip_id, "stages", generation, "done"):
+                pipeline.replace_stages(trip, plans)
+
+
+COMPUTATION_OF = {"jobs.tasks.fetch_route": "route", "jobs.tasks.generate_stages": "stages"}
+
+
+def on_job_failure(job, connection, exc_type, exc_value, tb) -> None:
+    """RQ failure callback (also run for a job whose worker died): after the last retry, mark it failed."""
+    if job.retries_left:
+        return  # RQ will run it again
+    name = COMPUTATION_OF.get(job.func_name)
+    if name is None:
+        return
+    trip_id, generation = job.args[:2]
+    log.error("job %s (%s) for trip %s failed for good: %s", job.id, name, trip_id, exc_type.__name__)
+    with app_context():
+        with atomic():
+            computations.transition(trip_id, name, generation, "failed", INTERNAL_FAILURE)
+            if name == "route":
+                trip = db.session.get(Trip, trip_id)
+                if trip is not None:
+                    computations.transition(trip_id, "stages", trip.generation, "failed", ROUTE_FAILED_STAGES)

@@ -1,0 +1,55 @@
+"""Who is calling: the bearer token of a REST request (audience `api` only)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import wraps
+
+from flask import g, request
+
+from oauth.models import User
+from oauth.tokens import API_AUDIENCE, lookup_token
+from trips.db import db
+
+
+@dataclass(frozen=True)
+class Principal:
+    user: User
+    scopes: frozenset[str]
+    client_id: str | None = None
+
+
+class Unauthorized(Exception):
+    pass
+
+
+class InsufficientScope(Exception):
+    def __init__(self, scope: str):
+        super().__init__(scope)
+        self.scope = scope
+
+
+def bearer_token() -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def require_api_scope(scope: str):
+    """Decorator for /api views: a live `api` token carrying `scope`, exposed as g.principal."""
+
+    def decorator(view):
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            row = lookup_token(bearer_token() or "", API_AUDIENCE)
+            if row is None:
+                raise Unauthorized()
+            if scope not in row.scopes:
+                raise InsufficientScope(scope)
+            g.principal = Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+            return view(*args, **kwargs)
+
+        return wrapped
+
+    return decorator

@@ -1,0 +1,285 @@
+import io
+import random
+import resource
+
+import numpy as np
+import pytest
+from lxml import etree
+from werkzeug.datastructures import FileStorage
+
+from trips import gpx as gpx_module
+from trips.gpx import MAX_BYTES, GpxError, parse_gpx
+
+NS11 = "http://www.topografix.com/GPX/1/1"
+NS10 = "http://www.topografix.com/GPX/1/0"
+INVALID = "The file is not a valid GPX document."
+DOCTYPE = "GPX documents with a DOCTYPE are not allowed."
+
+
+def gpx(body: str, ns: str | None = NS11, decl: str = '<?xml version="1.0" encoding="UTF-8"?>\n') -> bytes:
+    xmlns = f' xmlns="{ns}"' if ns else ""
+    return f'{decl}<gpx version="1.1" creator="t"{xmlns}>{body}</gpx>'.encode()
+
+
+def trk(points: str, name: str | None = None) -> str:
+    title = f"<name>{name}</name>" if name is not None else ""
+    return f"<trk>{title}<trkseg>{points}</trkseg></trk>"
+
+
+def pt(lat, lon, ele=None, extra="") -> str:
+    inner = (f"<ele>{ele}</ele>" if ele is not None else "") + extra
+    return f'<trkpt lat="{lat}" lon="{lon}">{inner}</trkpt>'
+
+
+def refused(data, message=None, **kw) -> str:
+    with pytest.raises(GpxError) as info:
+        parse_gpx(data, **kw)
+    if message is not None:
+        assert info.value.message == message
+    assert str(info.value) == info.value.message
+    return info.value.message
+
+
+def reference_points(data: bytes) -> np.ndarray:
+    """Independent reading of the same rule with a plain full-tree parse."""
+    root = etree.fromstring(data)
+    rows = []
+    for p in root.iter("{*}trkpt"):
+        ele = next((c.text for c in p if etree.QName(c).localname == "ele"), None)
+        rows.append((float(p.get("lat")), float(p.get("lon")), float(ele) if ele and ele.strip() else 0.0))
+    return np.array(rows).reshape(-1, 3)
+
+
+class Dribble:
+    """A binary stream that hands out random small pieces, to move chunk boundaries around."""
+
+    def __init__(self, data: bytes, seed: int, most: int = 700):
+        self.data, self.pos, self.rng, self.most = data, 0, random.Random(seed), most
+
+    def read(self, n=-1):
+        k = min(n, self.rng.randint(1, self.most))
+        out = self.data[self.pos:self.pos + k]
+        self.pos += k
+        return out
+
+
+# ------------------------------------------------------------------ reading
+
+
+@pytest.mark.parametrize("ns", [NS11, NS10, None])
+def test_track_points_with_and_without_namespace(ns):
+    data = gpx(trk(pt(45.1, 5.2, 210.5) + pt(45.2, 5.3, "  211  ") + pt(45.3, 5.4)), ns=ns)
+    route = parse_gpx(data)
+    assert len(route.tracks) == 1
+    assert route.tracks[0].dtype == np.float64
+    assert route.tracks[0].tolist() == [[45.1, 5.2, 210.5], [45.2, 5.3, 211.0], [45.3, 5.4, 0.0]]
+
+
+def test_prefixed_namespace():
+    data = (f'<g:gpx xmlns:g="{NS11}"><g:trk><g:name>P</g:name><g:trkseg>'
+            '<g:trkpt lat="1" lon="2"><g:ele>3</g:ele></g:trkpt></g:trkseg></g:trk></g:gpx>').encode()
+    route = parse_gpx(data)
+    assert route.title == "P" and route.points.tolist() == [[1.0, 2.0, 3.0]]
+
+
+def test_missing_or_blank_elevation_is_zero_and_bad_elevation_refused():
+    data = gpx(trk(pt(1, 2, "") + pt(1, 3) + pt(1, 4, 5) + pt(1, 5, extra="<time>2024-01-01T00:00:00Z</time>")))
+    assert parse_gpx(data).points[:, 2].tolist() == [0.0, 0.0, 5.0, 0.0]
+    assert refused(gpx(trk(pt(1, 2, "high")))) == "A track point has an elevation that is not a number."
+    refused(gpx(trk(pt(1, 2, "nan"))), "A track point has an elevation that is not a number.")
+
+
+def test_routes_and_waypoints_are_ignored():
+    body = '<wpt lat="9" lon="9"><name>W</name></wpt><rte><name>R</name><rtept lat="8" lon="8"/></rte>'
+    assert parse_gpx(gpx(body + trk(pt(1, 2), "T"))).points.tolist() == [[1.0, 2.0, 0.0]]
+    refused(gpx(body), "The GPX file has no track points.")
+
+
+def test_tracks_and_segments_are_concatenated_in_document_order():
+    two_segs = f"<trk><name>A</name><trkseg>{pt(1, 1)}{pt(1, 2)}</trkseg><trkseg>{pt(1, 3)}</trkseg></trk>"
+    data = gpx(two_segs + trk("") + trk(pt(2, 1) + pt(2, 2), "B"))
+    route = parse_gpx(data)
+    assert route.title == "A"
+    assert len(route.tracks) == 1
+    assert route.points[:, :2].tolist() == [[1, 1], [1, 2], [1, 3], [2, 1], [2, 2]]
+
+
+def test_split_tracks_gives_one_array_per_trk():
+    two_segs = f"<trk><name>A</name><trkseg>{pt(1, 1)}{pt(1, 2)}</trkseg><trkseg>{pt(1, 3)}</trkseg></trk>"
+    data = gpx(two_segs + trk("", "empty") + trk(pt(2, 1) + pt(2, 2), "B"))
+    route = parse_gpx(data, split_tracks=True)
+    assert [t[:, :2].tolist() for t in route.tracks] == [[[1, 1], [1, 2], [1, 3]], [[2, 1], [2, 2]]]
+    assert np.array_equal(route.points, parse_gpx(data).points)
+
+
+# ------------------------------------------------------------------ title
+
+
+@pytest.mark.parametrize("body, title", [
+    (trk(pt(1, 2), "  Tour du Mont Blanc \n"), "Tour du Mont Blanc"),
+    (trk(pt(1, 2), "   "), None),
+    (trk(pt(1, 2)), None),
+    (trk(pt(1, 2), "Tour &amp; Co"), "Tour & Co"),
+    ("<metadata><name>Meta</name></metadata>" + trk(pt(1, 2)), None),
+    (trk(pt(1, 2)) + trk(pt(2, 2), "Second"), None),  # only the first <trk>
+    (f"<trk><trkseg>{pt(1, 2)}</trkseg><name>Late</name></trk>", None),  # after the first point
+    (trk(pt(1, 2, extra="<name>Point</name>"), None), None),
+    (trk(pt(1, 2), "é" * 300), "é" * 255),
+])
+def test_title_rules(body, title):
+    assert parse_gpx(gpx(body)).title == title
+
+
+# ------------------------------------------------------------------ sources and streaming
+
+
+def test_file_like_sources(tmp_path):
+    data = gpx(trk(pt(1, 2, 3), "F"))
+    path = tmp_path / "t.gpx"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        assert parse_gpx(f).title == "F"
+    storage = FileStorage(stream=io.BytesIO(data), filename="t.gpx", content_type="application/gpx+xml")
+    assert parse_gpx(storage.stream).points.tolist() == [[1.0, 2.0, 3.0]]
+    assert parse_gpx(bytearray(data)).title == "F"
+    with open(path, encoding="utf-8") as f, pytest.raises(TypeError):
+        parse_gpx(f)
+    with pytest.raises(TypeError):
+        parse_gpx("not bytes")
+
+
+@pytest.mark.parametrize("chunk", [5, 61, 777, 256 * 1024])
+def test_chunk_boundaries_do_not_matter(chunk, monkeypatch):
+    rng = np.random.default_rng(5)
+    points = []
+    for i in range(1200):
+        ele = None if i % 7 == 0 else round(float(rng.uniform(0, 900)), 1)
+        extra = "<time>2024-06-01T08:00:00Z</time><extensions><x>1</x></extensions>" if i % 3 else ""
+        points.append(pt(round(45 + i * 1e-4, 7), round(5 + i * 1e-4, 7), ele, extra))
+    segs = "".join(f"<trkseg>{''.join(points[i:i + 400])}</trkseg>" for i in range(0, 1200, 400))
+    data = gpx(f"<trk><name>C</name>{segs}</trk>")
+    expected = reference_points(data)
+    monkeypatch.setattr(gpx_module, "_CHUNK_BYTES", chunk)
+    for source in (data, Dribble(data, chunk, most=2 * chunk)):
+        route = parse_gpx(source)
+        assert route.title == "C"
+        assert np.array_equal(route.points, expected)
+
+
+def test_utf16_document_is_read():
+    data = gpx(trk(pt(1, 2, 3), "Été"), decl='<?xml version="1.0" encoding="UTF-16"?>').decode().encode("utf-16")
+    route = parse_gpx(data)
+    assert route.title == "Été" and route.points.tolist() == [[1.0, 2.0, 3.0]]
+
+
+# ------------------------------------------------------------------ hostile input
+
+
+@pytest.mark.parametrize("doctype", ["<!DOCTYPE gpx>", "<!doctype gpx>", "<!DocType gpx SYSTEM 'x.dtd'>"])
+def test_doctype_is_refused(doctype):
+    data = gpx(trk(pt(1, 2)), decl=f'<?xml version="1.0"?>\n{doctype}\n')
+    refused(data, DOCTYPE)
+    refused(Dribble(data, 1, most=2), DOCTYPE)  # split across reads
+
+
+def test_billion_laughs_is_refused_without_expanding():
+    entities = ['<!ENTITY lol "lol">'] + [
+        f'<!ENTITY lol{i} "{("&lol" + (str(i - 1) if i > 1 else "") + ";") * 10}">' for i in range(1, 10)]
+    data = (f'<?xml version="1.0"?>\n<!DOCTYPE gpx [{"".join(entities)}]>\n'
+            f'<gpx><trk><name>&lol9;</name><trkseg>{pt(1, 2)}</trkseg></trk></gpx>').encode()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    refused(data, DOCTYPE)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50 * 1024  # KiB
+
+
+def test_external_entity_is_refused_and_not_resolved():
+    data = ('<?xml version="1.0"?>\n<!DOCTYPE gpx [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>\n'
+            f'<gpx><trk><name>&xxe;</name><trkseg>{pt(1, 2)}</trkseg></trk></gpx>').encode()
+    message = refused(data, DOCTYPE)
+    assert "root" not in message
+    # Without a DOCTYPE the reference is undeclared: not well-formed.
+    refused(f'<gpx><trk><name>&xxe;</name><trkseg>{pt(1, 2)}</trkseg></trk></gpx>'.encode(), INVALID)
+
+
+def test_doctype_hidden_by_encoding_is_refused():
+    utf16 = ('<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE gpx [<!ENTITY a "b">]>'
+             f'<gpx><trk><trkseg>{pt(1, 2)}</trkseg></trk></gpx>').encode("utf-16")
+    refused(utf16, DOCTYPE)
+    refused(utf16.decode("utf-16").encode("utf-16-be"), DOCTYPE)  # no BOM
+    for encoding in ("UTF-7", "IBM037", "ISO-2022-JP", "no-such-encoding"):
+        refused(gpx(trk(pt(1, 2)), decl=f'<?xml version="1.0" encoding="{encoding}"?>'), INVALID)
+    for encoding in ("ISO-8859-1", "windows-1252", "Shift_JIS", "us-ascii"):
+        assert parse_gpx(gpx(trk(pt(1, 2), "T"), decl=f'<?xml version="1.0" encoding="{encoding}"?>')).title == "T"
+    refused("<gpx/>".encode("cp037"), INVALID)  # EBCDIC without declaration
+    long_decl = '<?xml version="1.0"' + " " * 2000 + 'encoding="UTF-7"?>'
+    refused(gpx(trk(pt(1, 2)), decl=long_decl), INVALID)
+
+
+class Padding:
+    """A stream of `size` bytes of well-formed GPX (waypoints as padding), produced as it is read."""
+
+    def __init__(self, size: int):
+        self.head = gpx("", ns=None)[:-6]  # without "</gpx>"
+        self.unit = b'<wpt lat="1" lon="2"/>\n'
+        self.block = self.unit * (1 + 2 * 1024 * 1024 // len(self.unit))
+        self.size, self.served = size, 0
+
+    def read(self, n=-1):
+        k = min(n, self.size - self.served)
+        if k <= 0:
+            return b""
+        out = self.head[self.served:self.served + k]
+        pos = (self.served + len(out) - len(self.head)) % len(self.unit)
+        out += self.block[pos:pos + k - len(out)]
+        self.served += k
+        return out
+
+
+def test_too_large_is_refused_while_streaming():
+    stream = Padding(31 * 1000 * 1000 + MAX_BYTES - 30 * 1000 * 1000)  # 31 MB
+    message = refused(stream)
+    assert message == "The GPX file is larger than the 30 MB limit."
+    assert stream.served <= MAX_BYTES + 1024 * 1024  # stopped early, not read to the end
+    refused(gpx(trk(pt(1, 2))), max_bytes=50)
+    assert parse_gpx(gpx(trk(pt(1, 2))), max_bytes=1000).points.shape == (1, 3)
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n", b"hello", b"<gpx><trk>", b"<gpx></gpx><gpx/>", b"\x00\x01\x02",
+                                  b'<foo><trk><trkseg><trkpt lat="1" lon="2"/></trkseg></trk></foo>'])
+def test_not_a_gpx_document(data):
+    refused(data, INVALID)
+
+
+def test_no_track_points():
+    refused(gpx(""), "The GPX file has no track points.")
+    refused(gpx(trk("", "Only a name")), "The GPX file has no track points.")
+
+
+@pytest.mark.parametrize("lat, lon, message", [
+    (91, 5, "A track point has a latitude outside -90..90."),
+    (-90.5, 5, "A track point has a latitude outside -90..90."),
+    (45, 180.5, "A track point has a longitude outside -180..180."),
+    (45, -181, "A track point has a longitude outside -180..180."),
+    ("SECRET-VALUE", 5, "A track point has a latitude or longitude that is not a number."),
+    (45, "", "A track point has a latitude or longitude that is not a number."),
+    ("nan", 5, "A track point has a latitude or longitude that is not a number."),
+    (45, "inf", "A track point has a latitude or longitude that is not a number."),
+])
+def test_bad_coordinates_are_named_not_echoed(lat, lon, message):
+    got = refused(gpx(trk(pt(1, 2) + pt(lat, lon))), message)
+    assert "SECRET" not in got
+
+
+def test_missing_coordinates_and_limits():
+    refused(gpx(trk('<trkpt lat="1"/>')), "A track point has no latitude or longitude.")
+    refused(gpx(trk('<trkpt/>' + pt(1, 2))), "A track point has no latitude or longitude.")
+    assert parse_gpx(gpx(trk(pt(90, -180) + pt(-90, 180)))).points[:, :2].tolist() == [[90, -180], [-90, 180]]
+
+
+def test_open_point_keeps_its_elevation_while_pruned(monkeypatch):
+    monkeypatch.setattr(gpx_module, "_CHUNK_BYTES", 61)
+    noise = "<a>1</a>" * 300
+    point = f'<trkpt lat="1" lon="2"><time>t</time>{noise}<ele>7</ele><ele>8</ele>{noise}<extensions>{noise}' \
+            f'</extensions></trkpt>'
+    route = parse_gpx(gpx(trk(point + pt(1, 3, 9))))
+    assert route.points.tolist() == [[1.0, 2.0, 7.0], [1.0, 3.0, 9.0]]

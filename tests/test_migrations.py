@@ -1,0 +1,37 @@
+"""The migrations build the schema from an empty database, match the models, and go back down cleanly."""
+import os
+
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from flask_migrate import downgrade, upgrade
+
+from tests.conftest import pg_url_with_schema, reset_pg_schema
+from trips.db import db
+
+
+def _empty_database_url(tmp_path) -> str:
+    url = os.environ.get("DATABASE_URL")
+    if url and url.startswith("postgresql"):
+        reset_pg_schema(url, "btp_migration_test")
+        return pg_url_with_schema(url, "btp_migration_test")
+    return f"sqlite:///{tmp_path / 'empty.sqlite3'}"
+
+
+def test_upgrade_from_empty_matches_the_models_and_downgrades(tmp_path, redis_server):
+    from app import create_app
+
+    app = create_app({"DATABASE_URL": _empty_database_url(tmp_path), "REDIS_URL": redis_server,
+                      "BTP_INSTANCE_DIR": str(tmp_path), "BTP_SECRET_KEY": "x"}, environ={})
+    with app.app_context():
+        upgrade()
+        tables = set(sa.inspect(db.engine).get_table_names())
+        assert {"user_account", "access_token", "trip", "stage", "trip_route", "computation",
+                "idempotency_record", "alembic_version"} <= tables
+        with db.engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), db.metadata)
+        assert diff == [], diff
+        downgrade(revision="base")
+        assert set(sa.inspect(db.engine).get_table_names()) <= {"alembic_version"}
+        upgrade()
+        db.engine.dispose()

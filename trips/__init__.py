@@ -1,0 +1,14 @@
+"""The trips domain: models, validation, services, pacing, route sources, and its REST blueprint."""
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from trips import models  # noqa: F401  (tables known to migrations)
+    from trips import api, ops, problems
+    from trips.cli import purge_command, trips_cli
+
+    app.register_blueprint(api.bp)
+    app.register_blueprint(ops.bp)
+    problems.register(app)
+    app.cli.add_command(trips_cli)
+    app.cli.add_command(purge_command)

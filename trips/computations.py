@@ -1,0 +1,97 @@
+"""Computation statuses per trip, stored in the `computation` table (the contract), and what they add up to.
+
+A job carries the generation it was dispatched for; every transition is a conditional UPDATE on that
+generation, so a job the trip has moved past writes nothing.
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from oauth.models import utcnow
+from trips.db import db
+from trips.models import Computation, Trip
+
+CATEGORIES = {
+    "route": ("route", "stages", "route_segment"),
+    "points_of_interest": ("pois",),
+    "accommodations": ("accommodations",),
+    "terrain_security": ("terrain", "bike_shops", "water_points", "health_services", "railway_stations",
+                         "border_crossing", "ferries", "fords"),
+    "weather": ("weather", "wind"),
+    "context": ("calendar", "events", "cultural_pois"),
+}
+CATEGORY_OF = {name: category for category, names in CATEGORIES.items() for name in names}
+STRUCTURAL = ("route", "stages")
+ACTIVE = ("pending", "running")
+SETTLED = ("done", "failed", "superseded")
+
+
+def initialize(trip: Trip, names, generation: int) -> None:
+    """Set `names` to pending for `generation` (creating the rows that do not exist yet)."""
+    existing = {c.name: c for c in trip.computations}
+    for name in names:
+        row = existing.get(name)
+        if row is None:
+            trip.computations.append(Computation(name=name, status="pending", generation=generation))
+        else:
+            row.status, row.generation, row.reason = "pending", generation, None
+    db.session.flush()
+
+
+def transition(trip_id: str, name: str, generation: int, status: str, reason: str | None = None) -> bool:
+    """Move an unsettled computation of that generation to `status`. False when the trip moved past it."""
+    assert status in ("running", *SETTLED)
+    result = db.session.execute(
+        sa.update(Computation)
+        .where(Computation.trip_id == trip_id, Computation.name == name,
+               Computation.generation == generation, Computation.status.in_(ACTIVE))
+        .values(status=status, reason=reason, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount == 1
+
+
+def supersede_unsettled(trip: Trip, keep=()) -> list[str]:
+    """Mark every pending/running computation outside `keep` as superseded; returns their names."""
+    names = [c.name for c in trip.computations if c.status in ACTIVE and c.name not in keep]
+    for c in trip.computations:
+        if c.name in names:
+            c.status, c.reason = "superseded", None
+    return names
+
+
+def status_of(trip: Trip, name: str) -> str | None:
+    return next((c.status for c in trip.computations if c.name == name), None)
+
+
+def block_status(statuses: list[str]) -> str | None:
+    """A category's status: running while any runs, failed when all failed, else done (None when untracked)."""
+    if not statuses:
+        return None
+    if any(s in ACTIVE for s in statuses):
+        return "running"
+    if "failed" in statuses and "done" not in statuses:
+        return "failed"
+    return "done"
+
+
+def category_statuses(trip: Trip) -> list[dict]:
+    """[{category, status}] in the fixed category order; categories with nothing tracked are left out."""
+    out = []
+    for category in CATEGORIES:
+        status = block_status([c.status for c in trip.computations if CATEGORY_OF.get(c.name) == category])
+        if status:
+            out.append({"category": category, "status": status})
+    return out
+
+
+def list_status(trip: Trip, stage_count: int) -> str:
+    """The trip list's status: draft | analyzing | analyzed | failed."""
+    statuses = [c.status for c in trip.computations]
+    if not statuses:
+        return "analyzed" if stage_count else "draft"
+    if any(s in ACTIVE for s in statuses):
+        return "analyzing"
+    if "done" not in statuses:
+        return "failed" if "failed" in statuses else "draft"
+    return "analyzed" if stage_count else "draft"

@@ -1,0 +1,379 @@
+"""Hardened, streaming GPX track parser (domain.md §3.1).
+
+Only `<trkpt lat lon>` with an optional `<ele>` child is read (GPX 1.0, 1.1 or without namespace); routes
+(`rtept`) and waypoints (`wpt`) are ignored. The document is fed to lxml's pull parser in chunks; after each
+chunk the finished points of the open `<trkseg>` are read in bulk (XPath) and every finished element is
+pruned, and the byte count is checked as it streams, so memory stays flat in the document size beyond the
+output arrays.
+
+Hostile input: a DOCTYPE is refused before it reaches the XML parser (the raw bytes up to the root element
+are scanned for `<!DOCTYPE`, any case, in ASCII-compatible, UTF-16 and UTF-32 forms, and an encoding
+declaration that could hide it is refused), entities are never resolved, the network is never used, and
+libxml2's size and depth limits stay on.
+"""
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from lxml import etree
+
+__all__ = ["MAX_BYTES", "GpxError", "ParsedRoute", "parse_gpx"]
+
+MAX_BYTES = 30 * 1024 * 1024
+TITLE_MAX_CHARS = 255
+_CHUNK_BYTES = 256 * 1024
+_HEAD_BYTES = 1024
+# Elements with events. Track points are read in bulk from their <trkseg> after each chunk, then finished
+# elements are pruned from the root, whose `start` event must come within the first MiB.
+_EVENT_TAGS = ("{*}gpx", "{*}trkseg", "{*}name", "{*}trk")
+_ROOT_WITHIN_BYTES = 1024 * 1024
+
+INVALID = "The file is not a valid GPX document."
+DOCTYPE = "GPX documents with a DOCTYPE are not allowed."
+NO_POINTS = "The GPX file has no track points."
+
+_DOCTYPE_FORMS = tuple({"<!doctype".encode(enc) for enc in ("utf-8", "utf-16-le", "utf-16-be", "utf-32-le",
+                                                             "utf-32-be")})
+_SCAN_OVERLAP = max(len(f) for f in _DOCTYPE_FORMS) - 1
+_BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+# Declared encodings in which "<!DOCTYPE" can only be written with its ASCII bytes (no UTF-7, EBCDIC,
+# ISO-2022 or other stateful encodings). Names as normalised by codecs.lookup().
+_ASCII_SAFE_ENCODINGS = frozenset(
+    ["utf-8", "ascii", "latin-1", "koi8-r", "koi8-u", "mac-roman", "shift_jis", "cp932", "euc_jp", "euc_kr",
+     "cp949", "gb2312", "gbk", "gb18030", "big5", "cp950"]
+    + [f"iso8859-{i}" for i in range(1, 17)] + [f"cp125{i}" for i in range(9)]
+)
+_XML_DECL_ENCODING = re.compile(rb"\A\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']{0,64})[\"']", re.IGNORECASE)
+
+
+class GpxError(ValueError):
+    """A GPX upload was refused. `message` is safe to show to the user: it never quotes the file."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class ParsedRoute:
+    """Parsed track points. `tracks` holds (n, 3) float64 arrays (lat, lon, ele): a single array with every
+    track point in document order, or one array per `<trk>` when parsed with split_tracks=True."""
+
+    title: str | None
+    tracks: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def points(self) -> np.ndarray:
+        """All track points as one (n, 3) array."""
+        if len(self.tracks) == 1:
+            return self.tracks[0]
+        return np.concatenate(self.tracks) if self.tracks else np.zeros((0, 3))
+
+
+def _chunks(source, max_bytes: int):
+    """Yield the document in chunks; raise GpxError once more than `max_bytes` have been read."""
+    too_large = GpxError(f"The GPX file is larger than the {max_bytes / (1024 * 1024):g} MB limit.")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = memoryview(source).cast("B")
+        if len(data) > max_bytes:
+            raise too_large
+        for start in range(0, len(data), _CHUNK_BYTES):
+            yield bytes(data[start:start + _CHUNK_BYTES])
+        return
+    read = getattr(source, "read", None)
+    if read is None:
+        raise TypeError("source must be bytes or a binary file-like object")
+    total, pending = 0, bytearray()
+    while True:  # gather reads into full chunks, whatever size the stream hands out
+        data = read(_CHUNK_BYTES)
+        if data and not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError("source must be opened in binary mode")
+        total += len(data) if data else 0
+        if total > max_bytes:
+            raise too_large
+        if data:
+            pending += data
+        if pending and (not data or len(pending) >= _CHUNK_BYTES):
+            yield bytes(pending)
+            pending.clear()
+        if not data:
+            return
+
+
+def _blocks(source, max_bytes: int):
+    """Like _chunks, but the first block holds at least _HEAD_BYTES (or the whole document)."""
+    head = b""
+    for chunk in _chunks(source, max_bytes):
+        if head is None:
+            yield chunk
+        elif len(head) + len(chunk) < _HEAD_BYTES:
+            head += chunk
+        else:
+            yield head + chunk
+            head = None
+    if head:
+        yield head
+
+
+def _check_head(head: bytes) -> None:
+    """Refuse encodings the DOCTYPE scan cannot see through (EBCDIC, UTF-7, ...)."""
+    for bom in _BOMS:
+        if head.startswith(bom):
+            head = head[len(bom):]
+            break
+    if head and head[:1] not in (b"<", b"\x00", b" ", b"\t", b"\r", b"\n"):
+        raise GpxError(INVALID)
+    if head.lstrip().startswith(b"<?xml") and b"?>" not in head:
+        raise GpxError(INVALID)  # an XML declaration longer than the head: nothing legitimate needs that
+    match = _XML_DECL_ENCODING.match(head)
+    if match:
+        try:
+            name = codecs.lookup(match.group(1).decode("ascii")).name
+        except (LookupError, UnicodeError):
+            name = ""
+        if name not in _ASCII_SAFE_ENCODINGS:
+            raise GpxError(INVALID)
+
+
+def _has_doctype(window: bytes) -> bool:
+    low = window.lower()
+    return any(form in low for form in _DOCTYPE_FORMS)
+
+
+_NOT_A_NUMBER = "A track point has a latitude or longitude that is not a number."
+_BAD_ELE = "A track point has an elevation that is not a number."
+_MISSING = "A track point has no latitude or longitude."
+
+_XPATHS: dict[str, dict[str, etree.XPath]] = {}
+
+
+def _xpaths(seg) -> dict[str, etree.XPath]:
+    """Compiled bulk queries over a <trkseg>'s points, in the segment's own namespace."""
+    tag = seg.tag
+    ns = tag[1:].partition("}")[0] if tag[0] == "{" else ""
+    found = _XPATHS.get(ns)
+    if found is None:
+        p = "g:" if ns else ""
+        opts = {"namespaces": {"g": ns}} if ns else {}
+        found = _XPATHS[ns] = {
+            "count": etree.XPath(f"count({p}trkpt)", **opts),
+            "lat": etree.XPath(f"{p}trkpt/@lat", smart_strings=False, **opts),
+            "lon": etree.XPath(f"{p}trkpt/@lon", smart_strings=False, **opts),
+            "ele": etree.XPath(f"{p}trkpt/{p}ele[1]/text()[1]", smart_strings=False, **opts),
+            "n_ele": etree.XPath(f"count({p}trkpt/{p}ele)", **opts),
+            "ele_tag": f"{{{ns}}}ele" if ns else "ele", "trkpt_tag": f"{{{ns}}}trkpt" if ns else "trkpt",
+        }
+    return found
+
+
+def _to_floats(values: list[str], message: str, blank_is_zero: bool = False) -> np.ndarray:
+    """Convert numeric strings in bulk; raise GpxError(message) when one is not a number."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except ValueError:
+        pass
+    out = np.empty(len(values))
+    for i, text in enumerate(values):
+        try:
+            out[i] = float(text)
+        except ValueError:
+            if not (blank_is_zero and not text.strip()):
+                raise GpxError(message) from None
+            out[i] = 0.0
+    return out
+
+
+def _first_ele_text(point, ele_tag: str) -> str | None:
+    for child in point:
+        if child.tag == ele_tag:
+            return child.text
+    return None
+
+
+def _elevations(seg, xp: dict, n: int, open_last: bool) -> np.ndarray:
+    """Elevations of the first `n` points of `seg` (0.0 where missing or blank); `open_last` tells that the
+    last point (possibly incomplete) is excluded."""
+    texts = xp["ele"](seg)
+    extra = 1 if open_last and _first_ele_text(seg[-1], xp["ele_tag"]) is not None else 0
+    if len(texts) != n + extra:  # some points lack an <ele> text: one by one
+        if not xp["n_ele"](seg):
+            return np.zeros(n)
+        texts = [_first_ele_text(pt, xp["ele_tag"]) or "" for pt in seg.iterchildren(xp["trkpt_tag"])]
+    return _to_floats(texts[:n], _BAD_ELE, blank_is_zero=True)
+
+
+class _Collector:
+    """Accumulates track points, a <trkseg> at a time, and the title."""
+
+    def __init__(self, split_tracks: bool):
+        self.split_tracks = split_tracks
+        self.tracks: list[list[np.ndarray]] = []
+        self.title: str | None = None
+        self.title_done = False
+        self._new_track = True
+
+    def name(self, el) -> None:
+        if not self.title_done and _local(el.getparent()) == "trk":
+            self.title = "".join(el.itertext()).strip()[:TITLE_MAX_CHARS] or None
+            self.title_done = True
+
+    def end_track(self) -> None:
+        self.title_done = True  # the title comes from the first <trk> only
+        if self.split_tracks:
+            self._new_track = True
+
+    def take(self, seg, finished: bool) -> None:
+        """Read the finished track points of `seg` (all of them once the segment has ended), then drop them."""
+        xp = _xpaths(seg)
+        total = int(xp["count"](seg))
+        open_last = not finished and len(seg) and seg[-1].tag == xp["trkpt_tag"]
+        n = total - 1 if open_last else total
+        if n > 0:
+            self.title_done = True  # the title search stops at the first track point
+            lat, lon = xp["lat"](seg), xp["lon"](seg)
+            if len(lat) != total or len(lon) != total:
+                raise GpxError(_MISSING)
+            block = np.column_stack((_to_floats(lat[:n], _NOT_A_NUMBER), _to_floats(lon[:n], _NOT_A_NUMBER),
+                                     _elevations(seg, xp, n, bool(open_last))))
+            _check(block)
+            if self._new_track or not self.tracks:
+                self.tracks.append([])
+                self._new_track = False
+            self.tracks[-1].append(block)
+        if finished:
+            del seg[:]
+        elif len(seg) > 1:
+            del seg[:-1]
+
+    def result(self) -> list[np.ndarray]:
+        return [blocks[0] if len(blocks) == 1 else np.concatenate(blocks) for blocks in self.tracks if blocks]
+
+
+def _check(block: np.ndarray) -> None:
+    if not np.isfinite(block[:, :2]).all():
+        raise GpxError(_NOT_A_NUMBER)
+    if not np.isfinite(block[:, 2]).all():
+        raise GpxError(_BAD_ELE)
+    if (np.abs(block[:, 0]) > 90).any():
+        raise GpxError("A track point has a latitude outside -90..90.")
+    if (np.abs(block[:, 1]) > 180).any():
+        raise GpxError("A track point has a longitude outside -180..180.")
+
+
+def _local(el) -> str:
+    tag = el.tag if el is not None else None
+    if not isinstance(tag, str):
+        return ""
+    return tag.rpartition("}")[2]
+
+
+def _root_of(el):
+    """The document's root, checked: no DOCTYPE, and a <gpx> element."""
+    tree = el.getroottree()
+    if tree.docinfo.doctype:
+        raise GpxError(DOCTYPE)
+    root = tree.getroot()
+    if _local(root) != "gpx":
+        raise GpxError(INVALID)
+    return root
+
+
+def _take_open_segment(root, collector: _Collector) -> None:
+    """Read the finished points of the <trkseg> still open at the end of a chunk, if any."""
+    node = root
+    while len(node):
+        node = node[-1]
+        if _local(node) == "trkseg":
+            collector.take(node, finished=False)
+            return
+
+
+def _prune(root) -> None:
+    """Drop finished elements: all but the last child of each element on the open path. The open <trkseg>
+    keeps its points (`take` drops them once read), and an open track point keeps its first <ele>."""
+    node, in_point = root, False
+    while len(node):
+        kind = _local(node)
+        if kind == "trkseg":
+            node, in_point = node[-1], True
+            continue
+        if len(node) > 1:
+            if in_point and kind == "trkpt":
+                kept_ele = False
+                for child in node[:-1]:
+                    if _local(child) == "ele" and not kept_ele:
+                        kept_ele = True
+                    else:
+                        node.remove(child)
+            else:
+                del node[:-1]
+        node = node[-1]
+
+
+def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) -> ParsedRoute:
+    """Parse the track points of a GPX document.
+
+    `source` is bytes or a binary file-like object (read in chunks, never all at once). All `<trk>` and
+    `<trkseg>` points are concatenated into one track in document order, unless `split_tracks` is true: then
+    each `<trk>` with points becomes its own array. The title is the first `<name>` of the first `<trk>`,
+    before any track point, stripped and cut at 255 characters; None when absent or empty.
+
+    Raises GpxError when the document is larger than `max_bytes`, has a DOCTYPE, is empty, not XML, not
+    well-formed or not a `<gpx>` document, has no track point, or has a track point whose latitude or
+    longitude is missing, not a finite number or out of range (or whose elevation is not a number).
+    Raises TypeError when `source` is neither bytes nor a binary file-like object.
+    """
+    parser = etree.XMLPullParser(
+        events=("start", "end"), tag=_EVENT_TAGS, resolve_entities=False, no_network=True, huge_tree=False,
+        load_dtd=False, dtd_validation=False, remove_comments=True, remove_pis=True, remove_blank_text=True,
+        collect_ids=False,
+    )
+    collector = _Collector(split_tracks)
+    root, tail, seen = None, b"", 0
+    try:
+        for chunk in _blocks(source, max_bytes):
+            _feed(parser, chunk, seen == 0, root is None, tail)
+            seen += len(chunk)
+            tail = (tail + chunk)[-_SCAN_OVERLAP:]
+            for event, el in parser.read_events():
+                if root is None:
+                    root = _root_of(el)
+                if event == "start":
+                    continue
+                kind = _local(el)
+                if kind == "trkseg":
+                    collector.take(el, finished=True)
+                elif kind == "name":
+                    collector.name(el)
+                elif kind == "trk":
+                    collector.end_track()
+            if root is not None:
+                _take_open_segment(root, collector)
+                _prune(root)
+            elif seen > _ROOT_WITHIN_BYTES:
+                raise GpxError(INVALID)
+        if not seen:
+            raise GpxError(INVALID)
+        root = parser.close()
+    except etree.ParseError:
+        raise GpxError(INVALID) from None
+    if root.getroottree().docinfo.doctype:
+        raise GpxError(DOCTYPE)
+    if _local(root) != "gpx":
+        raise GpxError(INVALID)
+    tracks = collector.result()
+    if not tracks:
+        raise GpxError(NO_POINTS)
+    return ParsedRoute(title=collector.title, tracks=tracks)
+
+
+def _feed(parser, chunk: bytes, first: bool, in_prolog: bool, tail: bytes) -> None:
+    """Check then feed one chunk: the head for its encoding, the prolog for a DOCTYPE."""
+    if first:
+        _check_head(chunk)
+    if in_prolog and _has_doctype(tail + chunk):
+        raise GpxError(DOCTYPE)
+    parser.feed(chunk)

@@ -1,0 +1,109 @@
+"""The write guards, as data: ownership → lock → precondition (→ confirmation, filled by the MCP step).
+
+Both transports build a WriteContext and call `run_chain`; the order is pinned by a test.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+
+from trips.db import db
+from trips.errors import BadRequest, Locked, NotFound, PreconditionFailed, PreconditionRequired
+from trips.models import Trip
+
+NOT_FOUND = "Trip not found."
+LOCKED = "This trip is locked: its start date is today or in the past."
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """The version a writer says it edits: absent, malformed, any (`*`) or a number."""
+
+    state: str  # "absent" | "malformed" | "any" | "version"
+    version: int | None = None
+
+    @classmethod
+    def from_if_match(cls, header: str | None) -> Precondition:
+        """RFC 9110 §13.1.1: `"7"`, a list whose first strong integer tag counts, or `*`."""
+        if header is None or not header.strip():
+            return cls("absent")
+        if header.strip() == "*":
+            return cls("any")
+        for tag in header.split(","):
+            match = re.fullmatch(r'\s*"(\d{1,9})"\s*', tag)
+            if match:
+                return cls("version", int(match.group(1)))
+        return cls("malformed")
+
+    @classmethod
+    def exact(cls, version: int) -> Precondition:
+        return cls("version", version)
+
+
+ANY = Precondition("any")
+
+
+@dataclass
+class WriteContext:
+    actor_id: str
+    trip_id: str
+    precondition: Precondition | None = None  # None: the operation does not move the version
+    refuses_locked: bool = True
+    trip: Trip | None = None
+
+
+def is_locked(trip: Trip) -> bool:
+    return trip.start_date is not None and trip.start_date <= datetime.now(timezone.utc).date()
+
+
+def load_owned_trip(actor_id: str, trip_id: str) -> Trip:
+    """The caller's trip. Raises NotFound alike for a malformed id, an unknown id and someone else's id."""
+    try:
+        uuid.UUID(str(trip_id))
+    except ValueError:
+        raise NotFound(NOT_FOUND) from None
+    trip = db.session.scalar(sa.select(Trip).where(Trip.id == str(trip_id).lower(), Trip.user_id == actor_id))
+    if trip is None:
+        raise NotFound(NOT_FOUND)
+    return trip
+
+
+def ownership(ctx: WriteContext) -> None:
+    ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id)
+
+
+def lock(ctx: WriteContext) -> None:
+    if ctx.refuses_locked and is_locked(ctx.trip):
+        raise Locked(LOCKED)
+
+
+def precondition(ctx: WriteContext) -> None:
+    check_version(ctx.trip, ctx.precondition)
+
+
+def check_version(trip: Trip, pre: Precondition | None) -> None:
+    """Raises PreconditionRequired (absent), BadRequest (malformed) or PreconditionFailed (stale)."""
+    if pre is None or pre.state == "any":
+        return
+    if pre.state == "absent":
+        raise PreconditionRequired("This change needs the version of the trip you are editing.")
+    if pre.state == "malformed":
+        raise BadRequest("The version must be a whole number, as published by the trip.")
+    if pre.version != trip.version:
+        raise PreconditionFailed(
+            f"The trip has moved on: you edited version {pre.version}, the current one is {trip.version}. "
+            "Reload it and apply your change again."
+        )
+
+
+WRITE_CHAIN = (ownership, lock, precondition)
+
+
+def run_chain(ctx: WriteContext, chain=WRITE_CHAIN) -> Trip:
+    for guard in chain:
+        guard(ctx)
+    return ctx.trip

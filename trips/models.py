@@ -1,0 +1,125 @@
+"""Trips, their route, their days, their computations and creation idempotency records."""
+from __future__ import annotations
+
+from datetime import date, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from oauth.models import utcnow
+from trips.db import db, new_id
+
+ACCOMMODATION_TYPES = (
+    "camp_site", "hostel", "alpine_hut", "chalet", "guest_house", "hotel", "wilderness_hut",
+)
+
+
+class Trip(db.Model):
+    __tablename__ = "trip"
+    __table_args__ = (sa.Index("ix_trip_user_created", "user_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
+    source_url: Mapped[str | None] = mapped_column(sa.String(2048))
+    source_type: Mapped[str | None] = mapped_column(sa.String(50))
+    title: Mapped[str | None] = mapped_column(sa.String(255))
+    start_date: Mapped[date | None] = mapped_column(sa.Date)
+    end_date: Mapped[date | None] = mapped_column(sa.Date)
+    fatigue_factor: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.9)
+    elevation_penalty: Mapped[float] = mapped_column(sa.Float, nullable=False, default=50.0)
+    ebike_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    departure_hour: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=8)
+    max_distance_per_day: Mapped[float] = mapped_column(sa.Float, nullable=False, default=80.0)
+    average_speed: Mapped[float] = mapped_column(sa.Float, nullable=False, default=15.0)
+    enabled_accommodation_types: Mapped[list] = mapped_column(
+        sa.JSON, nullable=False, default=lambda: list(ACCOMMODATION_TYPES)
+    )
+    status: Mapped[str] = mapped_column(sa.String(20), nullable=False, default="draft")
+    locale: Mapped[str] = mapped_column(sa.String(5), nullable=False, default="en")
+    # Moves only on structural rewrites (the days change shape); the ETag of the trip.
+    version: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=1)
+    # Moves whenever the pipeline is dispatched again; a job of an older generation writes nothing.
+    generation: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=1)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
+
+    stages: Mapped[list[Stage]] = relationship(
+        back_populates="trip", order_by="Stage.position", cascade="all, delete-orphan", passive_deletes=True
+    )
+    computations: Mapped[list[Computation]] = relationship(
+        cascade="all, delete-orphan", passive_deletes=True, order_by="Computation.name"
+    )
+    route: Mapped[TripRoute | None] = relationship(cascade="all, delete-orphan", passive_deletes=True)
+
+
+class TripRoute(db.Model):
+    """The full-resolution route, kept so that days can be cut again without fetching it again."""
+
+    __tablename__ = "trip_route"
+
+    trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), primary_key=True)
+    # float64 (lat, lon, ele) triples, zlib-compressed; `track_ends` splits them into tracks (collections).
+    points: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)
+    point_count: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    track_ends: Mapped[list] = mapped_column(sa.JSON, nullable=False)
+    distance_km: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    elevation_gain: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    elevation_loss: Mapped[float] = mapped_column(sa.Float, nullable=False)
+
+
+class Stage(db.Model):
+    __tablename__ = "stage"
+    __table_args__ = (sa.Index("ix_stage_trip_position", "trip_id", "position"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), nullable=False)
+    position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    distance: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    elevation: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    elevation_loss: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    start_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    start_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    start_ele: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    end_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    end_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    end_ele: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    # Simplified geometry as [[lat, lon, ele], …]; never part of a trip or stage read model.
+    geometry: Mapped[list] = mapped_column(sa.JSON, nullable=False)
+    label: Mapped[str | None] = mapped_column(sa.String(255))
+    start_label: Mapped[str | None] = mapped_column(sa.String(255))
+    end_label: Mapped[str | None] = mapped_column(sa.String(255))
+    is_rest_day: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+
+    trip: Mapped[Trip] = relationship(back_populates="stages")
+
+    @property
+    def day_number(self) -> int:
+        return self.position + 1
+
+
+class Computation(db.Model):
+    """One tracked computation of a trip (route, stages, later the enrichments): the status contract."""
+
+    __tablename__ = "computation"
+
+    trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    status: Mapped[str] = mapped_column(sa.String(12), nullable=False, default="pending")
+    generation: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    reason: Mapped[str | None] = mapped_column(sa.String(255))
+    updated_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
+
+
+class IdempotencyRecord(db.Model):
+    """A creation request already served: same key and same body answer the same trip (24 h)."""
+
+    __tablename__ = "idempotency_record"
+    __table_args__ = (sa.UniqueConstraint("user_id", "operation", "key", name="uq_idempotency_user_op_key"),)
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
+    operation: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    key: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    request_digest: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    trip_id: Mapped[str | None] = mapped_column(sa.ForeignKey("trip.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow, index=True)

@@ -1,0 +1,84 @@
+"""From a parsed route to stored days: storing the route, cutting it into days, replacing the stages."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from trips.computations import initialize
+from trips.db import db
+from trips.geo import elevation_gain_loss, total_distance_km
+from trips.gpx import ParsedRoute
+from trips.models import Stage, Trip, TripRoute
+from trips.pacing import PacingSettings, StagePlan, plan_collection, plan_stages
+
+MIN_STAGES = 2
+
+
+def pack_tracks(tracks: list[np.ndarray]) -> tuple[bytes, list[int]]:
+    joined = np.ascontiguousarray(np.concatenate(tracks).astype("<f8"))
+    ends = np.cumsum([len(t) for t in tracks]).tolist()
+    return zlib.compress(joined.tobytes(), 1), ends
+
+
+def unpack_tracks(route: TripRoute) -> list[np.ndarray]:
+    points = np.frombuffer(zlib.decompress(route.points), dtype="<f8").reshape(-1, 3)
+    return np.split(points, route.track_ends[:-1])
+
+
+def store_route(trip: Trip, parsed: ParsedRoute) -> TripRoute:
+    """Attach the parsed route to the trip (replacing any previous one) with its totals."""
+    blob, ends = pack_tracks(parsed.tracks)
+    distance = sum(total_distance_km(t) for t in parsed.tracks)
+    gain = loss = 0.0
+    for track in parsed.tracks:
+        g, lo = elevation_gain_loss(track[:, 2])
+        gain, loss = gain + g, loss + lo
+    route = TripRoute(points=blob, point_count=ends[-1], track_ends=ends, distance_km=float(distance),
+                      elevation_gain=float(gain), elevation_loss=float(loss))
+    trip.route = route
+    return route
+
+
+def pacing_settings(trip: Trip) -> PacingSettings:
+    return PacingSettings(
+        fatigue_factor=trip.fatigue_factor, elevation_penalty=trip.elevation_penalty,
+        max_distance_per_day=trip.max_distance_per_day, start_date=trip.start_date, end_date=trip.end_date,
+    )
+
+
+def plan_days(trip: Trip) -> list[StagePlan]:
+    """The days of the stored route: one per tour for a Komoot collection, else the pacing engine's cut."""
+    tracks = unpack_tracks(trip.route)
+    if trip.source_type == "komoot_collection" and len(tracks) > 1:
+        return plan_collection(tracks)
+    points = tracks[0] if len(tracks) == 1 else np.concatenate(tracks)
+    return plan_stages(points, pacing_settings(trip))
+
+
+def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
+    """Regenerate the days: new rows with new ids (ids survive edits, not regenerations)."""
+    trip.stages.clear()
+    db.session.flush()
+    for position, plan in enumerate(plans):
+        geometry = np.round(np.asarray(plan.geometry, dtype=float), 6).tolist()
+        trip.stages.append(Stage(
+            position=position, distance=float(plan.distance_km), elevation=float(plan.elevation_gain_m),
+            elevation_loss=float(plan.elevation_loss_m),
+            start_lat=float(plan.start[0]), start_lon=float(plan.start[1]), start_ele=float(plan.start[2]),
+            end_lat=float(plan.end[0]), end_lon=float(plan.end[1]), end_ele=float(plan.end[2]),
+            geometry=geometry,
+        ))
+    trip.status = "ready" if len(plans) >= MIN_STAGES else "draft"
+
+
+def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
+    """The synchronous path of a GPX upload: route stored, days cut, both computations done."""
+    store_route(trip, parsed)
+    trip.source_type = "gpx_upload"
+    if not trip.title and parsed.title:
+        trip.title = parsed.title
+    initialize(trip, ("route", "stages"), trip.generation)
+    replace_stages(trip, plan_days(trip))
+    for c in trip.computations:
+        c.status = "done"

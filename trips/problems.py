@@ -1,0 +1,101 @@
+"""The REST edge: JSON bodies in, RFC 9457 problem documents out, one table from domain errors to statuses."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import HTTPException
+
+from oauth.principal import InsufficientScope, Unauthorized
+from trips import errors
+
+log = logging.getLogger(__name__)
+
+STATUS = {
+    errors.NotFound: (404, "Not Found"),
+    errors.Locked: (423, "Locked"),
+    errors.PreconditionRequired: (428, "Precondition Required"),
+    errors.PreconditionFailed: (412, "Precondition Failed"),
+    errors.Conflict: (409, "Conflict"),
+    errors.RateLimited: (429, "Too Many Requests"),
+    errors.Unavailable: (502, "Bad Gateway"),
+    errors.Invalid: (422, "Unprocessable Content"),
+    errors.BadRequest: (400, "Bad Request"),
+}
+# What a REST caller is told about the precondition header specifically (the domain speaks of versions).
+HEADER_HINTS = {
+    errors.PreconditionRequired: ' Send If-Match: "<version>" with the ETag of the trip.',
+    errors.BadRequest: "",
+}
+
+
+def problem(status: int, title: str, detail: str, **extra) -> Response:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
+            "instance": request.path[:2048], **extra}
+    response = current_app.response_class(json.dumps(body), status=status, mimetype="application/problem+json")
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def json_body():
+    """The request's JSON object. Raises BadRequest when it is not JSON."""
+    if not request.is_json:
+        raise errors.BadRequest("The request body must be JSON (Content-Type: application/json).")
+    data = request.get_json(silent=True)
+    if data is None:
+        raise errors.BadRequest("The request body is not valid JSON.")
+    return data
+
+
+def conditional_json(payload: dict) -> Response:
+    """A JSON answer with a strong ETag of its content; 304 when If-None-Match matches (RFC 9110 §13.1.2)."""
+    body = json.dumps(payload, separators=(",", ":"))
+    response = current_app.response_class(body, mimetype="application/json")
+    response.set_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
+    response.headers["Cache-Control"] = "private, no-cache"
+    return response.make_conditional(request)
+
+
+def _domain_error(exc: errors.DomainError):
+    status, title = next(v for k, v in STATUS.items() if isinstance(exc, k))
+    extra = {"errors": exc.errors} if isinstance(exc, errors.Invalid) else {}
+    response = problem(status, title, exc.message + HEADER_HINTS.get(type(exc), ""), **extra)
+    if isinstance(exc, errors.RateLimited):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+def _unauthorized(_exc):
+    response = problem(401, "Unauthorized", "A valid bearer token is required.")
+    response.headers["WWW-Authenticate"] = 'Bearer realm="btp"'
+    return response
+
+
+def _insufficient_scope(exc: InsufficientScope):
+    response = problem(403, "Forbidden", f"This token lacks the scope {exc.scope}.")
+    response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{exc.scope}"'
+    return response
+
+
+def _http_error(exc: HTTPException):
+    if not request.path.startswith("/api/"):
+        return exc
+    detail = {413: "The request body is too large (30 MB at most)."}.get(exc.code, exc.description)
+    return problem(exc.code, exc.name, detail)
+
+
+def _unexpected(exc: Exception):
+    if isinstance(exc, HTTPException):
+        return _http_error(exc)
+    log.exception("unexpected error on %s %s", request.method, request.path)
+    return problem(500, "Internal Server Error", "Something went wrong on our side.")
+
+
+def register(app: Flask) -> None:
+    app.register_error_handler(errors.DomainError, _domain_error)
+    app.register_error_handler(Unauthorized, _unauthorized)
+    app.register_error_handler(InsufficientScope, _insufficient_scope)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

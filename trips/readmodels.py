@@ -1,0 +1,85 @@
+"""Read models: what a trip, a day and a list item look like on the wire (camelCase, no geometry)."""
+from __future__ import annotations
+
+from trips import computations
+from trips.guards import is_locked
+from trips.models import Stage, Trip
+from trips.pacing import rider_time
+
+
+def _iso(value):
+    return value.isoformat() if value is not None else None
+
+
+def _point(lat, lon, ele) -> dict:
+    return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
+
+
+def settings(trip: Trip) -> dict:
+    return {
+        "title": trip.title, "sourceUrl": trip.source_url, "sourceType": trip.source_type,
+        "startDate": _iso(trip.start_date), "endDate": _iso(trip.end_date),
+        "fatigueFactor": trip.fatigue_factor, "elevationPenalty": trip.elevation_penalty,
+        "ebikeMode": trip.ebike_mode, "departureHour": trip.departure_hour,
+        "maxDistancePerDay": trip.max_distance_per_day, "averageSpeed": trip.average_speed,
+        "enabledAccommodationTypes": list(trip.enabled_accommodation_types),
+    }
+
+
+def stage_summary(trip: Trip, stage: Stage) -> dict:
+    timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
+    return {
+        "stageId": stage.id, "dayNumber": stage.day_number,
+        "distance": round(stage.distance, 1), "elevation": round(stage.elevation),
+        "elevationLoss": round(stage.elevation_loss),
+        "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
+        "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
+        "label": stage.label, "startLabel": stage.start_label, "endLabel": stage.end_label,
+        "isRestDay": stage.is_rest_day,
+        "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
+        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
+    }
+
+
+def _clock(hour: float) -> str:
+    minutes = int(round(hour * 60))
+    return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+
+
+def trip_detail(trip: Trip) -> dict:
+    stages = list(trip.stages)
+    return {
+        "id": trip.id, **settings(trip), "status": trip.status,
+        "partial": not (stages and computations.status_of(trip, "stages") == "done"),
+        "version": trip.version, "isLocked": is_locked(trip),
+        "totalDistance": round(sum(s.distance for s in stages), 1),
+        "totalElevation": round(sum(s.elevation for s in stages)),
+        "totalElevationLoss": round(sum(s.elevation_loss for s in stages)),
+        "computations": [{"name": c.name, "status": c.status, "reason": c.reason} for c in trip.computations],
+        "categoryStatus": computations.category_statuses(trip),
+        "stages": [stage_summary(trip, s) for s in stages],
+        "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",
+    }
+
+
+def stage_detail(trip: Trip, stage: Stage) -> dict:
+    return {"tripId": trip.id, "version": trip.version, **stage_summary(trip, stage)}
+
+
+def trip_list_item(trip: Trip) -> dict:
+    stages = list(trip.stages)
+    return {
+        "id": trip.id, "title": trip.title, "startDate": _iso(trip.start_date), "endDate": _iso(trip.end_date),
+        "totalDistance": round(sum(s.distance for s in stages), 1), "stageCount": len(stages),
+        "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",
+        "status": computations.list_status(trip, len(stages)),
+    }
+
+
+def trip_route(trip: Trip) -> dict:
+    return {
+        "id": trip.id, "version": trip.version,
+        "stages": [{"stageId": s.id, "dayNumber": s.day_number,
+                    "geometry": [{"lat": p[0], "lon": p[1], "ele": p[2]} for p in s.geometry]}
+                   for s in trip.stages],
+    }

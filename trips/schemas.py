@@ -1,0 +1,118 @@
+"""Input validation for trips: marshmallow load schemas (allowlists, unknown fields refused by name)."""
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates, validates_schema
+
+from trips.errors import Invalid
+from trips.models import ACCOMMODATION_TYPES
+
+MAX_TRIP_DAYS = 90
+
+# The one list of writable trip fields (API name → attribute), used by create and update alike.
+WRITABLE = {
+    "sourceUrl": "source_url", "title": "title", "startDate": "start_date", "endDate": "end_date",
+    "fatigueFactor": "fatigue_factor", "elevationPenalty": "elevation_penalty", "ebikeMode": "ebike_mode",
+    "departureHour": "departure_hour", "maxDistancePerDay": "max_distance_per_day",
+    "averageSpeed": "average_speed", "enabledAccommodationTypes": "enabled_accommodation_types",
+}
+PACING = ("start_date", "end_date", "fatigue_factor", "elevation_penalty", "max_distance_per_day")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+
+
+def quote(value: object, limit: int = 40) -> str:
+    """A caller's value made safe to quote back: control characters removed, cut at `limit` characters."""
+    text = _CONTROL.sub("", str(value))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class _Settings(Schema):
+    class Meta:
+        unknown = RAISE
+
+    title = fields.String(data_key="title", allow_none=True, validate=validate.Length(max=255))
+    start_date = fields.Date(data_key="startDate", allow_none=True)
+    end_date = fields.Date(data_key="endDate", allow_none=True)
+    fatigue_factor = fields.Float(data_key="fatigueFactor", validate=validate.Range(0.5, 1.0), allow_nan=False)
+    elevation_penalty = fields.Float(
+        data_key="elevationPenalty", validate=validate.Range(min=0, min_inclusive=False, max=10000), allow_nan=False
+    )
+    ebike_mode = fields.Boolean(data_key="ebikeMode")
+    departure_hour = fields.Integer(data_key="departureHour", strict=True, validate=validate.Range(0, 23))
+    max_distance_per_day = fields.Float(
+        data_key="maxDistancePerDay", validate=validate.Range(30, 300), allow_nan=False
+    )
+    average_speed = fields.Float(data_key="averageSpeed", validate=validate.Range(5, 50), allow_nan=False)
+    enabled_accommodation_types = fields.List(
+        fields.String(validate=validate.OneOf(ACCOMMODATION_TYPES)),
+        data_key="enabledAccommodationTypes", validate=validate.Length(min=1, max=len(ACCOMMODATION_TYPES)),
+    )
+
+    @validates_schema
+    def _dates(self, data, **_):
+        check_dates(data.get("start_date"), data.get("end_date"))
+
+
+class TripCreate(_Settings):
+    source_url = fields.String(data_key="sourceUrl", required=True, validate=validate.Length(min=1, max=2048))
+
+    @validates("source_url")
+    def _source(self, value, **_):
+        from trips.sources import UnsupportedSource, parse_source_url
+
+        try:
+            parse_source_url(value)
+        except UnsupportedSource as exc:
+            raise ValidationError(str(exc)) from None
+
+
+class TripUpdate(_Settings):
+    """Settings of an existing trip. The route cannot change: a new route is a new trip."""
+
+
+class GpxUploadSettings(_Settings):
+    """The optional form fields that come with a GPX upload (strings, as multipart sends them)."""
+
+
+class TripListQuery(Schema):
+    class Meta:
+        unknown = RAISE
+
+    page = fields.Integer(load_default=1, validate=validate.Range(1, 100000))
+    items_per_page = fields.Integer(data_key="itemsPerPage", load_default=20, validate=validate.Range(1, 30))
+    title = fields.String(validate=validate.Length(max=255))
+    start_date = fields.Date(data_key="startDate")
+    end_date = fields.Date(data_key="endDate")
+
+
+def check_dates(start: date | None, end: date | None) -> None:
+    """Raises ValidationError when the end is not after the start or the trip is too long."""
+    if start and end:
+        if end <= start:
+            raise ValidationError("End date must be after start date.", "endDate")
+        if (end - start).days + 1 > MAX_TRIP_DAYS:
+            raise ValidationError(f"A trip lasts at most {MAX_TRIP_DAYS} days.", "endDate")
+
+
+def load(schema: Schema, data, *, partial: bool = False) -> dict:
+    """Validate `data` with `schema`. Raises Invalid naming each bad field (names and values quoted safely)."""
+    if not isinstance(data, dict):
+        raise Invalid({"body": "must be a JSON object"})
+    try:
+        return schema.load(data, partial=partial)
+    except ValidationError as exc:
+        raise Invalid(flatten(exc.messages)) from None
+
+
+def flatten(messages, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    items = messages.items() if isinstance(messages, dict) else [("", messages)]
+    for key, value in items:
+        name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{quote(key)}" if prefix else quote(key))
+        if isinstance(value, dict):
+            out.update(flatten(value, name))
+        else:
+            out[name or "body"] = " ".join(value) if isinstance(value, list) else str(value)
+    return out
