@@ -109,8 +109,8 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
         SQLALCHEMY_DATABASE_URI=conf["DATABASE_URL"] or f"sqlite:///{instance / 'btp.sqlite3'}",
         MAX_CONTENT_LENGTH=MAX_CONTENT_LENGTH,
         MCP_RESOURCE=conf["BTP_BASE_URL"] + "/mcp",
-        JSON_SORT_KEYS=False,
     )
+    app.json.sort_keys = False  # answers keep the read models' order
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
