@@ -29,7 +29,7 @@ DEFAULTS = {
     "BTP_KOMOOT_URL": "https://www.komoot.com",
     "BTP_STRAVA_URL": "https://www.strava.com",
     "BTP_RIDEWITHGPS_URL": "https://ridewithgps.com",
-    "BTP_NOMINATIM_URL": "https://nominatim.openstreetmap.org",
+    "BTP_NOMINATIM_URL": None,  # unset: the offline gazetteer answers place searches
     "BTP_OPENMETEO_URL": "https://api.open-meteo.com",
     "BTP_VALHALLA_URL": None,
     "BTP_HOST": "127.0.0.1",

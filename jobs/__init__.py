@@ -4,8 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 from flask import Flask, current_app
-from rq import Callback, Queue, Retry
+from rq import Callback, Queue
+from rq import Retry as JobRetry
 
 QUEUE_NAME = "btp"
 JOB_TIMEOUT = 300
@@ -34,7 +37,10 @@ def get_redis() -> redis.Redis:
     app = current_app._get_current_object()
     client = app.extensions.get("btp_redis")
     if client is None:
-        client = redis.Redis.from_url(redis_url(app), socket_timeout=10, health_check_interval=30)
+        # Short timeouts and few retries: a Redis outage must surface in seconds, not stall every request.
+        client = redis.Redis.from_url(
+            redis_url(app), socket_connect_timeout=2, socket_timeout=10, health_check_interval=30,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
         app.extensions["btp_redis"] = client
     return client
 
@@ -48,6 +54,6 @@ def enqueue(func, *ids, job_id: str | None = None):
     from jobs.tasks import on_job_failure
 
     return get_queue().enqueue(
-        func, *ids, job_id=job_id, retry=Retry(max=RETRIES, interval=[1, 5]),
+        func, *ids, job_id=job_id, retry=JobRetry(max=RETRIES, interval=[1, 5]),
         on_failure=Callback(on_job_failure), failure_ttl=7 * 24 * 3600, result_ttl=3600,
     )

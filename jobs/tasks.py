@@ -11,7 +11,8 @@ from flask import current_app, has_app_context
 
 from trips import computations, pipeline
 from trips.db import after_commit, atomic, db, engine_pid_guard
-from trips.models import Trip
+from trips.guards import trip_lock
+from trips.models import Stage, Trip
 
 log = logging.getLogger(__name__)
 ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
@@ -54,7 +55,6 @@ def source_config():
 def fetch_route(trip_id: str, generation: int) -> None:
     """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
     from jobs import enqueue, get_redis
-    from trips.services import trip_lock
     from trips.sources import FetchError, UnsupportedSource, fetch_route as fetch, parse_source_url
 
     with app_context():
@@ -85,7 +85,6 @@ def fetch_route(trip_id: str, generation: int) -> None:
 
 def generate_stages(trip_id: str, generation: int) -> None:
     """Cut the stored route into days for `generation`; nothing is written if the trip moved past it."""
-    from trips.services import trip_lock
 
     with app_context():
         with atomic():
@@ -100,22 +99,87 @@ def generate_stages(trip_id: str, generation: int) -> None:
                 pipeline.replace_stages(trip, plans)
 
 
-COMPUTATION_OF = {"jobs.tasks.fetch_route": "route", "jobs.tasks.generate_stages": "stages"}
+def routing_config():
+    from trips.routing import RoutingConfig
+
+    return RoutingConfig(valhalla_url=current_app.config["BTP_VALHALLA_URL"])
+
+
+def _current_waypoint(stage_id: str, request_id: str):
+    """The day, if it still exists and this is still its latest waypoint request."""
+    stage = db.session.get(Stage, stage_id)
+    return stage if stage is not None and (stage.waypoint or {}).get("requestId") == request_id else None
+
+
+def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
+    """Reroute a day through its waypoint; a newer request for the day, or a regeneration, wins."""
+    from trips.routing import RoutingError, reroute
+    from trips.waypoints import apply_reroute
+
+    with app_context():
+        with atomic():
+            stage = _current_waypoint(stage_id, request_id)
+            if stage is None:
+                return
+            generation = stage.trip.generation
+            computations.transition(trip_id, "route_segment", generation, "running")
+            start, end = (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)
+            via = (stage.waypoint["lat"], stage.waypoint["lon"])
+        try:
+            result = reroute(start, via, end, routing_config())
+        except RoutingError as exc:
+            with atomic(lock=trip_lock(trip_id)):
+                if _current_waypoint(stage_id, request_id) is not None:
+                    computations.transition(trip_id, "route_segment", generation, "failed", exc.reason)
+            return
+        with atomic(lock=trip_lock(trip_id)):
+            stage = _current_waypoint(stage_id, request_id)
+            if stage is not None and computations.transition(trip_id, "route_segment", generation, "done"):
+                apply_reroute(stage, result.geometry, result.approximate)
+
+
+def run_enrichment(trip_id: str, name: str, generation: int) -> None:
+    """Run one enrichment for `generation`; its writes land only if the trip is still at that generation."""
+    from trips.analysis import ENRICHMENTS
+
+    with app_context():
+        with atomic():
+            if name not in ENRICHMENTS or not computations.transition(trip_id, name, generation, "running"):
+                return
+        with atomic(lock=trip_lock(trip_id)):
+            trip = db.session.get(Trip, trip_id)
+            if trip is None or trip.generation != generation:
+                return
+            ENRICHMENTS[name](trip)
+            computations.transition(trip_id, name, generation, "done")
+
+
+def _failed_computations(job) -> list[tuple[str, str, int]]:
+    """(trip id, computation, generation) that a job's final failure leaves failed."""
+    if job.func_name == "jobs.tasks.fetch_route":
+        trip_id, generation = job.args
+        trip = db.session.get(Trip, trip_id)
+        return [(trip_id, "route", generation)] + ([(trip_id, "stages", trip.generation)] if trip else [])
+    if job.func_name == "jobs.tasks.generate_stages":
+        return [(job.args[0], "stages", job.args[1])]
+    if job.func_name == "jobs.tasks.run_enrichment":
+        trip_id, name, generation = job.args
+        return [(trip_id, name, generation)]
+    if job.func_name == "jobs.tasks.reroute_stage":
+        trip_id, stage_id, request_id = job.args
+        stage = _current_waypoint(stage_id, request_id)
+        return [(trip_id, "route_segment", stage.trip.generation)] if stage else []
+    return []
 
 
 def on_job_failure(job, connection, exc_type, exc_value, tb) -> None:
     """RQ failure callback (also run for a job whose worker died): after the last retry, mark it failed."""
     if job.retries_left:
         return  # RQ will run it again
-    name = COMPUTATION_OF.get(job.func_name)
-    if name is None:
-        return
-    trip_id, generation = job.args[:2]
-    log.error("job %s (%s) for trip %s failed for good: %s", job.id, name, trip_id, exc_type.__name__)
+    log.error("job %s (%s) failed for good: %s", job.id, job.func_name, exc_type.__name__)
     with app_context():
         with atomic():
-            computations.transition(trip_id, name, generation, "failed", INTERNAL_FAILURE)
-            if name == "route":
-                trip = db.session.get(Trip, trip_id)
-                if trip is not None:
-                    computations.transition(trip_id, "stages", trip.generation, "failed", ROUTE_FAILED_STAGES)
+            for trip_id, name, generation in _failed_computations(job):
+                reason = ROUTE_FAILED_STAGES if (job.func_name.endswith("fetch_route") and name == "stages") \
+                    else INTERNAL_FAILURE
+                computations.transition(trip_id, name, generation, "failed", reason)

@@ -9,7 +9,7 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-pytest_plugins = ["tests.fakes.thirdparty"]
+pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim"]
 
 PG_TEST_SCHEMA = "btp_test"
 

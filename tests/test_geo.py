@@ -225,36 +225,25 @@ def test_elevation_long_series_matches_the_sequential_rule():
 # ------------------------------------------------------------------ split
 
 
-def test_split_at_distance_cuts_at_first_index_reaching_the_target():
-    pts = equator_line(6, step_m=1000.0)
-    head, tail, acc = geo.split_at_distance(pts, 2.5)
-    assert len(head) == 4 and len(tail) == 3
-    assert np.array_equal(head[-1], tail[0])  # the cut point is shared
-    assert acc == pytest.approx(3.0, abs=1e-6)
+def test_cut_at_km_interpolates_the_cut_point():
+    pts = np.array([[45.0, 5.0, 100.0], [45.01, 5.0, 200.0], [45.02, 5.0, 300.0]])
+    cum = geo.cumulative_km(pts)
+    head, tail = geo.cut_at_km(pts, cum[1] * 1.5)
+    assert len(head) == 3 and len(tail) == 2
+    assert head[-1] == pytest.approx(tail[0]) and head[-1][0] == pytest.approx(45.015, abs=1e-6)
+    assert head[-1][2] == pytest.approx(250.0)
+    assert geo.total_distance_km(head) + geo.total_distance_km(tail) == pytest.approx(cum[-1])
 
 
-def test_split_at_distance_exact_target_with_precomputed_cumulative():
-    pts = equator_line(6)
-    cum = np.array([10.0, 11.0, 12.0, 13.0, 14.0, 15.0])  # a slice of a route-wide array: origin 10
-    head, tail, acc = geo.split_at_distance(pts, 2.0, cum)
-    assert len(head) == 3 and len(tail) == 4 and acc == 2.0
+def test_cut_at_km_on_a_vertex_shares_it():
+    pts = np.array([[45.0, 5.0, 0.0], [45.01, 5.0, 0.0], [45.02, 5.0, 0.0]])
+    cum = geo.cumulative_km(pts)
+    head, tail = geo.cut_at_km(pts, cum[1], cum)
+    assert head.tolist() == pts[:2].tolist() and tail.tolist() == pts[1:].tolist()
+
+
+@pytest.mark.parametrize("goal", [0.0, -1.0, 2.3, 50.0])
+def test_cut_at_km_refuses_goals_outside_the_line(goal):
+    pts = np.array([[45.0, 5.0, 0.0], [45.01, 5.0, 0.0], [45.02, 5.0, 0.0]])
     with pytest.raises(ValueError):
-        geo.split_at_distance(pts, 2.0, cum[:3])
-
-
-def test_split_at_distance_target_never_reached():
-    pts = equator_line(4)
-    head, tail, acc = geo.split_at_distance(pts, 50.0)
-    assert np.array_equal(head, pts)
-    assert tail.shape == (0, 3)
-    assert acc == pytest.approx(3.0, abs=1e-6)
-
-
-def test_split_at_distance_small_inputs():
-    pts = equator_line(3)
-    head, tail, _ = geo.split_at_distance(pts, 0.0)  # the first cut candidate is index 1
-    assert len(head) == 2 and len(tail) == 2
-    head, tail, acc = geo.split_at_distance(pts[:1], 1.0)
-    assert len(head) == 1 and len(tail) == 0 and acc == 0.0
-    head, tail, acc = geo.split_at_distance(np.zeros((0, 3)), 1.0)
-    assert len(head) == 0 and len(tail) == 0 and acc == 0.0
+        geo.cut_at_km(pts, goal)

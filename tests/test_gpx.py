@@ -120,7 +120,7 @@ def test_split_tracks_gives_one_array_per_trk():
     (trk(pt(1, 2), "   "), None),
     (trk(pt(1, 2)), None),
     (trk(pt(1, 2), "Tour &amp; Co"), "Tour & Co"),
-    ("<metadata><name>Meta</name></metadata>" + trk(pt(1, 2)), None),
+    ("<metadata><name>Meta</name></metadata>" + trk(pt(1, 2)), "Meta"),  # the document's own name wins
     (trk(pt(1, 2)) + trk(pt(2, 2), "Second"), None),  # only the first <trk>
     (f"<trk><trkseg>{pt(1, 2)}</trkseg><name>Late</name></trk>", None),  # after the first point
     (trk(pt(1, 2, extra="<name>Point</name>"), None), None),

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 import redis as redis_lib
 
-from tests.fakes import thirdparty
 from tests.fakes.thirdparty import gpx_from_points, komoot_html, make_points
 from trips import sources
 from trips.sources import (
@@ -19,7 +18,6 @@ from trips.sources import (
 )
 
 
-fake_thirdparty = thirdparty.fake_thirdparty  # the fixture, until tests/conftest.py loads the plugin
 
 
 def _closed_port() -> int:

@@ -185,7 +185,7 @@ def test_list_is_newest_first_paged_and_filtered(ctx, client, rider):
 def test_list_refuses_bad_parameters_by_name(client, rider, query, field):
     _, headers = rider
     response = client.get(f"/api/trips?{query}", headers=headers)
-    assert response.status_code == 422 and field in response.get_json()["errors"]
+    assert response.status_code == 400 and field in response.get_json()["errors"]
 
 
 def test_detail_carries_the_version_and_no_geometry(ctx, client, rider):

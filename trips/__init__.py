@@ -4,10 +4,13 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from trips import models  # noqa: F401  (tables known to migrations)
-    from trips import api, ops, problems
+    from trips import api, api_share, api_stages, ops, problems
     from trips.cli import purge_command, trips_cli
 
     app.register_blueprint(api.bp)
+    app.register_blueprint(api_stages.bp)
+    app.register_blueprint(api_share.api)
+    app.register_blueprint(api_share.pages)
     app.register_blueprint(ops.bp)
     problems.register(app)
     app.cli.add_command(trips_cli)

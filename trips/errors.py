@@ -60,3 +60,7 @@ class BadRequest(DomainError):
     """A malformed control value (a header or argument the request cannot be judged without)."""
 
     code = "bad_request"
+
+
+class InvalidQuery(Invalid):
+    """Bad query-string parameters: the request itself is malformed (400), not its content."""

@@ -13,7 +13,7 @@ from pyproj import Geod
 
 __all__ = [
     "EARTH_RADIUS_M", "NOISE_THRESHOLD_M", "TOLERANCE_M", "as_points", "closest_index", "cumulative_km",
-    "distance_m", "elevation_gain_loss", "haversine_m", "segment_lengths_m", "simplify", "split_at_distance",
+    "distance_m", "elevation_gain_loss", "haversine_m", "segment_lengths_m", "simplify", "cut_at_km",
     "total_distance_km",
 ]
 
@@ -101,29 +101,22 @@ def closest_index(points, lat: float, lon: float) -> int:
     return int(np.argmin(d))
 
 
-def split_at_distance(points, target_km: float, cum_km=None):
-    """Split at the first index i >= 1 whose accumulated distance is >= `target_km` (domain.md §3.2).
+def cut_at_km(points, goal_km: float, cum_km=None) -> tuple[np.ndarray, np.ndarray]:
+    """Cut a polyline `goal_km` along it, at a point interpolated between the two points around the goal.
 
-    Returns (points[:i+1], points[i:], acc_km); the cut point is in both halves. When the target is never
-    reached: (points, empty (0, k) array, total_km). `cum_km`, when given, is the accumulated distance in km
-    at each point (e.g. a slice of a route-wide `cumulative_km`); its first value is taken as the origin.
-    Raises ValueError when `cum_km` does not match `points` in length.
+    Returns (head, tail): the head ends and the tail starts on the cut point. `cum_km`, when given, is the
+    accumulated distance at each point (from `cumulative_km`, same origin). Raises ValueError unless
+    0 < goal_km < total length.
     """
     pts = as_points(points)
-    n = len(pts)
-    if n == 0:
-        return pts, pts[:0], 0.0
-    if cum_km is None:
-        rel = cumulative_km(pts)
-    else:
-        cum = np.asarray(cum_km, dtype=np.float64)
-        if cum.shape != (n,):
-            raise ValueError("cum_km must have one value per point")
-        rel = cum - cum[0]
-    i = 1 + int(np.searchsorted(rel[1:], target_km, side="left"))
-    if i >= n:
-        return pts, pts[:0], float(rel[-1])
-    return pts[: i + 1], pts[i:], float(rel[i])
+    cum = cumulative_km(pts) if cum_km is None else np.asarray(cum_km, dtype=np.float64)
+    if len(pts) < 2 or not 0 < goal_km < cum[-1]:
+        raise ValueError("the cut must fall strictly inside the line")
+    j = int(np.searchsorted(cum, goal_km, side="left"))  # cum[j - 1] < goal <= cum[j]
+    f = (goal_km - cum[j - 1]) / (cum[j] - cum[j - 1])
+    cut = pts[j - 1] + f * (pts[j] - pts[j - 1])
+    rest = pts[j + 1:] if f >= 1.0 else pts[j:]
+    return np.vstack((pts[:j], cut)), np.vstack((cut, rest))
 
 
 def _run_total(diffs: np.ndarray, mask: np.ndarray, threshold: float) -> float:

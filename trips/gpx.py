@@ -213,12 +213,16 @@ class _Collector:
         self.tracks: list[list[np.ndarray]] = []
         self.title: str | None = None
         self.title_done = False
+        self.document_name: str | None = None  # <metadata><name> (GPX 1.1): the whole document's name
         self._new_track = True
 
     def name(self, el) -> None:
-        if not self.title_done and _local(el.getparent()) == "trk":
+        parent = _local(el.getparent())
+        if not self.title_done and parent == "trk":
             self.title = "".join(el.itertext()).strip()[:TITLE_MAX_CHARS] or None
             self.title_done = True
+        elif parent == "metadata" and self.document_name is None:
+            self.document_name = "".join(el.itertext()).strip()[:TITLE_MAX_CHARS] or None
 
     def end_track(self) -> None:
         self.title_done = True  # the title comes from the first <trk> only
@@ -318,7 +322,8 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
 
     `source` is bytes or a binary file-like object (read in chunks, never all at once). All `<trk>` and
     `<trkseg>` points are concatenated into one track in document order, unless `split_tracks` is true: then
-    each `<trk>` with points becomes its own array. The title is the first `<name>` of the first `<trk>`,
+    each `<trk>` with points becomes its own array. The title is the document's `<metadata><name>` when it
+    has one, else the first `<name>` of the first `<trk>`,
     before any track point, stripped and cut at 255 characters; None when absent or empty.
 
     Raises GpxError when the document is larger than `max_bytes`, has a DOCTYPE, is empty, not XML, not
@@ -367,7 +372,7 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
     tracks = collector.result()
     if not tracks:
         raise GpxError(NO_POINTS)
-    return ParsedRoute(title=collector.title, tracks=tracks)
+    return ParsedRoute(title=collector.document_name or collector.title, tracks=tracks)
 
 
 def _feed(parser, chunk: bytes, first: bool, in_prolog: bool, tail: bytes) -> None:

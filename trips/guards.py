@@ -1,17 +1,21 @@
-"""The write guards, as data: ownership → lock → precondition (→ confirmation, filled by the MCP step).
+"""The write guards, as data: ownership → lock → precondition → confirmation.
 
-Both transports build a WriteContext and call `run_chain`; the order is pinned by a test.
+Both transports build a WriteContext and call `run_chain` (REST leaves the confirmation slot empty; the MCP
+tools that confirm fill it). The order is pinned by a test. Under the trip's write lock the checks that can
+change between two reads run again (`RECHECK_CHAIN`), so two edits of the same version cannot both land.
 """
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from trips.db import db
+from trips.db import atomic, db
 from trips.errors import BadRequest, Locked, NotFound, PreconditionFailed, PreconditionRequired
 from trips.models import Trip
 
@@ -53,7 +57,10 @@ class WriteContext:
     trip_id: str
     precondition: Precondition | None = None  # None: the operation does not move the version
     refuses_locked: bool = True
+    validate: Callable[[Trip], object] | None = None  # checks the input against the stored record
+    confirm: Callable[[Trip], None] | None = None  # raises when the caller has not confirmed (MCP)
     trip: Trip | None = None
+    prepared: object = None  # what `validate` returned
 
 
 def is_locked(trip: Trip) -> bool:
@@ -100,10 +107,38 @@ def check_version(trip: Trip, pre: Precondition | None) -> None:
         )
 
 
-WRITE_CHAIN = (ownership, lock, precondition)
+def validation(ctx: WriteContext) -> None:
+    if ctx.validate is not None:
+        ctx.prepared = ctx.validate(ctx.trip)
+
+
+def confirmation(ctx: WriteContext) -> None:
+    if ctx.confirm is not None:
+        ctx.confirm(ctx.trip)
+
+
+# Validation comes before confirmation: a confirmation is only ever asked for a call that would succeed.
+WRITE_CHAIN = (ownership, lock, precondition, validation, confirmation)
+RECHECK_CHAIN = (ownership, lock, precondition, validation)
 
 
 def run_chain(ctx: WriteContext, chain=WRITE_CHAIN) -> Trip:
     for guard in chain:
         guard(ctx)
     return ctx.trip
+
+
+def trip_lock(trip_id: str) -> str:
+    return f"trip:{trip_id}"
+
+
+@contextmanager
+def guarded_write(ctx: WriteContext):
+    """The write chain fail-fast, then the trip's write lock, the re-check, and one unit of work.
+
+    Yields the trip as re-read under the lock. Raises what the guards raise, and Conflict when the lock
+    cannot be had.
+    """
+    run_chain(ctx)
+    with atomic(lock=trip_lock(ctx.trip.id)):
+        yield run_chain(ctx, RECHECK_CHAIN)

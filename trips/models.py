@@ -89,12 +89,37 @@ class Stage(db.Model):
     start_label: Mapped[str | None] = mapped_column(sa.String(255))
     end_label: Mapped[str | None] = mapped_column(sa.String(255))
     is_rest_day: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    # True when the geometry is a straight detour through a waypoint (no routing provider answered).
+    approximate: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False, server_default=sa.false())
+    # Accommodation candidates near the day's end ({name, type, lat, lon, …}) and the rider's choice.
+    accommodations: Mapped[list] = mapped_column(sa.JSON, nullable=False, default=list, server_default="[]")
+    selected_accommodation: Mapped[dict | None] = mapped_column(sa.JSON)
+    # The latest waypoint asked for this day ({lat, lon, requestId}); a reroute job writes only if still current.
+    waypoint: Mapped[dict | None] = mapped_column(sa.JSON)
 
     trip: Mapped[Trip] = relationship(back_populates="stages")
 
     @property
     def day_number(self) -> int:
         return self.position + 1
+
+
+class TripShare(db.Model):
+    """A public link to a trip. At most one active (not revoked) link per trip, enforced by a partial index."""
+
+    __tablename__ = "trip_share"
+    __table_args__ = (
+        sa.Index("uq_trip_share_active", "trip_id", unique=True,
+                 postgresql_where=sa.text("revoked_at IS NULL"), sqlite_where=sa.text("revoked_at IS NULL")),
+    )
+
+    id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
+    trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), nullable=False)
+    short_code: Mapped[str] = mapped_column(sa.String(8), unique=True, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime)
+
+    trip: Mapped[Trip] = relationship()
 
 
 class Computation(db.Model):

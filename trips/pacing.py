@@ -119,17 +119,16 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
     n_days = day_count(total_km, settings)
     targets = daily_targets(n_days, total_km, ascent, settings.fatigue_factor, settings.elevation_penalty,
                             settings.max_distance_per_day)
-    days, start, first, start_km = [], raw[0], 1, 0.0  # raw[first:] lie after the day's start point
+    days, rest, offset = [], raw, 0.0  # `rest` is what is left of the route, starting `offset` km in
+    rest_cum = cum
     for target in targets[:-1]:
-        goal = start_km + target
-        j = int(np.searchsorted(cum, goal, side="left"))  # cum[j - 1] < goal <= cum[j]
-        if j >= len(raw) - 1:
+        if rest_cum[-1] - offset <= target:
             break  # the route ends within this day
-        f = (goal - cum[j - 1]) / (cum[j] - cum[j - 1])
-        cut = raw[j - 1] + f * (raw[j] - raw[j - 1])  # interpolated: the day ends on its target
-        days.append(np.vstack((start, raw[first:j], cut)))
-        start, first, start_km = cut, (j + 1 if f >= 1.0 else j), goal
-    days.append(np.vstack((start, raw[first:])))
+        head, rest = geo.cut_at_km(rest, target, rest_cum - offset)  # the day ends exactly on its target
+        days.append(head)
+        offset += target
+        rest_cum = np.concatenate(([offset], rest_cum[len(rest_cum) - len(rest) + 1:]))
+    days.append(rest)
     return [_stage(day, pts, geo.cumulative_km(pts)) for day, pts in enumerate(days, start=1)]
 
 

@@ -11,6 +11,7 @@ from trips.geo import elevation_gain_loss, total_distance_km
 from trips.gpx import ParsedRoute
 from trips.models import Stage, Trip, TripRoute
 from trips.pacing import PacingSettings, StagePlan, plan_collection, plan_stages
+from trips.stage_ops import set_geometry
 
 MIN_STAGES = 2
 
@@ -61,14 +62,12 @@ def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
     trip.stages.clear()
     db.session.flush()
     for position, plan in enumerate(plans):
-        geometry = np.round(np.asarray(plan.geometry, dtype=float), 6).tolist()
-        trip.stages.append(Stage(
-            position=position, distance=float(plan.distance_km), elevation=float(plan.elevation_gain_m),
-            elevation_loss=float(plan.elevation_loss_m),
-            start_lat=float(plan.start[0]), start_lon=float(plan.start[1]), start_ele=float(plan.start[2]),
-            end_lat=float(plan.end[0]), end_lon=float(plan.end[1]), end_ele=float(plan.end[2]),
-            geometry=geometry,
-        ))
+        stage = Stage(position=position, accommodations=[])
+        set_geometry(stage, plan.geometry)
+        # Distance and climbing were measured on the full-resolution points, not the simplified line.
+        stage.distance = float(plan.distance_km)
+        stage.elevation, stage.elevation_loss = float(plan.elevation_gain_m), float(plan.elevation_loss_m)
+        trip.stages.append(stage)
     trip.status = "ready" if len(plans) >= MIN_STAGES else "draft"
 
 
@@ -82,3 +81,21 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
     replace_stages(trip, plan_days(trip))
     for c in trip.computations:
         c.status = "done"
+
+
+def copy_days(original: Trip, trip: Trip) -> None:
+    """Give `trip` the route and days of `original` (new stage ids), both computations done."""
+    if original.route is not None:
+        r = original.route
+        trip.route = TripRoute(points=r.points, point_count=r.point_count, track_ends=list(r.track_ends),
+                               distance_km=r.distance_km, elevation_gain=r.elevation_gain,
+                               elevation_loss=r.elevation_loss)
+    trip.source_type = original.source_type
+    for stage in original.stages:
+        copy = Stage(**{c.key: getattr(stage, c.key) for c in Stage.__table__.columns
+                        if c.key not in ("id", "trip_id", "waypoint")})
+        trip.stages.append(copy)
+    initialize(trip, ("route", "stages"), trip.generation)
+    for c in trip.computations:
+        c.status = "done"
+    trip.status = original.status

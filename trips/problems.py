@@ -5,7 +5,7 @@ import hashlib
 import json
 import logging
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from oauth.principal import InsufficientScope, Unauthorized
@@ -13,7 +13,8 @@ from trips import errors
 
 log = logging.getLogger(__name__)
 
-STATUS = {
+STATUS = {  # looked up in order: subclasses first
+    errors.InvalidQuery: (400, "Bad Request"),
     errors.NotFound: (404, "Not Found"),
     errors.Locked: (423, "Locked"),
     errors.PreconditionRequired: (428, "Precondition Required"),
@@ -32,6 +33,9 @@ HEADER_HINTS = {
 
 
 def problem(status: int, title: str, detail: str, **extra) -> Response:
+    if not request.path.startswith(("/api/", "/mcp")):  # a human's page: an HTML answer
+        html = render_template("error.html", title=title, detail=detail)
+        return current_app.response_class(html, status=status, mimetype="text/html")
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
             "instance": request.path[:2048], **extra}
     response = current_app.response_class(json.dumps(body), status=status, mimetype="application/problem+json")
@@ -80,8 +84,6 @@ def _insufficient_scope(exc: InsufficientScope):
 
 
 def _http_error(exc: HTTPException):
-    if not request.path.startswith("/api/"):
-        return exc
     detail = {413: "The request body is too large (30 MB at most)."}.get(exc.code, exc.description)
     return problem(exc.code, exc.name, detail)
 
@@ -93,7 +95,23 @@ def _unexpected(exc: Exception):
     return problem(500, "Internal Server Error", "Something went wrong on our side.")
 
 
+# Pages send no script and may not be framed (clickjacking); API answers are never framed either.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+                               "base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _security_headers(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
 def register(app: Flask) -> None:
+    app.after_request(_security_headers)
     app.register_error_handler(errors.DomainError, _domain_error)
     app.register_error_handler(Unauthorized, _unauthorized)
     app.register_error_handler(InsufficientScope, _insufficient_scope)

@@ -35,7 +35,8 @@ def stage_summary(trip: Trip, stage: Stage) -> dict:
         "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
         "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
         "label": stage.label, "startLabel": stage.start_label, "endLabel": stage.end_label,
-        "isRestDay": stage.is_rest_day,
+        "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
+        "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
     }

@@ -116,3 +116,71 @@ def flatten(messages, prefix: str = "") -> dict[str, str]:
         else:
             out[name or "body"] = " ".join(value) if isinstance(value, list) else str(value)
     return out
+
+
+class PointIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+    ele = fields.Float(load_default=0.0, validate=validate.Range(-500, 9000), allow_nan=False)
+
+
+class StageAdd(Schema):
+    class Meta:
+        unknown = RAISE
+
+    start_point = fields.Nested(PointIn, data_key="startPoint", required=True)
+    end_point = fields.Nested(PointIn, data_key="endPoint", required=True)
+    position = fields.Integer(strict=True, validate=validate.Range(min=0))
+    label = fields.String(allow_none=True, validate=validate.Length(max=255))
+
+
+class StageUpdate(Schema):
+    """Either points and/or a label, or a `distance` (km) at which the day is cut: not both kinds."""
+
+    class Meta:
+        unknown = RAISE
+
+    start_point = fields.Nested(PointIn, data_key="startPoint")
+    end_point = fields.Nested(PointIn, data_key="endPoint")
+    label = fields.String(allow_none=True, validate=validate.Length(max=255))
+    distance = fields.Float(validate=validate.Range(min=0, min_inclusive=False, max=1000), allow_nan=False)
+
+    @validates_schema
+    def _one_mode(self, data, **_):
+        if not data:
+            raise ValidationError("Give startPoint, endPoint, label or distance.", "body")
+        if "distance" in data and ({"start_point", "end_point"} & data.keys()):
+            raise ValidationError("A day is either cut at a distance or given new points, not both.", "distance")
+
+
+class StageMove(Schema):
+    class Meta:
+        unknown = RAISE
+
+    to_index = fields.Integer(data_key="toIndex", required=True, strict=True)
+
+
+class AccommodationChoice(Schema):
+    """Coordinates of one of the day's candidates, or both null to clear the choice."""
+
+    class Meta:
+        unknown = RAISE
+
+    lat = fields.Float(required=True, allow_none=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = fields.Float(required=True, allow_none=True, validate=validate.Range(-180, 180), allow_nan=False)
+
+    @validates_schema
+    def _both_or_neither(self, data, **_):
+        if (data.get("lat") is None) != (data.get("lon") is None):
+            raise ValidationError("Give both lat and lon, or both null to clear the choice.", "lat")
+
+
+class WaypointIn(Schema):
+    class Meta:
+        unknown = RAISE
+
+    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)

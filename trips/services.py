@@ -10,28 +10,26 @@ import re
 from datetime import timedelta
 
 import sqlalchemy as sa
+from marshmallow import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
-from jobs import enqueue
+from jobs import enqueue, get_redis
 from oauth.models import User, utcnow
 from trips import computations, pipeline
 from trips.db import after_commit, atomic, db, new_id
-from trips.errors import BadRequest, Conflict, Invalid, NotFound
+from trips.errors import BadRequest, Conflict, Invalid, InvalidQuery
 from trips.gpx import GpxError, parse_gpx
-from trips.guards import Precondition, WriteContext, load_owned_trip, run_chain
+from trips.ratelimit import limit
+from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
 from trips.models import IdempotencyRecord, Stage, Trip
+from trips.stage_ops import find_stage
 from trips.schemas import (
-    PACING, GpxUploadSettings, TripCreate, TripListQuery, TripUpdate, check_dates, load,
+    PACING, WRITABLE, GpxUploadSettings, TripCreate, TripListQuery, TripUpdate, check_dates, load, quote,
 )
 
 IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{16,255}")
 IDEMPOTENCY_TTL = timedelta(hours=24)
-STAGE_NOT_FOUND = "Stage not found."
-
-
-def trip_lock(trip_id: str) -> str:
-    return f"trip:{trip_id}"
 
 
 def _digest(data) -> str:
@@ -43,28 +41,60 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
-    or for a trip since deleted).
+    or for a trip since deleted), RateLimited (10 new trips a minute).
     """
-    if idempotency_key is None:
-        raise BadRequest("The Idempotency-Key header is required (16 to 255 letters, digits, '-' or '_').")
-    if not IDEMPOTENCY_KEY.fullmatch(idempotency_key):
-        raise BadRequest("The Idempotency-Key must be 16 to 255 letters, digits, '-' or '_'.")
     fields = load(TripCreate(), data)
-    digest = _digest(data)
-    key_lock = f"idem:{actor.id}:{operation}:{hashlib.sha256(idempotency_key.encode()).hexdigest()}"
+
+    def build() -> Trip:
+        trip = new_trip(actor, fields)
+        computations.initialize(trip, computations.STRUCTURAL, trip.generation)
+        after_commit(_dispatch_fetch, trip.id)
+        return trip
+
+    return _idempotent(actor, operation, idempotency_key, _digest(data), build)
+
+
+def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tuple[Trip, bool]:
+    """Copy a trip: settings, route and days (new ids), its days already computed. Allowed on a started
+    trip. Returns (copy, created). Raises NotFound, BadRequest, Conflict, RateLimited as create_trip."""
+    source = load_owned_trip(actor.id, trip_id)
+
+    def build() -> Trip:
+        original = load_owned_trip(actor.id, source.id)
+        if computations.status_of(original, "stages") != "done":
+            raise Conflict("The trip's days are not ready yet; duplicate it once they are.")
+        trip = new_trip(actor, {attr: getattr(original, attr) for attr in WRITABLE.values()}
+                        | {"title": _copy_title(original.title)})
+        pipeline.copy_days(original, trip)
+        return trip
+
+    # The key names the request, path included: the same key for another trip is another body (409).
+    return _idempotent(actor, "duplicate_trip", idempotency_key, _digest({"tripId": source.id}), build)
+
+
+def _copy_title(title: str | None) -> str | None:
+    return None if title is None else (title[:248] + " (copy)")
+
+
+def _idempotent(actor: User, operation: str, key: str | None, digest: str, build) -> tuple[Trip, bool]:
+    """Run `build` once per (user, operation, key); a replay answers the first result (ADR-077)."""
+    if key is None:
+        raise BadRequest("The Idempotency-Key header is required (16 to 255 letters, digits, '-' or '_').")
+    if not IDEMPOTENCY_KEY.fullmatch(key):
+        raise BadRequest("The Idempotency-Key must be 16 to 255 letters, digits, '-' or '_'.")
+    key_lock = f"idem:{actor.id}:{operation}:{hashlib.sha256(key.encode()).hexdigest()}"
     try:
         with atomic(lock=key_lock, lock_timeout=10):
-            replay = _replay(actor, operation, idempotency_key, digest)
+            replay = _replay(actor, operation, key, digest)
             if replay is not None:
                 return replay, False
-            trip = new_trip(actor, fields)
-            computations.initialize(trip, computations.STRUCTURAL, trip.generation)
-            db.session.add(IdempotencyRecord(user_id=actor.id, operation=operation, key=idempotency_key,
+            limit(get_redis(), "trip_create", actor.id)
+            trip = build()
+            db.session.add(IdempotencyRecord(user_id=actor.id, operation=operation, key=key,
                                              request_digest=digest, trip_id=trip.id))
-            after_commit(_dispatch_fetch, trip.id)
     except IntegrityError:  # a concurrent request with the same key won the unique constraint
         with atomic():
-            replay = _replay(actor, operation, idempotency_key, digest)
+            replay = _replay(actor, operation, key, digest)
         if replay is None:
             raise
         return replay, False
@@ -109,6 +139,7 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
     fields = load(GpxUploadSettings(), {k: v for k, v in form.items() if v != ""})
     if stream is None:
         raise Invalid({"gpxFile": "a GPX file is required"})
+    limit(get_redis(), "trip_create", actor.id)
     try:
         parsed = parse_gpx(stream)
     except GpxError as exc:
@@ -120,8 +151,11 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
 
 
 def list_trips(actor: User, query) -> dict:
-    """The caller's trips, newest first, paged. Raises Invalid naming a bad query parameter."""
-    q = load(TripListQuery(), dict(query))
+    """The caller's trips, newest first, paged. Raises InvalidQuery naming a bad query parameter."""
+    try:
+        q = load(TripListQuery(), dict(query))
+    except Invalid as exc:
+        raise InvalidQuery(exc.errors) from None
     where = [Trip.user_id == actor.id]
     if q.get("title"):
         escaped = q["title"].lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -148,35 +182,35 @@ def get_trip(actor: User, trip_id: str) -> Trip:
 
 def get_stage(actor: User, trip_id: str, stage_id: str) -> Stage:
     """Raises NotFound for an unknown or foreign trip, and for a stage that is not one of its days."""
-    trip = load_owned_trip(actor.id, trip_id)
-    stage = next((s for s in trip.stages if s.id == str(stage_id).lower()), None)
-    if stage is None:
-        raise NotFound(STAGE_NOT_FOUND)
-    return stage
+    return find_stage(load_owned_trip(actor.id, trip_id), stage_id)
 
 
-def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, data) -> Trip:
+def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, data, confirm=None) -> Trip:
     """Change settings. A pacing change moves the version and cuts the days again; a title alone does not.
 
-    Guards: ownership → lock → version (fail-fast, then again under the trip's write lock).
+    Guards: ownership → lock → version → validation of the merged record → confirmation (MCP).
     Raises NotFound, Locked, PreconditionRequired, BadRequest, PreconditionFailed, Invalid, Conflict.
     """
-    ctx = WriteContext(actor.id, trip_id, precondition)
-    run_chain(ctx)
-    fields = load(TripUpdate(), data, partial=True)
-    with atomic(lock=trip_lock(ctx.trip.id)):
-        trip = run_chain(ctx)
-        merged = {name: fields.get(name, getattr(trip, name)) for name in ("start_date", "end_date")}
-        try:
-            check_dates(merged["start_date"], merged["end_date"])
-        except Exception as exc:  # marshmallow ValidationError: the merged record is invalid
-            raise Invalid({"endDate": " ".join(exc.messages)}) from None
+    ctx = WriteContext(actor.id, trip_id, precondition, validate=lambda trip: _merged_settings(trip, data),
+                       confirm=confirm)
+    with guarded_write(ctx) as trip:
         before = _pacing_inputs(trip)
-        for name, value in fields.items():
+        for name, value in ctx.prepared.items():
             setattr(trip, name, value)
         if _pacing_inputs(trip) != before:
             _repace(trip)
     return trip
+
+
+def _merged_settings(trip: Trip, data) -> dict:
+    """The fields to write, validated on the merged record (the stored trip with the changes applied)."""
+    fields = load(TripUpdate(), data, partial=True)
+    merged = {name: fields.get(name, getattr(trip, name)) for name in ("start_date", "end_date")}
+    try:
+        check_dates(merged["start_date"], merged["end_date"])
+    except ValidationError as exc:
+        raise Invalid({"endDate": " ".join(exc.messages)}) from None
+    return fields
 
 
 def _pacing_inputs(trip: Trip) -> tuple:
@@ -188,6 +222,7 @@ def _repace(trip: Trip) -> None:
     """The days will be cut again: a new version and generation; jobs of older generations write nothing."""
     trip.version += 1
     trip.generation += 1
+    computations.supersede_unsettled(trip, keep=computations.STRUCTURAL)
     route_status = computations.status_of(trip, "route")
     if route_status == "failed":
         return
@@ -205,3 +240,23 @@ def delete_trip(actor: User, trip_id: str) -> None:
         trip = load_owned_trip(actor.id, trip_id)
         db.session.delete(trip)
 
+
+
+def search_places(actor: User, query) -> dict:
+    """Places matching `q` (Nominatim when configured, else the offline gazetteer).
+
+    Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
+    or is down: never an empty list in that case).
+    """
+    from flask import current_app
+
+    from trips.geocode import GeocodeConfig, search_places as search
+
+    extra = sorted(set(query) - {"q", "limit"})
+    if extra:
+        raise InvalidQuery({quote(extra[0]): "Unknown field."})
+    config = GeocodeConfig(nominatim_url=current_app.config["BTP_NOMINATIM_URL"])
+    try:
+        return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)
+    except Invalid as exc:
+        raise InvalidQuery(exc.errors) from None

@@ -26,6 +26,7 @@ import requests
 
 from trips import gpx
 from trips.gpx import GpxError, ParsedRoute, parse_gpx
+from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -214,20 +215,14 @@ class _Client:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
             raise too_large
-        deadline = time.monotonic() + self.config.deadline
-        chunks: list[bytes] = []
-        total = 0
         try:
-            for chunk in response.iter_content(64 * 1024):
-                total += len(chunk)
-                if total > limit:
-                    raise too_large
-                if time.monotonic() > deadline:
-                    raise _failed("the service answered too slowly")
-                chunks.append(chunk)
-        except requests.RequestException as exc:
-            raise _failed("the service is unavailable") from exc
-        return b"".join(chunks)
+            return read_capped(response, limit, time.monotonic() + self.config.deadline)
+        except BodyTooLarge:
+            raise too_large from None
+        except BodyTooSlow:
+            raise _failed("the service answered too slowly") from None
+        except BodyUnreadable:
+            raise _failed("the service is unavailable") from None
 
 
 # --- parsing ----------------------------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""trips.ratelimit: a sliding window per key in Redis, atomic across threads and processes."""
+import logging
+import threading
+import time
+
+import pytest
+import redis as redis_lib
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from trips import ratelimit
+from trips.errors import RateLimited
+
+
+def test_allows_the_limit_then_refuses_with_retry_after(redis_client):
+    for _ in range(10):
+        ratelimit.hit(redis_client, "trip_create", "user-1", 10, 60)
+    with pytest.raises(RateLimited) as caught:
+        ratelimit.hit(redis_client, "trip_create", "user-1", 10, 60)
+    assert 59 <= caught.value.retry_after <= 60
+    assert caught.value.message == f"Too many requests: at most 10 per minute. Try again in {caught.value.retry_after} s."
+    assert caught.value.code == "rate_limited"
+
+
+def test_refused_hits_are_not_counted_and_the_window_slides(redis_client):
+    ratelimit.hit(redis_client, "b", "k", 2, 1)
+    time.sleep(0.5)
+    ratelimit.hit(redis_client, "b", "k", 2, 1)
+    for _ in range(5):  # refused: must not extend the wait
+        with pytest.raises(RateLimited) as caught:
+            ratelimit.hit(redis_client, "b", "k", 2, 1)
+        assert caught.value.retry_after == 1
+    time.sleep(0.6)  # the first hit has left the window, the second has not
+    ratelimit.hit(redis_client, "b", "k", 2, 1)
+    with pytest.raises(RateLimited):
+        ratelimit.hit(redis_client, "b", "k", 2, 1)
+    assert redis_client.zcard("btp:rl:b:k") == 2
+
+
+def test_retry_after_counts_from_the_oldest_counted_hit(redis_client):
+    ratelimit.hit(redis_client, "b", "k", 1, 2)
+    time.sleep(1.1)
+    with pytest.raises(RateLimited) as caught:
+        ratelimit.hit(redis_client, "b", "k", 1, 2)
+    assert caught.value.retry_after == 1
+    assert "at most 1 per 2 seconds" in caught.value.message
+
+
+def test_keys_and_buckets_are_independent(redis_client):
+    ratelimit.hit(redis_client, "geocode", "alice", 1, 60)
+    ratelimit.hit(redis_client, "geocode", "bob", 1, 60)
+    ratelimit.hit(redis_client, "trip_create", "alice", 1, 60)
+    with pytest.raises(RateLimited):
+        ratelimit.hit(redis_client, "geocode", "alice", 1, 60)
+    assert sorted(k.decode() for k in redis_client.keys("btp:rl:*")) == [
+        "btp:rl:geocode:alice", "btp:rl:geocode:bob", "btp:rl:trip_create:alice"]
+
+
+def test_keys_expire_on_their_own(redis_client):
+    ratelimit.hit(redis_client, "b", "k", 5, 2)
+    ttl_ms = redis_client.pttl("btp:rl:b:k")
+    assert 0 < ttl_ms <= 2000
+
+
+def test_concurrent_hits_never_exceed_the_limit(redis_client):
+    start = threading.Barrier(8)
+    outcomes: list[bool] = []
+    lock = threading.Lock()
+
+    def worker():
+        start.wait()
+        for _ in range(10):
+            try:
+                ratelimit.hit(redis_client, "b", "shared", 25, 60)
+                ok = True
+            except RateLimited:
+                ok = False
+            with lock:
+                outcomes.append(ok)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(outcomes) == 80
+    assert outcomes.count(True) == 25
+    assert redis_client.zcard("btp:rl:b:shared") == 25
+
+
+def test_limit_uses_the_configured_buckets(redis_client):
+    assert ratelimit.LIMITS == {"trip_create": (10, 60), "geocode": (30, 60)}
+    for _ in range(30):
+        ratelimit.limit(redis_client, "geocode", "u")
+    with pytest.raises(RateLimited) as caught:
+        ratelimit.limit(redis_client, "geocode", "u")
+    assert "at most 30 per minute" in caught.value.message
+    ratelimit.reset(redis_client, "geocode", "u")
+    ratelimit.limit(redis_client, "geocode", "u")
+
+
+def test_unreachable_redis_fails_open(caplog):
+    down = redis_lib.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2,
+                           retry=Retry(NoBackoff(), 0))
+    with caplog.at_level(logging.WARNING, logger="trips.ratelimit"):
+        for _ in range(3):
+            ratelimit.hit(down, "b", "k", 1, 60)
+        ratelimit.hit(None, "b", "k", 1, 60)
+    assert "Redis unavailable" in caplog.text
+
+
+def test_rejects_a_nonsense_limit(redis_client):
+    with pytest.raises(ValueError):
+        ratelimit.hit(redis_client, "b", "k", 0, 60)

@@ -1,0 +1,61 @@
+"""Sharing: the owner's REST endpoints, and the public link's page, GPX file and route."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import Blueprint, g, jsonify, render_template
+
+from oauth.principal import require_api_scope
+from trips import readmodels, sharing
+from trips.api import READ, WRITE
+from trips.exports import gpx_download
+from trips.problems import conditional_json
+
+api = Blueprint("share_api", __name__, url_prefix="/api")
+pages = Blueprint("share_pages", __name__)
+
+
+def share_body(share) -> dict:
+    return {"url": sharing.share_url(share), "shortCode": share.short_code,
+            "createdAt": share.created_at.isoformat() + "Z"}
+
+
+@api.post("/trips/<trip_id>/share")
+@require_api_scope(WRITE)
+def create(trip_id):
+    share, created = sharing.share_trip(g.principal.user, trip_id)
+    return jsonify(share_body(share)), 201 if created else 200
+
+
+@api.get("/trips/<trip_id>/share")
+@require_api_scope(READ)
+def read(trip_id):
+    return jsonify(share_body(sharing.get_share(g.principal.user, trip_id)))
+
+
+@api.delete("/trips/<trip_id>/share")
+@require_api_scope(WRITE)
+def revoke(trip_id):
+    sharing.unshare_trip(g.principal.user, trip_id)
+    return "", 204
+
+
+@api.get("/s/<code>/route")
+def shared_route(code):
+    # The share is looked up first: a revoked link is a 404 even for a client holding an ETag.
+    return conditional_json(readmodels.trip_route(sharing.shared_trip(code)))
+
+
+@pages.get("/s/<code>")
+def shared_page(code):
+    trip = sharing.shared_trip(code)
+    stays = {s.id: s.selected_accommodation for s in trip.stages}
+    alerts = {s.id: [] for s in trip.stages}  # alerts arrive with the enrichments
+    response = render_template("share.html", trip=trip, detail=readmodels.trip_detail(trip), stays=stays,
+                               alerts=alerts, timedelta=timedelta)
+    return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
+
+
+@pages.get("/s/<code>.gpx")
+def shared_gpx(code):
+    return gpx_download(sharing.shared_trip(code))

@@ -1,0 +1,224 @@
+"""GPX 1.1 export of a planned trip: one track per riding day, waypoints for day ends and accommodations.
+
+The document follows the GPX 1.1 schema (http://www.topografix.com/GPX/1/1/gpx.xsd): element order inside
+`<gpx>` (metadata, wpt…, trk…) and inside each `<wpt>` (ele, time, name, cmt, desc, src, link, sym, type)
+is the schema's. It is built with lxml, so every text and attribute is escaped; characters XML 1.0 does not
+allow (control characters, lone surrogates, U+FFFE/U+FFFF) are removed from all text first.
+
+Layout:
+- `<metadata>`: `<name>` (the trip title, when given) and `<time>` (the export time, UTC).
+- `<wpt>` per day, in day order: a riding day's end ("Day N end", `<sym>Flag, Blue</sym>`,
+  `<type>day_end</type>`) or a rest day ("Day N: rest day", `<type>rest_day</type>`), each at the day's `end`
+  with the end label (else the day label) in `<desc>`; then the day's chosen accommodation, if any (its name,
+  `<link>` for http(s) URLs only, `<sym>Lodging</sym>`, `<type>accommodation</type>`).
+- `<trk>` per riding day with a geometry: `<name>` "Day N: label", `<number>` N, `<type>cycling</type>`,
+  one `<trkseg>`; coordinates with 7 decimals, elevation with 1 decimal.
+
+Note that trips.gpx.parse_gpx reads the title of the *first track* ("Day 1: …"), not `<metadata><name>`.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Sequence
+from urllib.parse import quote, urlsplit
+
+import numpy as np
+from lxml import etree
+
+__all__ = ["GPX_NS", "DayExport", "write_gpx"]
+
+log = logging.getLogger(__name__)
+
+GPX_NS = "http://www.topografix.com/GPX/1/1"
+XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
+SCHEMA_LOCATION = f"{GPX_NS} {GPX_NS}/gpx.xsd"
+MAX_TEXT_CHARS = 1000
+MAX_URL_CHARS = 2048
+
+# Everything outside XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
+_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_URL_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+_URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
+
+
+@dataclass
+class DayExport:
+    """One day of the trip. `geometry` holds (lat, lon, ele) rows (a list or an (n, 3) array; (lat, lon)
+    rows are accepted too, then no elevation is written); it may be empty or a single point on a rest day.
+    `accommodation` is {"name", "lat", "lon", "type"?, "url"?} or None."""
+
+    day_number: int
+    label: str | None
+    geometry: Any
+    end: Sequence[float]
+    end_label: str | None = None
+    accommodation: dict | None = None
+    is_rest_day: bool = False
+
+
+def clean_text(value: Any, limit: int = MAX_TEXT_CHARS) -> str | None:
+    """`value` as text without the characters XML 1.0 forbids, stripped and cut at `limit` characters;
+    None when nothing is left (or `value` is None)."""
+    if value is None:
+        return None
+    text = _NOT_XML_CHAR.sub("", str(value)).strip()[:limit].rstrip()
+    return text or None
+
+
+def _safe_url(value: Any) -> str | None:
+    """An absolute http(s) URL without userinfo, whitespace or control characters (other unsafe characters,
+    e.g. non-ASCII ones, are percent-encoded), or None."""
+    if not isinstance(value, str):
+        return None
+    url = value.strip()
+    if not url or len(url) > MAX_URL_CHARS or _URL_CONTROL.search(url) or _NOT_XML_CHAR.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not host or "@" in parts.netloc:
+        return None
+    return quote(url, safe=_URL_SAFE)
+
+
+def _format_points(geometry: Any) -> list[tuple[str, str, str | None]]:
+    """(lat, lon, ele) strings for each row: 7 decimals (longitude folded into -180..<180), elevation with
+    1 decimal or None when missing or not finite. Raises ValueError on a bad shape, a non-finite coordinate
+    or one out of range."""
+    pts = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
+    if pts.size == 0:
+        return []
+    if pts.ndim == 1:
+        pts = pts.reshape(1, -1)
+    if pts.ndim != 2 or pts.shape[1] not in (2, 3):
+        raise ValueError("points must be (lat, lon) or (lat, lon, ele) rows")
+    lat, lon = pts[:, 0], pts[:, 1]
+    if not (np.isfinite(lat).all() and np.isfinite(lon).all()):
+        raise ValueError("a point has a latitude or longitude that is not a finite number")
+    if (np.abs(lat) > 90).any() or (np.abs(lon) > 180).any():
+        raise ValueError("a point has a latitude or longitude out of range")
+    lat = np.round(lat, 7) + 0.0  # + 0.0 turns -0.0 into 0.0
+    lon = np.round(lon, 7) + 0.0
+    lon[lon >= 180.0] -= 360.0  # GPX longitudes are < 180
+    if pts.shape[1] == 3:
+        ele = np.round(pts[:, 2], 1) + 0.0
+        eles = [f"{e:.1f}" if math.isfinite(e) else None for e in ele.tolist()]
+    else:
+        eles = [None] * len(pts)
+    return [(f"{a:.7f}", f"{o:.7f}", e) for a, o, e in zip(lat.tolist(), lon.tolist(), eles)]
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _sub(parent, tag: str, text: str | None = None, **attrib: str):
+    el = etree.SubElement(parent, f"{{{GPX_NS}}}{tag}", **attrib)
+    if text is not None:
+        el.text = text
+    return el
+
+
+def _wpt(parent, point: Any, name: str | None, desc: str | None, sym: str, kind: str,
+         link: str | None = None) -> None:
+    """Append a <wpt> in schema order. Raises ValueError on a bad point."""
+    formatted = _format_points([point] if point is not None else [])
+    if len(formatted) != 1:
+        raise ValueError("a waypoint needs one (lat, lon[, ele]) position")
+    (lat, lon, ele), = formatted
+    wpt = _sub(parent, "wpt", lat=lat, lon=lon)
+    if ele is not None:
+        _sub(wpt, "ele", ele)
+    if name:
+        _sub(wpt, "name", name)
+    if desc:
+        _sub(wpt, "desc", desc)
+    if link:
+        _sub(wpt, "link", href=link)
+    _sub(wpt, "sym", sym)
+    _sub(wpt, "type", kind)
+
+
+def _accommodation_wpt(parent, day: DayExport, n: int) -> None:
+    """Append the day's accommodation; one without a valid position is left out (and logged)."""
+    acc = day.accommodation
+    if not isinstance(acc, dict):
+        return
+    lat, lon = _number(acc.get("lat")), _number(acc.get("lon"))
+    if lat is None or lon is None or abs(lat) > 90 or abs(lon) > 180:
+        log.warning("GPX export: day %d accommodation has no valid position; left out", n)
+        return
+    kind = clean_text(acc.get("type"), 100)
+    desc = f"Day {n} accommodation" + (f" ({kind})" if kind else "")
+    _wpt(parent, (lat, lon), clean_text(acc.get("name")) or "Accommodation", desc, "Lodging", "accommodation",
+         link=_safe_url(acc.get("url")))
+
+
+def _day_number(day: DayExport) -> int:
+    n = day.day_number
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError("day_number must be an integer >= 0")
+    return int(n)
+
+
+def _timestamp(when: datetime | None) -> str:
+    when = when or datetime.now(timezone.utc)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def write_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
+              time: datetime | None = None) -> bytes:
+    """The trip as a UTF-8 GPX 1.1 document (see the module docstring for the layout).
+
+    `time` is the `<metadata><time>` (default: now; a naive datetime is taken as UTC). A riding day with an
+    empty geometry gets its end waypoint but no track. Raises ValueError when a day number is not an
+    integer >= 0, or a geometry or `end` point has a bad shape, a non-finite or out-of-range latitude or
+    longitude (a non-finite elevation is left out instead).
+    """
+    root = etree.Element(f"{{{GPX_NS}}}gpx", nsmap={None: GPX_NS, "xsi": XSI_NS})
+    root.set("version", "1.1")
+    root.set("creator", clean_text(creator, 255) or "BTP")
+    root.set(f"{{{XSI_NS}}}schemaLocation", SCHEMA_LOCATION)
+
+    metadata = _sub(root, "metadata")
+    name = clean_text(title)
+    if name:
+        _sub(metadata, "name", name)
+    _sub(metadata, "time", _timestamp(time))
+
+    tracks: list[tuple[int, str | None, list]] = []
+    for day in days:
+        n = _day_number(day)
+        label, end_label = clean_text(day.label), clean_text(day.end_label)
+        if day.is_rest_day:
+            _wpt(root, day.end, f"Day {n}: rest day", end_label or label, "Flag, Blue", "rest_day")
+        else:
+            _wpt(root, day.end, f"Day {n} end", end_label or label, "Flag, Blue", "day_end")
+            points = _format_points(day.geometry)
+            if points:
+                tracks.append((n, label, points))
+        _accommodation_wpt(root, day, n)
+
+    for n, label, points in tracks:
+        trk = _sub(root, "trk")
+        _sub(trk, "name", f"Day {n}: {label}" if label else f"Day {n}")
+        _sub(trk, "number", str(n))
+        _sub(trk, "type", "cycling")
+        seg = _sub(trk, "trkseg")
+        for lat, lon, ele in points:
+            pt = _sub(seg, "trkpt", lat=lat, lon=lon)
+            if ele is not None:
+                _sub(pt, "ele", ele)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)

@@ -1,0 +1,266 @@
+"""Editing days: add, update (points, label, or a cut at a distance), move, delete (merge), rest day.
+
+Every operation goes through the write chain (ownership → lock → version → validation), holds the trip's
+write lock while it rewrites, keeps stage ids, renumbers the days, makes the end date follow the day
+count, and moves the version by one.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import numpy as np
+
+from oauth.models import User
+from trips import computations
+from trips.db import new_id
+from trips.errors import Conflict, Invalid, NotFound
+from trips.geo import cut_at_km, elevation_gain_loss, haversine_m, total_distance_km
+from trips.guards import Precondition, WriteContext, guarded_write
+from trips.models import Stage, Trip
+from trips.schemas import MAX_TRIP_DAYS, AccommodationChoice, StageAdd, StageMove, StageUpdate, load
+
+MIN_RIDING_DAYS = 2
+STAGE_NOT_FOUND = "Stage not found."
+CONTIGUOUS_M = 50.0  # a day continues the previous one when it starts this close to its end
+
+
+def find_stage(trip: Trip, stage_id: str) -> Stage:
+    """Raises NotFound unless `stage_id` is one of the trip's days."""
+    stage = next((s for s in trip.stages if s.id == str(stage_id).lower()), None)
+    if stage is None:
+        raise NotFound(STAGE_NOT_FOUND)
+    return stage
+
+
+def riding_days(trip: Trip) -> int:
+    return sum(not s.is_rest_day for s in trip.stages)
+
+
+def set_geometry(stage: Stage, points) -> None:
+    """Make the stage follow `points` ((n, 3) lat, lon, ele): ends, distance and climbing follow."""
+    pts = np.round(np.asarray(points, dtype=float).reshape(-1, 3), 6)  # ~0.1 m: what is stored and shown
+    stage.geometry = pts.tolist()
+    stage.start_lat, stage.start_lon, stage.start_ele = (float(v) for v in pts[0])
+    stage.end_lat, stage.end_lon, stage.end_ele = (float(v) for v in pts[-1])
+    stage.distance = total_distance_km(pts)
+    stage.elevation, stage.elevation_loss = elevation_gain_loss(pts[:, 2])
+
+
+def _point(p: dict) -> list[float]:
+    return [p["lat"], p["lon"], p.get("ele", 0.0)]
+
+
+def _start(stage: Stage) -> list[float]:
+    return [stage.start_lat, stage.start_lon, stage.start_ele]
+
+
+def _end(stage: Stage) -> list[float]:
+    """Where the day ends: the chosen accommodation when there is one, else its route's last point."""
+    return [stage.end_lat, stage.end_lon, stage.end_ele]
+
+
+def _contiguous(a: Stage, b: Stage) -> bool:
+    return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
+
+
+def _write(actor: User, trip_id: str, precondition: Precondition, validate, apply) -> Trip:
+    """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering and the version."""
+    ctx = WriteContext(actor.id, trip_id, precondition, validate=validate)
+    with guarded_write(ctx) as trip:
+        if computations.status_of(trip, "stages") in computations.ACTIVE:
+            raise Conflict("The days are being computed; try again once they are ready.")
+        apply(trip, ctx.prepared)
+        for position, stage in enumerate(trip.stages):
+            stage.position = position
+        if trip.start_date and trip.end_date:
+            trip.end_date = trip.start_date + timedelta(days=len(trip.stages) - 1)
+        trip.status = "ready" if riding_days(trip) >= MIN_RIDING_DAYS else "draft"
+        trip.version += 1
+    return trip
+
+
+def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Trip:
+    """Insert a day from startPoint to endPoint (a straight line) at `position` (default: last)."""
+
+    def validate(trip):
+        fields = load(StageAdd(), data)
+        position = fields.get("position", len(trip.stages))
+        if position > len(trip.stages):
+            raise Invalid({"position": f"must be between 0 and {len(trip.stages)}"})
+        if len(trip.stages) >= MAX_TRIP_DAYS:
+            raise Invalid({"position": f"a trip has at most {MAX_TRIP_DAYS} days"})
+        return fields | {"position": position}
+
+    def apply(trip, fields):
+        stage = Stage(id=new_id(), label=fields.get("label"), accommodations=[])
+        set_geometry(stage, [_point(fields["start_point"]), _point(fields["end_point"])])
+        trip.stages.insert(fields["position"], stage)
+
+    return _write(actor, trip_id, precondition, validate, apply)
+
+
+def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
+    """New points and/or label (a straight line when a point moves), or a cut at `distance` km: the rest
+    goes to the next day (its end stays) or, on the last day, becomes a new day."""
+
+    def validate(trip):
+        fields = load(StageUpdate(), data)
+        stage = find_stage(trip, stage_id)
+        if stage.is_rest_day and fields.keys() - {"label"}:
+            raise Invalid({"stageId": "a rest day has no route to change; only its label"})
+        if "distance" in fields:
+            available = total_distance_km(np.asarray(_cut_path(trip, stage)[0]))
+            if fields["distance"] >= available:
+                raise Invalid({"distance": f"must be less than {available:.1f} km, the length it can take"})
+        return fields
+
+    def apply(trip, fields):
+        stage = find_stage(trip, stage_id)
+        if "label" in fields:
+            stage.label = fields["label"].strip() if fields["label"] else None
+        if "distance" in fields:
+            _cut(trip, stage, fields["distance"])
+        elif {"start_point", "end_point"} & fields.keys():
+            start = _point(fields["start_point"]) if "start_point" in fields else _start(stage)
+            end = _point(fields["end_point"]) if "end_point" in fields else _end(stage)
+            set_geometry(stage, [start, end])
+            stage.approximate = False
+
+    return _write(actor, trip_id, precondition, validate, apply)
+
+
+def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
+    """The line a cut walks along: the day, then the next riding day when it continues this one."""
+    index = trip.stages.index(stage)
+    following = trip.stages[index + 1] if index + 1 < len(trip.stages) else None
+    if following is not None and not following.is_rest_day and _contiguous(stage, following):
+        return stage.geometry + following.geometry[1:], following
+    return stage.geometry, None
+
+
+def _cut(trip: Trip, stage: Stage, km: float) -> None:
+    path, following = _cut_path(trip, stage)
+    # The days' lengths were measured on the full-resolution route: the cut keeps their sum.
+    total = stage.distance + (following.distance if following is not None else 0.0)
+    head, tail = cut_at_km(np.asarray(path, dtype=float), km)
+    set_geometry(stage, head)
+    if following is None:
+        following = Stage(id=new_id(), accommodations=[])
+        trip.stages.insert(trip.stages.index(stage) + 1, following)
+    set_geometry(following, tail)
+    stage.distance, following.distance = km, max(total - km, 0.0)
+
+
+def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
+    """Move a day to `toIndex` (0-based). The days keep their routes."""
+
+    def validate(trip):
+        to_index = load(StageMove(), data)["to_index"]
+        current = trip.stages.index(find_stage(trip, stage_id))
+        if not 0 <= to_index < len(trip.stages):
+            raise Invalid({"toIndex": f"must be between 0 and {len(trip.stages) - 1}"})
+        if to_index == current:
+            raise Invalid({"toIndex": "is the day's current place"})
+        return to_index
+
+    def apply(trip, to_index):
+        stage = find_stage(trip, stage_id)
+        trip.stages.remove(stage)
+        trip.stages.insert(to_index, stage)
+
+    return _write(actor, trip_id, precondition, validate, apply)
+
+
+def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition) -> Trip:
+    """Remove a day. A riding day's route is merged into the next riding day (or the previous one when it
+    is the last); a rest day, or a day of a Komoot collection, is simply removed. A trip keeps at least
+    two riding days."""
+
+    def validate(trip):
+        stage = find_stage(trip, stage_id)
+        if not stage.is_rest_day and riding_days(trip) - 1 < MIN_RIDING_DAYS:
+            raise Invalid({"stageId": f"a trip keeps at least {MIN_RIDING_DAYS} riding days"})
+
+    def apply(trip, _):
+        stage = find_stage(trip, stage_id)
+        index = trip.stages.index(stage)
+        trip.stages.remove(stage)
+        if stage.is_rest_day or trip.source_type == "komoot_collection":
+            return
+        after = trip.stages[index] if index < len(trip.stages) else None
+        before = trip.stages[index - 1] if index > 0 else None
+        if after is not None and not after.is_rest_day:
+            _merge(after, stage.geometry + after.geometry[1:], stage, after)
+        elif before is not None and not before.is_rest_day:
+            _merge(before, before.geometry + stage.geometry[1:], before, stage)
+
+    return _write(actor, trip_id, precondition, validate, apply)
+
+
+def _merge(target: Stage, geometry: list, first: Stage, second: Stage) -> None:
+    """`target` becomes first + second. Lengths and climbing add up (each was measured on full-resolution
+    points, which the stored simplified lines no longer carry)."""
+    totals = (first.distance + second.distance, first.elevation + second.elevation,
+              first.elevation_loss + second.elevation_loss)
+    set_geometry(target, geometry)
+    target.distance, target.elevation, target.elevation_loss = totals
+
+
+def insert_rest_day(actor: User, trip_id: str, stage_id: str, precondition: Precondition) -> Trip:
+    """Insert a rest day after a riding day, where that day ends."""
+
+    def validate(trip):
+        stage = find_stage(trip, stage_id)
+        index = trip.stages.index(stage)
+        following = trip.stages[index + 1] if index + 1 < len(trip.stages) else None
+        if stage.is_rest_day or (following is not None and following.is_rest_day):
+            raise Invalid({"stageId": "a rest day cannot follow or precede another rest day"})
+        if len(trip.stages) >= MAX_TRIP_DAYS:
+            raise Invalid({"stageId": f"a trip has at most {MAX_TRIP_DAYS} days"})
+
+    def apply(trip, _):
+        stage = find_stage(trip, stage_id)
+        rest = Stage(id=new_id(), is_rest_day=True, accommodations=[])
+        set_geometry(rest, [_end(stage)])
+        rest.distance = rest.elevation = rest.elevation_loss = 0.0
+        trip.stages.insert(trip.stages.index(stage) + 1, rest)
+
+    return _write(actor, trip_id, precondition, validate, apply)
+
+
+ACCOMMODATION_MATCH_DEG = 1e-6
+
+
+def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
+    """Choose one of the day's candidates (by coordinates): the day ends there and the next day starts
+    there. Both coordinates null clears the choice (the end point stays). The choice is the rider's: a
+    later scan keeps it. Raises Conflict when the coordinates match no candidate (the list changed)."""
+
+    def validate(trip):
+        choice = load(AccommodationChoice(), data)
+        stage = find_stage(trip, stage_id)
+        if stage.is_rest_day:
+            raise Invalid({"stageId": "a rest day has no accommodation of its own"})
+        if choice["lat"] is None:
+            return None
+        for candidate in [*stage.accommodations, stage.selected_accommodation]:
+            if candidate and abs(candidate["lat"] - choice["lat"]) <= ACCOMMODATION_MATCH_DEG \
+                    and abs(candidate["lon"] - choice["lon"]) <= ACCOMMODATION_MATCH_DEG:
+                return candidate
+        raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
+                       "current candidates.")
+
+    def apply(trip, chosen):
+        stage = find_stage(trip, stage_id)
+        stage.selected_accommodation = chosen
+        if chosen is None:
+            return
+        stage.end_lat, stage.end_lon = chosen["lat"], chosen["lon"]
+        index = trip.stages.index(stage)
+        if index + 1 < len(trip.stages):
+            following = trip.stages[index + 1]
+            following.start_lat, following.start_lon = chosen["lat"], chosen["lon"]
+            if following.is_rest_day:
+                following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
+
+    return _write(actor, trip_id, precondition, validate, apply)
