@@ -1,10 +1,28 @@
-"""Accounts, tokens and (from step 3) the OAuth 2.1 authorization server."""
+"""Accounts, tokens, the OAuth 2.1 authorization server and the humans' pages."""
+from datetime import timedelta
+from urllib.parse import urlsplit
+
 from flask import Flask
 
 
 def init_app(app: Flask) -> None:
     from oauth import models  # noqa: F401  (tables known to migrations)
+    from oauth import api, pages, views
     from oauth.cli import tokens_cli, users_cli
+    from oauth.resource import register_errors
+    from oauth.server import init_server
+    from oauth.session import SESSION_DAYS
 
+    base = urlsplit(app.config["BTP_BASE_URL"])
+    app.config.update(
+        SESSION_COOKIE_NAME="btp_session", SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=base.scheme == "https",  # Secure whenever the public URL is https
+        PERMANENT_SESSION_LIFETIME=timedelta(days=SESSION_DAYS),
+    )
+    init_server(app)
+    register_errors(app)
+    app.register_blueprint(views.bp)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
     app.cli.add_command(users_cli)
     app.cli.add_command(tokens_cli)

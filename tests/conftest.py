@@ -4,12 +4,13 @@ Tables come from the migrations (upgraded once per session); every test starts w
 empty Redis database.
 """
 import os
+from pathlib import Path
 
 import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim"]
+pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim", "tests.fakes.cimd"]
 
 PG_TEST_SCHEMA = "btp_test"
 
@@ -103,6 +104,8 @@ def _clean_state(request):
             for table in reversed(db.metadata.sorted_tables):
                 conn.execute(table.delete())
     redis_lib.Redis.from_url(application.config["REDIS_URL"]).flushdb()
+    for message in (Path(application.instance_path) / "outbox").glob("*.eml"):
+        message.unlink()
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ def test_concurrent_hits_never_exceed_the_limit(redis_client):
 
 
 def test_limit_uses_the_configured_buckets(redis_client):
-    assert ratelimit.LIMITS == {"trip_create": (10, 60), "geocode": (30, 60)}
+    assert ratelimit.LIMITS["trip_create"] == (10, 60) and ratelimit.LIMITS["geocode"] == (30, 60)
     for _ in range(30):
         ratelimit.limit(redis_client, "geocode", "u")
     with pytest.raises(RateLimited) as caught:

@@ -5,7 +5,7 @@ import click
 import sqlalchemy as sa
 from flask.cli import AppGroup, with_appcontext
 
-from oauth.models import AccessToken, utcnow
+from oauth.models import AccessToken, AuthorizationCode, LoginLink, RefreshToken, utcnow
 from oauth.tokens import user_by_email_or_404
 from trips.db import atomic, db
 from trips.errors import DomainError, Invalid
@@ -33,10 +33,14 @@ def trips_import(email, path):
 @click.command("purge")
 @with_appcontext
 def purge_command():
-    """Delete expired idempotency records and tokens expired or revoked for more than a day."""
-    now = utcnow()
+    """Delete expired idempotency records, sign-in links, codes, and tokens dead for more than a day."""
+    now, day = utcnow(), timedelta(days=1)
     with atomic():
         keys = db.session.execute(sa.delete(IdempotencyRecord).where(IdempotencyRecord.created_at < now - IDEMPOTENCY_TTL))
-        tokens = db.session.execute(sa.delete(AccessToken).where(sa.or_(
-            AccessToken.expires_at < now - timedelta(days=1), AccessToken.revoked_at < now - timedelta(days=1))))
-    click.echo(f"purged {keys.rowcount} idempotency records, {tokens.rowcount} tokens")
+        tokens = 0
+        for model in (AccessToken, RefreshToken):
+            tokens += db.session.execute(sa.delete(model).where(sa.or_(
+                model.expires_at < now - day, model.revoked_at < now - day))).rowcount
+        links = db.session.execute(sa.delete(LoginLink).where(LoginLink.expires_at < now - day)).rowcount
+        codes = db.session.execute(sa.delete(AuthorizationCode).where(AuthorizationCode.expires_at < now - day)).rowcount
+    click.echo(f"purged {keys.rowcount} idempotency records, {tokens} tokens, {links} sign-in links, {codes} codes")

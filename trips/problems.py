@@ -32,8 +32,12 @@ HEADER_HINTS = {
 }
 
 
+# Machine endpoints answer JSON; everything else is a human's page and answers HTML.
+JSON_PATHS = ("/api/", "/mcp", "/oauth/token", "/oauth/revoke", "/oauth/register", "/.well-known/")
+
+
 def problem(status: int, title: str, detail: str, **extra) -> Response:
-    if not request.path.startswith(("/api/", "/mcp")):  # a human's page: an HTML answer
+    if not request.path.startswith(JSON_PATHS):  # a human's page: an HTML answer
         html = render_template("error.html", title=title, detail=detail)
         return current_app.response_class(html, status=status, mimetype="text/html")
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail,

@@ -27,8 +27,15 @@ KEY_PREFIX = "btp:rl"
 
 # bucket -> (hits allowed, window in seconds)
 LIMITS: dict[str, tuple[int, int]] = {
-    "trip_create": (10, 60),
-    "geocode": (30, 60),
+    "trip_create": (10, 60),      # per user: trip creation, GPX upload and duplication together
+    "geocode": (30, 60),          # per user, upstream look-ups only
+    "oauth_token": (60, 60),      # per IP, the token endpoint
+    "oauth_authorize": (30, 60),  # per user
+    "oauth_register": (10, 3600),  # per IP, dynamic client registration
+    "cimd_user": (10, 60),        # metadata-document fetches per user
+    "cimd_host": (30, 60),        # … and per host fetched
+    "login_email": (5, 900),      # sign-in links per address
+    "login_ip": (20, 900),        # sign-in links per IP
 }
 
 # KEYS[1] = the sorted set; ARGV = window in ms, limit, unique member.

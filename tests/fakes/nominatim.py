@@ -16,17 +16,12 @@ Use the `fake_nominatim` fixture (one server per process, reset before and after
 """
 from __future__ import annotations
 
-import atexit
 import json
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any, Hashable
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
-_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+from tests.fakes.server import FakeHandler, FakeServer, configured, fixture_for, singleton
 
 
 def place(name: str, lat: float, lon: float, *, country: str = "France", address: dict | None = None,
@@ -52,179 +47,60 @@ class RecordedRequest:
     headers: dict[str, str]  # lower-cased names
 
 
-@dataclass
-class _Answer:
-    kind: str  # status | body | redirect | slow | trickle
-    remaining: int | None
-    params: dict[str, Any]
+class _Handler(FakeHandler):
+    failure_body = b"<html>upstream failure page</html>"
+    failure_type = "text/html"
+
+    def _serve(self) -> None:
+        parts = urlsplit(self.path)
+        request = RecordedRequest(parts.path, parse_qs(parts.query), self.lowered_headers())
+        answer, places, release = self.owner._take(request)
+        if self._apply(answer, release):
+            return
+        if parts.path != "/search":
+            return self._not_found()
+        limit = request.query.get("limit", ["10"])[0]
+        count = int(limit) if limit.isdigit() else 10
+        self._send(200, json.dumps(places[:count]).encode(), "application/json; charset=utf-8")
 
 
-class FakeNominatim:
+class FakeNominatim(FakeServer):
+    handler = _Handler
+    thread_name = "fake-nominatim"
     place = staticmethod(place)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._release = threading.Event()
-        self.reset()
-
-    def start(self) -> FakeNominatim:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.handle_error = lambda request, client_address: None  # client disconnects are expected
-        threading.Thread(target=self._server.serve_forever, name="fake-nominatim", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._release.set()
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def config(self, **overrides: Any):
         """A trips.geocode.GeocodeConfig aimed at this server, with a 2 s timeout."""
         from trips.geocode import GeocodeConfig
 
-        values: dict[str, Any] = {"nominatim_url": self.base_url, "timeout": 2.0}
-        values.update(overrides)
-        return GeocodeConfig(**values)
+        return configured(GeocodeConfig, overrides, nominatim_url=self.base_url, timeout=2.0)
 
-    def reset(self) -> None:
-        """Forget places, queued answers and recorded requests; wake up any slow answer still waiting."""
-        with self._lock:
-            self._release.set()
-            self._release = threading.Event()
-            self.places: list[dict] = []
-            self._queue: list[_Answer] = []
-            self._requests: list[RecordedRequest] = []
+    def _clear(self) -> None:
+        self.places: list[dict] = []
 
-    # programmed answers
-    def _add(self, kind: str, times: int | None, **params: Any) -> None:
-        with self._lock:
-            self._queue.append(_Answer(kind, times, params))
-
+    # programmed answers (one queue for every path)
     def fail(self, status: int, times: int | None = 1, headers: dict[str, str] | None = None) -> None:
-        self._add("status", times, status=status, headers=headers or {})
+        self._queue_behaviour(None, "status", times, status=status, headers=headers or {})
 
     def answer(self, body: bytes, status: int = 200, times: int | None = 1,
                content_type: str = "application/json") -> None:
-        self._add("body", times, status=status, body=body, content_type=content_type)
+        self._queue_behaviour(None, "body", times, status=status, body=body, content_type=content_type)
 
     def redirect(self, location: str, status: int = 302, times: int | None = None) -> None:
-        self._add("redirect", times, status=status, location=location)
+        self._queue_behaviour(None, "redirect", times, status=status, location=location)
 
     def slow(self, seconds: float, times: int | None = 1) -> None:
-        self._add("slow", times, seconds=seconds)
+        self._queue_behaviour(None, "slow", times, seconds=seconds)
 
     def trickle(self, body: bytes, interval: float, times: int | None = 1) -> None:
-        self._add("trickle", times, body=body, interval=interval)
+        self._queue_behaviour(None, "trickle", times, body=body, interval=interval)
 
-    # observations
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    # used by the handler
-    def _take(self, request: RecordedRequest) -> tuple[_Answer | None, list[dict], threading.Event]:
-        with self._lock:
-            self._requests.append(request)
-            answer = self._queue[0] if self._queue else None
-            if answer is not None and answer.remaining is not None:
-                answer.remaining -= 1
-                if answer.remaining <= 0:
-                    self._queue.pop(0)
-            return answer, list(self.places), self._release
+    def _state(self, key: Hashable) -> list[dict]:
+        return list(self.places)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeNominatim
-    server_version = "FakeNominatim/1.0"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        try:
-            self._serve()
-        except _DISCONNECTS:
-            pass
-
-    def _serve(self) -> None:
-        parts = urlsplit(self.path)
-        request = RecordedRequest(parts.path, parse_qs(parts.query), {k.lower(): v for k, v in self.headers.items()})
-        answer, places, release = self.owner._take(request)
-        if answer is not None:
-            p = answer.params
-            if answer.kind == "status":
-                return self._send(p["status"], b"<html>upstream failure page</html>", "text/html", p["headers"])
-            if answer.kind == "body":
-                return self._send(p["status"], p["body"], p["content_type"])
-            if answer.kind == "redirect":
-                return self._send(p["status"], b"", "text/plain", {"Location": p["location"]})
-            if answer.kind == "trickle":
-                return self._trickle(p["body"], p["interval"], release)
-            if answer.kind == "slow" and release.wait(p["seconds"]):
-                return  # reset while waiting: drop the connection
-        if parts.path != "/search":
-            return self._send(404, b'{"error":"not found"}', "application/json")
-        limit = request.query.get("limit", ["10"])[0]
-        count = int(limit) if limit.isdigit() else 10
-        self._send(200, json.dumps(places[:count]).encode(), "application/json; charset=utf-8")
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _trickle(self, body: bytes, interval: float, release: threading.Event) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        for i in range(len(body)):
-            self.wfile.write(body[i:i + 1])
-            self.wfile.flush()
-            if release.wait(interval):
-                return  # reset: stop sending
-
-
-_instance: FakeNominatim | None = None
-_instance_lock = threading.Lock()
-
-
-def get_fake_nominatim() -> FakeNominatim:
-    """The process-wide server, started on first use and stopped at exit."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = FakeNominatim().start()
-            atexit.register(_instance.stop)
-        return _instance
-
-
-@pytest.fixture
-def fake_nominatim() -> Iterator[FakeNominatim]:
-    """The shared fake, reset before and after the test."""
-    fake = get_fake_nominatim()
-    fake.reset()
-    yield fake
-    fake.reset()
+get_fake_nominatim = singleton(FakeNominatim)
+fake_nominatim = fixture_for(get_fake_nominatim, "fake_nominatim")
 
 
 __all__ = ["FakeNominatim", "RecordedRequest", "fake_nominatim", "get_fake_nominatim", "place"]

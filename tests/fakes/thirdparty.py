@@ -16,20 +16,16 @@ Use the `fake_thirdparty` fixture (one server for the session, reset before each
 """
 from __future__ import annotations
 
-import atexit
 import json
 import math
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator, Sequence
+from typing import Any, Hashable, Sequence
 from xml.sax.saxutils import escape as xml_escape
 
-import pytest
 from pyproj import Geod
 
+from tests.fakes.server import FakeHandler, FakeServer, RecordedRequest, StreamRecord, configured, fixture_for, singleton
+
 Point = tuple[float, float, float]
-_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 _GEOD = Geod(ellps="WGS84")
 
 
@@ -71,83 +67,31 @@ def komoot_html(props: dict) -> bytes:
     ).encode()
 
 
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str  # with the query string
-    headers: dict[str, str]  # lower-cased names
+class _Handler(FakeHandler):
+    def _serve(self) -> None:
+        bare = self.path.split("?", 1)[0]
+        behaviour, route, release = self.owner._take(RecordedRequest("GET", self.path, self.lowered_headers()), bare)
+        if self._apply(behaviour, release):
+            return
+        if route is None:
+            return self._not_found()
+        content_type, body = route
+        self._send(200, body, content_type)
 
 
-@dataclass
-class StreamRecord:
-    """Progress of one oversized answer; `done` is set when the handler stops writing."""
-
-    total: int
-    sent: int = 0
-    aborted: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
-class _Behaviour:
-    kind: str  # status | redirect | slow | oversized
-    remaining: int | None  # None = forever
-    params: dict[str, Any]
-
-
-class FakeThirdParty:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._release = threading.Event()
-        self.reset()
-
-    # lifecycle
-    def start(self) -> FakeThirdParty:
-        fake = self
-
-        class Handler(_Handler):
-            owner = fake
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.handle_error = lambda request, client_address: None  # disconnects are expected
-        threading.Thread(target=self._server.serve_forever, name="fake-thirdparty", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._release.set()
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
+class FakeThirdParty(FakeServer):
+    handler = _Handler
+    thread_name = "fake-thirdparty"
 
     def source_config(self, **overrides: Any):
         """A trips.sources.SourceConfig aimed at this server, with no retry backoff and a 2 s timeout."""
         from trips.sources import SourceConfig
 
-        values = {"komoot_url": self.base_url, "strava_url": self.base_url, "ridewithgps_url": self.base_url,
-                  "timeout": 2.0, "backoff": 0.0}
-        values.update(overrides)
-        return SourceConfig(**values)
+        return configured(SourceConfig, overrides, komoot_url=self.base_url, strava_url=self.base_url,
+                          ridewithgps_url=self.base_url, timeout=2.0, backoff=0.0)
 
-    def reset(self) -> None:
-        """Forget routes, behaviours and recorded requests; wake up any slow answer still waiting."""
-        with self._lock:
-            self._release.set()
-            self._release = threading.Event()
-            self._routes: dict[str, tuple[str, bytes]] = {}  # path -> (content type, body)
-            self._behaviours: dict[str, list[_Behaviour]] = {}
-            self._requests: list[RecordedRequest] = []
-            self.streams: list[StreamRecord] = []
+    def _clear(self) -> None:
+        self._routes: dict[str, tuple[str, bytes]] = {}  # path -> (content type, body)
 
     # routes
     def set_response(self, path: str, body: bytes, content_type: str = "text/plain") -> None:
@@ -188,129 +132,30 @@ class FakeThirdParty:
                           "application/json")
 
     # failure modes (queued per path, consumed in order; times=None means every request from then on)
-    def _add(self, path: str, kind: str, times: int | None, **params: Any) -> None:
-        with self._lock:
-            self._behaviours.setdefault(path, []).append(_Behaviour(kind, times, params))
-
     def fail(self, path: str, status: int, times: int | None = 1, headers: dict[str, str] | None = None) -> None:
-        self._add(path, "status", times, status=status, headers=headers or {})
+        self._queue_behaviour(path, "status", times, status=status, headers=headers or {})
 
     def redirect(self, path: str, location: str, times: int | None = None, status: int = 302) -> None:
-        self._add(path, "redirect", times, status=status, location=location)
+        self._queue_behaviour(path, "redirect", times, status=status, location=location)
 
     def slow(self, path: str, seconds: float, times: int | None = 1) -> None:
-        self._add(path, "slow", times, seconds=seconds)
+        self._queue_behaviour(path, "slow", times, seconds=seconds)
 
     def oversized(self, path: str, size: int, content_length: bool = False, times: int | None = None) -> None:
         """Stream `size` junk bytes in 64 KB chunks, declaring Content-Length only if asked."""
-        self._add(path, "oversized", times, size=size, content_length=content_length)
+        self._queue_behaviour(path, "oversized", times, size=size, content_length=content_length)
 
     # observations
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
     def requests_to(self, path: str) -> int:
         """How many requests hit `path` (query string ignored)."""
         return sum(1 for r in self.requests if r.path.split("?", 1)[0] == path)
 
-    # used by the handler
-    def _take(self, method: str, path: str, headers: dict[str, str]) -> tuple[_Behaviour | None, Any, Any]:
-        with self._lock:
-            self._requests.append(RecordedRequest(method, path, headers))
-            bare = path.split("?", 1)[0]
-            queue = self._behaviours.get(bare) or []
-            behaviour = queue[0] if queue else None
-            if behaviour is not None and behaviour.remaining is not None:
-                behaviour.remaining -= 1
-                if behaviour.remaining <= 0:
-                    queue.pop(0)
-            return behaviour, self._routes.get(bare), self._release
+    def _state(self, key: Hashable) -> tuple[str, bytes] | None:
+        return self._routes.get(key)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeThirdParty
-    server_version = "FakeThirdParty/1.0"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        try:
-            self._serve()
-        except _DISCONNECTS:
-            pass
-
-    def _serve(self) -> None:
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        behaviour, route, release = self.owner._take("GET", self.path, headers)
-        if behaviour is not None:
-            p = behaviour.params
-            if behaviour.kind == "status":
-                return self._send(p["status"], b"failure body: must never reach the user", "text/plain", p["headers"])
-            if behaviour.kind == "redirect":
-                return self._send(p["status"], b"", "text/plain", {"Location": p["location"]})
-            if behaviour.kind == "oversized":
-                return self._stream(p["size"], p["content_length"])
-            if behaviour.kind == "slow" and release.wait(p["seconds"]):
-                return  # reset while waiting: drop the connection
-        if route is None:
-            return self._send(404, b'{"error":"not found"}', "application/json")
-        content_type, body = route
-        self._send(200, body, content_type)
-
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _stream(self, size: int, content_length: bool) -> None:
-        record = StreamRecord(total=size)
-        with self.owner._lock:
-            self.owner.streams.append(record)
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            if content_length:
-                self.send_header("Content-Length", str(size))
-            self.end_headers()
-            chunk = b"x" * 65536
-            while record.sent < size:
-                part = chunk[: size - record.sent]
-                self.wfile.write(part)
-                record.sent += len(part)
-        except _DISCONNECTS:
-            record.aborted = True
-        finally:
-            record.done.set()
-
-
-_instance: FakeThirdParty | None = None
-_instance_lock = threading.Lock()
-
-
-def get_fake_thirdparty() -> FakeThirdParty:
-    """The process-wide server, started on first use and stopped at exit."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = FakeThirdParty().start()
-            atexit.register(_instance.stop)
-        return _instance
-
-
-@pytest.fixture
-def fake_thirdparty() -> Iterator[FakeThirdParty]:
-    """The shared fake, reset before and after the test."""
-    fake = get_fake_thirdparty()
-    fake.reset()
-    yield fake
-    fake.reset()
+get_fake_thirdparty = singleton(FakeThirdParty)
+fake_thirdparty = fixture_for(get_fake_thirdparty, "fake_thirdparty")
 
 
 __all__ = ["FakeThirdParty", "RecordedRequest", "StreamRecord", "fake_thirdparty", "get_fake_thirdparty",

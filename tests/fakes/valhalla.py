@@ -19,17 +19,15 @@ aimed at it.
 """
 from __future__ import annotations
 
-import atexit
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Hashable, Sequence
 
-import pytest
 from pyproj import Geod
 
+from tests.fakes.server import FakeHandler, FakeServer, configured, fixture_for, singleton
+
 _GEOD = Geod(ellps="WGS84")
-_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 _ERRORS = {442: "No path could be found for input", 171: "No suitable edges near location",
            170: "Locations are in unconnected regions. Go check/edit the map at osm.org",
            154: "Path distance exceeds the max distance limit"}
@@ -73,59 +71,52 @@ def trip_json(points: Sequence[Sequence[float]], split_at: int | None = None, le
     }}
 
 
-class FakeValhalla:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._release = threading.Event()
-        self.reset()
+@dataclass
+class _Post:
+    path: str
+    headers: dict[str, str]  # lower-cased names
+    body: Any  # parsed JSON, or the raw bytes if not JSON
 
-    # lifecycle
-    def start(self) -> FakeValhalla:
-        fake = self
 
-        class Handler(_Handler):
-            owner = fake
+class _Handler(FakeHandler):
+    methods = ("POST",)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.handle_error = lambda request, client_address: None  # disconnects are expected
-        threading.Thread(target=self._server.serve_forever, name="fake-valhalla", daemon=True).start()
-        return self
+    def _serve(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(min(length, 1024 * 1024))
+        try:
+            body: Any = json.loads(raw)
+        except ValueError:
+            body = raw
+        _, state, release = self.owner._take(_Post(self.path, self.lowered_headers(), body))
+        (status, answer, extra), delay, trickle = state
+        if delay and release.wait(delay):
+            return  # reset while waiting: drop the connection
+        if self.path.split("?", 1)[0] != "/route":
+            status, answer, extra = 404, b'{"error_code":106,"error":"Try any of: \'/route\'"}', {}
+        self._send(status, answer, "application/json;charset=utf-8", extra, trickle=trickle, release=release)
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._release.set()
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
 
-    @property
-    def base_url(self) -> str:
-        assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+class FakeValhalla(FakeServer):
+    handler = _Handler
+    thread_name = "fake-valhalla"
 
     def config(self, **overrides: Any):
         """A trips.routing.RoutingConfig aimed at this server (2 s timeout)."""
         from trips.routing import RoutingConfig
 
-        values: dict[str, Any] = {"valhalla_url": self.base_url, "timeout": 2.0}
-        values.update(overrides)
-        return RoutingConfig(**values)
+        return configured(RoutingConfig, overrides, valhalla_url=self.base_url, timeout=2.0)
 
-    def reset(self) -> None:
-        """Forget the answer, delay and recorded requests; wake up any delayed answer still waiting."""
-        with self._lock:
-            self._release.set()
-            self._release = threading.Event()
-            self._answer: tuple[int, bytes, dict[str, str]] = (
-                400, json.dumps({"error_code": 442, "error": _ERRORS[442], "status_code": 400,
-                                 "status": "Bad Request"}).encode(), {})
-            self._delay = 0.0
-            self._trickle = 0.0
-            self.bodies: list[Any] = []
-            self.paths: list[str] = []
-            self.headers: list[dict[str, str]] = []
+    def _clear(self) -> None:
+        """Forget the answer, delay and recorded requests."""
+        self._answer: tuple[int, bytes, dict[str, str]] = (
+            400, json.dumps({"error_code": 442, "error": _ERRORS[442], "status_code": 400,
+                             "status": "Bad Request"}).encode(), {})
+        self._delay = 0.0
+        self._trickle = 0.0
+        self.bodies: list[Any] = []
+        self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []
 
     # programming
     def set_route(self, points: Sequence[Sequence[float]], split_at: int | None = None,
@@ -157,77 +148,18 @@ class FakeValhalla:
             self._trickle = interval
 
     # used by the handler
-    def _take(self, path: str, headers: dict[str, str], raw: bytes) -> tuple[tuple, float, float, threading.Event]:
-        try:
-            body: Any = json.loads(raw)
-        except ValueError:
-            body = raw
-        with self._lock:
-            self.paths.append(path)
-            self.headers.append(headers)
-            self.bodies.append(body)
-            return self._answer, self._delay, self._trickle, self._release
+    def _record(self, request: _Post) -> None:
+        super()._record(request)
+        self.paths.append(request.path)
+        self.headers.append(request.headers)
+        self.bodies.append(request.body)
+
+    def _state(self, key: Hashable) -> tuple[tuple[int, bytes, dict[str, str]], float, float]:
+        return self._answer, self._delay, self._trickle
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeValhalla
-    server_version = "FakeValhalla/1.0"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
-        try:
-            self._serve()
-        except _DISCONNECTS:
-            pass
-
-    def _serve(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(min(length, 1024 * 1024))
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        (status, body, extra), delay, trickle, release = self.owner._take(self.path, headers, raw)
-        if delay and release.wait(delay):
-            return  # reset while waiting: drop the connection
-        if self.path.split("?", 1)[0] != "/route":
-            status, body, extra = 404, b'{"error_code":106,"error":"Try any of: \'/route\'"}', {}
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json;charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
-        if not trickle:
-            self.wfile.write(body)
-            return
-        for i in range(len(body)):
-            self.wfile.write(body[i:i + 1])
-            self.wfile.flush()
-            if release.wait(trickle):
-                return
-
-
-_instance: FakeValhalla | None = None
-_instance_lock = threading.Lock()
-
-
-def get_fake_valhalla() -> FakeValhalla:
-    """The process-wide server, started on first use and stopped at exit."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = FakeValhalla().start()
-            atexit.register(_instance.stop)
-        return _instance
-
-
-@pytest.fixture
-def fake_valhalla() -> Iterator[FakeValhalla]:
-    """The shared fake, reset before and after the test."""
-    fake = get_fake_valhalla()
-    fake.reset()
-    yield fake
-    fake.reset()
+get_fake_valhalla = singleton(FakeValhalla)
+fake_valhalla = fixture_for(get_fake_valhalla, "fake_valhalla")
 
 
 __all__ = ["FakeValhalla", "encode_polyline6", "fake_valhalla", "geodesic_km", "get_fake_valhalla", "trip_json"]

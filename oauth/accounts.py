@@ -1,0 +1,119 @@
+"""Humans' account use cases: sign-in links, connected agents, account deletion."""
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from flask import current_app
+
+from jobs import get_redis
+from oauth.mail import MailConfig, send_mail
+from oauth.models import AccessToken, Grant, LoginLink, OAuthClient, RefreshToken, User, utcnow
+from oauth.server import revoke_client_for_user
+from oauth.tokens import create_user, find_user, hash_token, normalize_email
+from trips.db import atomic, db
+from trips.errors import Invalid, NotFound
+from trips.ratelimit import limit
+
+log = logging.getLogger(__name__)
+LINK_TTL = timedelta(minutes=15)
+LINK_INVALID = "This sign-in link is invalid, was already used, or has expired. Ask for a new one."
+AGENT_NOT_FOUND = "No such connected application."
+
+
+def mail_config() -> MailConfig:
+    from pathlib import Path
+
+    conf = current_app.config
+    host = urlsplit(conf["BTP_BASE_URL"]).hostname
+    return MailConfig(url=conf.get("BTP_MAIL_URL"), outbox_dir=Path(current_app.instance_path) / "outbox",
+                      sender=f"BTP <no-reply@{host if host and '.' in host else 'btp.invalid'}>")
+
+
+def request_login_link(email: str, next_url: str | None, ip: str) -> None:
+    """Send a one-time sign-in link. The caller answers the same whether the address has an account or not.
+
+    Raises Invalid (not an e-mail address) and RateLimited (per address and per IP).
+    """
+    address = normalize_email(email)
+    if len(address) > 254 or address.count("@") != 1 or not all(address.split("@")) \
+            or any(c.isspace() or not c.isprintable() for c in address):
+        raise Invalid({"email": "must be an e-mail address"})
+    limit(get_redis(), "login_ip", ip)
+    limit(get_redis(), "login_email", address)
+    token = secrets.token_urlsafe(32)
+    with atomic():
+        db.session.add(LoginLink(token_hash=hash_token(token), email=address, next_url=next_url,
+                                 expires_at=utcnow() + LINK_TTL))
+    link = f"{current_app.config['BTP_BASE_URL']}/login/{token}"
+    send_mail(mail_config(), address, "Your BTP sign-in link",
+              f"Hello,\n\nOpen this link to sign in to BTP (it works once, for 15 minutes):\n\n{link}\n\n"
+              "If you did not ask for it, ignore this message: nobody can sign in without it.\n")
+
+
+def peek_login_link(token: str) -> LoginLink:
+    """The link, unused and unexpired. Raises NotFound."""
+    row = db.session.get(LoginLink, hash_token(token or ""))
+    if row is None or row.used_at is not None or row.expires_at <= utcnow():
+        raise NotFound(LINK_INVALID)
+    return row
+
+
+def consume_login_link(token: str) -> tuple[User, str | None]:
+    """Spend the link (once) and return (user, where to go next); an unknown address gets an account.
+
+    Raises NotFound when the link is unknown, used or expired.
+    """
+    with atomic(lock=f"login:{hash_token(token or '')}"):
+        row = peek_login_link(token)
+        row.used_at = utcnow()
+        user = find_user(row.email) or create_user(row.email)
+        next_url = row.next_url
+    return user, next_url
+
+
+def connected_agents(user: User) -> list[tuple[Grant, OAuthClient | None]]:
+    """Grants backed by a live access or refresh token (the tokens carry the truth)."""
+    now = utcnow()
+    live = sa.or_(
+        sa.exists().where(AccessToken.user_id == Grant.user_id, AccessToken.client_id == Grant.client_id,
+                          AccessToken.revoked_at.is_(None), AccessToken.expires_at > now),
+        sa.exists().where(RefreshToken.user_id == Grant.user_id, RefreshToken.client_id == Grant.client_id,
+                          RefreshToken.revoked_at.is_(None), RefreshToken.expires_at > now),
+    )
+    rows = db.session.execute(
+        sa.select(Grant, OAuthClient).outerjoin(OAuthClient, OAuthClient.client_id == Grant.client_id)
+        .where(Grant.user_id == user.id, Grant.revoked_at.is_(None), live).order_by(Grant.authorized_at.desc())
+    ).all()
+    return [(grant, client) for grant, client in rows]
+
+
+def agent_of(user: User, grant_id: str) -> tuple[Grant, OAuthClient | None]:
+    """One of the user's live grants. Raises NotFound alike for another user's grant and an unknown id."""
+    for grant, client in connected_agents(user):
+        if grant.id == str(grant_id):
+            return grant, client
+    raise NotFound(AGENT_NOT_FOUND)
+
+
+def revoke_agent(user: User, grant_id: str) -> None:
+    """Stop a connected application at once: its tokens and codes for this user. Raises NotFound."""
+    grant, _ = agent_of(user, grant_id)
+    with atomic():
+        grant = db.session.get(Grant, grant.id)
+        revoke_client_for_user(user.id, grant.client_id)
+        grant.revoked_at = utcnow()
+
+
+def delete_account(user: User) -> None:
+    """Delete the account: every token, grant, trip and share goes with it (foreign keys cascade)."""
+    with atomic():
+        db.session.delete(db.session.get(User, user.id))
+    log.info("account %s deleted", user.id)
+
+
+def client_host(client_id: str, client: OAuthClient | None) -> str | None:
+    return urlsplit(client_id).hostname if client is not None and client.kind == "metadata" else None

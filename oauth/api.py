@@ -1,0 +1,45 @@
+"""REST twins of the account pages: who am I, and the applications I authorized."""
+from __future__ import annotations
+
+from flask import Blueprint, g, jsonify
+
+from oauth import accounts
+from oauth.principal import require_api_scope
+
+bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
+
+
+def _iso(value):
+    return value.isoformat() + "Z" if value is not None else None
+
+
+def _agent(grant, client) -> dict:
+    return {"id": grant.id, "name": client.client_name if client else grant.client_id,
+            "host": accounts.client_host(grant.client_id, client), "scopes": grant.scope.split(),
+            "authorizedAt": _iso(grant.authorized_at), "lastUsedAt": _iso(grant.last_used_at)}
+
+
+@bp.get("")
+@require_api_scope("trips:read")
+def me():
+    user = g.principal.user
+    return jsonify({"userId": user.id, "email": user.email, "locale": user.locale})
+
+
+@bp.get("/authorized-applications")
+@require_api_scope("trips:read")
+def applications():
+    return jsonify({"member": [_agent(grant, client) for grant, client in accounts.connected_agents(g.principal.user)]})
+
+
+@bp.get("/authorized-applications/<grant_id>")
+@require_api_scope("trips:read")
+def application(grant_id):
+    return jsonify(_agent(*accounts.agent_of(g.principal.user, grant_id)))
+
+
+@bp.delete("/authorized-applications/<grant_id>")
+@require_api_scope("trips:write")
+def revoke_application(grant_id):
+    accounts.revoke_agent(g.principal.user, grant_id)
+    return "", 204

@@ -1,0 +1,192 @@
+"""Sending BTP's sign-in mails: over SMTP when BTP_MAIL_URL is set, else into an outbox directory of .eml files.
+
+BTP_MAIL_URL forms (user and password are percent-decoded; percent-encode ``@ : / ? #`` in them):
+
+* ``smtp://[user:pass@]host[:port]`` (default port 587): STARTTLS whenever the server offers it. A server that
+  does not offer it is used in plain text only when the host is loopback (``localhost``, ``127.0.0.0/8``,
+  ``::1``); anywhere else sending fails with MailError rather than leaking the mail or the credentials.
+* ``smtps://[user:pass@]host[:port]`` (default port 465): implicit TLS.
+
+TLS certificates are verified against the system CAs. Every connection has a 10 s timeout.
+An empty BTP_MAIL_URL counts as unset. Without a URL each mail becomes ``<outbox>/<UTC stamp>-<random>.eml``
+(directory 0700, file 0600); the mail body holds a sign-in link, a credential, so it is never logged.
+"""
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import secrets
+import smtplib
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid, parseaddr
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 10
+DEFAULT_PORTS = {"smtp": 587, "smtps": 465}
+MAX_LINE = 998  # RFC 5321 line limit, CRLF excluded
+_ADDRESS_FORBIDDEN = set('<>()[],;:"\\')
+_URL_FORM = "BTP_MAIL_URL must look like smtp[s]://[user:password@]host[:port] (percent-encode special characters)"
+
+
+class MailError(RuntimeError):
+    """Delivery failed (SMTP or outbox). The message names host:port or the outbox and the kind of failure,
+    never credentials or the mail body."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    scheme: str
+    host: str
+    port: int
+    user: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+
+@dataclass
+class MailConfig:
+    url: str | None = field(repr=False)  # may hold a password
+    outbox_dir: Path
+    sender: str
+    _target: _Target | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self):
+        self.url = (self.url or "").strip() or None
+        self.outbox_dir = Path(self.outbox_dir)
+        if _has_control(self.sender) or "@" not in parseaddr(self.sender)[1]:
+            raise ValueError("mail sender must be an e-mail address, optionally with a display name")
+        self._target = parse_mail_url(self.url) if self.url else None
+
+
+def parse_mail_url(url: str) -> _Target:
+    """Raises ValueError (without echoing the URL, which may hold a password) when it is malformed."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError(_URL_FORM) from None
+    if parts.scheme not in DEFAULT_PORTS:
+        raise ValueError("BTP_MAIL_URL scheme must be smtp or smtps")
+    if not parts.hostname or parts.path.strip("/") or parts.query or parts.fragment or port == 0:
+        raise ValueError(_URL_FORM)
+    user = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password) if parts.password is not None else None
+    if (user is None) != (password is None) or user == "":
+        raise ValueError("BTP_MAIL_URL needs both a user and a password, or neither")
+    return _Target(parts.scheme, parts.hostname, port or DEFAULT_PORTS[parts.scheme], user, password)
+
+
+def _has_control(value: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 or c in "\u2028\u2029\x85" for c in value)
+
+
+def check_address(to: str) -> str:
+    """A single bare ASCII address ``local@domain``; anything fancier raises ValueError."""
+    local, _, domain = to.rpartition("@")
+    if (
+        not to.isascii() or len(to) > 254 or _has_control(to) or any(c.isspace() for c in to)
+        or _ADDRESS_FORBIDDEN & set(to) or not local or "@" in local or not domain or domain[0] == "." or domain[-1] == "." or ".." in domain
+        or parseaddr(to) != ("", to)
+    ):
+        raise ValueError("recipient must be a single plain e-mail address")
+    return to
+
+
+def build_message(config: MailConfig, to: str, subject: str, text: str, *, eight_bit: bool = False) -> EmailMessage:
+    check_address(to)
+    if _has_control(subject):
+        raise ValueError("mail subject must not contain line breaks or control characters")
+    msg = EmailMessage()
+    msg["From"] = config.sender
+    msg["To"] = to
+    msg["Subject"] = subject
+    msg["Date"] = format_datetime(datetime.now(timezone.utc))
+    msg["Message-ID"] = make_msgid(domain=parseaddr(config.sender)[1].rpartition("@")[2] or "btp.invalid")
+    short = all(len(line) <= MAX_LINE for line in text.encode().splitlines())
+    if short and text.isascii():
+        cte = "7bit"
+    else:  # 8bit keeps links readable in the outbox; SMTP gets 7-bit-safe quoted-printable
+        cte = "8bit" if short and eight_bit else "quoted-printable"
+    msg.set_content(text, charset="utf-8", cte=cte)
+    return msg
+
+
+def send_mail(config: MailConfig, to: str, subject: str, text: str) -> None:
+    """Send one text/plain UTF-8 mail. ValueError for a bad recipient or subject, MailError when sending fails."""
+    if config._target is None:
+        msg = build_message(config, to, subject, text, eight_bit=True)
+        try:
+            path = write_outbox(config.outbox_dir, msg)
+        except OSError as exc:
+            raise MailError(f"writing mail to outbox {config.outbox_dir} failed: {exc}") from exc
+        log.info("mail to %s written to %s", to, path)
+    else:
+        _send_smtp(config._target, build_message(config, to, subject, text))
+
+
+def write_outbox(outbox_dir: Path, msg: EmailMessage) -> Path:
+    if not outbox_dir.is_dir():
+        outbox_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(outbox_dir, 0o700)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    path = outbox_dir / f"{stamp}-{secrets.token_hex(4)}.eml"
+    fd, tmp = tempfile.mkstemp(dir=outbox_dir, prefix=".", suffix=".tmp")  # mkstemp creates files 0600
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(msg.as_bytes())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def tls_context() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+def _send_smtp(target: _Target, msg: EmailMessage) -> None:
+    where = f"{target.host}:{target.port}"
+    try:
+        if target.scheme == "smtps":
+            smtp = smtplib.SMTP_SSL(target.host, target.port, timeout=TIMEOUT, context=tls_context())
+        else:
+            smtp = smtplib.SMTP(target.host, target.port, timeout=TIMEOUT)
+        with smtp:
+            if target.scheme == "smtp":
+                smtp.ehlo()
+                if smtp.has_extn("starttls"):
+                    smtp.starttls(context=tls_context())
+                    smtp.ehlo()
+                elif not _is_loopback(target.host):
+                    raise MailError(f"mail server {where} does not offer STARTTLS; refusing to send in plain text")
+            if target.user is not None:
+                smtp.login(target.user, target.password)
+            smtp.send_message(msg, from_addr=parseaddr(msg["From"])[1], to_addrs=[msg["To"]])
+    except MailError:
+        raise
+    except (smtplib.SMTPException, OSError) as exc:  # ssl.SSLError and timeouts are OSErrors
+        detail = _redact(str(exc), target)
+        raise MailError(f"sending mail via {where} failed: {type(exc).__name__}: {detail}") from None
+
+
+def _redact(text: str, target: _Target) -> str:
+    return text.replace(target.password, "***") if target.password else text

@@ -1,0 +1,107 @@
+"""The humans' pages: sign in by e-mail link, sign out, the account with its connected agents."""
+from __future__ import annotations
+
+from flask import Blueprint, redirect, render_template, request, url_for
+
+from oauth import accounts
+from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
+from trips.errors import Invalid, NotFound, RateLimited
+
+bp = Blueprint("pages", __name__)
+
+
+def _form_error(template: str, status: int, **context):
+    return render_template(template, csrf=csrf_token(), **context), status
+
+
+@bp.get("/login")
+def login():
+    return render_template("login.html", csrf=csrf_token(), next=safe_next(request.args.get("next")))
+
+
+@bp.post("/login")
+def login_post():
+    next_url = safe_next(request.form.get("next"))
+    if not csrf_ok(request.form.get("csrf_token")):
+        return _form_error("login.html", 400, next=next_url, error="The form expired; please try again.")
+    email = request.form.get("email", "")
+    try:
+        accounts.request_login_link(email, next_url, request.remote_addr or "?")
+    except Invalid:
+        return _form_error("login.html", 422, next=next_url, error="Please enter an e-mail address.")
+    except RateLimited as exc:
+        page, status = _form_error("login.html", 429, next=next_url,
+                                   error="Too many sign-in links were asked for; wait a little and try again.")
+        return page, status, {"Retry-After": str(exc.retry_after)}
+    # The same answer whether the address has an account or not.
+    return render_template("login_sent.html")
+
+
+@bp.get("/login/<token>")
+def login_link(token):
+    # Shown, not spent: mail scanners open links; signing in takes the button below.
+    try:
+        accounts.peek_login_link(token)
+    except NotFound as exc:
+        return render_template("error.html", title="Link not valid", detail=exc.message), 404
+    return render_template("login_confirm.html", token=token)
+
+
+@bp.post("/login/<token>")
+def login_link_post(token):
+    try:
+        user, next_url = accounts.consume_login_link(token)
+    except NotFound as exc:
+        return render_template("error.html", title="Link not valid", detail=exc.message), 404
+    login_user(user)
+    return redirect(safe_next(next_url) or url_for(".account"))
+
+
+@bp.post("/logout")
+def logout():
+    if csrf_ok(request.form.get("csrf_token")):
+        logout_user()
+    return redirect(url_for(".login"))
+
+
+@bp.get("/account")
+def account():
+    user = current_user()
+    if user is None:
+        return redirect(url_for(".login", next=request.path))
+    agents = [(grant, client, accounts.client_host(grant.client_id, client))
+              for grant, client in accounts.connected_agents(user)]
+    return render_template("account.html", user=user, agents=agents, csrf=csrf_token())
+
+
+@bp.post("/account/agents/<grant_id>/revoke")
+def revoke_agent(grant_id):
+    user = current_user()
+    if user is None or not csrf_ok(request.form.get("csrf_token")):
+        return redirect(url_for(".account"))
+    try:
+        accounts.revoke_agent(user, grant_id)
+    except NotFound:
+        pass  # already gone: the page shows what is left
+    return redirect(url_for(".account"))
+
+
+@bp.get("/account/delete")
+def delete_account():
+    user = current_user()
+    if user is None:
+        return redirect(url_for(".login", next=request.path))
+    return render_template("account_delete.html", user=user, csrf=csrf_token())
+
+
+@bp.post("/account/delete")
+def delete_account_post():
+    user = current_user()
+    if user is None:
+        return redirect(url_for(".login"))
+    if not csrf_ok(request.form.get("csrf_token")) or request.form.get("confirm") != "yes":
+        return _form_error("account_delete.html", 400, user=user,
+                           error="Tick the box to confirm that you want to delete your account.")
+    accounts.delete_account(user)
+    logout_user()
+    return render_template("account_deleted.html")

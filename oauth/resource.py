@@ -1,0 +1,90 @@
+"""The protected-resource side of /mcp (RFC 6750, RFC 9728): only tokens whose audience is the MCP resource.
+
+`mcp_principal` is what the MCP endpoint calls; the 401/403 answers carry the challenge MCP clients follow
+to discover this server (resource_metadata) and to step up scopes.
+"""
+from __future__ import annotations
+
+from flask import current_app
+
+from jobs import get_redis
+from oauth.models import Grant, User, utcnow
+from oauth.principal import Principal, bearer_token
+from oauth.scopes import SCOPES
+from oauth.tokens import lookup_token
+from trips.db import atomic, db
+
+LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
+
+
+class McpUnauthorized(Exception):
+    """No token, or not a live token for the MCP resource."""
+
+    def __init__(self, token_sent: bool):
+        super().__init__("unauthorized")
+        self.token_sent = token_sent
+
+
+class McpInsufficientScope(Exception):
+    def __init__(self, scope: str):
+        super().__init__(scope)
+        self.scope = scope
+
+
+def challenge(error: str | None = None, scope: str | None = None) -> str:
+    """The WWW-Authenticate value: where to discover us, which scopes to ask, and the error if any."""
+    base = current_app.config["BTP_BASE_URL"]
+    parts = [f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"',
+             f'scope="{scope or " ".join(SCOPES)}"']
+    if error:
+        parts.insert(0, f'error="{error}"')
+    return "Bearer " + ", ".join(parts)
+
+
+def mcp_principal(required_scope: str | None = None) -> Principal:
+    """The caller of /mcp. Raises McpUnauthorized (error="invalid_token" only when a token was sent, RFC 6750
+    §3.1) and McpInsufficientScope (403, naming the missing scope)."""
+    token = bearer_token()
+    row = lookup_token(token, current_app.config["MCP_RESOURCE"]) if token else None
+    if row is None:
+        raise McpUnauthorized(token_sent=token is not None)
+    if required_scope and required_scope not in row.scopes:
+        raise McpInsufficientScope(required_scope)
+    return Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+
+
+def touch_grant(principal: Principal) -> None:
+    """Stamp the grant's last use after a successful call, at most once per window; never fails the call."""
+    if not principal.client_id:
+        return
+    try:
+        if not get_redis().set(f"btp:grant-used:{principal.user.id}:{principal.client_id}", 1, nx=True,
+                               ex=LAST_USED_EVERY):
+            return
+        with atomic():
+            db.session.query(Grant).filter(Grant.user_id == principal.user.id, Grant.client_id == principal.client_id,
+                                           Grant.revoked_at.is_(None)).update({"last_used_at": utcnow()})
+    except Exception:  # a bookkeeping write must not fail the agent's call
+        current_app.logger.warning("could not stamp the last use of a grant", exc_info=True)
+
+
+def _unauthorized(exc: McpUnauthorized):
+    # One body whatever the cause: a caller learns nothing about which tokens exist.
+    response = current_app.response_class('{"error":"unauthorized","error_description":"A valid bearer token '
+                                          'for this resource is required."}', status=401,
+                                          mimetype="application/json")
+    response.headers["WWW-Authenticate"] = challenge("invalid_token" if exc.token_sent else None)
+    return response
+
+
+def _insufficient_scope(exc: McpInsufficientScope):
+    response = current_app.response_class(
+        '{"error":"insufficient_scope","error_description":"This token lacks the scope ' + exc.scope + '."}',
+        status=403, mimetype="application/json")
+    response.headers["WWW-Authenticate"] = challenge("insufficient_scope", exc.scope)
+    return response
+
+
+def register_errors(app) -> None:
+    app.register_error_handler(McpUnauthorized, _unauthorized)
+    app.register_error_handler(McpInsufficientScope, _insufficient_scope)

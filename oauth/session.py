@@ -1,0 +1,53 @@
+"""The humans' browser session: who is signed in, and the CSRF token of their forms.
+
+Flask's signed cookie session (HttpOnly, SameSite=Lax, Secure outside loopback: see oauth.init_app). A
+session names the user and the moment they signed in; deleting the account ends it everywhere.
+"""
+from __future__ import annotations
+
+import hmac
+import secrets
+from urllib.parse import urlsplit
+
+from flask import session
+
+from oauth.models import User, utcnow
+from trips.db import db
+
+SESSION_DAYS = 30
+
+
+def current_user() -> User | None:
+    user_id = session.get("uid")
+    return db.session.get(User, user_id) if user_id else None
+
+
+def login_user(user: User) -> None:
+    session.clear()  # a fresh session on sign-in: no fixation
+    session.permanent = True
+    session["uid"] = user.id
+    session["at"] = utcnow().isoformat()
+    session["csrf"] = secrets.token_urlsafe(32)
+
+
+def logout_user() -> None:
+    session.clear()
+
+
+def csrf_token() -> str:
+    if "csrf" not in session:
+        session["csrf"] = secrets.token_urlsafe(32)
+    return session["csrf"]
+
+
+def csrf_ok(value: str | None) -> bool:
+    expected = session.get("csrf")
+    return bool(expected and value and hmac.compare_digest(expected, value))
+
+
+def safe_next(url: str | None) -> str | None:
+    """A same-site relative path to go back to after sign-in, or None (never another site)."""
+    if not url or len(url) > 4096 or not url.startswith("/") or url.startswith("//") or "\\" in url:
+        return None
+    parts = urlsplit(url)
+    return url if not parts.scheme and not parts.netloc else None

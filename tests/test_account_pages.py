@@ -1,0 +1,159 @@
+"""Sign-in by e-mail link, the account page, account deletion, and the REST twins of connected agents."""
+import re
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from oauth.models import AccessToken, Grant, LoginLink, User
+from tests.factories import auth, make_token, make_user
+from tests.test_oauth_flow import csrf_of, full_flow, outbox_link, sign_in
+from trips.db import atomic, db
+
+
+def outbox(app) -> list[Path]:
+    folder = Path(app.instance_path) / "outbox"
+    return sorted(folder.glob("*.eml")) if folder.exists() else []
+
+
+def ask_link(client, email):
+    page = client.get("/login").get_data(as_text=True)
+    return client.post("/login", data={"email": email, "csrf_token": csrf_of(page)})
+
+
+def test_same_answer_whether_the_address_exists_or_not(app, client, ctx):
+    make_user("known@example.org")
+    known = ask_link(client, "known@example.org")
+    unknown = ask_link(client, "UNKNOWN@example.org")
+    assert known.status_code == unknown.status_code == 200
+    assert known.get_data() == unknown.get_data()
+    assert len(outbox(app)) == 2
+
+
+def test_a_link_signs_in_once_and_creates_the_account(app, client, ctx):
+    ask_link(client, "New.Rider@Example.org")
+    link = outbox_link(app)
+    path = link.split("http://127.0.0.1:8000")[1]
+    confirm = client.get(path)
+    assert confirm.status_code == 200 and db.session.scalar(sa.select(sa.func.count()).select_from(User)) == 0
+    signed_in = client.post(path)
+    assert signed_in.status_code == 302 and signed_in.headers["Location"] == "/account"
+    cookie = signed_in.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie  # loopback base URL
+    assert "new.rider@example.org" in client.get("/account").get_data(as_text=True)
+    assert client.post(path).status_code == 404  # single use
+    assert client.get(path).status_code == 404
+
+
+def test_an_expired_link_does_nothing(app, client, ctx):
+    from datetime import timedelta
+
+    from oauth.models import utcnow
+
+    ask_link(client, "late@example.org")
+    path = "/login/" + outbox_link(app).rsplit("/", 1)[1]
+    with atomic():
+        db.session.execute(sa.update(LoginLink).values(expires_at=utcnow() - timedelta(seconds=1)))
+    assert client.post(path).status_code == 404
+    assert client.get("/account").status_code == 302
+
+
+def test_login_refusals(app, client, ctx):
+    page = client.get("/login").get_data(as_text=True)
+    assert client.post("/login", data={"email": "x@example.org"}).status_code == 400  # no CSRF token
+    assert client.post("/login", data={"email": "not an address", "csrf_token": csrf_of(page)}).status_code == 422
+    for _ in range(5):
+        ask_link(client, "spam@example.org")
+    limited = ask_link(client, "spam@example.org")
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    assert len(outbox(app)) == 5
+
+
+def test_next_is_kept_only_when_it_stays_on_this_site(app, client, ctx):
+    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
+        client.get("/login")
+        page = client.get("/login?next=" + target).get_data(as_text=True)
+        assert 'name="next"' not in page
+
+
+def test_sign_out_and_pages_security_headers(app, client, ctx):
+    sign_in(app, client)
+    account = client.get("/account")
+    assert "frame-ancestors 'none'" in account.headers["Content-Security-Policy"]
+    assert client.post("/logout", data={"csrf_token": "wrong"}).status_code == 302
+    assert client.get("/account").status_code == 200  # a forged sign-out does nothing
+    client.post("/logout", data={"csrf_token": csrf_of(account.get_data(as_text=True))})
+    assert client.get("/account").status_code == 302
+
+
+def test_cookies_are_secure_behind_https(tmp_path, redis_server):
+    from app import create_app
+
+    secure = create_app({"BTP_BASE_URL": "https://btp.example.org", "BTP_INSTANCE_DIR": str(tmp_path),
+                         "DATABASE_URL": f"sqlite:///{tmp_path}/x.db", "REDIS_URL": redis_server,
+                         "BTP_SECRET_KEY": "k"}, environ={})
+    assert secure.config["SESSION_COOKIE_SECURE"] is True and secure.config["SESSION_COOKIE_SAMESITE"] == "Lax"
+
+
+def test_delete_account_asks_then_removes_everything(app, client, ctx):
+    from tests.test_oauth_flow import REDIRECT
+
+    registered = client.post("/oauth/register", json={"client_name": "Agent", "redirect_uris": [REDIRECT]})
+    tokens = full_flow(app, client, registered.get_json()["client_id"])
+    page = client.get("/account/delete").get_data(as_text=True)
+    unconfirmed = client.post("/account/delete", data={"csrf_token": csrf_of(page)})
+    assert unconfirmed.status_code == 400 and db.session.scalar(sa.select(sa.func.count()).select_from(User)) == 1
+    done = client.post("/account/delete", data={"csrf_token": csrf_of(page), "confirm": "yes"})
+    assert done.status_code == 200
+    db.session.rollback()
+    for model in (User, Grant, AccessToken):
+        assert db.session.scalar(sa.select(sa.func.count()).select_from(model)) == 0
+    from oauth.resource import McpUnauthorized
+    from tests.test_oauth_flow import mcp_user
+
+    with pytest.raises(McpUnauthorized):
+        mcp_user(app, tokens["access_token"])
+    assert client.get("/account").status_code == 302
+
+
+def test_rest_twins_of_connected_agents(app, client, ctx):
+    from tests.test_oauth_flow import REDIRECT
+
+    registered = client.post("/oauth/register", json={"client_name": "Agent", "redirect_uris": [REDIRECT]})
+    full_flow(app, client, registered.get_json()["client_id"])
+    owner = db.session.scalar(sa.select(User).where(User.email == "rider@example.org"))
+    headers = auth(make_token(owner))
+    me = client.get("/api/users/me", headers=headers).get_json()
+    assert me["email"] == "rider@example.org"
+    apps = client.get("/api/users/me/authorized-applications", headers=headers).get_json()["member"]
+    assert [a["name"] for a in apps] == ["Agent"] and apps[0]["scopes"] == ["trips:read", "trips:write"]
+    assert apps[0]["lastUsedAt"] is None and apps[0]["host"] is None
+    grant_id = apps[0]["id"]
+    stranger = auth(make_token(make_user()))
+    theirs = client.get(f"/api/users/me/authorized-applications/{grant_id}", headers=stranger)
+    nobody = client.get("/api/users/me/authorized-applications/0192f000-0000-7000-8000-000000000000", headers=stranger)
+    assert theirs.status_code == nobody.status_code == 404
+    assert {k: v for k, v in theirs.get_json().items() if k != "instance"} == \
+        {k: v for k, v in nobody.get_json().items() if k != "instance"}
+    assert client.delete(f"/api/users/me/authorized-applications/{grant_id}", headers=stranger).status_code == 404
+    assert client.delete(f"/api/users/me/authorized-applications/{grant_id}", headers=headers).status_code == 204
+    assert client.delete(f"/api/users/me/authorized-applications/{grant_id}", headers=headers).status_code == 404
+    assert client.get("/api/users/me/authorized-applications", headers=headers).get_json()["member"] == []
+
+
+def test_an_agent_is_listed_while_only_its_refresh_token_lives(app, client, ctx):
+    from datetime import timedelta
+
+    from oauth.models import utcnow
+    from tests.test_oauth_flow import REDIRECT
+
+    registered = client.post("/oauth/register", json={"client_name": "Agent", "redirect_uris": [REDIRECT]})
+    full_flow(app, client, registered.get_json()["client_id"])
+    with atomic():
+        db.session.execute(sa.update(AccessToken).values(expires_at=utcnow() - timedelta(seconds=1)))
+    assert "Agent" in client.get("/account").get_data(as_text=True)
+    from oauth.models import RefreshToken
+
+    with atomic():
+        db.session.execute(sa.update(RefreshToken).values(expires_at=utcnow() - timedelta(seconds=1)))
+    assert re.search(r"No application can use your account", client.get("/account").get_data(as_text=True))
