@@ -121,10 +121,12 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
     migrate.init_app(app, db, directory=str(Path(__file__).parent / "migrations"))
 
     import jobs
+    import mcp
     import oauth
     import trips
 
     jobs.init_app(app)
     oauth.init_app(app)
     trips.init_app(app)
+    mcp.init_app(app)
     return app

@@ -1,1 +1,8 @@
-"""The MCP endpoint at /mcp (step 4 of the plan): transport, JSON-RPC protocol, the thirteen tools."""
+"""The MCP endpoint at /mcp: transport (both protocol eras), JSON-RPC protocol, the thirteen tools."""
+from flask import Flask
+
+
+def init_app(app: Flask) -> None:
+    from mcp.endpoint import bp
+
+    app.register_blueprint(bp)

@@ -233,9 +233,14 @@ def _repace(trip: Trip) -> None:
         after_commit(enqueue, generate_stages, trip.id, trip.generation)
 
 
-def delete_trip(actor: User, trip_id: str) -> None:
-    """Delete a trip and everything it owns (allowed on a started trip). Raises NotFound."""
+def delete_trip(actor: User, trip_id: str, confirm=None) -> None:
+    """Delete a trip and everything it owns (allowed on a started trip).
+
+    Guards: ownership → confirmation (MCP). Raises NotFound.
+    """
     trip = load_owned_trip(actor.id, trip_id)
+    if confirm is not None:
+        confirm(trip)
     with atomic(lock=trip_lock(trip.id)):
         trip = load_owned_trip(actor.id, trip_id)
         db.session.delete(trip)
@@ -260,3 +265,12 @@ def search_places(actor: User, query) -> dict:
         return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)
     except Invalid as exc:
         raise InvalidQuery(exc.errors) from None
+
+
+def created_before(actor: User, data, idempotency_key: str, operation: str = "create_trip") -> Trip | None:
+    """The trip an earlier request with this key and body created (within 24 h), or None.
+
+    Raises Conflict when the key was used with another body.
+    """
+    with atomic():
+        return _replay(actor, operation, idempotency_key, _digest(data))

@@ -22,7 +22,7 @@ def share_url(share: TripShare) -> str:
     return f"{current_app.config['BTP_BASE_URL']}/s/{share.short_code}"
 
 
-def _active(trip_id: str) -> TripShare | None:
+def active_share(trip_id: str) -> TripShare | None:
     return db.session.scalar(sa.select(TripShare).where(TripShare.trip_id == trip_id, TripShare.revoked_at.is_(None)))
 
 
@@ -41,7 +41,7 @@ def share_trip(actor: User, trip_id: str) -> tuple[TripShare, bool]:
     load_owned_trip(actor.id, trip_id)
     with atomic(lock=trip_lock(str(trip_id).lower())):
         trip = load_owned_trip(actor.id, trip_id)
-        share = _active(trip.id)
+        share = active_share(trip.id)
         if share is not None:
             return share, False
         share = TripShare(trip_id=trip.id, short_code=_new_code())
@@ -52,15 +52,18 @@ def share_trip(actor: User, trip_id: str) -> tuple[TripShare, bool]:
 def get_share(actor: User, trip_id: str) -> TripShare:
     """Raises NotFound for an unknown or foreign trip, and when the trip has no active link."""
     trip = load_owned_trip(actor.id, trip_id)
-    share = _active(trip.id)
+    share = active_share(trip.id)
     if share is None:
         raise NotFound(NO_SHARE)
     return share
 
 
 def unshare_trip(actor: User, trip_id: str, confirm=None) -> TripShare:
-    """Revoke the active link at once (anyone holding it gets a 404). Raises NotFound as get_share."""
-    trip = load_owned_trip(actor.id, trip_id)
+    """Revoke the active link at once (anyone holding it gets a 404). Works on a started trip.
+
+    Guards: ownership → an active link → confirmation (MCP). Raises NotFound as get_share.
+    """
+    trip = get_share(actor, trip_id).trip
     if confirm is not None:
         confirm(trip)
     with atomic(lock=trip_lock(trip.id)):

@@ -10,39 +10,24 @@
 
 Fixtures: `fake_cimd` (plain HTTP, one server per session, reset around each test) and `fake_cimd_tls`
 (HTTPS with a throwaway CA and a certificate for `client.example`; yields (fake, ca_pem_path)).
-Nothing here talks to anything but 127.0.0.1.
+`fake.url(path)` is the 127.0.0.1 URL of `path` (https on the TLS fake; TLS tests build
+https://client.example:{fake.port}{path}). Built on tests/fakes/server.py; nothing here talks to anything but
+127.0.0.1.
 """
 from __future__ import annotations
 
-import atexit
 import datetime
 import json
 import ssl
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any, Hashable, Iterator
 
 import pytest
 
-_DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ssl.SSLError)
+from tests.fakes.server import FakeHandler, FakeServer, RecordedRequest, StreamRecord, fixture_for, singleton
+
 TLS_HOSTNAME = "client.example"
-
-
-@dataclass
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-cased names
-
-
-@dataclass
-class StreamRecord:
-    total: int
-    sent: int = 0
-    aborted: bool = False
-    done: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -57,51 +42,33 @@ class _Route:
     declare_length: bool = True
 
 
-class FakeCimd:
-    def __init__(self, tls_context: ssl.SSLContext | None = None) -> None:
-        self._tls = tls_context
-        self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._release = threading.Event()
-        self.reset()
+_NOT_FOUND = _Route(body=b'{"error":"not found"}', status=404)
 
-    def start(self) -> FakeCimd:
-        fake = self
 
-        class Handler(_Handler):
-            owner = fake
+class _Handler(FakeHandler):
+    protocol_version = "HTTP/1.1"  # but every answer closes its connection
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._server.handle_error = lambda request, client_address: None
-        if self._tls is not None:
-            self._server.socket = self._tls.wrap_socket(self._server.socket, server_side=True)
-        threading.Thread(target=self._server.serve_forever, name="fake-cimd", daemon=True).start()
-        return self
+    def _serve(self) -> None:
+        self.close_connection = True
+        _, route, release = self.owner._take(RecordedRequest("GET", self.path, self.lowered_headers()), self.path)
+        route = route or _NOT_FOUND
+        if route.delay and release.wait(route.delay):
+            return  # reset while waiting: drop the connection
+        headers = {"Connection": "close", **route.headers}
+        if route.oversize is not None:
+            self._stream(route.oversize, route.declare_length, status=route.status,
+                         content_type=route.content_type, headers=headers, filler=b" ")
+        else:
+            self._send(route.status, route.body, route.content_type, headers, trickle=route.chunk_delay,
+                       release=release)
 
-    def stop(self) -> None:
-        if self._server is not None:
-            self._release.set()
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
 
-    @property
-    def port(self) -> int:
-        assert self._server is not None, "server not started"
-        return self._server.server_address[1]
+class FakeCimd(FakeServer):
+    handler = _Handler
+    thread_name = "fake-cimd"
 
-    def url(self, path: str) -> str:
-        """The http://127.0.0.1 URL of `path` (for TLS tests build https://client.example:{port}{path})."""
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def reset(self) -> None:
-        with self._lock:
-            self._release.set()
-            self._release = threading.Event()
-            self._routes: dict[str, _Route] = {}
-            self._requests: list[RecordedRequest] = []
-            self.streams: list[StreamRecord] = []
+    def _clear(self) -> None:
+        self._routes: dict[str, _Route] = {}
 
     # programming
     def serve(self, path: str, body: bytes | dict | list | str = b"", **options: Any) -> None:
@@ -135,98 +102,15 @@ class FakeCimd:
         return client_id
 
     # observations
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
     def requests_to(self, path: str) -> int:
         return sum(1 for r in self.requests if r.path == path)
 
-    def _take(self, path: str, headers: dict[str, str]) -> tuple[_Route | None, threading.Event]:
-        with self._lock:
-            self._requests.append(RecordedRequest("GET", path, headers))
-            return self._routes.get(path), self._release
+    def _state(self, key: Hashable) -> _Route | None:
+        return self._routes.get(key)
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: FakeCimd
-    server_version = "FakeCimd/1.0"
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
-        try:
-            self._serve()
-        except _DISCONNECTS:
-            pass
-        self.close_connection = True
-
-    def _serve(self) -> None:
-        route, release = self.owner._take(self.path, {k.lower(): v for k, v in self.headers.items()})
-        if route is None:
-            route = _Route(body=b'{"error":"not found"}', status=404)
-        if route.delay and release.wait(route.delay):
-            return  # reset while waiting: drop the connection
-        self.send_response(route.status)
-        self.send_header("Content-Type", route.content_type)
-        self.send_header("Connection", "close")
-        for name, value in route.headers.items():
-            self.send_header(name, value)
-        if route.oversize is not None:
-            return self._stream(route)
-        self.send_header("Content-Length", str(len(route.body)))
-        self.end_headers()
-        if not route.chunk_delay:
-            self.wfile.write(route.body)
-            return
-        for i in range(len(route.body)):
-            self.wfile.write(route.body[i:i + 1])
-            self.wfile.flush()
-            if release.wait(route.chunk_delay):
-                return
-
-    def _stream(self, route: _Route) -> None:
-        record = StreamRecord(total=route.oversize or 0)
-        with self.owner._lock:
-            self.owner.streams.append(record)
-        try:
-            if route.declare_length:
-                self.send_header("Content-Length", str(record.total))
-            self.end_headers()
-            chunk = b" " * 65536
-            while record.sent < record.total:
-                part = chunk[: record.total - record.sent]
-                self.wfile.write(part)
-                record.sent += len(part)
-        except _DISCONNECTS:
-            record.aborted = True
-        finally:
-            record.done.set()
-
-
-_instance: FakeCimd | None = None
-_instance_lock = threading.Lock()
-
-
-def get_fake_cimd() -> FakeCimd:
-    """The process-wide plain-HTTP server, started on first use and stopped at exit."""
-    global _instance
-    with _instance_lock:
-        if _instance is None:
-            _instance = FakeCimd().start()
-            atexit.register(_instance.stop)
-        return _instance
-
-
-@pytest.fixture
-def fake_cimd() -> Iterator[FakeCimd]:
-    fake = get_fake_cimd()
-    fake.reset()
-    yield fake
-    fake.reset()
+get_fake_cimd = singleton(FakeCimd)
+fake_cimd = fixture_for(get_fake_cimd, "fake_cimd")
 
 
 def make_tls_files(directory, hostname: str = TLS_HOSTNAME) -> tuple[str, str, str]:

@@ -12,12 +12,14 @@ on) and wakes up waiting answers on `reset`; the handler turns a behaviour into 
     trickle    {body, interval}           a 200 whose body arrives one byte per interval
     oversized  {size, content_length}     `size` junk bytes in 64 KB chunks (progress in `streams`)
 
+`FakeServer(tls_context=ctx)` serves HTTPS instead (the listening socket is wrapped; `base_url` says https).
 Each fake module exposes its process-wide server with `get_fake_x = singleton(FakeX)` and its pytest fixture
 with `fake_x = fixture_for(get_fake_x, "fake_x")`.
 """
 from __future__ import annotations
 
 import atexit
+import ssl
 import threading
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -26,7 +28,7 @@ from typing import Any, Callable, Hashable, Iterator, Self, TypeVar
 
 import pytest
 
-DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ssl.SSLError)
 
 F = TypeVar("F", bound="FakeServer")
 T = TypeVar("T")
@@ -133,17 +135,22 @@ class FakeHandler(BaseHTTPRequestHandler):
             if release is not None and release.wait(trickle):
                 return  # reset: stop sending
 
-    def _stream(self, size: int, content_length: bool) -> None:
+    def _stream(self, size: int, content_length: bool, *, status: int = 200, content_type: str = "text/html",
+                headers: dict[str, str] | None = None, filler: bytes = b"x") -> None:
+        """Send `size` bytes of `filler` in 64 KB chunks (Content-Length only if `content_length`), recording
+        the progress in `owner.streams`."""
         record = StreamRecord(total=size)
         with self.owner._lock:
             self.owner.streams.append(record)
         try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             if content_length:
                 self.send_header("Content-Length", str(size))
             self.end_headers()
-            chunk = b"x" * 65536
+            chunk = filler * 65536
             while record.sent < size:
                 part = chunk[: size - record.sent]
                 self.wfile.write(part)
@@ -158,7 +165,8 @@ class FakeServer:
     handler: type[FakeHandler] = FakeHandler
     thread_name = "fake-server"
 
-    def __init__(self) -> None:
+    def __init__(self, tls_context: ssl.SSLContext | None = None) -> None:
+        self._tls = tls_context
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._release = threading.Event()
@@ -170,6 +178,8 @@ class FakeServer:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._server.handle_error = lambda request, client_address: None  # client disconnects are expected
+        if self._tls is not None:
+            self._server.socket = self._tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, name=self.thread_name, daemon=True).start()
         return self
 
@@ -181,9 +191,13 @@ class FakeServer:
             self._server = None
 
     @property
-    def base_url(self) -> str:
+    def port(self) -> int:
         assert self._server is not None, "server not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     def url(self, path: str) -> str:
         return self.base_url + path

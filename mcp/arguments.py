@@ -1,0 +1,77 @@
+"""Tool arguments: unknown names refused by name, `version` judged in its own words, types checked against
+the published input schema. Messages name the argument and never echo an unbounded value."""
+from __future__ import annotations
+
+from jsonschema import Draft202012Validator
+
+from mcp.hygiene import quote
+from trips.errors import Invalid
+
+VERSION_MISSING = ('This tool requires a "version" argument: the trip version you are editing, as returned by '
+                   'get_trip. It is what makes a concurrent edit visible instead of silently overwritten.')
+VERSION_STAR = ('The "version" argument does not accept "*": writing unconditionally would defeat the check. '
+                'Read the trip with get_trip and pass the version it returned.')
+VERSION_MALFORMED = 'Malformed "version" argument: expected the whole number returned by get_trip, such as 7.'
+_validators: dict[str, Draft202012Validator] = {}
+
+
+def parse_version(value) -> int:
+    """Raises Invalid({"version": …}) when absent, `*` or not a whole number (numeric strings accepted)."""
+    if value is None or value == "":
+        raise Invalid({"version": VERSION_MISSING})
+    if value == "*":
+        raise Invalid({"version": VERSION_STAR})
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+        return int(value)
+    raise Invalid({"version": VERSION_MALFORMED})
+
+
+def _message(error) -> str:
+    kind, expected = error.validator, error.validator_value
+    if kind == "type":
+        return f"must be of type {expected}"
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most",
+                 "exclusiveMaximum": "less than"}[kind]
+        return f"must be {words} {expected}"
+    if kind == "enum":
+        return "must be one of: " + ", ".join(map(str, expected))
+    if kind in ("minLength", "maxLength", "minItems", "maxItems"):
+        return f"has a {kind.replace('min', 'minimum ').replace('max', 'maximum ').lower()} of {expected}"
+    if kind == "additionalProperties":
+        return "has a property it does not accept"
+    return "is not valid"
+
+
+def check_arguments(tool, arguments) -> dict:
+    """The arguments, checked. Raises Invalid naming the first offending argument."""
+    arguments = {} if arguments is None else arguments
+    if not isinstance(arguments, dict):
+        raise Invalid({"arguments": "must be an object"})
+    properties = tool.input_schema["properties"]
+    unknown = [name for name in arguments if name not in properties]
+    if unknown:
+        names = ", ".join(quote(name) for name in unknown[:5])
+        raise Invalid({"arguments": f"Unknown argument(s): {names}. This tool accepts: {', '.join(properties)}."})
+    args = dict(arguments)
+    if "version" in properties:
+        args["version"] = parse_version(args.get("version"))
+    validator = _validators.get(tool.name)
+    if validator is None:
+        validator = _validators[tool.name] = Draft202012Validator(tool.input_schema)
+    for error in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
+        if error.validator == "required":
+            missing = next(n for n in error.validator_value if n not in (error.instance or {}))
+            path = [*error.absolute_path, missing]
+            raise Invalid({_name(path): "is required"})
+        raise Invalid({_name(list(error.absolute_path)) or "arguments": _message(error)})
+    return args
+
+
+def _name(path: list) -> str:
+    name = ""
+    for part in path:
+        name += f"[{part}]" if isinstance(part, int) else (f".{quote(part)[1:-1]}" if name else quote(part)[1:-1])
+    return name

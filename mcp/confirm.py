@@ -1,0 +1,72 @@
+"""The confirmation slot of the write chain for delete_trip, unshare_trip and update_trip_settings.
+
+A first call writes nothing: it answers an impact summary and a single-use token (or, when a 2026-07-28
+client declares `elicitation`, asks the human through `input_required` with a sealed request state).
+"""
+from __future__ import annotations
+
+from flask import current_app
+
+from jobs import get_redis
+from mcp.answers import impact
+from mcp.confirmation import Binding, mint, open_state, seal_state, spend
+from trips.errors import Invalid
+from trips.models import Trip
+
+TOKEN_INVALID = ('This "confirmationToken" is not valid for this call: it was made for other arguments, was '
+                 'already used, or has expired. Call the tool again without it to get a fresh impact summary.')
+STATE_INVALID = "This requestState is not valid for this call: it was altered, used already, or expired."
+DECLINED = "Nothing was done: the person declined."
+
+
+class ConfirmationRequired(Exception):
+    """Not an error: the answer to give instead of performing the call."""
+
+    def __init__(self, answer: dict):
+        super().__init__("confirmation required")
+        self.answer = answer
+
+
+class InputRequired(Exception):
+    def __init__(self, requests: dict, state: str):
+        super().__init__("input required")
+        self.requests, self.state = requests, state
+
+
+def confirmer(ctx, arguments: dict, action: str):
+    """A `confirm(trip)` callable for the write chain. Raises ConfirmationRequired, InputRequired, Invalid."""
+    binding = Binding.of(ctx.user.id, ctx.principal.client_id, ctx.tool, arguments)
+    token = arguments.get("confirmationToken")
+    redis, secret = get_redis(), current_app.config["SECRET_KEY"]
+
+    def confirm(trip: Trip) -> None:
+        if token is not None:
+            if spend(redis, token, binding):
+                return
+            raise Invalid({"confirmationToken": TOKEN_INVALID})
+        if ctx.request_state is not None or ctx.input_responses is not None:
+            if not open_state(redis, secret, ctx.request_state, binding):
+                raise Invalid({"requestState": STATE_INVALID})
+            answer = (ctx.input_responses or {}).get("confirm") or {}
+            if answer.get("action") == "accept" and (answer.get("content") or {}).get("confirm") is True:
+                return
+            raise ConfirmationRequired({"result": DECLINED, "nextAction": None})
+        summary = impact(trip, share_link(trip))
+        if ctx.can_elicit:
+            title = summary["title"] or "this trip"
+            raise InputRequired({"confirm": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": f"{action}\n\nTrip: {title} ({summary['stageCount']} days).",
+                "requestedSchema": {"type": "object", "required": ["confirm"], "properties": {"confirm": {
+                    "type": "boolean", "title": "Go ahead", "description": "Tick to confirm."}}}}}},
+                seal_state(secret, binding))
+        raise ConfirmationRequired({"confirmationRequired": True, "confirmationToken": mint(redis, binding),
+                                    "action": action, "impact": summary})
+
+    return confirm
+
+
+def share_link(trip: Trip) -> str | None:
+    from trips.sharing import active_share, share_url
+
+    share = active_share(trip.id)
+    return share_url(share) if share else None

@@ -1,0 +1,192 @@
+"""POST /mcp: the HTTP rules of both protocol eras, as an ordered pipeline, then the dispatcher.
+
+Stateless in both eras (no session ids): any gunicorn worker answers any request.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, current_app, request
+
+from jobs import get_redis
+from mcp import dispatch
+from mcp.protocol import (
+    BATCH_VERSION, HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, META_CAPABILITIES,
+    META_VERSION, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Message, RpcError, error_envelope,
+    parse_message,
+)
+from oauth.principal import Principal
+from oauth.resource import McpInsufficientScope, challenge, mcp_principal
+from trips.errors import RateLimited
+from trips.ratelimit import hit
+
+bp = Blueprint("mcp", __name__)
+ADDRESS_LIMIT = (300, 60)  # requests per minute per client address, before authentication
+MAX_BATCH = 100
+
+
+@dataclass
+class Exchange:
+    """One HTTP request to /mcp as it goes down the pipeline."""
+
+    principal: Principal | None = None
+    body: object = None
+    messages: list[Message] = field(default_factory=list)
+    batch: bool = False
+    modern: bool = False
+    version: str | None = None
+
+
+def _allowed_origins() -> set[str]:
+    base = urlsplit(current_app.config["BTP_BASE_URL"])
+    extra = [o.strip().rstrip("/") for o in current_app.config.get("BTP_ALLOWED_ORIGINS", "").split(",") if o.strip()]
+    return {f"{base.scheme}://{base.netloc}", *extra}
+
+
+def check_origin(ex: Exchange) -> None:
+    """DNS-rebinding protection: a browser's Origin must be ours or allowed (2026-07-28 transport, MUST)."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.rstrip("/") not in _allowed_origins():
+        raise _http(403, {"error": "forbidden", "error_description": "This Origin is not allowed."})
+
+
+def limit_address(ex: Exchange) -> None:
+    try:
+        hit(get_redis(), "mcp_address", request.remote_addr or "?", *ADDRESS_LIMIT)
+    except RateLimited as exc:
+        raise _http(429, {"error": "rate_limited", "error_description": "Too many requests from this address."},
+                    {"Retry-After": str(exc.retry_after)}) from None
+
+
+def authenticate(ex: Exchange) -> None:
+    ex.principal = mcp_principal()  # raises McpUnauthorized: one 401 body whatever the cause
+
+
+def check_content_type(ex: Exchange) -> None:
+    if request.mimetype != "application/json":
+        raise _http(415, {"error": "unsupported_media_type", "error_description": "Send application/json."})
+
+
+def parse_body(ex: Exchange) -> None:
+    try:
+        ex.body = json.loads(request.get_data(cache=False) or b"")
+    except ValueError:
+        raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON.", http_status=400) from None
+    ex.batch = isinstance(ex.body, list)
+    if ex.batch:
+        if not ex.body or len(ex.body) > MAX_BATCH:
+            raise RpcError(INVALID_REQUEST, f"A batch holds 1 to {MAX_BATCH} messages.", http_status=400)
+        return
+    ex.messages = [parse_message(ex.body)]
+
+
+def classify(ex: Exchange) -> None:
+    """The era of the request: a `_meta` version claim makes it modern; otherwise the handshake era."""
+    header = (request.headers.get("MCP-Protocol-Version") or "").strip() or None
+    if ex.batch:
+        if (header or BATCH_VERSION) != BATCH_VERSION:
+            raise RpcError(INVALID_REQUEST, "Batches are only accepted on protocol version 2025-03-26.",
+                           http_status=400)
+        ex.version = BATCH_VERSION
+        return
+    message = ex.messages[0]
+    claim = message.meta.get(META_VERSION)
+    if claim is None:
+        if header in MODERN_VERSIONS:
+            raise RpcError(INVALID_PARAMS, f"Missing params._meta[{META_VERSION!r}].", http_status=400)
+        if header is not None and header not in HANDSHAKE_VERSIONS:
+            raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version.",
+                           {"supported": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "requested": header[:40]}, 400)
+        ex.version = header or BATCH_VERSION  # a client without the header speaks 2025-03-26
+        return
+    if claim not in MODERN_VERSIONS:
+        raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version.",
+                       {"supported": list(MODERN_VERSIONS), "requested": str(claim)[:40]}, 400)
+    ex.modern, ex.version = True, claim
+    _mirror(header, claim, "MCP-Protocol-Version")
+    _mirror((request.headers.get("Mcp-Method") or "").strip() or None, message.method, "Mcp-Method")
+    if message.method == "tools/call":
+        _mirror(decode_header(request.headers.get("Mcp-Name")), message.params.get("name"), "Mcp-Name")
+    if not isinstance(message.meta.get(META_CAPABILITIES), dict):
+        raise RpcError(INVALID_PARAMS, f"Missing params._meta[{META_CAPABILITIES!r}].", http_status=400)
+
+
+def decode_header(value: str | None) -> str | None:
+    """A header value, whitespace trimmed, the base64 sentinel `=?base64?…?=` decoded (SEP-2243)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return "\x00invalid"
+    return value
+
+
+def _mirror(header, body_value, name: str) -> None:
+    if header is None or header != body_value:
+        raise RpcError(HEADER_MISMATCH, f"The {name} header is missing or does not match the body.",
+                       http_status=400)
+
+
+def scope_of_single_call(ex: Exchange) -> None:
+    """A lone tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up challenge."""
+    if ex.batch:
+        return
+    scope = dispatch.required_scope(ex.messages[0])
+    if scope and scope not in ex.principal.scopes:
+        raise McpInsufficientScope(scope)
+
+
+PIPELINE = (check_origin, limit_address, authenticate, check_content_type, parse_body, classify,
+            scope_of_single_call)
+
+
+class _HttpAnswer(Exception):
+    def __init__(self, response: Response):
+        super().__init__(response.status)
+        self.response = response
+
+
+def _http(status: int, body: dict, headers: dict | None = None) -> _HttpAnswer:
+    response = Response(json.dumps(body), status=status, mimetype="application/json", headers=headers or {})
+    return _HttpAnswer(response)
+
+
+def _json(payload, status: int = 200) -> Response:
+    return Response(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), status=status,
+                    mimetype="application/json")
+
+
+@bp.post("/mcp")
+def mcp_post():
+    ex = Exchange()
+    try:
+        for step in PIPELINE:
+            step(ex)
+    except _HttpAnswer as answer:
+        return answer.response
+    except RpcError as error:
+        return _json(error_envelope(None if not ex.messages else ex.messages[0].id, error), error.http_status)
+    except McpInsufficientScope as exc:
+        response = _json({"error": "insufficient_scope",
+                          "error_description": f"This call needs the scope {exc.scope}."}, 403)
+        response.headers["WWW-Authenticate"] = challenge("insufficient_scope", exc.scope)
+        return response
+    if ex.batch:
+        answers = [dispatch.handle_raw(item, ex) for item in ex.body]
+        answers = [a for a in answers if a is not None]
+        return _json(answers) if answers else Response(status=202)
+    answer, status = dispatch.handle(ex.messages[0], ex)
+    return Response(status=202) if answer is None else _json(answer, status)
+
+
+@bp.route("/mcp", methods=["GET", "DELETE"])
+def mcp_other():
+    # Stateless in both eras: no server-to-client stream to open, no session to end.
+    return Response(status=405, headers={"Allow": "POST"})

@@ -1,0 +1,109 @@
+"""Third-party text in MCP answers: a structural floor, a label cleaner, bounded quoting of caller values.
+
+The floor takes away what could reshape an answer (line structure, invisible and bidi controls); it never
+judges meaning, so a directive sentence goes through word for word. REST answers never pass through here.
+
+- Breaks become one space: TAB, every line boundary of `str.splitlines` (LF, CR, VT, FF, the information
+  separators U+001C–U+001E, NEL U+0085) and every Zl/Zp character (U+2028, U+2029). A run of them, even with
+  removed characters in between, gives a single space. Treating VT, FF, NEL and U+001C–U+001E as breaks
+  (not only CR, LF, TAB) keeps "a<VT>b" from gluing into "ab".
+- Every other Cc (control) and Cf (format: zero-width, bidi, BOM, soft hyphen, ZWJ…) character is removed.
+- Nothing else changes: a clean string is returned as it is (no trim, no cap, the same object).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["floor", "label", "quote", "clean_answer", "MAX_DEPTH"]
+
+ELLIPSIS = "…"
+MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
+
+_BREAKS = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x85")
+# Planes 4-13 are unassigned and planes 15-16 are private use (Co) in every Unicode version so far:
+# scanning the others finds every Cc/Cf/Zl/Zp character in a fraction of the time. A test checks a full scan.
+_PLANES = (range(0x00000, 0x40000), range(0xE0000, 0xF0000))
+
+
+def _scan(ranges) -> tuple[list[int], list[int]]:
+    """(code points to turn into a space, code points to remove) over `ranges`."""
+    spaces, drops = [], []
+    for block in ranges:
+        for cp, cat in zip(block, map(unicodedata.category, map(chr, block))):
+            if cat in ("Zl", "Zp") or chr(cp) in _BREAKS:
+                spaces.append(cp)
+            elif cat in ("Cc", "Cf"):
+                drops.append(cp)
+    return spaces, drops
+
+
+def _char_class(cps: list[int]) -> str:
+    parts, start = [], None
+    for i, cp in enumerate(cps):
+        start = cp if start is None else start
+        if i + 1 == len(cps) or cps[i + 1] != cp + 1:
+            parts.append(f"\\U{start:08x}" if start == cp else f"\\U{start:08x}-\\U{cp:08x}")
+            start = None
+    return "[" + "".join(parts) + "]"
+
+
+_SPACE_CPS, _DROP_CPS = _scan(_PLANES)
+_ANY = re.compile(_char_class(sorted(_SPACE_CPS + _DROP_CPS)))
+_DROP = re.compile(_char_class(_DROP_CPS) + "+")
+_SPACE_RUN = re.compile(_char_class(_SPACE_CPS) + "+")
+_SPACES = re.compile(" {2,}")
+
+
+def floor(text: str) -> str:
+    """The structural floor of one string (see the module docstring). Raises nothing for a `str`."""
+    if not _ANY.search(text):
+        return text
+    return _SPACE_RUN.sub(" ", _DROP.sub("", text))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+def label(text: str | None, limit: int = 200) -> str | None:
+    """A third-party label for an answer: floor, runs of spaces squeezed, trimmed; None when nothing is left;
+    cut to `limit` characters + "…" when longer."""
+    if text is None:
+        return None
+    cleaned = _SPACES.sub(" ", floor(text)).strip()
+    return _cut(cleaned, limit) if cleaned else None
+
+
+def quote(value: object, limit: int = 40) -> str:
+    """A caller's value quoted back in a message: `str(value)` floored, cut to `limit` characters + "…",
+    in double quotes.
+
+    The value is data, so its own quotes stay, but escaped: `\\` becomes `\\\\` and `"` becomes `\\"` (after
+    the cut, so an escape is never split). The only unescaped `"` are ours, the first and the last, so a
+    value cannot seem to close the quotation early and continue as our own words.
+    """
+    text = _cut(floor(str(value)), limit)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def clean_answer(obj, _depth: int = 0):
+    """A copy of a JSON-like answer with `floor` applied to every string value; dict keys (ours) untouched.
+
+    Accepts dict, list, tuple (kept a tuple), str, int, float, bool and None.
+    Raises TypeError on any other type (its text would escape the floor: convert it first) and ValueError
+    when nesting is deeper than MAX_DEPTH (which also stops a cycle).
+    """
+    if isinstance(obj, str):
+        return floor(obj)
+    if obj is None or isinstance(obj, (int, float)):  # bool is an int
+        return obj
+    if _depth >= MAX_DEPTH:
+        raise ValueError(f"answer nested deeper than {MAX_DEPTH} levels")
+    if isinstance(obj, dict):
+        return {key: clean_answer(value, _depth + 1) for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [clean_answer(value, _depth + 1) for value in obj]
+    if isinstance(obj, tuple):
+        return tuple(clean_answer(value, _depth + 1) for value in obj)
+    raise TypeError(f"not a JSON value: {type(obj).__name__}")

@@ -1,0 +1,46 @@
+"""create_trip over MCP: an explicit `idempotencyKey` argument, or a key derived from the call itself.
+
+The derived key hashes (user, tool, canonical arguments without control arguments, 300 s bucket). Store a new
+trip under the current bucket's key; look a call up under both keys `derived_keys` returns, so a retry just
+past a bucket boundary is still a retry: an identical call is recognised for 5 to 10 minutes, and after
+an hour it is certainly a new intent.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+
+from mcp.confirmation import canonical
+from trips.errors import Invalid
+
+__all__ = ["derived_keys", "check_explicit_key", "CONTROL_ARGUMENTS", "WINDOW"]
+
+WINDOW = 300
+CONTROL_ARGUMENTS = ("idempotencyKey", "confirmationToken", "version")
+_KEY = re.compile(r"[A-Za-z0-9_-]{16,255}")
+_MALFORMED = ('The "idempotencyKey" argument must be a string of 16 to 255 letters, digits, "-" or "_". '
+              "Leave it out to let the server recognise a repeated call by itself.")
+
+
+def _key(user_id: str, tool: str, args: str, bucket: int) -> str:
+    fields = ["btp-mcp-idempotency-v1", str(user_id), tool, args, bucket]
+    return "mcp-" + hashlib.sha256(json.dumps(fields, ensure_ascii=False).encode()).hexdigest()
+
+
+def derived_keys(user_id: str, tool: str, arguments: dict, now: float | None = None,
+                 window: int = WINDOW) -> tuple[str, str]:
+    """(key of the current bucket, key of the previous one), each "mcp-" + 64 hex characters.
+    Raises like `confirmation.canonical` (TypeError, ValueError) for non-JSON arguments."""
+    args = canonical(arguments, exclude=CONTROL_ARGUMENTS)
+    bucket = int((time.time() if now is None else now) // window)
+    return _key(user_id, tool, args, bucket), _key(user_id, tool, args, bucket - 1)
+
+
+def check_explicit_key(value) -> str:
+    """`value` when it is a valid idempotency key; raises Invalid({"idempotencyKey": …}) otherwise, without
+    repeating the value."""
+    if not isinstance(value, str) or not _KEY.fullmatch(value):
+        raise Invalid({"idempotencyKey": _MALFORMED}, _MALFORMED)
+    return value

@@ -1,0 +1,20 @@
+from mcp import schemas as s
+from mcp.answers import ack
+from mcp.tools.base import Tool
+from trips.analysis import analyze_trip
+
+
+def run(ctx, args: dict) -> dict:
+    analyze_trip(ctx.user, args["id"])
+    return ack("The analysis of every day has started.", None,
+               "Nothing is ready yet. Call get_trip in a little while and read categoryStatus to see which "
+               "families have finished.")
+
+
+TOOL = Tool(
+    name="analyze_trip", title="Analyze a trip", scope="trips:write", run=run,
+    description="Start (again) the analysis of every day: places to sleep, supplies, weather, terrain and "
+                "alerts. Answers at once; the work runs in the background.",
+    input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
+    output_schema=s.ACK,
+)

@@ -1,0 +1,55 @@
+"""What a tool is: a name, a scope, schemas, annotations that never lie, and a thin `run` over a service."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from oauth.principal import Principal
+
+ANNOTATION_KEYS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+
+
+@dataclass
+class CallContext:
+    """Everything a tool may use besides its arguments."""
+
+    principal: Principal
+    tool: str
+    modern: bool
+    client_capabilities: dict = field(default_factory=dict)
+    input_responses: dict | None = None
+    request_state: str | None = None
+
+    @property
+    def user(self):
+        return self.principal.user
+
+    @property
+    def can_elicit(self) -> bool:
+        return self.modern and isinstance(self.client_capabilities.get("elicitation"), dict)
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    scope: str
+    input_schema: dict
+    output_schema: dict
+    run: Callable[[CallContext, dict], dict]
+    annotations: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        unknown = set(self.annotations) - ANNOTATION_KEYS
+        if unknown:
+            raise ValueError(f"{self.name}: unknown annotation keys {sorted(unknown)}")
+
+    @property
+    def writes(self) -> bool:
+        return self.scope == "trips:write"
+
+    def listing(self) -> dict:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "inputSchema": self.input_schema, "outputSchema": self.output_schema,
+                "annotations": {"title": self.title, **self.annotations}}

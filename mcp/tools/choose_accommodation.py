@@ -1,0 +1,27 @@
+from mcp import schemas as s
+from mcp.answers import ack
+from mcp.tools.base import Tool
+from trips import stage_ops
+from trips.guards import Precondition
+
+
+def run(ctx, args: dict) -> dict:
+    body = {"lat": args.get("selectedAccommodationLat"), "lon": args.get("selectedAccommodationLon")}
+    trip = stage_ops.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
+                                          Precondition.exact(args["version"]), body)
+    if body["lat"] is None:
+        return ack("The choice has been cleared.", trip.version)
+    return ack("The place has been chosen. The day now ends there, and the next day starts from it.",
+               trip.version, "Call get_stage for this day to see it.")
+
+
+TOOL = Tool(
+    name="choose_accommodation", title="Choose where to sleep", scope="trips:write", run=run,
+    description="Choose one of a day's accommodations by its coordinates (from get_stage), or leave both "
+                "coordinates out to clear the choice. Needs the trip's version; answers the new one.",
+    input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID, "version": s.VERSION,
+                        "selectedAccommodationLat": s.number("The place's latitude.", minimum=-90, maximum=90),
+                        "selectedAccommodationLon": s.number("The place's longitude.", minimum=-180, maximum=180)},
+                       required=("tripId", "stageId", "version")),
+    output_schema=s.ACK,
+)

@@ -1,0 +1,41 @@
+from mcp import schemas as s
+from mcp.idempotency import check_explicit_key, derived_keys
+from mcp.tools.base import Tool
+from trips import services
+
+RESULT = "The trip has been created. Its route is being fetched and its days worked out."
+
+
+def run(ctx, args: dict) -> dict:
+    data = {k: v for k, v in args.items() if k != "idempotencyKey"}
+    if "idempotencyKey" in args:
+        key = check_explicit_key(args["idempotencyKey"])
+    else:
+        key, previous = derived_keys(ctx.user.id, ctx.tool, data)
+        earlier = services.created_before(ctx.user, data, previous)  # a retry just past a bucket boundary
+        if earlier is not None:
+            return answer(earlier.id)
+    trip, _ = services.create_trip(ctx.user, data, key)
+    return answer(trip.id)
+
+
+def answer(trip_id: str) -> dict:
+    return {"id": trip_id, "result": RESULT,
+            "nextAction": f"Call get_trip with id {trip_id}. The days appear once the route and the pacing are "
+                          "done, usually 10 to 40 seconds; until then the answer says partial: true and has no "
+                          "days. Tell the user about the wait rather than calling in a tight loop."}
+
+
+TOOL = Tool(
+    name="create_trip", title="Create a trip", scope="trips:write", run=run,
+    description="Create a multi-day trip from a route link: a Komoot tour or collection, a Strava route or a "
+                "RideWithGPS route. Answers at once; the days are worked out in the background. Calling again "
+                "with the same arguments within a few minutes answers the same trip.",
+    input_schema=s.obj({
+        "sourceUrl": s.string("The route link (https).", maxLength=2048), **s.SETTINGS,
+        "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _. The same key answers the "
+                                   "same trip for 24 h. Without it, identical calls within 5 minutes do."),
+    }, required=("sourceUrl",)),
+    output_schema=s.obj({"id": s.string("The new trip's id."), "result": s.string("What was done."),
+                         "nextAction": s.string("What to call next.")}, required=("id", "result", "nextAction")),
+)

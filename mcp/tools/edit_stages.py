@@ -1,0 +1,56 @@
+from mcp import schemas as s
+from mcp.answers import ack
+from mcp.hygiene import quote
+from mcp.tools.base import Tool
+from trips import stage_ops
+from trips.errors import Invalid
+from trips.guards import Precondition
+
+# action → (service, the arguments it reads, what to say)
+ACTIONS = {
+    "add": (stage_ops.add_stage, ("startPoint", "endPoint", "position", "label"),
+            "A day has been inserted. The days after it have moved, and their dates with them."),
+    "update": (stage_ops.update_stage, ("startPoint", "endPoint", "label", "distance"),
+               "The day has been changed."),
+    "move": (stage_ops.move_stage, ("toIndex",),
+             "The day has been moved. Every day between its old and new places has been renumbered."),
+    "delete": (stage_ops.delete_stage, (), "The day has been removed and merged with the one beside it."),
+    "rest_day": (stage_ops.insert_rest_day, (), "A rest day has been inserted after the day; every later date "
+                                                "has moved by one."),
+}
+ADDRESSING = ("tripId", "action", "version", "stageId")
+
+
+def run(ctx, args: dict) -> dict:
+    action = args["action"]
+    if action not in ACTIONS:
+        raise Invalid({"action": f"Unknown action {quote(action)}. Expected one of: {', '.join(ACTIONS)}."})
+    service, reads, said = ACTIONS[action]
+    stray = [k for k in args if k not in ADDRESSING and k not in reads]
+    if stray:
+        raise Invalid({stray[0]: f"is not used by the {action} action"})
+    if action != "add" and not args.get("stageId"):
+        raise Invalid({"stageId": f"The {action} action needs the stageId of the day, as published by get_trip."})
+    body = {k: args[k] for k in reads if k in args}
+    pre = Precondition.exact(args["version"])
+    ids = (args["tripId"],) if action == "add" else (args["tripId"], args["stageId"])
+    trip = service(ctx.user, *ids, pre, body) if reads else service(ctx.user, *ids, pre)
+    return ack(said, trip.version, "Pass the version above to the next edit; no need to read the trip again.")
+
+
+TOOL = Tool(
+    name="edit_stages", title="Edit the days", scope="trips:write", run=run,
+    description="Change the days of a trip with one `action`: add (startPoint, endPoint, optional position "
+                "and label), update (startPoint/endPoint/label, or distance in km to cut the day there), move "
+                "(toIndex), delete (merges the day into its neighbour), rest_day (inserts a rest day after "
+                "stageId). Needs the trip's version; answers the new one.",
+    input_schema=s.obj({
+        "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
+        "stageId": s.STAGE_ID, "position": s.integer("add: 0-based place of the new day (default: last).",
+                                                     minimum=0),
+        "toIndex": s.integer("move: the day's new 0-based place.", minimum=0),
+        "startPoint": s.POINT, "endPoint": s.POINT, "label": s.string("add, update: the day's label.", maxLength=255),
+        "distance": s.number("update: cut the day this many km from its start.", exclusiveMinimum=0),
+    }, required=("tripId", "action", "version")),
+    output_schema=s.ACK, annotations={"destructiveHint": True},
+)

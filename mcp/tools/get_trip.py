@@ -1,0 +1,42 @@
+from mcp import schemas as s
+from mcp.answers import trip_digest
+from mcp.tools.base import Tool
+from trips import services
+
+DAY = s.obj({
+    "stageId": s.string("The day's id, for get_stage and the edits."), "dayNumber": s.integer("1-based."),
+    "distance": s.number("Kilometres."), "elevation": s.integer("Metres of climbing."),
+    "isRestDay": s.boolean("A day without riding."),
+    "startLabel": s.nullable(s.string("Where the day starts." + s.DATA)),
+    "endLabel": s.nullable(s.string("Where the day ends." + s.DATA)),
+    "accommodation": s.nullable(s.string("The chosen place to sleep." + s.DATA)),
+    "alertCount": s.integer("Alerts on this day."),
+    "criticalAlerts": s.array(s.string("A critical alert." + s.DATA), "The critical alerts' messages."),
+})
+OUTPUT = s.obj({
+    "id": s.string("The trip's id."), "version": s.integer("Pass it to the edits."),
+    **{k: s.nullable(v) if k in ("title", "startDate", "endDate") else v for k, v in s.SETTINGS.items()},
+    "sourceUrl": s.nullable(s.string("The route link the trip came from.")),
+    "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps or "
+                                      "gpx_upload.")),
+    "status": s.string("draft (no days yet) or ready."), "partial": s.boolean("True until the days exist."),
+    "isLocked": s.boolean("True once the trip has started: it can no longer be edited."),
+    "categoryStatus": s.array(s.obj({"category": s.string("A family of computations."),
+                                     "status": s.string("running, done, failed or superseded.")}),
+                              "Where each family of computations stands."),
+    "stageCount": s.integer("Days."), "totalDistance": s.number("Kilometres, rest days excluded."),
+    "stages": s.array(DAY, "One line per day."),
+}, required=("id", "version", "status", "partial", "stages"))
+
+
+def run(ctx, args: dict) -> dict:
+    return trip_digest(services.get_trip(ctx.user, args["id"]))
+
+
+TOOL = Tool(
+    name="get_trip", title="Read a trip", scope="trips:read", run=run,
+    description="A trip's settings and one line per day, with the version the edits need. While `partial` "
+                "is true the days are still being worked out: ask again in a little while.",
+    input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
+    output_schema=OUTPUT, annotations={"readOnlyHint": True},
+)

@@ -1,0 +1,19 @@
+from mcp import schemas as s
+from mcp.tools.base import Tool
+from trips import sharing
+
+
+def run(ctx, args: dict) -> dict:
+    share, _ = sharing.share_trip(ctx.user, args["tripId"])
+    return {"url": sharing.share_url(share), "shortCode": share.short_code,
+            "createdAt": share.created_at.isoformat() + "Z"}
+
+
+TOOL = Tool(
+    name="share_trip", title="Share a trip", scope="trips:write", run=run,
+    description="Publish a read-only link to a trip (anyone with it can see the days). Calling again answers "
+                "the same link.",
+    input_schema=s.obj({"tripId": s.TRIP_ID}, required=("tripId",)),
+    output_schema=s.obj({"url": s.string("The public link."), "shortCode": s.string("Its code."),
+                         "createdAt": s.string("When it was created.")}, required=("url", "shortCode")),
+)

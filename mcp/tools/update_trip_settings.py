@@ -1,0 +1,31 @@
+from mcp import schemas as s
+from mcp.answers import ack
+from mcp.confirm import confirmer
+from mcp.tools.base import Tool
+from trips import services
+from trips.guards import Precondition
+
+ACTION = ("Replan this trip with new settings. Changing the pacing or the dates cuts every day again, which "
+          "discards the days' manual edits and every accommodation chosen for them.")
+
+
+def run(ctx, args: dict) -> dict:
+    data = {k: v for k, v in args.items() if k not in ("id", "version", "confirmationToken")}
+    trip = services.update_trip_settings(ctx.user, args["id"], Precondition.exact(args["version"]), data,
+                                         confirm=confirmer(ctx, args, ACTION))
+    if trip.version > args["version"]:
+        return ack("The settings have been saved. The days are being worked out again, so the previous split "
+                   "and any chosen accommodation are gone.", trip.version,
+                   "Call get_trip in a little while — usually under a minute — to see the new days.")
+    return ack("The settings have been saved. Nothing in them changes how the days are cut.", trip.version)
+
+
+TOOL = Tool(
+    name="update_trip_settings", title="Change a trip's settings", scope="trips:write", run=run,
+    description="Change a trip's settings (only the ones given). A change of pacing or dates recuts every "
+                "day. Needs the trip's version, and a confirmation: the first call changes nothing and "
+                "answers what would change. The route itself cannot change: create a new trip for that.",
+    input_schema=s.obj({"id": s.TRIP_ID, "version": s.VERSION, "confirmationToken": s.CONFIRMATION_TOKEN,
+                        **s.SETTINGS}, required=("id", "version")),
+    output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},
+)

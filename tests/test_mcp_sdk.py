@@ -1,0 +1,285 @@
+"""The official MCP Python SDK client (`mcp` 2.3.0) drives BTP's /mcp end to end, in its three modes: pinned to
+2026-07-28 (stateless, no probe), legacy (initialize at 2025-11-25) and auto (server/discover, else initialize).
+
+The SDK lives in a virtual environment of its own, `<repo>/.venv-mcp-sdk` (BTP's top-level package `mcp/`
+shadows the SDK's), created on the first run and reused after. tests/mcp_sdk/client_script.py runs in it, as a
+subprocess whose working directory is a temporary one, so /work/main is never on its sys.path. The server is
+gunicorn on the test configuration; the users, tokens and trips are made against the same database.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+import sqlalchemy as sa
+
+from tests.factories import make_user
+from tests.fakes.thirdparty import gpx_from_points, make_points
+from trips.db import db
+from trips.models import Trip
+from trips.services import import_gpx
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).parent.parent
+BIN = Path(sys.executable).parent
+SDK_PIN = "mcp==2.3.0"
+SDK_VENV = ROOT / ".venv-mcp-sdk"
+SDK_MARKER = SDK_VENV / ".btp-installed"  # holds SDK_PIN once that exact version was installed and imported
+CLIENT_SCRIPT = ROOT / "tests" / "mcp_sdk" / "client_script.py"
+CLIENT_TIMEOUT = 60  # seconds for one whole client run (connect, list, every step)
+MODERN = "2026-07-28"
+THIRTEEN = {
+    "list_trips", "get_trip", "get_stage", "search_places", "create_trip", "update_trip_settings", "edit_stages",
+    "add_waypoint", "choose_accommodation", "analyze_trip", "share_trip", "unshare_trip", "delete_trip",
+}
+PROBE = "import importlib.metadata as m, mcp.client.streamable_http, httpx2; print(m.version('mcp'))"
+
+
+def sdk_env() -> dict:
+    """The environment of a process of the SDK venv: nothing that would put BTP on its path."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+
+
+def installed_sdk(python: Path) -> str | None:
+    """The `mcp` version the venv's python imports (from a neutral directory), or None if it cannot."""
+    if not python.exists():
+        return None
+    try:
+        probe = subprocess.run([str(python), "-I", "-c", PROBE], capture_output=True, text=True, timeout=60,
+                               cwd=tempfile.gettempdir(), env=sdk_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return probe.stdout.strip() if probe.returncode == 0 else None
+
+
+def run_checked(args: list, timeout: int, what: str) -> None:
+    try:
+        done = subprocess.run([str(a) for a in args], capture_output=True, text=True, timeout=timeout,
+                              cwd=tempfile.gettempdir(), env=sdk_env())
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what}: no answer after {timeout} s")
+    if done.returncode != 0:
+        pytest.fail(f"{what} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
+
+
+@pytest.fixture(scope="session")
+def sdk_python() -> Path:
+    """The python of `.venv-mcp-sdk`, with SDK_PIN installed: made once, then reused (a marker names the pin)."""
+    python = SDK_VENV / "bin" / "python"
+    version = SDK_PIN.split("==")[1]
+    lock_path = Path(tempfile.gettempdir()) / f"btp-mcp-sdk-{hashlib.sha1(str(SDK_VENV).encode()).hexdigest()[:12]}.lock"
+    with open(lock_path, "w") as lock:  # two pytest runs at once must not build the venv over each other
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.exists() and SDK_MARKER.exists() and SDK_MARKER.read_text().strip() == SDK_PIN:
+            return python
+        SDK_MARKER.unlink(missing_ok=True)
+        found = installed_sdk(python)
+        if found != version:
+            if found is None:  # absent or unusable (e.g. its base interpreter moved): start afresh
+                run_checked([sys.executable, "-m", "venv", "--clear", SDK_VENV], 120, "creating .venv-mcp-sdk")
+            run_checked([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", SDK_PIN], 600,
+                        f"pip install {SDK_PIN} into .venv-mcp-sdk")
+            found = installed_sdk(python)
+            assert found == version, f".venv-mcp-sdk imports mcp {found!r} after installing {SDK_PIN}"
+        SDK_MARKER.write_text(SDK_PIN + "\n")
+    return python
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Btp:
+    url: str
+    env: dict
+    log: Path
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+@pytest.fixture(scope="module")
+def btp(app, app_config, tmp_path_factory):
+    """gunicorn (two workers) on the test configuration, its BTP_BASE_URL being where it listens: the MCP
+    resource (the tokens' audience) is then `{url}/mcp`, the address the client calls."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_")}
+    env.update({k: str(v) for k, v in app_config.items() if k.startswith(("BTP_", "DATABASE_URL", "REDIS_URL"))})
+    env["BTP_BASE_URL"] = url
+    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen([str(BIN / "gunicorn"), "--workers", "2", "--bind", f"127.0.0.1:{port}",
+                                 "--timeout", "60", "wsgi:app"],
+                                env=env, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
+    server = Btp(url, env, log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, f"gunicorn did not start:\n{server.log_tail()}"
+            time.sleep(0.1)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+@dataclass
+class Rider:
+    email: str
+    token: str
+    trip_id: str
+    stage_ids: list
+
+
+@pytest.fixture
+def rider(ctx, btp) -> Rider:
+    """A fresh account (per test: tables are emptied after each), a GPX trip with its days, and an MCP token
+    printed by `flask tokens issue` in the server's environment (so its audience is the server's resource)."""
+    email = f"mcp-sdk-{secrets.token_hex(4)}@example.org"
+    user = make_user(email)
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="SDK ride")), {})
+    issued = subprocess.run([str(BIN / "flask"), "--app", "app", "tokens", "issue", email, "--audience", "mcp",
+                             "--scope", "trips:read trips:write"],
+                            env=btp.env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert issued.returncode == 0, issued.stderr[-3000:]
+    return Rider(email, issued.stdout.strip(), trip.id, [s.id for s in trip.stages])
+
+
+def full_plan(trip_id: str) -> list[dict]:
+    """All thirteen tools, chained the way an agent would: ids and versions come from earlier answers
+    (see the placeholder rules in tests/mcp_sdk/client_script.py)."""
+    stage0 = "${trip.stages.0.stageId}"
+    return [
+        {"tool": "list_trips", "arguments": {}},
+        {"tool": "get_trip", "arguments": {"id": trip_id}, "save": "trip"},
+        {"tool": "get_stage", "arguments": {"tripId": trip_id, "stageId": stage0}, "save": "stage0"},
+        {"tool": "search_places", "arguments": {"q": "Grenoble"}},
+        {"tool": "create_trip", "arguments": {"sourceUrl": "https://www.komoot.com/tour/1234"}, "save": "created"},
+        {"tool": "update_trip_settings", "save": "settingsChallenge",
+         "arguments": {"id": trip_id, "version": "${trip.version}", "title": "Renamed"}},
+        {"tool": "update_trip_settings", "save": "settings",
+         "arguments": {"id": trip_id, "version": "${trip.version}", "title": "Renamed",
+                       "confirmationToken": "${settingsChallenge.confirmationToken}"}},
+        {"tool": "edit_stages", "save": "edit",
+         "arguments": {"tripId": trip_id, "action": "rest_day", "stageId": stage0, "version": "${settings.version}"}},
+        {"tool": "add_waypoint",
+         "arguments": {"tripId": trip_id, "stageId": stage0, "waypointLat": "${stage0.startPoint.lat}",
+                       "waypointLon": "${stage0.startPoint.lon}"}},
+        # add_waypoint does not move the version: the one edit_stages answered is still current.
+        {"tool": "choose_accommodation", "save": "accommodation",
+         "arguments": {"tripId": trip_id, "stageId": stage0, "version": "${edit.version}"}},
+        {"tool": "analyze_trip", "arguments": {"id": trip_id}},
+        {"tool": "share_trip", "arguments": {"tripId": trip_id}},
+        {"tool": "unshare_trip", "arguments": {"tripId": trip_id}, "save": "unshareChallenge"},
+        {"tool": "unshare_trip",
+         "arguments": {"tripId": trip_id, "confirmationToken": "${unshareChallenge.confirmationToken}"}},
+        {"tool": "delete_trip", "arguments": {"id": "${created.id}"}, "save": "deleteChallenge"},
+        {"tool": "delete_trip",
+         "arguments": {"id": "${created.id}", "confirmationToken": "${deleteChallenge.confirmationToken}"}},
+    ]
+
+
+CHALLENGES = {5, 12, 14}  # plan steps answered with a confirmation challenge
+VERSION_MOVING = {6: "update_trip_settings", 7: "edit_stages", 9: "choose_accommodation"}
+
+
+def run_client(python: Path, btp: Btp, token: str, mode: str, plan: list[dict]) -> dict:
+    """Run the client script in the SDK venv from a temporary directory; its one JSON document."""
+    with tempfile.TemporaryDirectory(prefix="btp-mcp-sdk-") as workdir:
+        plan_path = Path(workdir) / "plan.json"
+        plan_path.write_text(json.dumps(plan))
+        try:
+            done = subprocess.run([str(python), "-I", str(CLIENT_SCRIPT.resolve()), "--url", f"{btp.url}/mcp",
+                                   "--token", token, "--mode", mode, "--plan", str(plan_path)],
+                                  cwd=workdir, env=sdk_env(), capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"the SDK client ({mode}) did not finish in {CLIENT_TIMEOUT} s\n"
+                        f"stderr: {(exc.stderr or b'')[-3000:]!r}\nserver log:\n{btp.log_tail()}")
+    try:
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        pytest.fail(f"the SDK client ({mode}) printed no JSON (exit {done.returncode})\nstdout: {done.stdout[-2000:]}\n"
+                    f"stderr: {done.stderr[-4000:]}\nserver log:\n{btp.log_tail()}")
+    assert done.returncode == 0 and "error" not in report, (
+        f"the SDK client ({mode}) failed: {json.dumps(report, indent=1)[:6000]}\n"
+        f"stderr: {done.stderr[-3000:]}\nserver log:\n{btp.log_tail()}")
+    return report
+
+
+def reload(trip_id: str) -> Trip | None:
+    db.session.rollback()  # a new snapshot: the server's commits are visible
+    return db.session.get(Trip, trip_id)
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy", "auto"])
+def test_the_official_sdk_client_drives_the_thirteen_tools(mode, sdk_python, btp, rider):
+    plan = full_plan(rider.trip_id)
+    assert {step["tool"] for step in plan} == THIRTEEN
+    report = run_client(sdk_python, btp, rider.token, mode, plan)
+
+    if mode == "legacy":
+        assert report["protocolVersion"].startswith("2025-"), report["protocolVersion"]
+    else:  # pinned, or auto: BTP answers server/discover, so the probe settles on the modern revision
+        assert report["protocolVersion"] == MODERN, report["protocolVersion"]
+    assert len(report["tools"]) == 13 and set(report["tools"]) == THIRTEEN, report["tools"]
+
+    results = report["results"]
+    for step, result in zip(plan, results):
+        assert not result["isError"], (
+            f"step {result['step']} ({mode}) {step['tool']} {json.dumps(step['arguments'])} was refused: "
+            f"{json.dumps(result['structuredContent'])} / {result['text']!r}")
+    assert len(results) == len(plan), f"{len(results)} of {len(plan)} steps ran: {json.dumps(results)[:3000]}"
+
+    for index, result in enumerate(results):
+        content = result["structuredContent"]
+        assert isinstance(content, dict), f"step {index} {result['tool']}: structuredContent {content!r}"
+        assert isinstance(result["text"], str) and json.loads(result["text"]) == content, (
+            f"step {index} {result['tool']}: the text block is not the structuredContent JSON: {result['text']!r}")
+        if index in CHALLENGES:
+            assert content.get("confirmationRequired") is True and isinstance(content.get("confirmationToken"), str) \
+                and content.get("action") and "impact" in content, f"step {index} {result['tool']}: {content}"
+        else:
+            assert "confirmationToken" not in content, f"step {index} {result['tool']} was not carried out: {content}"
+    for index, tool in VERSION_MOVING.items():
+        version = results[index]["structuredContent"].get("version")
+        assert isinstance(version, int) and not isinstance(version, bool), f"{tool} answered no version: {results[index]}"
+    assert "version" not in results[8]["structuredContent"], "add_waypoint does not move the version"
+
+    trip = reload(rider.trip_id)
+    assert trip.title == "Renamed"
+    assert [s.is_rest_day for s in trip.stages][:2] == [False, True]
+    assert trip.stages[0].id == rider.stage_ids[0]
+    created = results[4]["structuredContent"]["id"]
+    assert reload(created) is None, "the trip made by create_trip is deleted"
+    owned = db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(Trip.user_id == trip.user_id))
+    assert owned == 1

@@ -1,0 +1,246 @@
+"""The /mcp transport: HTTP rules, both eras, headers, auth, scopes, budgets and error surfaces."""
+import json
+
+import pytest
+import sqlalchemy as sa
+
+from tests.factories import auth, make_token, make_user
+from tests.mcp_helpers import MODERN, b64, call, legacy, mcp_token, modern
+from trips.db import db
+
+
+@pytest.fixture
+def user(ctx):
+    return make_user("agent-owner@example.org")
+
+
+@pytest.fixture
+def token(app, user):
+    return mcp_token(app, user)
+
+
+def error_of(response):
+    return response.get_json()["error"]
+
+
+def test_get_and_delete_are_405(client):
+    assert client.get("/mcp").status_code == 405
+    assert client.delete("/mcp").status_code == 405
+
+
+def test_origin_is_checked(app, client, token, monkeypatch):
+    assert modern(client, token, "tools/list", headers={"Origin": "https://evil.example"}).status_code == 403
+    assert modern(client, token, "tools/list", headers={"Origin": "http://127.0.0.1:8000"}).status_code == 200
+    monkeypatch.setitem(app.config, "BTP_ALLOWED_ORIGINS", "https://claude.ai, https://chatgpt.com")
+    assert modern(client, token, "tools/list", headers={"Origin": "https://claude.ai"}).status_code == 200
+
+
+def test_content_type_json_and_lenient_accept(client, token):
+    response = client.post("/mcp", data="{}", headers={"Authorization": f"Bearer {token}",
+                                                       "Content-Type": "text/plain"})
+    assert response.status_code == 415
+    for accept in ("*/*", "application/json", "text/event-stream", None):
+        assert modern(client, token, "tools/list", headers={"Accept": accept}).status_code == 200
+
+
+def test_malformed_json_and_envelopes(client, token):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    bad = client.post("/mcp", data="{not json", headers=headers)
+    assert bad.status_code == 400 and error_of(bad)["code"] == -32700
+    for body in ({"jsonrpc": "1.0", "method": "x", "id": 1}, {"jsonrpc": "2.0", "id": 1},
+                 {"jsonrpc": "2.0", "method": "ping", "id": None}, {"jsonrpc": "2.0", "method": "ping", "params": [1], "id": 1}):
+        response = client.post("/mcp", data=json.dumps(body), headers=headers)
+        assert response.status_code == 400 and error_of(response)["code"] == -32600, body
+
+
+def test_unknown_methods(client, token):
+    response = modern(client, token, "resources/list")
+    assert response.status_code == 404 and error_of(response)["code"] == -32601
+    for removed in ("initialize", "ping"):
+        assert modern(client, token, removed).status_code == 404
+    old = legacy(client, token, "resources/list")
+    assert old.status_code == 200 and error_of(old)["code"] == -32601
+
+
+@pytest.mark.parametrize("headers,code", [
+    ({"MCP-Protocol-Version": None}, -32020),
+    ({"MCP-Protocol-Version": "2025-11-25"}, -32020),
+    ({"Mcp-Method": None}, -32020),
+    ({"Mcp-Method": "TOOLS/CALL"}, -32020),
+    ({"Mcp-Name": ""}, -32020),
+    ({"Mcp-Name": "get_stage"}, -32020),
+    ({"Mcp-Name": "=?base64?not base64?="}, -32020),
+])
+def test_header_mirror_mismatches(client, token, headers, code):
+    sent = dict(headers)
+    name = sent.pop("Mcp-Name", None)
+    response = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}, headers=sent,
+                      name_header=name)
+    assert response.status_code == 400 and error_of(response)["code"] == code
+
+
+def test_header_values_decoded_and_trimmed(client, token):
+    for name in (b64("list_trips"), "  list_trips  ", f" {b64('list_trips')} "):
+        response = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}, name_header=name)
+        assert response.status_code == 200 and "result" in response.get_json()
+    spaced = modern(client, token, "tools/list", headers={"Mcp-Method": " tools/list ",
+                                                          "MCP-Protocol-Version": f" {MODERN} "})
+    assert spaced.status_code == 200
+
+
+def test_modern_requests_need_their_meta(client, token):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}}}
+    response = client.post("/mcp", data=json.dumps(body), headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/list"})
+    assert response.status_code == 400 and error_of(response)["code"] == -32602
+    unknown = client.post("/mcp", data=json.dumps({**body, "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01", "io.modelcontextprotocol/clientCapabilities": {}}}}),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                 "MCP-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"})
+    assert unknown.status_code == 400 and error_of(unknown)["code"] == -32022
+    assert error_of(unknown)["data"]["supported"] == [MODERN]
+
+
+def test_discover_and_list_results(client, token):
+    discover = modern(client, token, "server/discover").get_json()["result"]
+    assert discover["resultType"] == "complete" and discover["supportedVersions"] == [MODERN]
+    assert discover["cacheScope"] == "public" and discover["ttlMs"] > 0
+    assert discover["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "bike-trip-planner"
+    listing = modern(client, token, "tools/list").get_json()["result"]
+    assert listing["resultType"] == "complete" and listing["cacheScope"] == "private"
+    assert "_meta" in listing and len(listing["tools"]) == 13
+    result = call(client, token, "list_trips")
+    assert result["resultType"] == "complete" and "_meta" in result
+
+
+@pytest.mark.parametrize("asked,answered", [("2025-03-26", "2025-03-26"), ("2025-06-18", "2025-06-18"),
+                                            ("2025-11-25", "2025-11-25"), ("2026-07-28", "2025-11-25"),
+                                            ("1999-01-01", "2025-11-25")])
+def test_handshake_era_is_stateless(client, token, asked, answered):
+    response = legacy(client, token, "initialize", {"protocolVersion": asked, "capabilities": {},
+                                                    "clientInfo": {"name": "t", "version": "1"}}, version=None)
+    assert response.status_code == 200 and "Mcp-Session-Id" not in response.headers
+    result = response.get_json()["result"]
+    assert result["protocolVersion"] == answered and "resultType" not in result
+    assert legacy(client, token, "notifications/initialized", notification=True).status_code == 202
+    assert legacy(client, token, "ping").get_json()["result"] == {}
+    listed = legacy(client, token, "tools/list").get_json()["result"]
+    assert len(listed["tools"]) == 13 and "resultType" not in listed
+
+
+def test_batches_only_on_2025_03_26_and_judged_per_message(app, client, user):
+    reader = mcp_token(app, user, "trips:read")
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_trips", "arguments": {}}},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "delete_trip",
+                                                                           "arguments": {"id": "x"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 3, "method": "nope"}]
+    headers = {"Authorization": f"Bearer {reader}", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-03-26"}
+    answers = {a["id"]: a for a in client.post("/mcp", data=json.dumps(batch), headers=headers).get_json()}
+    assert "result" in answers[1] and answers[2]["error"]["data"] == {"error": "insufficient_scope",
+                                                                     "scope": "trips:write"}
+    assert "confirmationToken" not in json.dumps(answers) and answers[3]["error"]["code"] == -32601
+    later = client.post("/mcp", data=json.dumps(batch), headers={**headers, "MCP-Protocol-Version": "2025-06-18"})
+    assert later.status_code == 400 and error_of(later)["code"] == -32600
+
+
+def test_every_401_is_the_same(app, client, user):
+    rest_token = make_token(user)
+    expired = mcp_token(app, user)
+    from oauth.models import AccessToken, utcnow
+
+    db.session.execute(sa.update(AccessToken).where(AccessToken.client_id == "test-client")
+                       .values(expires_at=utcnow()))
+    db.session.commit()
+    answers = [modern(client, t, "tools/list") for t in (rest_token, "btp_at_invented", expired)]
+    anonymous = modern(client, None, "tools/list", headers={"Authorization": None})
+    for response in answers + [anonymous]:
+        assert response.status_code == 401
+        assert response.get_data() == anonymous.get_data()
+        challenge = response.headers["WWW-Authenticate"]
+        assert 'resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"' in challenge
+        assert 'scope="trips:read trips:write"' in challenge
+    assert 'error="invalid_token"' in answers[0].headers["WWW-Authenticate"]
+    assert "error=" not in anonymous.headers["WWW-Authenticate"]
+    agent = mcp_token(app, user)
+    assert client.get("/api/trips", headers=auth(agent)).status_code == 401
+
+
+def test_scopes_filter_the_list_and_refuse_calls(app, client, user):
+    reader, writer = mcp_token(app, user, "trips:read"), mcp_token(app, user, "trips:write")
+    names = [t["name"] for t in modern(client, reader, "tools/list").get_json()["result"]["tools"]]
+    assert names == ["list_trips", "get_trip", "get_stage", "search_places"]
+    refused = modern(client, reader, "tools/call", {"name": "delete_trip", "arguments": {"id": "x"}},
+                     name_header=b64("delete_trip"))
+    assert refused.status_code == 403 and "insufficient_scope" in refused.get_data(as_text=True)
+    assert 'error="insufficient_scope", resource_metadata=' in refused.headers["WWW-Authenticate"]
+    assert 'scope="trips:write"' in refused.headers["WWW-Authenticate"]
+    assert "confirmationToken" not in refused.get_data(as_text=True)
+    read = modern(client, writer, "tools/call", {"name": "get_trip", "arguments": {"id": "x"}})
+    assert read.status_code == 403 and 'scope="trips:read"' in read.headers["WWW-Authenticate"]
+
+
+def test_unknown_tool_is_invalid_params(client, token):
+    body = modern(client, token, "tools/call", {"name": "drop_tables\nnow", "arguments": {}},
+                  name_header=b64("drop_tables\nnow")).get_json()
+    assert body["error"]["code"] == -32602 and "\n" not in body["error"]["message"]
+
+
+def test_unexpected_failures_hide_their_text(client, token, monkeypatch):
+    import dataclasses
+
+    from mcp.tools import BY_NAME
+
+    def explode(ctx, args):
+        raise RuntimeError("database password is hunter2")
+
+    monkeypatch.setitem(BY_NAME, "list_trips", dataclasses.replace(BY_NAME["list_trips"], run=explode))
+    body = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}).get_json()
+    assert body["error"]["code"] == -32603 and "hunter2" not in json.dumps(body)
+
+
+def test_call_and_write_budgets(app, client, user, monkeypatch):
+    import mcp.dispatch as dispatch
+
+    monkeypatch.setattr(dispatch, "CALL_BUDGET", (5, 60))
+    monkeypatch.setattr(dispatch, "WRITE_BUDGET", (2, 60))
+    token = mcp_token(app, user)
+    results = [call(client, token, "list_trips") for _ in range(6)]
+    assert [r["isError"] for r in results] == [False] * 5 + [True]
+    error = results[-1]["structuredContent"]["error"]
+    assert error["code"] == "rate_limited" and isinstance(error["retryAfter"], int)
+    other = mcp_token(app, user, client_id="other-client")
+    writes = [call(client, other, "share_trip", {"tripId": "0192f000-0000-7000-8000-000000000000"})
+              for _ in range(3)]
+    assert [w["structuredContent"]["error"]["code"] for w in writes] == ["not_found", "not_found", "rate_limited"]
+
+
+def test_address_envelope(client, token, monkeypatch):
+    import mcp.endpoint as endpoint
+
+    monkeypatch.setattr(endpoint, "ADDRESS_LIMIT", (3, 60))
+    codes = [modern(client, token, "tools/list").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    assert modern(client, None, "tools/list", headers={"Authorization": None}).status_code == 429  # before auth
+
+
+def test_last_use_is_stamped_after_a_call_at_most_every_five_minutes(app, client, user):
+    from oauth.models import Grant
+    from oauth.server import record_grant
+
+    token = mcp_token(app, user)
+    with app.app_context():
+        record_grant(user.id, "test-client", "trips:read trips:write")
+        db.session.commit()
+    modern(client, token, "tools/list")
+    assert db.session.scalar(sa.select(Grant.last_used_at)) is None
+    call(client, token, "list_trips")
+    db.session.rollback()
+    first = db.session.scalar(sa.select(Grant.last_used_at))
+    assert first is not None
+    call(client, token, "list_trips")
+    db.session.rollback()
+    assert db.session.scalar(sa.select(Grant.last_used_at)) == first
