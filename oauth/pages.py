@@ -4,6 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from oauth import accounts
+from oauth.scopes import SCOPES
 from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
 from trips.errors import Invalid, NotFound, RateLimited
 
@@ -71,7 +72,7 @@ def account():
         return redirect(url_for(".login", next=request.path))
     agents = [(grant, client, accounts.client_host(grant.client_id, client))
               for grant, client in accounts.connected_agents(user)]
-    return render_template("account.html", user=user, agents=agents, csrf=csrf_token())
+    return render_template("account.html", user=user, agents=agents, csrf=csrf_token(), scope_words=SCOPES)
 
 
 @bp.post("/account/agents/<grant_id>/revoke")
