@@ -126,3 +126,12 @@ def redis_client(redis_server):
     yield client
     client.flushdb()
     client.close()
+
+
+@pytest.fixture
+def rider(ctx):
+    """A signed-up user and the headers of a REST token with both scopes."""
+    from tests.factories import auth, make_token, make_user
+
+    user = make_user("rider@example.org")
+    return user, auth(make_token(user))

@@ -13,12 +13,6 @@ from trips.models import Trip
 GPX = gpx_from_points(make_points(2000, step_m=100.0), name="Chartreuse")
 
 
-@pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
-
-
 def upload(client, headers, data: bytes, filename="ride.gpx", **form):
     # Encoded in memory: the test client would spool a large body to a temporary file it never closes.
     stream, length, boundary = stream_encode_multipart(

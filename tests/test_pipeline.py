@@ -4,7 +4,7 @@ from rq import SimpleWorker
 
 from jobs import get_queue, get_redis
 from jobs.tasks import INTERNAL_FAILURE, bind_app, generate_stages, on_job_failure
-from tests.factories import auth, idem, make_token, make_user
+from tests.factories import idem
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.db import db
 from trips.models import Trip
@@ -21,12 +21,6 @@ def run_jobs(app) -> None:
 
 def statuses(trip: Trip) -> dict:
     return {c.name: (c.status, c.reason) for c in trip.computations}
-
-
-@pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
 
 
 def post(client, headers, body):

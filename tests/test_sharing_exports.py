@@ -19,12 +19,6 @@ SCHEMA = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "gpx11
 
 
 @pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
-
-
-@pytest.fixture
 def trip(rider):
     return import_gpx(rider[0], io.BytesIO(GPX), {"startDate": "2031-06-01", "endDate": "2031-06-03"})
 

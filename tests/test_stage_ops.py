@@ -14,12 +14,6 @@ from trips.services import import_gpx
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Four days")  # 239.9 km → 3 days of ≤ 80 km
 
 
-@pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
-
-
 def new_trip(user, **form) -> Trip:
     return import_gpx(user, io.BytesIO(GPX), form)
 

@@ -12,12 +12,6 @@ from trips.models import Trip
 KOMOOT = "https://www.komoot.com/tour/123456"
 
 
-@pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
-
-
 def queued(app) -> int:
     from jobs import get_redis
 

@@ -4,7 +4,6 @@ import io
 import pytest
 
 from jobs.tasks import reroute_stage, run_enrichment
-from tests.factories import auth, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_pipeline import reload, run_jobs, statuses
 from trips import analysis
@@ -13,12 +12,6 @@ from trips.models import Stage
 from trips.services import import_gpx
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Waypoints")
-
-
-@pytest.fixture
-def rider(ctx):
-    user = make_user("rider@example.org")
-    return user, auth(make_token(user))
 
 
 @pytest.fixture
