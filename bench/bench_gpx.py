@@ -13,6 +13,7 @@ after imports is reported too). The best time and the largest peak over the repe
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import resource
@@ -80,8 +81,11 @@ def prepare_btp_upload(path: str | os.PathLike, tmp: str):
     from oauth.tokens import API_AUDIENCE, create_user, issue_token
     from trips.db import atomic
 
+    from jobs.embedded import ensure_embedded_redis
+
+    redis_url, _ = ensure_embedded_redis(Path(tmp))  # the upload checks the creation rate limit in Redis
     app = create_app({"DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "BTP_INSTANCE_DIR": tmp,
-                      "REDIS_URL": "redis://127.0.0.1:1/0", "BTP_SECRET_KEY": "bench"}, environ={})
+                      "REDIS_URL": redis_url, "BTP_SECRET_KEY": "bench"}, environ={})
     with app.app_context():
         upgrade()
         with atomic():
@@ -163,6 +167,9 @@ def _worker(name: str, path: str) -> None:
     if name == "btp-upload":
         tmp = tempfile.mkdtemp()
         arg = prepare_btp_upload(path, tmp)
+        from jobs.embedded import socket_path, stop_embedded_redis
+
+        atexit.register(stop_embedded_redis, f"unix://{socket_path(Path(tmp))}")
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     info = PIPELINES[name](arg)

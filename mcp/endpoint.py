@@ -74,7 +74,7 @@ def check_content_type(ex: Exchange) -> None:
 def parse_body(ex: Exchange) -> None:
     try:
         ex.body = json.loads(request.get_data(cache=False) or b"")
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON.", http_status=400) from None
     ex.batch = isinstance(ex.body, list)
     if ex.batch:

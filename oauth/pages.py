@@ -45,11 +45,15 @@ def login_link(token):
         accounts.peek_login_link(token)
     except NotFound as exc:
         return render_template("error.html", title="Link not valid", detail=exc.message), 404
-    return render_template("login_confirm.html", token=token)
+    return render_template("login_confirm.html", token=token, csrf=csrf_token())
 
 
 @bp.post("/login/<token>")
 def login_link_post(token):
+    # The form's CSRF token ties the sign-in to this browser: another site cannot sign it into an account
+    # of the other site's choosing (login CSRF).
+    if not csrf_ok(request.form.get("csrf_token")):
+        return render_template("login_confirm.html", token=token, csrf=csrf_token()), 400
     try:
         user, next_url = accounts.consume_login_link(token)
     except NotFound as exc:

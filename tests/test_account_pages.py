@@ -36,12 +36,15 @@ def test_a_link_signs_in_once_and_creates_the_account(app, client, ctx):
     path = link.split("http://127.0.0.1:8000")[1]
     confirm = client.get(path)
     assert confirm.status_code == 200 and db.session.scalar(sa.select(sa.func.count()).select_from(User)) == 0
-    signed_in = client.post(path)
+    forged = app.test_client()  # another site posting the form: it has no CSRF token of this browser
+    assert forged.post(path).status_code == 400 and forged.get("/account").status_code == 302
+    signed_in = client.post(path, data={"csrf_token": csrf_of(confirm.get_data(as_text=True))})
     assert signed_in.status_code == 302 and signed_in.headers["Location"] == "/account"
     cookie = signed_in.headers["Set-Cookie"]
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" not in cookie  # loopback base URL
     assert "new.rider@example.org" in client.get("/account").get_data(as_text=True)
-    assert client.post(path).status_code == 404  # single use
+    fresh = csrf_of(client.get("/login").get_data(as_text=True))  # signing in renewed the session's token
+    assert client.post(path, data={"csrf_token": fresh}).status_code == 404  # single use
     assert client.get(path).status_code == 404
 
 
@@ -52,9 +55,10 @@ def test_an_expired_link_does_nothing(app, client, ctx):
 
     ask_link(client, "late@example.org")
     path = "/login/" + outbox_link(app).rsplit("/", 1)[1]
+    csrf = csrf_of(client.get(path).get_data(as_text=True))
     with atomic():
         db.session.execute(sa.update(LoginLink).values(expires_at=utcnow() - timedelta(seconds=1)))
-    assert client.post(path).status_code == 404
+    assert client.post(path, data={"csrf_token": csrf}).status_code == 404
     assert client.get("/account").status_code == 302
 
 

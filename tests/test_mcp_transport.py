@@ -45,8 +45,9 @@ def test_content_type_json_and_lenient_accept(client, token):
 
 def test_malformed_json_and_envelopes(client, token):
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    bad = client.post("/mcp", data="{not json", headers=headers)
-    assert bad.status_code == 400 and error_of(bad)["code"] == -32700
+    for junk in ("{not json", "[" * 100_000):
+        bad = client.post("/mcp", data=junk, headers=headers)
+        assert bad.status_code == 400 and error_of(bad)["code"] == -32700
     for body in ({"jsonrpc": "1.0", "method": "x", "id": 1}, {"jsonrpc": "2.0", "id": 1},
                  {"jsonrpc": "2.0", "method": "ping", "id": None}, {"jsonrpc": "2.0", "method": "ping", "params": [1], "id": 1}):
         response = client.post("/mcp", data=json.dumps(body), headers=headers)

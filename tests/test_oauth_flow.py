@@ -37,8 +37,9 @@ def sign_in(app, client, email="rider@example.org", next_url=None):
         form["next"] = next_url
     assert client.post("/login", data=form).status_code == 200
     path = urlsplit(outbox_link(app)).path
-    assert client.get(path).status_code == 200  # shown, not spent
-    return client.post(path)
+    confirm = client.get(path)
+    assert confirm.status_code == 200  # shown, not spent
+    return client.post(path, data={"csrf_token": csrf_of(confirm.get_data(as_text=True))})
 
 
 @pytest.fixture

@@ -304,3 +304,10 @@ def test_tokens_scopes_and_audience(ctx, client):
 
     time.sleep(1.1)
     assert client.get("/api/trips", headers=expired).status_code == 401
+
+
+def test_bodies_that_are_not_json_objects(client, rider):
+    _, headers = rider
+    for body in ("[" * 100_000, "not json", "[1, 2]"):
+        response = client.post("/api/trips", data=body, headers={**headers, **idem(), "Content-Type": "application/json"})
+        assert response.status_code in (400, 422) and response.mimetype == "application/problem+json"

@@ -51,7 +51,10 @@ def json_body():
     """The request's JSON object. Raises BadRequest when it is not JSON."""
     if not request.is_json:
         raise errors.BadRequest("The request body must be JSON (Content-Type: application/json).")
-    data = request.get_json(silent=True)
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:  # nested deeper than the parser goes
+        data = None
     if data is None:
         raise errors.BadRequest("The request body is not valid JSON.")
     return data
