@@ -135,8 +135,9 @@ def _mirror(header, body_value, name: str) -> None:
 
 
 def scope_of_single_call(ex: Exchange) -> None:
-    """A lone tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up challenge."""
-    if ex.batch:
+    """A lone modern tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up challenge.
+    Handshake-era messages are judged one by one in the dispatcher (a JSON-RPC error each)."""
+    if ex.batch or not ex.modern:
         return
     scope = dispatch.required_scope(ex.messages[0])
     if scope and scope not in ex.principal.scopes:

@@ -182,6 +182,8 @@ def test_scopes_filter_the_list_and_refuse_calls(app, client, user):
     assert "confirmationToken" not in refused.get_data(as_text=True)
     read = modern(client, writer, "tools/call", {"name": "get_trip", "arguments": {"id": "x"}})
     assert read.status_code == 403 and 'scope="trips:read"' in read.headers["WWW-Authenticate"]
+    old = legacy(client, reader, "tools/call", {"name": "delete_trip", "arguments": {"id": "x"}})
+    assert old.status_code == 200 and error_of(old)["data"] == {"error": "insufficient_scope", "scope": "trips:write"}
 
 
 def test_unknown_tool_is_invalid_params(client, token):

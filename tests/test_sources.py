@@ -7,7 +7,7 @@ import pytest
 import redis as redis_lib
 
 from tests.fakes.thirdparty import gpx_from_points, komoot_html, make_points
-from trips import sources
+from trips import source_formats, sources
 from trips.sources import (
     FetchError,
     SourceConfig,
@@ -380,4 +380,4 @@ def test_redis_down_does_not_break_the_fetch(fake_thirdparty, caplog):
 def test_fake_page_helper_round_trips():
     page = komoot_html({"page": {"_embedded": {"tour": {"name": "</script>\"quoted\""}}}})
     assert page.count(b"</script>") == 1
-    assert sources._komoot_props(page)["page"]["_embedded"]["tour"]["name"] == "</script>\"quoted\""
+    assert source_formats.komoot_props(page)["page"]["_embedded"]["tour"]["name"] == "</script>\"quoted\""

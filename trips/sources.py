@@ -17,16 +17,18 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Callable
 from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 import redis as redis_lib
 import requests
 
-from trips import gpx
-from trips.gpx import GpxError, ParsedRoute, parse_gpx
+from trips.gpx import ParsedRoute
 from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.source_formats import (
+    ID_RE, NO_POINTS, FetchError, checked, failed, parse_collection, parse_komoot_tour, parse_rwgps, parse_strava,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +42,9 @@ MAX_URL_LENGTH = 2048
 MAX_REDIRECTS = 2
 RETRIES = 2
 MAX_RETRY_AFTER = 2.0
-MAX_COLLECTION_TOURS = 100
 COLLECTION_WORKERS = 4
 CACHE_TTL_SECONDS = 24 * 3600
-MAX_TITLE_LENGTH = 255
 
-_ID_RE = re.compile(r"[0-9]{1,20}")
 _ID = r"([0-9]{1,20})/?(?:[?#]\S*)?"
 _LOCALE = r"(?:[a-z]{2}-[a-z]{2}/)?"
 _URL_PATTERNS = (
@@ -60,7 +59,6 @@ _UNSUPPORTED = (
     "https://www.komoot.com/collection/<id> (optionally with a locale such as /fr-fr/), "
     "https://www.strava.com/routes/<id>, https://ridewithgps.com/routes/<id>."
 )
-NO_POINTS = "The route has no points."
 
 
 class UnsupportedSource(ValueError):
@@ -68,18 +66,6 @@ class UnsupportedSource(ValueError):
 
     def __init__(self, message: str = _UNSUPPORTED):
         super().__init__(message)
-
-
-class FetchError(Exception):
-    """The route could not be fetched or read; `reason` is a sentence fit for the user (no response body)."""
-
-    def __init__(self, reason: str):
-        super().__init__(reason)
-        self.reason = reason
-
-
-def _failed(detail: str) -> FetchError:
-    return FetchError(f"The route could not be fetched: {detail}.")
 
 
 @dataclass(frozen=True)
@@ -134,10 +120,10 @@ def _size_label(n: int) -> str:
 
 def _status_error(status: int) -> FetchError:
     if status == 404:
-        return _failed("the service answered 404 (not found)")
+        return failed("the service answered 404 (not found)")
     if status in (401, 403):
-        return _failed(f"the service answered {status} (private or access denied)")
-    return _failed("the service is unavailable" if status == 429 or status >= 500 else f"the service answered {status}")
+        return failed(f"the service answered {status} (private or access denied)")
+    return failed("the service is unavailable" if status == 429 or status >= 500 else f"the service answered {status}")
 
 
 class _Client:
@@ -167,7 +153,7 @@ class _Client:
                     if response.status_code != 200:
                         raise _status_error(response.status_code)
                     return self._read(response)
-        raise _failed("the service redirected too many times")
+        raise failed("the service redirected too many times")
 
     def _redirect_target(self, current: str, location: str | None) -> str:
         """Raises FetchError unless the redirect stays on the base URL's scheme, host and port (no userinfo)."""
@@ -177,7 +163,7 @@ class _Client:
         except ValueError:
             same = False
         if not same:
-            raise _failed("the service redirected to another address")
+            raise failed("the service redirected to another address")
         return target
 
     def _send(self, session: requests.Session, url: str) -> requests.Response:
@@ -189,7 +175,7 @@ class _Client:
             except (requests.ConnectionError, requests.Timeout) as exc:
                 log.warning("route fetch %s: transport error %s (attempt %d)", url, type(exc).__name__, attempt + 1)
                 if last:
-                    raise _failed("the service is unavailable") from exc
+                    raise failed("the service is unavailable") from exc
                 self.sleep(self._delay(attempt, None))
                 continue
             if (response.status_code == 429 or response.status_code >= 500) and not last:
@@ -211,7 +197,7 @@ class _Client:
 
     def _read(self, response: requests.Response) -> bytes:
         limit = self.config.max_bytes
-        too_large = _failed(f"the response is larger than {_size_label(limit)}")
+        too_large = failed(f"the response is larger than {_size_label(limit)}")
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > limit:
             raise too_large
@@ -220,132 +206,9 @@ class _Client:
         except BodyTooLarge:
             raise too_large from None
         except BodyTooSlow:
-            raise _failed("the service answered too slowly") from None
+            raise failed("the service answered too slowly") from None
         except BodyUnreadable:
-            raise _failed("the service is unavailable") from None
-
-
-# --- parsing ----------------------------------------------------------------------------------------------
-
-def _num(value: Any) -> float:
-    """A JSON number as a float; anything else (null, bool, string, huge int) is NaN, which _clean handles."""
-    try:
-        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-    except OverflowError:
-        return math.nan
-
-
-def _track(rows: Iterable[tuple[Any, Any, Any]]) -> np.ndarray:
-    return np.array([(_num(lat), _num(lon), _num(ele)) for lat, lon, ele in rows], dtype=float).reshape(-1, 3)
-
-
-def _clean(track: np.ndarray) -> np.ndarray:
-    """Drop rows with a non-finite or out-of-range lat/lon; a non-finite elevation becomes 0."""
-    track = np.asarray(track, dtype=float).reshape(-1, 3)
-    lat, lon = track[:, 0], track[:, 1]
-    keep = np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) <= 90.0) & (np.abs(lon) <= 180.0)
-    track = track[keep].copy()
-    track[~np.isfinite(track[:, 2]), 2] = 0.0
-    return track
-
-
-def _title(value: Any) -> str | None:
-    return (value.strip()[:MAX_TITLE_LENGTH] or None) if isinstance(value, str) else None
-
-
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-# The JS string literal up to its first unescaped closing quote (unrolled-loop form: linear time).
-_SET_PROPS = re.compile(r'kmtBoot\.setProps\("([^"\\]*(?:\\.[^"\\]*)*)"', re.S)
-_JS_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]{2}|.)", re.S)
-
-
-def _js_to_json_escape(seq: str) -> str:
-    """JSON lacks JS's \\' and \\xHH escapes; rewrite them, keep every other escape."""
-    return "'" if seq == "'" else "\\u00" + seq[1:] if len(seq) == 3 else "\\" + seq
-
-
-def _komoot_props(body: bytes) -> dict:
-    """Raises FetchError when the page has no readable `kmtBoot.setProps("…")` payload."""
-    unreadable = _failed("the service's answer could not be read")
-    match = _SET_PROPS.search(body.decode("utf-8", errors="replace"))
-    if not match:
-        raise unreadable
-    literal = _JS_ESCAPE.sub(lambda m: _js_to_json_escape(m.group(1)), match.group(1))
-    try:
-        props = json.loads(json.loads(f'"{literal}"', strict=False))
-    except (ValueError, TypeError) as exc:
-        raise unreadable from exc
-    if not isinstance(props, dict):
-        raise unreadable
-    return props
-
-
-def _parse_komoot_tour(body: bytes) -> ParsedRoute:
-    """Raises FetchError when the page cannot be read."""
-    tour = _dig(_komoot_props(body), "page", "_embedded", "tour")
-    if not isinstance(tour, dict):
-        raise _failed("the service's answer could not be read")
-    items = _dig(tour, "_embedded", "coordinates", "items")
-    items = items if isinstance(items, list) else []
-    track = _track((i.get("lat"), i.get("lng"), i.get("alt")) for i in items if isinstance(i, dict))
-    return ParsedRoute(title=_title(tour.get("name")) or "Komoot Tour", tracks=[track])
-
-
-def _parse_collection(body: bytes) -> tuple[str, list[str]]:
-    """Return (name, tour ids); raises FetchError when the page cannot be read."""
-    hal = _dig(_komoot_props(body), "page", "_embedded", "collectionHal")
-    if not isinstance(hal, dict):
-        raise _failed("the service's answer could not be read")
-    items = _dig(hal, "_embedded", "compilation", "_embedded", "items")
-    ids: list[str] = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not str(item.get("type") or "tour").startswith("tour"):
-            continue
-        tid = item.get("id")
-        tid = str(tid) if isinstance(tid, (int, str)) and not isinstance(tid, bool) else ""
-        if _ID_RE.fullmatch(tid) and tid not in ids:
-            ids.append(tid)
-    return _title(hal.get("name")) or "Komoot Collection", ids[:MAX_COLLECTION_TOURS]
-
-
-def _parse_strava(body: bytes, max_bytes: int) -> ParsedRoute:
-    """Raises FetchError when the GPX cannot be parsed or has no track point."""
-    try:
-        parsed = parse_gpx(body, max_bytes=max_bytes)
-    except GpxError as exc:
-        if exc.message == gpx.NO_POINTS:
-            raise FetchError(NO_POINTS) from exc
-        raise _failed("the service's answer could not be read") from exc
-    return ParsedRoute(title=_title(parsed.title), tracks=list(parsed.tracks))
-
-
-def _parse_rwgps(body: bytes) -> ParsedRoute:
-    """Accepts track points as {x: lon, y: lat, e} (RideWithGPS) or {lat, lng, e}; raises FetchError."""
-    try:
-        route = _dig(json.loads(body), "route")
-    except ValueError as exc:
-        raise _failed("the service's answer could not be read") from exc
-    if not isinstance(route, dict):
-        raise _failed("the service's answer could not be read")
-    items = route.get("track_points")
-    rows = ((p.get("lat"), p.get("lng"), p.get("e")) if "lat" in p else (p.get("y"), p.get("x"), p.get("e"))
-            for p in (items if isinstance(items, list) else []) if isinstance(p, dict))
-    return ParsedRoute(title=_title(route.get("name")), tracks=[_track(rows)])
-
-
-def _checked(route: ParsedRoute) -> ParsedRoute:
-    """Clean every track, drop the empty ones; raises FetchError(NO_POINTS) if nothing is left."""
-    tracks = [t for t in (_clean(t) for t in route.tracks) if len(t)]
-    if not tracks:
-        raise FetchError(NO_POINTS)
-    return ParsedRoute(title=route.title, tracks=tracks)
+            raise failed("the service is unavailable") from None
 
 
 # --- cache ------------------------------------------------------------------------------------------------
@@ -409,7 +272,7 @@ def fetch_route(
 
     `sleep` waits between retries (tests inject a no-op). Raises UnsupportedSource for an unknown kind or a
     malformed id, FetchError for every fetch or parse failure, including FetchError(NO_POINTS)."""
-    if ref.kind not in SOURCE_KINDS or not isinstance(ref.route_id, str) or not _ID_RE.fullmatch(ref.route_id):
+    if ref.kind not in SOURCE_KINDS or not isinstance(ref.route_id, str) or not ID_RE.fullmatch(ref.route_id):
         raise UnsupportedSource()
     cache = _Cache(redis)
     cached = cache.get(ref.kind, ref.route_id)
@@ -418,15 +281,15 @@ def fetch_route(
     rid = ref.route_id
     if ref.kind == KOMOOT_TOUR:
         client = _Client(config.komoot_url, "text/html", config, sleep)
-        route = _checked(_parse_komoot_tour(client.get(f"/tour/{rid}")))
+        route = checked(parse_komoot_tour(client.get(f"/tour/{rid}")))
     elif ref.kind == KOMOOT_COLLECTION:
         route = _fetch_collection(rid, config, cache, sleep)
     elif ref.kind == STRAVA_ROUTE:
         client = _Client(config.strava_url, "application/gpx+xml", config, sleep)
-        route = _checked(_parse_strava(client.get(f"/routes/{rid}/export_gpx"), config.max_bytes))
+        route = checked(parse_strava(client.get(f"/routes/{rid}/export_gpx"), config.max_bytes))
     else:
         client = _Client(config.ridewithgps_url, "application/json", config, sleep)
-        route = _checked(_parse_rwgps(client.get(f"/routes/{rid}.json")))
+        route = checked(parse_rwgps(client.get(f"/routes/{rid}.json")))
     cache.set(ref.kind, rid, route)
     return route
 
@@ -436,7 +299,7 @@ def _fetch_collection(rid: str, config: SourceConfig, cache: _Cache, sleep: Call
 
     Raises FetchError if the collection page fails, lists no tours, or none of its tours could be fetched."""
     client = _Client(config.komoot_url, "text/html", config, sleep)
-    name, tour_ids = _parse_collection(client.get(f"/collection/{rid}"))
+    name, tour_ids = parse_collection(client.get(f"/collection/{rid}"))
     if not tour_ids:
         raise FetchError(NO_POINTS)
 
@@ -444,7 +307,7 @@ def _fetch_collection(rid: str, config: SourceConfig, cache: _Cache, sleep: Call
         route = cache.get(KOMOOT_TOUR, tid)
         if route is None:
             try:
-                route = _checked(_parse_komoot_tour(client.get(f"/tour/{tid}")))
+                route = checked(parse_komoot_tour(client.get(f"/tour/{tid}")))
             except FetchError as exc:
                 log.info("collection %s: skipping tour %s: %s", rid, tid, exc.reason)
                 return None
@@ -454,5 +317,5 @@ def _fetch_collection(rid: str, config: SourceConfig, cache: _Cache, sleep: Call
     with ThreadPoolExecutor(max_workers=min(COLLECTION_WORKERS, len(tour_ids))) as pool:
         tracks = [t for t in pool.map(one_tour, tour_ids) if t is not None]
     if not tracks:
-        raise _failed("none of the collection's tours could be fetched")
+        raise failed("none of the collection's tours could be fetched")
     return ParsedRoute(title=name, tracks=tracks)
