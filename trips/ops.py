@@ -1,5 +1,17 @@
-"""Operators' endpoints: liveness now; readiness and metrics come with their issue."""
-from flask import Blueprint, jsonify
+"""Operators' endpoints: liveness, readiness (database, Redis, a live worker) and Prometheus metrics."""
+from __future__ import annotations
+
+import ipaddress
+
+import sqlalchemy as sa
+from flask import Blueprint, Response, abort, jsonify, request
+from rq import Worker
+from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+
+from jobs import get_queue, get_redis
+from oauth.models import User
+from trips.db import db
+from trips.models import Computation, Trip
 
 bp = Blueprint("ops", __name__)
 
@@ -7,3 +19,51 @@ bp = Blueprint("ops", __name__)
 @bp.get("/healthz")
 def healthz():
     return jsonify({"status": "ok"})
+
+
+def _check(probe) -> str:
+    try:
+        return "ok" if probe() else "missing"
+    except Exception:
+        return "unavailable"
+
+
+@bp.get("/readyz")
+def readyz():
+    """200 when the database and Redis answer and at least one worker is alive, else 503 naming what fails."""
+    checks = {
+        "database": _check(lambda: db.session.execute(sa.text("SELECT 1")).scalar() == 1),
+        "redis": _check(lambda: get_redis().ping()),
+        "worker": _check(lambda: Worker.count(queue=get_queue()) > 0),
+    }
+    ready = all(value == "ok" for value in checks.values())
+    response = jsonify({"status": "ready" if ready else "not ready", "checks": checks})
+    response.status_code = 200 if ready else 503
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.get("/metrics")
+def metrics():
+    """Prometheus text format. Served to loopback only: the reverse proxy decides who else may scrape it."""
+    if not ipaddress.ip_address(request.remote_addr or "0.0.0.0").is_loopback:
+        abort(404)
+    queue = get_queue()
+    lines = []
+
+    def gauge(name: str, help_text: str, samples: list[tuple[str, float]]) -> None:
+        lines.extend([f"# HELP {name} {help_text}", f"# TYPE {name} gauge"])
+        lines.extend(f"{name}{labels} {value}" for labels, value in samples)
+
+    gauge("btp_jobs", "Jobs of the BTP queue by state.", [
+        ('{state="queued"}', queue.count),
+        ('{state="started"}', StartedJobRegistry(queue=queue).count),
+        ('{state="scheduled"}', ScheduledJobRegistry(queue=queue).count),
+        ('{state="failed"}', FailedJobRegistry(queue=queue).count),
+    ])
+    gauge("btp_workers", "Live RQ workers on the BTP queue.", [("", Worker.count(queue=queue))])
+    counts = db.session.execute(sa.select(Computation.status, sa.func.count()).group_by(Computation.status)).all()
+    gauge("btp_computations", "Trip computations by status.", [(f'{{status="{s}"}}', n) for s, n in sorted(counts)])
+    gauge("btp_trips", "Trips stored.", [("", db.session.scalar(sa.select(sa.func.count()).select_from(Trip)))])
+    gauge("btp_users", "Accounts.", [("", db.session.scalar(sa.select(sa.func.count()).select_from(User)))])
+    return Response("\n".join(lines) + "\n", mimetype="text/plain", headers={"Cache-Control": "no-store"})
