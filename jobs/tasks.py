@@ -90,7 +90,10 @@ def generate_stages(trip_id: str, generation: int) -> None:
         with atomic():
             if not computations.transition(trip_id, "stages", generation, "running"):
                 return
-        plans = pipeline.plan_days(db.session.get(Trip, trip_id))  # CPU work outside the trip's write lock
+        trip = db.session.get(Trip, trip_id)
+        if trip is None:
+            return  # deleted meanwhile
+        plans = pipeline.plan_days(trip)  # CPU work outside the trip's write lock
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
             if trip is None or trip.generation != generation:

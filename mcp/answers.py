@@ -31,7 +31,7 @@ def trip_digest(trip: Trip) -> dict:
     return {
         "id": trip.id, "version": trip.version, **values, "title": label(trip.title),
         "status": trip.status,
-        "partial": not (trip.status == "ready" and computations.status_of(trip, "stages") == "done"),
+        "partial": not (stages and computations.status_of(trip, "stages") == "done"),  # days still to come
         "isLocked": is_locked(trip), "categoryStatus": computations.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
         "stages": [stage_digest(s) for s in stages],

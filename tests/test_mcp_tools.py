@@ -336,3 +336,13 @@ def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     result = call(client, token, "get_trip", {"id": long_trip.id})["structuredContent"]
     assert result["stageCount"] == 30
     assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
+
+
+def test_partial_means_the_days_are_still_coming(client, owner):
+    user, _, token = owner
+    created = call(client, token, "create_trip", {"sourceUrl": "https://www.komoot.com/tour/77"})["structuredContent"]
+    pending = call(client, token, "get_trip", {"id": created["id"]})["structuredContent"]
+    assert pending["partial"] is True and pending["stages"] == [] and pending["status"] == "draft"
+    short = import_gpx(user, io.BytesIO(gpx_from_points(make_points(300))), {})  # 30 km: a single day
+    digest = call(client, token, "get_trip", {"id": short.id})["structuredContent"]
+    assert digest["partial"] is False and digest["stageCount"] == 1 and digest["status"] == "draft"

@@ -19,7 +19,8 @@ OUTPUT = s.obj({
     "sourceUrl": s.nullable(s.string("The route link the trip came from.")),
     "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps or "
                                       "gpx_upload.")),
-    "status": s.string("draft (no days yet) or ready."), "partial": s.boolean("True until the days exist."),
+    "status": s.string("ready, or draft while the trip has fewer than two riding days."),
+    "partial": s.boolean("True while the days are still being worked out: ask again in a little while."),
     "isLocked": s.boolean("True once the trip has started: it can no longer be edited."),
     "categoryStatus": s.array(s.obj({"category": s.string("A family of computations."),
                                      "status": s.string("running, done, failed or superseded.")}),
