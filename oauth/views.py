@@ -19,6 +19,7 @@ from oauth.server import authorization_server
 from oauth.session import csrf_ok, csrf_token, current_user
 from oauth.tokens import hash_token
 from trips.db import atomic, db
+from trips.problems import SECURITY_HEADERS
 from trips.ratelimit import limit
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,17 @@ def authorize():
             with atomic():
                 return authorization_server().create_authorization_response(
                     grant=grant, grant_user=user if decided == "approve" else None)
-    return render_template("consent.html", view=consent_view(grant), csrf=csrf_token(),
+    page = render_template("consent.html", view=consent_view(grant), csrf=csrf_token(),
                            decision=issue_decision_token(user, grant), action=request.full_path)
+    return page, 200, {"Content-Security-Policy": _consent_policy(grant.redirect_uri)}
+
+
+def _consent_policy(redirect_uri: str) -> str:
+    """The pages' policy, with the client's return address allowed as a form target: browsers apply
+    form-action to the redirect that follows the decision (CSP 3 §6.4.2)."""
+    parts = urlsplit(redirect_uri)
+    target = f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+    return SECURITY_HEADERS["Content-Security-Policy"].replace("form-action 'self'", f"form-action 'self' {target}")
 
 
 def _consent_decision(user, grant) -> str | None:

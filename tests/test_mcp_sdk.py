@@ -14,19 +14,17 @@ import io
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import requests
 import sqlalchemy as sa
 
 from tests.factories import make_user
+from tests.live import BIN, ROOT, Live, gunicorn
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.db import db
 from trips.models import Trip
@@ -34,8 +32,6 @@ from trips.services import import_gpx
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).parent.parent
-BIN = Path(sys.executable).parent
 SDK_PIN = "mcp==2.3.0"
 SDK_VENV = ROOT / ".venv-mcp-sdk"
 SDK_MARKER = SDK_VENV / ".btp-installed"  # holds SDK_PIN once that exact version was installed and imported
@@ -99,58 +95,12 @@ def sdk_python() -> Path:
     return python
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class Btp:
-    url: str
-    env: dict
-    log: Path
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-
 @pytest.fixture(scope="module")
 def btp(app, app_config, tmp_path_factory):
     """gunicorn (two workers) on the test configuration, its BTP_BASE_URL being where it listens: the MCP
     resource (the tokens' audience) is then `{url}/mcp`, the address the client calls."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_")}
-    env.update({k: str(v) for k, v in app_config.items() if k.startswith(("BTP_", "DATABASE_URL", "REDIS_URL"))})
-    env["BTP_BASE_URL"] = url
-    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
-    with open(log, "wb") as sink:
-        proc = subprocess.Popen([str(BIN / "gunicorn"), "--workers", "2", "--bind", f"127.0.0.1:{port}",
-                                 "--timeout", "60", "wsgi:app"],
-                                env=env, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
-    server = Btp(url, env, log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(url + "/healthz", timeout=5).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            assert time.monotonic() < deadline and proc.poll() is None, f"gunicorn did not start:\n{server.log_tail()}"
-            time.sleep(0.1)
-        yield server
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    with gunicorn(app_config, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log", own_base_url=True) as live:
+        yield live
 
 
 @dataclass
@@ -213,7 +163,7 @@ CHALLENGES = {5, 12, 14}  # plan steps answered with a confirmation challenge
 VERSION_MOVING = {6: "update_trip_settings", 7: "edit_stages", 9: "choose_accommodation"}
 
 
-def run_client(python: Path, btp: Btp, token: str, mode: str, plan: list[dict]) -> dict:
+def run_client(python: Path, btp: Live, token: str, mode: str, plan: list[dict]) -> dict:
     """Run the client script in the SDK venv from a temporary directory; its one JSON document."""
     with tempfile.TemporaryDirectory(prefix="btp-mcp-sdk-") as workdir:
         plan_path = Path(workdir) / "plan.json"

@@ -1,52 +1,24 @@
 """Concurrent edits of one version against the running app (gunicorn, several workers, the real database):
 exactly one lands, the others are told the trip moved on, and nothing is lost."""
 import io
-import os
-import socket
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 import requests
 
 from tests.factories import make_token, make_user
+from tests.live import gunicorn
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_pipeline import reload
 from trips.services import import_gpx
 
-GUNICORN = str(Path(sys.executable).parent / "gunicorn")
 THREADS = 20
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(app_config):
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_")}
-    env.update({k: str(v) for k, v in app_config.items() if k.startswith(("BTP_", "DATABASE_URL", "REDIS_URL"))})
-    proc = subprocess.Popen([GUNICORN, "--workers", "4", "--bind", f"127.0.0.1:{port}", "wsgi:app"], env=env,
-                            cwd=Path(__file__).parent.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if requests.get(base + "/healthz", timeout=5).status_code == 200:
-                break
-        except requests.RequestException:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "gunicorn did not start"
-        time.sleep(0.1)
-    yield base
-    proc.terminate()
-    proc.wait(timeout=15)
+def server(app_config, tmp_path_factory):
+    with gunicorn(app_config, tmp_path_factory.mktemp("race") / "gunicorn.log", workers=4) as live:
+        yield live.url
 
 
 @pytest.fixture

@@ -1,0 +1,95 @@
+"""A person in a real browser (headless Chromium): sign in by e-mail link, approve an agent on the consent
+page, see it on the account page and disconnect it. Catches what a test client cannot: cookies, the
+Content-Security-Policy on forms and redirects, real form submission."""
+import base64
+import hashlib
+import os
+import re
+import secrets
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+import requests
+
+from tests.live import free_port, gunicorn
+
+pytestmark = pytest.mark.slow
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    if os.environ.get("CI"):
+        raise RuntimeError("CI must have chromium and chromedriver (.ci/run installs them)")
+    pytest.skip("chromium and chromedriver are not installed", allow_module_level=True)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as until  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def site(app, app_config, tmp_path_factory):
+    with gunicorn(app_config, tmp_path_factory.mktemp("browser") / "gunicorn.log", own_base_url=True) as live:
+        yield live
+
+
+@pytest.fixture
+def browser(tmp_path):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=390,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    driver.set_page_load_timeout(20)
+    yield driver
+    driver.quit()
+
+
+def outbox_link(app) -> str:
+    newest = max((Path(app.instance_path) / "outbox").glob("*.eml"), key=lambda p: p.stat().st_mtime_ns)
+    return re.search(r"http://\S+/login/\S+", newest.read_text()).group(0)
+
+
+def test_a_person_connects_an_agent_and_disconnects_it(app, site, browser, ctx, tmp_path):
+    redirect = f"http://127.0.0.1:{free_port()}/callback"  # nothing listens: the browser just lands there
+    client_id = requests.post(site.url + "/oauth/register", json={"client_name": "Browser Agent",
+                                                                  "redirect_uris": [redirect]}).json()["client_id"]
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    authorize = site.url + "/oauth/authorize?" + urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": redirect, "state": "s1",
+        "scope": "trips:read trips:write", "code_challenge": challenge, "code_challenge_method": "S256",
+        "resource": site.url + "/mcp"})
+    wait = WebDriverWait(browser, 10)
+    try:
+        browser.get(authorize)
+        assert urlsplit(browser.current_url).path == "/login"  # signed out: sign in first, then come back
+        browser.find_element(By.ID, "email").send_keys("walker@example.org")
+        browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        wait.until(until.title_contains("Check your e-mail"))
+        browser.get(outbox_link(app))
+        browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        wait.until(until.title_contains("Connect an application"))
+        assert browser.find_element(By.CLASS_NAME, "client-name").text == "Browser Agent"
+        browser.find_element(By.CSS_SELECTOR, "button[value=approve]").click()
+        wait.until(lambda driver: driver.current_url.startswith(redirect))
+        query = parse_qs(urlsplit(browser.current_url).query)
+        assert query["state"] == ["s1"] and query["iss"] == [site.url]
+        tokens = requests.post(site.url + "/oauth/token", data={
+            "grant_type": "authorization_code", "code": query["code"][0], "redirect_uri": redirect,
+            "client_id": client_id, "code_verifier": verifier, "resource": site.url + "/mcp"})
+        assert tokens.status_code == 200
+        mcp = {"Authorization": f"Bearer {tokens.json()['access_token']}", "Content-Type": "application/json",
+               "MCP-Protocol-Version": "2025-11-25"}
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        assert requests.post(site.url + "/mcp", json=ping, headers=mcp).status_code == 200
+        browser.get(site.url + "/account")
+        assert "Browser Agent" in browser.find_element(By.CLASS_NAME, "agents").text
+        browser.find_element(By.CSS_SELECTOR, ".agent form button").click()
+        wait.until(until.text_to_be_present_in_element((By.TAG_NAME, "main"), "No application can use"))
+        assert requests.post(site.url + "/mcp", json=ping, headers=mcp).status_code == 401
+    finally:
+        browser.save_screenshot(str(tmp_path / "last.png"))
