@@ -5,6 +5,8 @@ The SDK lives in a virtual environment of its own, `<repo>/.venv-mcp-sdk` (BTP's
 shadows the SDK's), created on the first run and reused after. tests/mcp_sdk/client_script.py runs in it, as a
 subprocess whose working directory is a temporary one, so /work/main is never on its sys.path. The server is
 gunicorn on the test configuration; the users, tokens and trips are made against the same database.
+tests/mcp_sdk/oauth_script.py starts with no token: the SDK's own OAuth client (OAuthClientProvider) discovers,
+registers and is authorized by a person it plays (e-mail link from the server's outbox, consent approved).
 """
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from oauth.accounts import connected_agents
+from oauth.tokens import find_user
 from tests.factories import make_user
 from tests.live import BIN, ROOT, Live, gunicorn
 from tests.fakes.thirdparty import gpx_from_points, make_points
@@ -36,6 +40,7 @@ SDK_PIN = "mcp==2.3.0"
 SDK_VENV = ROOT / ".venv-mcp-sdk"
 SDK_MARKER = SDK_VENV / ".btp-installed"  # holds SDK_PIN once that exact version was installed and imported
 CLIENT_SCRIPT = ROOT / "tests" / "mcp_sdk" / "client_script.py"
+OAUTH_SCRIPT = ROOT / "tests" / "mcp_sdk" / "oauth_script.py"
 CLIENT_TIMEOUT = 60  # seconds for one whole client run (connect, list, every step)
 MODERN = "2026-07-28"
 THIRTEEN = {
@@ -233,3 +238,63 @@ def test_the_official_sdk_client_drives_the_thirteen_tools(mode, sdk_python, btp
     assert reload(created) is None, "the trip made by create_trip is deleted"
     owned = db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(Trip.user_id == trip.user_id))
     assert owned == 1
+
+
+def run_oauth_client(python: Path, btp: Live, outbox: Path, email: str, mode: str) -> dict:
+    """Run the OAuth script in the SDK venv from a temporary directory; its one JSON document."""
+    with tempfile.TemporaryDirectory(prefix="btp-mcp-sdk-oauth-") as workdir:
+        try:
+            done = subprocess.run([str(python), "-I", str(OAUTH_SCRIPT.resolve()), "--url", f"{btp.url}/mcp",
+                                   "--mode", mode, "--outbox", str(outbox), "--email", email],
+                                  cwd=workdir, env=sdk_env(), capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
+        except subprocess.TimeoutExpired as exc:
+            pytest.fail(f"the SDK OAuth client ({mode}) did not finish in {CLIENT_TIMEOUT} s\n"
+                        f"stderr: {(exc.stderr or b'')[-3000:]!r}\nserver log:\n{btp.log_tail()}")
+    try:
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        pytest.fail(f"the SDK OAuth client ({mode}) printed no JSON (exit {done.returncode})\n"
+                    f"stdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}\nserver log:\n{btp.log_tail()}")
+    assert done.returncode == 0 and "error" not in report, (
+        f"the SDK OAuth client ({mode}) failed: {json.dumps(report, indent=1)[:6000]}\n"
+        f"stderr: {done.stderr[-3000:]}\nserver log:\n{btp.log_tail()}")
+    return report
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+def test_the_official_sdk_client_authorizes_itself_with_oauth(mode, sdk_python, btp, app_config, ctx):
+    """No token to start with: the SDK's OAuthClientProvider discovers BTP from the 401, registers, gets a code
+    (PKCE S256, resource, iss) from a person who signs in by e-mail link and approves, exchanges it and calls."""
+    email = f"mcp-oauth-{secrets.token_hex(4)}@example.org"
+    outbox = Path(app_config["BTP_INSTANCE_DIR"]) / "outbox"
+    report = run_oauth_client(sdk_python, btp, outbox, email, mode)
+    requests = report["requests"]
+
+    if mode == "legacy":
+        assert report["protocolVersion"].startswith("2025-"), report["protocolVersion"]
+    else:
+        assert report["protocolVersion"] == MODERN, report["protocolVersion"]
+    assert len(report["tools"]) == 13 and set(report["tools"]) == THIRTEEN, report["tools"]
+    assert report["listTripsIsError"] is False, report["listTripsText"]
+
+    assert requests[0].startswith("POST /mcp ") and requests[0].endswith(" 401"), requests
+    assert {"GET /.well-known/oauth-protected-resource/mcp 200", "GET /.well-known/oauth-protected-resource 200"} \
+        & set(requests), requests
+    for expected in ("GET /.well-known/oauth-authorization-server 200", "POST /oauth/register 201",
+                     "POST /oauth/token 200"):
+        assert expected in requests, f"{expected!r} not in {requests}"
+    assert requests.index("POST /oauth/register 201") < requests.index("POST /oauth/token 200")
+    after_token = requests[requests.index("POST /oauth/token 200") + 1:]
+    assert after_token and all(" 401" not in r and " 403" not in r for r in after_token), requests
+
+    authorization = report["authorization"]  # what the SDK put in the authorization request
+    assert authorization["code_challenge_method"] == "S256" and authorization["resource"] == f"{btp.url}/mcp"
+    assert set(authorization["scope"].split()) == {"trips:read", "trips:write"}, authorization
+    assert report["callback"]["iss"] == btp.url and report["callback"]["state"], report["callback"]
+    assert report["token"]["refresh"] and set(report["token"]["scope"].split()) == {"trips:read", "trips:write"}
+
+    db.session.rollback()  # a new snapshot: the server's commits are visible
+    user = find_user(email)
+    assert user is not None, "signing in by the e-mail link made the account"
+    agents = [(grant.client_id, client.client_name if client else None) for grant, client in connected_agents(user)]
+    assert agents == [(authorization["client_id"], "SDK OAuth test")], agents
