@@ -247,3 +247,11 @@ def test_last_use_is_stamped_after_a_call_at_most_every_five_minutes(app, client
     call(client, token, "list_trips")
     db.session.rollback()
     assert db.session.scalar(sa.select(Grant.last_used_at)) == first
+
+
+def test_the_request_pipeline_order_is_pinned():
+    from mcp.endpoint import PIPELINE
+
+    assert [step.__name__ for step in PIPELINE] == [
+        "check_origin", "limit_address", "authenticate", "check_content_type", "parse_body", "classify",
+        "scope_of_single_call"]
