@@ -93,17 +93,6 @@ def test_bad_shape_is_refused():
         geo.segment_lengths_m(np.zeros((4,)))
 
 
-def test_closest_index():
-    pts = equator_line(10)
-    assert geo.closest_index(pts, 0.001, 3.2 * 1000 / M_PER_DEG_EQUATOR) == 3
-    assert geo.closest_index(pts, 0.0, 100.0) == 9
-    with pytest.raises(ValueError):
-        geo.closest_index(np.zeros((0, 3)), 0, 0)
-
-
-# ------------------------------------------------------------------ simplify
-
-
 def test_simplify_drops_collinear_points_and_keeps_a_100_m_bump():
     pts = equator_line(21, step_m=500.0, ele=7.0)
     assert np.array_equal(geo.simplify(pts), pts[[0, -1]])

@@ -95,7 +95,7 @@ def test_limit_uses_the_configured_buckets(redis_client):
     with pytest.raises(RateLimited) as caught:
         ratelimit.limit(redis_client, "geocode", "u")
     assert "at most 30 per minute" in caught.value.message
-    ratelimit.reset(redis_client, "geocode", "u")
+    redis_client.delete(f"{ratelimit.KEY_PREFIX}:geocode:u")
     ratelimit.limit(redis_client, "geocode", "u")
 
 

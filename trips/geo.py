@@ -12,7 +12,7 @@ import numpy as np
 from pyproj import Geod
 
 __all__ = [
-    "EARTH_RADIUS_M", "NOISE_THRESHOLD_M", "TOLERANCE_M", "as_points", "closest_index", "cumulative_km",
+    "EARTH_RADIUS_M", "NOISE_THRESHOLD_M", "TOLERANCE_M", "as_points", "cumulative_km",
     "distance_m", "elevation_gain_loss", "haversine_m", "segment_lengths_m", "simplify", "cut_at_km",
     "total_distance_km",
 ]
@@ -88,17 +88,6 @@ def cumulative_km(points) -> np.ndarray:
 def total_distance_km(points) -> float:
     """Total geodesic length in km; 0.0 for fewer than 2 points."""
     return float(segment_lengths_m(points).sum() / 1000.0)
-
-
-def closest_index(points, lat: float, lon: float) -> int:
-    """Index of the point nearest (geodesic) to (lat, lon). Raises ValueError when `points` is empty."""
-    pts = as_points(points)
-    if len(pts) == 0:
-        raise ValueError("closest_index needs at least one point")
-    n = len(pts)
-    d = _GEOD.inv(np.full(n, float(lon)), np.full(n, float(lat)),
-                  np.ascontiguousarray(pts[:, 1]), np.ascontiguousarray(pts[:, 0]))[2]
-    return int(np.argmin(d))
 
 
 def cut_at_km(points, goal_km: float, cum_km=None) -> tuple[np.ndarray, np.ndarray]:

@@ -99,9 +99,4 @@ def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
     hit(redis, bucket, key, allowed, window_s)
 
 
-def reset(redis: redis_lib.Redis, bucket: str, key: str) -> None:
-    """Forget every hit counted for `key` in `bucket` (tests, operator tooling). Raises redis errors."""
-    redis.delete(_key(bucket, key))
-
-
-__all__ = ["KEY_PREFIX", "LIMITS", "hit", "limit", "reset"]
+__all__ = ["KEY_PREFIX", "LIMITS", "hit", "limit"]
