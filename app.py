@@ -54,6 +54,10 @@ def load_config(environ: dict | None = None, overrides: dict | None = None) -> d
     conf = dict(DEFAULTS)
     conf.update({k: environ[k] for k in DEFAULTS if environ.get(k)})
     conf.update(overrides or {})
+    if not environ.get("BTP_BASE_URL") and "BTP_BASE_URL" not in (overrides or {}):
+        # Without a public URL, the local one: `make run` on another port still links to itself.
+        host = conf["BTP_HOST"] if conf["BTP_HOST"] not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        conf["BTP_BASE_URL"] = f"http://{'[' + host + ']' if ':' in host else host}:{conf['BTP_PORT']}"
     conf["BTP_BASE_URL"] = conf["BTP_BASE_URL"].rstrip("/")
     _check_base_url(conf["BTP_BASE_URL"])
     if conf["BTP_ENV"] not in ("development", "production"):

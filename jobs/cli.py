@@ -55,6 +55,8 @@ def serve_command():
     click.echo(f"BTP is serving on http://{host}:{port}  (public URL {app.config['BTP_BASE_URL']})")
     click.echo(f"  health:  http://{host}:{port}/healthz     API: http://{host}:{port}/api/trips")
     click.echo("Ctrl-C stops the server, the worker" + (" and the embedded Redis." if started_redis else "."))
+    click.echo(f"Sign in at {app.config['BTP_BASE_URL']}/login (an account is made on first sign-in; without "
+               f"BTP_MAIL_URL the link is written to {app.instance_path}/outbox).")
     stopping = False
 
     def stop(*_):

@@ -16,6 +16,14 @@ def test_defaults_are_the_embedded_setup():
     assert conf["REDIS_URL"] is None and conf["DATABASE_URL"] is None
 
 
+def test_the_default_base_url_follows_host_and_port():
+    assert load_config(environ={"BTP_PORT": "9000"})["BTP_BASE_URL"] == "http://127.0.0.1:9000"
+    assert load_config(environ={"BTP_HOST": "0.0.0.0", "BTP_PORT": "8080"})["BTP_BASE_URL"] == \
+        "http://127.0.0.1:8080"
+    explicit = {"BTP_PORT": "9000", "BTP_BASE_URL": "https://btp.example.org/"}
+    assert load_config(environ=explicit)["BTP_BASE_URL"] == "https://btp.example.org"
+
+
 def test_production_accepts_a_safe_setup():
     assert load_config(environ=SAFE)["BTP_ENV"] == "production"
     assert load_config(environ={**SAFE, "BTP_BASE_URL": "http://127.0.0.1:8000"})  # loopback http is fine
