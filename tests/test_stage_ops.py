@@ -7,7 +7,7 @@ import pytest
 from tests.factories import auth, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.db import atomic, db
-from trips.guards import RECHECK_CHAIN, WRITE_CHAIN
+from trips.guards import FAIL_FAST_CHAIN, WRITE_CHAIN
 from trips.models import Trip
 from trips.services import import_gpx
 
@@ -31,7 +31,7 @@ def edit(client, method, url, headers, version, body=None):
 
 def test_the_write_chain_order_is_pinned():
     assert [g.__name__ for g in WRITE_CHAIN] == ["ownership", "lock", "precondition", "validation", "confirmation"]
-    assert [g.__name__ for g in RECHECK_CHAIN] == ["ownership", "lock", "precondition", "validation"]
+    assert [g.__name__ for g in FAIL_FAST_CHAIN] == ["ownership", "lock", "precondition"]
 
 
 def test_add_a_day_with_dates_moves_the_end_date(client, rider):

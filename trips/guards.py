@@ -1,8 +1,10 @@
-"""The write guards, as data: ownership → lock → precondition → confirmation.
+"""The write guards, as data: ownership → lock → precondition → validation → confirmation.
 
-Both transports build a WriteContext and call `run_chain` (REST leaves the confirmation slot empty; the MCP
-tools that confirm fill it). The order is pinned by a test. Under the trip's write lock the checks that can
-change between two reads run again (`RECHECK_CHAIN`), so two edits of the same version cannot both land.
+Both transports build a WriteContext and go through `guarded_write` (REST leaves the confirmation slot
+empty; the MCP tools that confirm fill it). The order is pinned by a test. A cheap fail-fast pass
+(`FAIL_FAST_CHAIN`) answers strangers, started trips and stale versions without waiting for the lock; the
+whole chain then runs under the trip's write lock, on one consistent view of the trip, so two edits of the
+same version cannot both land and a stale edit is always told so (never judged on half-new data).
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ def confirmation(ctx: WriteContext) -> None:
 
 # Validation comes before confirmation: a confirmation is only ever asked for a call that would succeed.
 WRITE_CHAIN = (ownership, lock, precondition, validation, confirmation)
-RECHECK_CHAIN = (ownership, lock, precondition, validation)
+FAIL_FAST_CHAIN = (ownership, lock, precondition)
 
 
 def run_chain(ctx: WriteContext, chain=WRITE_CHAIN) -> Trip:
@@ -134,11 +136,11 @@ def trip_lock(trip_id: str) -> str:
 
 @contextmanager
 def guarded_write(ctx: WriteContext):
-    """The write chain fail-fast, then the trip's write lock, the re-check, and one unit of work.
+    """The fail-fast guards, then the trip's write lock, the whole chain, and one unit of work.
 
-    Yields the trip as re-read under the lock. Raises what the guards raise, and Conflict when the lock
-    cannot be had.
+    Yields the trip as read under the lock. Raises what the guards raise, and Conflict when the lock cannot
+    be had.
     """
-    run_chain(ctx)
+    run_chain(ctx, FAIL_FAST_CHAIN)
     with atomic(lock=trip_lock(ctx.trip.id)):
-        yield run_chain(ctx, RECHECK_CHAIN)
+        yield run_chain(ctx, WRITE_CHAIN)
