@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jsonschema import Draft202012Validator
 
-from mcp.hygiene import quote
+from trips.text import bounded, quote
 from trips.errors import Invalid
 
 VERSION_MISSING = ('This tool requires a "version" argument: the trip version you are editing, as returned by '
@@ -73,5 +73,5 @@ def check_arguments(tool, arguments) -> dict:
 def _name(path: list) -> str:
     name = ""
     for part in path:
-        name += f"[{part}]" if isinstance(part, int) else (f".{quote(part)[1:-1]}" if name else quote(part)[1:-1])
+        name += f"[{part}]" if isinstance(part, int) else (f".{bounded(part)}" if name else bounded(part))
     return name

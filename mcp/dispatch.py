@@ -11,7 +11,7 @@ import secrets
 
 from jobs import get_redis
 from mcp.arguments import check_arguments
-from mcp.hygiene import clean_answer, quote
+from trips.text import clean_answer, quote
 from mcp.protocol import (
     HANDSHAKE_VERSIONS, INSUFFICIENT_SCOPE, INSTRUCTIONS, INTERNAL_ERROR, INVALID_PARAMS, LATEST_HANDSHAKE,
     META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,

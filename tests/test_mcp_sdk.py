@@ -168,27 +168,37 @@ CHALLENGES = {5, 12, 14}  # plan steps answered with a confirmation challenge
 VERSION_MOVING = {6: "update_trip_settings", 7: "edit_stages", 9: "choose_accommodation"}
 
 
-def run_client(python: Path, btp: Live, token: str, mode: str, plan: list[dict]) -> dict:
-    """Run the client script in the SDK venv from a temporary directory; its one JSON document."""
+def run_sdk_script(python: Path, btp: Live, script: Path, args: list[str], what: str,
+                   files: dict[str, object] | None = None) -> dict:
+    """Run a script of tests/mcp_sdk in the SDK venv, from a temporary directory (so BTP's own `mcp` package
+    is not on its path); its one JSON document. `files` are written there as JSON, `{name}` in `args`
+    naming their paths."""
     with tempfile.TemporaryDirectory(prefix="btp-mcp-sdk-") as workdir:
-        plan_path = Path(workdir) / "plan.json"
-        plan_path.write_text(json.dumps(plan))
+        paths = {}
+        for name, content in (files or {}).items():
+            paths[name] = Path(workdir) / f"{name}.json"
+            paths[name].write_text(json.dumps(content))
+        command = [str(python), "-I", str(script.resolve()), *(a.format(**paths) for a in args)]
         try:
-            done = subprocess.run([str(python), "-I", str(CLIENT_SCRIPT.resolve()), "--url", f"{btp.url}/mcp",
-                                   "--token", token, "--mode", mode, "--plan", str(plan_path)],
-                                  cwd=workdir, env=sdk_env(), capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
+            done = subprocess.run(command, cwd=workdir, env=sdk_env(), capture_output=True, text=True,
+                                  timeout=CLIENT_TIMEOUT)
         except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"the SDK client ({mode}) did not finish in {CLIENT_TIMEOUT} s\n"
+            pytest.fail(f"{what} did not finish in {CLIENT_TIMEOUT} s\n"
                         f"stderr: {(exc.stderr or b'')[-3000:]!r}\nserver log:\n{btp.log_tail()}")
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        pytest.fail(f"the SDK client ({mode}) printed no JSON (exit {done.returncode})\nstdout: {done.stdout[-2000:]}\n"
+        pytest.fail(f"{what} printed no JSON (exit {done.returncode})\nstdout: {done.stdout[-2000:]}\n"
                     f"stderr: {done.stderr[-4000:]}\nserver log:\n{btp.log_tail()}")
     assert done.returncode == 0 and "error" not in report, (
-        f"the SDK client ({mode}) failed: {json.dumps(report, indent=1)[:6000]}\n"
+        f"{what} failed: {json.dumps(report, indent=1)[:6000]}\n"
         f"stderr: {done.stderr[-3000:]}\nserver log:\n{btp.log_tail()}")
     return report
+
+
+def run_client(python: Path, btp: Live, token: str, mode: str, plan: list[dict]) -> dict:
+    return run_sdk_script(python, btp, CLIENT_SCRIPT, ["--url", f"{btp.url}/mcp", "--token", token, "--mode", mode,
+                                                       "--plan", "{plan}"], f"the SDK client ({mode})", {"plan": plan})
 
 
 def reload(trip_id: str) -> Trip | None:
@@ -241,24 +251,8 @@ def test_the_official_sdk_client_drives_the_thirteen_tools(mode, sdk_python, btp
 
 
 def run_oauth_client(python: Path, btp: Live, outbox: Path, email: str, mode: str) -> dict:
-    """Run the OAuth script in the SDK venv from a temporary directory; its one JSON document."""
-    with tempfile.TemporaryDirectory(prefix="btp-mcp-sdk-oauth-") as workdir:
-        try:
-            done = subprocess.run([str(python), "-I", str(OAUTH_SCRIPT.resolve()), "--url", f"{btp.url}/mcp",
-                                   "--mode", mode, "--outbox", str(outbox), "--email", email],
-                                  cwd=workdir, env=sdk_env(), capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"the SDK OAuth client ({mode}) did not finish in {CLIENT_TIMEOUT} s\n"
-                        f"stderr: {(exc.stderr or b'')[-3000:]!r}\nserver log:\n{btp.log_tail()}")
-    try:
-        report = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        pytest.fail(f"the SDK OAuth client ({mode}) printed no JSON (exit {done.returncode})\n"
-                    f"stdout: {done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}\nserver log:\n{btp.log_tail()}")
-    assert done.returncode == 0 and "error" not in report, (
-        f"the SDK OAuth client ({mode}) failed: {json.dumps(report, indent=1)[:6000]}\n"
-        f"stderr: {done.stderr[-3000:]}\nserver log:\n{btp.log_tail()}")
-    return report
+    return run_sdk_script(python, btp, OAUTH_SCRIPT, ["--url", f"{btp.url}/mcp", "--mode", mode, "--outbox",
+                                                      str(outbox), "--email", email], f"the SDK OAuth client ({mode})")
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])

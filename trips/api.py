@@ -22,13 +22,23 @@ def versioned(payload: dict, version: int, status: int = 200):
     return response
 
 
+def trip_answer(trip, status: int = 200, created: bool = False):
+    """The trip's detail with its version as ETag; `Location` when a trip was made."""
+    response = versioned(readmodels.trip_detail(trip), trip.version, status)
+    if created:
+        response.headers["Location"] = url_for("trips_api.get_trip", trip_id=trip.id)
+    return response
+
+
+def if_match() -> Precondition:
+    return Precondition.from_if_match(request.headers.get("If-Match"))
+
+
 @bp.post("/trips")
 @require_api_scope(WRITE)
 def create_trip():
     trip, created = services.create_trip(g.principal.user, json_body(), request.headers.get("Idempotency-Key"))
-    response = versioned(readmodels.trip_detail(trip), trip.version, 202 if created else 200)
-    response.headers["Location"] = url_for(".get_trip", trip_id=trip.id)
-    return response
+    return trip_answer(trip, 202 if created else 200, created=True)
 
 
 @bp.post("/trips/gpx-upload")
@@ -36,9 +46,7 @@ def create_trip():
 def upload_gpx():
     form = {k: v for k, v in request.form.items()}
     trip = services.import_gpx(g.principal.user, request.files.get("gpxFile"), form)
-    response = versioned(readmodels.trip_detail(trip), trip.version, 201)
-    response.headers["Location"] = url_for(".get_trip", trip_id=trip.id)
-    return response
+    return trip_answer(trip, 201, created=True)
 
 
 @bp.get("/trips")
@@ -52,16 +60,13 @@ def list_trips():
 @bp.get("/trips/<trip_id>")
 @require_api_scope(READ)
 def get_trip(trip_id):
-    trip = services.get_trip(g.principal.user, trip_id)
-    return versioned(readmodels.trip_detail(trip), trip.version)
+    return trip_answer(services.get_trip(g.principal.user, trip_id))
 
 
 @bp.patch("/trips/<trip_id>")
 @require_api_scope(WRITE)
 def update_trip(trip_id):
-    pre = Precondition.from_if_match(request.headers.get("If-Match"))
-    trip = services.update_trip_settings(g.principal.user, trip_id, pre, json_body())
-    return versioned(readmodels.trip_detail(trip), trip.version)
+    return trip_answer(services.update_trip_settings(g.principal.user, trip_id, if_match(), json_body()))
 
 
 @bp.delete("/trips/<trip_id>")
@@ -81,17 +86,14 @@ def get_route(trip_id):
 @bp.post("/trips/<trip_id>/analyze")
 @require_api_scope(WRITE)
 def analyze(trip_id):
-    trip = analyze_trip(g.principal.user, trip_id)
-    return versioned(readmodels.trip_detail(trip), trip.version, 202)
+    return trip_answer(analyze_trip(g.principal.user, trip_id), 202)
 
 
 @bp.post("/trips/<trip_id>/duplicate")
 @require_api_scope(WRITE)
 def duplicate(trip_id):
     trip, created = services.duplicate_trip(g.principal.user, trip_id, request.headers.get("Idempotency-Key"))
-    response = versioned(readmodels.trip_detail(trip), trip.version, 201 if created else 200)
-    response.headers["Location"] = url_for(".get_trip", trip_id=trip.id)
-    return response
+    return trip_answer(trip, 201 if created else 200, created=True)
 
 
 @bp.get("/trips/<trip_id>.gpx")

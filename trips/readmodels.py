@@ -26,6 +26,11 @@ def settings(trip: Trip) -> dict:
     }
 
 
+def partial(trip: Trip) -> bool:
+    """True while the days are still to come (not yet cut, or being cut again)."""
+    return not (trip.stages and computations.status_of(trip, "stages") == "done")
+
+
 def stage_summary(trip: Trip, stage: Stage) -> dict:
     timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
     return {
@@ -51,7 +56,7 @@ def trip_detail(trip: Trip) -> dict:
     stages = list(trip.stages)
     return {
         "id": trip.id, **settings(trip), "status": trip.status,
-        "partial": not (stages and computations.status_of(trip, "stages") == "done"),
+        "partial": partial(trip),
         "version": trip.version, "isLocked": is_locked(trip),
         "totalDistance": round(sum(s.distance for s in stages), 1),
         "totalElevation": round(sum(s.elevation for s in stages)),

@@ -1,13 +1,13 @@
 """Input validation for trips: marshmallow load schemas (allowlists, unknown fields refused by name)."""
 from __future__ import annotations
 
-import re
 from datetime import date
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates, validates_schema
 
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
+from trips.text import bounded
 
 MAX_TRIP_DAYS = 90
 
@@ -19,13 +19,6 @@ WRITABLE = {
     "averageSpeed": "average_speed", "enabledAccommodationTypes": "enabled_accommodation_types",
 }
 PACING = ("start_date", "end_date", "fatigue_factor", "elevation_penalty", "max_distance_per_day")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
-
-
-def quote(value: object, limit: int = 40) -> str:
-    """A caller's value made safe to quote back: control characters removed, cut at `limit` characters."""
-    text = _CONTROL.sub("", str(value))
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class _Settings(Schema):
@@ -110,7 +103,7 @@ def flatten(messages, prefix: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     items = messages.items() if isinstance(messages, dict) else [("", messages)]
     for key, value in items:
-        name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{quote(key)}" if prefix else quote(key))
+        name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{bounded(key)}" if prefix else bounded(key))
         if isinstance(value, dict):
             out.update(flatten(value, name))
         else:

@@ -24,8 +24,9 @@ from trips.ratelimit import limit
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
 from trips.models import IdempotencyRecord, Stage, Trip
 from trips.stage_ops import find_stage
+from trips.text import bounded
 from trips.schemas import (
-    PACING, WRITABLE, GpxUploadSettings, TripCreate, TripListQuery, TripUpdate, check_dates, load, quote,
+    PACING, WRITABLE, GpxUploadSettings, TripCreate, TripListQuery, TripUpdate, check_dates, load,
 )
 
 IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{16,255}")
@@ -259,7 +260,7 @@ def search_places(actor: User, query) -> dict:
 
     extra = sorted(set(query) - {"q", "limit"})
     if extra:
-        raise InvalidQuery({quote(extra[0]): "Unknown field."})
+        raise InvalidQuery({bounded(extra[0]): "Unknown field."})
     config = GeocodeConfig(nominatim_url=current_app.config["BTP_NOMINATIM_URL"])
     try:
         return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)

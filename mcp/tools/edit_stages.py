@@ -1,6 +1,6 @@
 from mcp import schemas as s
 from mcp.answers import ack
-from mcp.hygiene import quote
+from trips.text import quote
 from mcp.tools.base import Tool
 from trips import stage_ops
 from trips.errors import Invalid

@@ -1,7 +1,9 @@
-"""Third-party text in MCP answers: a structural floor, a label cleaner, bounded quoting of caller values.
+"""Text that is not ours: a structural floor, a label cleaner, bounded quoting of caller values.
 
-The floor takes away what could reshape an answer (line structure, invisible and bidi controls); it never
-judges meaning, so a directive sentence goes through word for word. REST answers never pass through here.
+MCP answers pass every string through the floor; both transports bound and clean the caller values they
+quote back in errors. The floor takes away what could reshape an answer (line structure, invisible and bidi
+controls); it never judges meaning, so a directive sentence goes through word for word. REST answers carry
+the stored text as it is.
 
 - Breaks become one space: TAB, every line boundary of `str.splitlines` (LF, CR, VT, FF, the information
   separators U+001C–U+001E, NEL U+0085) and every Zl/Zp character (U+2028, U+2029). A run of them, even with
@@ -15,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["floor", "label", "quote", "clean_answer", "MAX_DEPTH"]
+__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "MAX_DEPTH"]
 
 ELLIPSIS = "…"
 MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
@@ -75,6 +77,11 @@ def label(text: str | None, limit: int = 200) -> str | None:
     return _cut(cleaned, limit) if cleaned else None
 
 
+def bounded(value: object, limit: int = 40) -> str:
+    """A caller's value made safe to name in a message: `str(value)` floored, cut to `limit` characters + "…"."""
+    return _cut(floor(str(value)), limit)
+
+
 def quote(value: object, limit: int = 40) -> str:
     """A caller's value quoted back in a message: `str(value)` floored, cut to `limit` characters + "…",
     in double quotes.
@@ -83,7 +90,7 @@ def quote(value: object, limit: int = 40) -> str:
     the cut, so an escape is never split). The only unescaped `"` are ours, the first and the last, so a
     value cannot seem to close the quotation early and continue as our own words.
     """
-    text = _cut(floor(str(value)), limit)
+    text = bounded(value, limit)
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
