@@ -65,9 +65,15 @@ def tools_list(message, ex) -> dict:
 
 
 def _tool_result(structured: dict, is_error: bool, modern: bool) -> dict:
+    """A tool result. A refusal carries its `{"error": …}` JSON in the text block only, never as
+    `structuredContent`: the specification asks structured content to conform to the tool's outputSchema, and
+    clients that validate it (the TypeScript SDK, the Inspector) throw on a refusal shape the schema does not
+    admit, so the agent would never read "Trip not found". Widening every output schema to admit the refusal
+    would double tools/list and blur what a success looks like; the text block is what every client shows."""
     structured = clean_answer(structured)
-    result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}],
-              "structuredContent": structured, "isError": is_error}
+    result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}], "isError": is_error}
+    if not is_error:
+        result["structuredContent"] = structured
     return _modern(result) if modern else result
 
 

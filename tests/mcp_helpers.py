@@ -47,8 +47,16 @@ def call(client, token, tool, arguments=None, **kwargs):
     return body["result"]
 
 
+def payload(result: dict) -> dict:
+    """What a tool answered: structuredContent on success; a refusal's JSON lives in its text block only."""
+    if result.get("isError"):
+        assert "structuredContent" not in result, result
+        return json.loads(result["content"][0]["text"])
+    return result["structuredContent"]
+
+
 def b64(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-__all__ = ["MODERN", "b64", "call", "legacy", "make_token", "mcp_token", "modern"]
+__all__ = ["MODERN", "b64", "call", "legacy", "make_token", "mcp_token", "modern", "payload"]

@@ -5,7 +5,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.factories import auth, make_token, make_user
-from tests.mcp_helpers import MODERN, b64, call, legacy, mcp_token, modern
+from tests.mcp_helpers import MODERN, b64, call, legacy, mcp_token, modern, payload
 from trips.db import db
 
 
@@ -213,12 +213,12 @@ def test_call_and_write_budgets(app, client, user, monkeypatch):
     token = mcp_token(app, user)
     results = [call(client, token, "list_trips") for _ in range(6)]
     assert [r["isError"] for r in results] == [False] * 5 + [True]
-    error = results[-1]["structuredContent"]["error"]
+    error = payload(results[-1])["error"]
     assert error["code"] == "rate_limited" and isinstance(error["retryAfter"], int)
     other = mcp_token(app, user, client_id="other-client")
     writes = [call(client, other, "share_trip", {"tripId": "0192f000-0000-7000-8000-000000000000"})
               for _ in range(3)]
-    assert [w["structuredContent"]["error"]["code"] for w in writes] == ["not_found", "not_found", "rate_limited"]
+    assert [payload(w)["error"]["code"] for w in writes] == ["not_found", "not_found", "rate_limited"]
 
 
 def test_address_envelope(client, token, monkeypatch):
