@@ -51,7 +51,24 @@ def test_supported_links(url, kind, rid):
 
 
 @pytest.mark.parametrize("url", [
-    "http://www.komoot.com/tour/123",
+    "http://www.komoot.com/tour/123", "HTTP://www.komoot.com/fr-fr/collection/9", "http://www.strava.com/routes/5",
+    "http://ridewithgps.com/routes/42?privacy_code=z",
+])
+def test_an_http_link_is_told_that_https_is_required(url):
+    with pytest.raises(UnsupportedSource) as info:
+        parse_source_url(url)
+    assert "https" in str(info.value) and "http://" in str(info.value)
+    assert "komoot.com/tour" not in str(info.value) and "42" not in str(info.value)  # the link is not echoed
+
+
+@pytest.mark.parametrize("url", ["http://www.komoot.com.evil.example/tour/1", "http://evil.example/routes/1"])
+def test_an_http_lookalike_still_gets_the_supported_forms(url):
+    with pytest.raises(UnsupportedSource) as info:
+        parse_source_url(url)
+    assert "https://www.komoot.com/tour/<id>" in str(info.value) and "evil" not in str(info.value)
+
+
+@pytest.mark.parametrize("url", [
     "https://komoot.com/tour/123",
     "https://www.komoot.de/tour/123",
     "https://www.komoot.com.evil.example/tour/123",

@@ -61,6 +61,10 @@ _UNSUPPORTED = (
 )
 
 
+_HTTPS_REQUIRED = ("This route link uses http://: BTP only fetches routes over https. Send the same link "
+                   "starting with https://.")
+
+
 class UnsupportedSource(ValueError):
     """The link is not one of the supported forms. The message lists them and never repeats the link."""
 
@@ -100,6 +104,8 @@ def parse_source_url(url: str) -> SourceRef:
         match = pattern.fullmatch(url)
         if match:
             return SourceRef(kind, match.group(1))
+        if url[:7].lower() == "http://" and pattern.fullmatch("https://" + url[7:]):
+            raise UnsupportedSource(_HTTPS_REQUIRED)
     raise UnsupportedSource()
 
 
