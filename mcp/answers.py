@@ -5,7 +5,7 @@ from trips.text import label
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Stage, Trip
-from trips.readmodels import partial, settings, stage_summary, trip_list_item
+from trips.readmodels import next_action, partial, settings, stage_summary, trip_list_item
 
 DIGEST_LABEL = 40  # one line per day: the 30-day digest must stay under 12 KB (the full text is in get_stage)
 
@@ -31,7 +31,7 @@ def trip_digest(trip: Trip) -> dict:
     return {
         "id": trip.id, "version": trip.version, **values, "title": label(trip.title),
         "status": trip.status,
-        "partial": partial(trip),
+        "partial": partial(trip), "nextAction": next_action(trip),
         "isLocked": is_locked(trip), "categoryStatus": computations.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
         "stages": [stage_digest(s) for s in stages],

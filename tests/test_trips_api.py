@@ -122,7 +122,7 @@ def test_unknown_field_names_are_quoted_back_bounded(client, rider):
 
 
 @pytest.mark.parametrize("url", [
-    "https://example.org/tour/1", "http://www.komoot.com/tour/1", "https://www.komoot.com/user/1",
+    "https://example.org/tour/1", "https://www.komoot.com/user/1",
     "https://www.komoot.com.evil.example/tour/1", "ftp://ridewithgps.com/routes/1",
 ])
 def test_unsupported_links_are_refused_listing_the_forms(client, rider, url):
@@ -132,6 +132,14 @@ def test_unsupported_links_are_refused_listing_the_forms(client, rider, url):
     message = response.get_json()["errors"]["sourceUrl"]
     assert "strava.com/routes" in message and "komoot.com/collection" in message
     assert url not in response.get_data(as_text=True)
+
+
+def test_an_http_link_is_told_to_use_https(client, rider):
+    _, headers = rider
+    response = create(client, headers, {"sourceUrl": "http://www.komoot.com/tour/1"})
+    assert response.status_code == 422
+    assert "https" in response.get_json()["errors"]["sourceUrl"]
+    assert "komoot.com/tour/1" not in response.get_data(as_text=True)
 
 
 @pytest.mark.parametrize("body,field", [

@@ -76,12 +76,17 @@ def block_status(statuses: list[str]) -> str | None:
 
 
 def category_statuses(trip: Trip) -> list[dict]:
-    """[{category, status}] in the fixed category order; categories with nothing tracked are left out."""
+    """[{category, status}] in the fixed category order, with the first failure's `reason` on a failed category;
+    categories with nothing tracked are left out."""
     out = []
     for category in CATEGORIES:
-        status = block_status([c.status for c in trip.computations if CATEGORY_OF.get(c.name) == category])
+        rows = [c for c in trip.computations if CATEGORY_OF.get(c.name) == category]
+        status = block_status([c.status for c in rows])
         if status:
-            out.append({"category": category, "status": status})
+            entry = {"category": category, "status": status}
+            if status == "failed":
+                entry["reason"] = next((c.reason for c in rows if c.status == "failed" and c.reason), None)
+            out.append(entry)
     return out
 
 

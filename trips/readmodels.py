@@ -27,8 +27,28 @@ def settings(trip: Trip) -> dict:
 
 
 def partial(trip: Trip) -> bool:
-    """True while the days are still to come (not yet cut, or being cut again)."""
-    return not (trip.stages and computations.status_of(trip, "stages") == "done")
+    """True only while a computation is pending or running: asking again can then show something new. A trip
+    whose route fetch failed is not partial (an agent would poll for ever); `next_action` says what to do."""
+    return any(c.status in computations.ACTIVE for c in trip.computations)
+
+
+RETRY = "Call analyze_trip to try again."
+ROUTE_FIXES = (" If the link is wrong, create a new trip from the corrected link with create_trip, or have the "
+               "rider import the route as a GPX file (POST /api/trips/gpx-upload).")
+
+
+def next_action(trip: Trip) -> str | None:
+    """What an agent should do now: wait, retry a failure (with its reason), or nothing (None)."""
+    if partial(trip):
+        return "The trip is still being worked out: ask again in a few seconds."
+    failed = {c.name: c.reason for c in trip.computations if c.status == "failed"}
+    if "route" in failed:
+        return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{ROUTE_FIXES}"
+    if "stages" in failed:
+        return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
+    if failed:
+        return f"Some analyses failed ({', '.join(sorted(failed))}). {RETRY}"
+    return None
 
 
 def stage_summary(trip: Trip, stage: Stage) -> dict:
@@ -56,7 +76,7 @@ def trip_detail(trip: Trip) -> dict:
     stages = list(trip.stages)
     return {
         "id": trip.id, **settings(trip), "status": trip.status,
-        "partial": partial(trip),
+        "partial": partial(trip), "nextAction": next_action(trip),
         "version": trip.version, "isLocked": is_locked(trip),
         "totalDistance": round(sum(s.distance for s in stages), 1),
         "totalElevation": round(sum(s.elevation for s in stages)),

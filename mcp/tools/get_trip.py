@@ -20,10 +20,14 @@ OUTPUT = s.obj({
     "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps or "
                                       "gpx_upload.")),
     "status": s.string("ready, or draft while the trip has fewer than two riding days."),
-    "partial": s.boolean("True while the days are still being worked out: ask again in a little while."),
+    "partial": s.boolean("True only while something is still running or queued: ask again in a few seconds. "
+                         "False once everything settled, failures included."),
+    "nextAction": s.nullable(s.string("What to do now: wait, or how to recover from a failure (its reason "
+                                      "included); null when nothing is needed.")),
     "isLocked": s.boolean("True once the trip has started: it can no longer be edited."),
     "categoryStatus": s.array(s.obj({"category": s.string("A family of computations."),
-                                     "status": s.string("running, done, failed or superseded.")}),
+                                     "status": s.string("running, done, failed or superseded."),
+                                     "reason": s.nullable(s.string("Why it failed (failed only)."))}),
                               "Where each family of computations stands."),
     "stageCount": s.integer("Days."), "totalDistance": s.number("Kilometres, rest days excluded."),
     "stages": s.array(DAY, "One line per day."),
@@ -37,7 +41,8 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run,
     description="A trip's settings and one line per day, with the version the edits need. While `partial` "
-                "is true the days are still being worked out: ask again in a little while.",
+                "is true something is still being worked out: ask again in a few seconds. When a computation "
+                "failed, `categoryStatus` carries its reason and `nextAction` says how to recover.",
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},
 )
