@@ -4,7 +4,7 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from trips import models  # noqa: F401  (tables known to migrations)
-    from trips import api, api_share, api_stages, ops, problems
+    from trips import api, api_share, api_stages, openapi, ops, problems
     from trips.cli import purge_command, trips_cli
 
     app.register_blueprint(api.bp)
@@ -12,6 +12,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(api_share.api)
     app.register_blueprint(api_share.pages)
     app.register_blueprint(ops.bp)
+    app.register_blueprint(openapi.bp)
     problems.register(app)
     app.cli.add_command(trips_cli)
     app.cli.add_command(purge_command)

@@ -1,0 +1,233 @@
+"""What the REST answers look like, as marshmallow schemas: the source of the OpenAPI document's responses.
+
+The read models (trips/readmodels.py, oauth/api.py) build plain dicts; these schemas describe them key for key.
+Every schema is closed (`unknown = RAISE` becomes `additionalProperties: false`) and every key is required
+(a read model always writes every key, null when empty), so a key added, renamed or dropped in a read model
+without its schema here fails tests/test_openapi.py (real answers checked against the document) and the
+schemathesis run (tests/test_openapi_fuzz.py).
+"""
+from __future__ import annotations
+
+from marshmallow import INCLUDE, RAISE, Schema, fields, validate
+
+from trips.models import ACCOMMODATION_TYPES
+
+COMPUTATION_STATUSES = ("pending", "running", "done", "failed", "superseded")
+CATEGORY_STATUSES = ("running", "done", "failed")
+
+
+class Answer(Schema):
+    """Base of the answer schemas: closed, and (see `answer`) every key present."""
+
+    class Meta:
+        unknown = RAISE
+
+
+def answer(cls: type[Schema]) -> type[Schema]:
+    """Mark every declared field of `cls` required (a read model always writes every key), but those named in
+    its OPTIONAL."""
+    for name, field in cls._declared_fields.items():
+        field.required = name not in getattr(cls, "OPTIONAL", ())
+    return cls
+
+
+def nullable(field: fields.Field) -> fields.Field:
+    field.allow_none = True
+    return field
+
+
+@answer
+class PointOut(Answer):
+    lat = fields.Float(validate=validate.Range(-90, 90))
+    lon = fields.Float(validate=validate.Range(-180, 180))
+    ele = fields.Float(metadata={"description": "Elevation in metres."})
+
+
+class AccommodationOut(Schema):
+    """A candidate place to sleep. Enrichments may add keys beyond these (open)."""
+
+    name = fields.String(allow_none=True)
+    type = fields.String(metadata={"examples": list(ACCOMMODATION_TYPES)})
+    lat = fields.Float(required=True)
+    lon = fields.Float(required=True)
+
+    class Meta:
+        unknown = INCLUDE
+
+
+@answer
+class StageSummaryOut(Answer):
+    stageId = fields.String(metadata={"format": "uuid"})
+    dayNumber = fields.Integer(validate=validate.Range(min=1))
+    distance = fields.Float(metadata={"description": "Kilometres."})
+    elevation = fields.Integer(metadata={"description": "Climbing, metres."})
+    elevationLoss = fields.Integer(metadata={"description": "Descent, metres."})
+    startPoint = fields.Nested(PointOut)
+    endPoint = fields.Nested(PointOut)
+    label = nullable(fields.String())
+    startLabel = nullable(fields.String())
+    endLabel = nullable(fields.String())
+    isRestDay = fields.Boolean()
+    approximate = fields.Boolean(metadata={"description": "The line is a straight detour, not a routed one."})
+    accommodations = fields.List(fields.Nested(AccommodationOut))
+    selectedAccommodation = nullable(fields.Nested(AccommodationOut))
+    ridingHours = fields.Float()
+    estimatedArrival = nullable(fields.String(validate=validate.Regexp(r"^[0-2][0-9]:[0-5][0-9]$"),
+                                              metadata={"description": "HH:MM, null on a rest day."}))
+
+
+@answer
+class StageDetailOut(StageSummaryOut):
+    tripId = fields.String(metadata={"format": "uuid"})
+    version = fields.Integer(validate=validate.Range(min=1))
+
+
+@answer
+class ComputationOut(Answer):
+    name = fields.String()
+    status = fields.String(validate=validate.OneOf(COMPUTATION_STATUSES))
+    reason = nullable(fields.String())
+
+
+@answer
+class CategoryStatusOut(Answer):
+    OPTIONAL = ("reason",)
+    category = fields.String()
+    status = fields.String(validate=validate.OneOf(CATEGORY_STATUSES))
+    reason = nullable(fields.String(metadata={"description": "Why it failed (on a failed category only)."}))
+
+
+@answer
+class TripDetailOut(Answer):
+    id = fields.String(metadata={"format": "uuid"})
+    title = nullable(fields.String())
+    sourceUrl = nullable(fields.String(metadata={"description": "Null for a GPX upload."}))
+    sourceType = nullable(fields.String())
+    startDate = nullable(fields.Date())
+    endDate = nullable(fields.Date())
+    fatigueFactor = fields.Float()
+    elevationPenalty = fields.Float()
+    ebikeMode = fields.Boolean()
+    departureHour = fields.Integer(validate=validate.Range(0, 23))
+    maxDistancePerDay = fields.Float()
+    averageSpeed = fields.Float()
+    enabledAccommodationTypes = fields.List(fields.String(validate=validate.OneOf(ACCOMMODATION_TYPES)))
+    status = fields.String(validate=validate.OneOf(("draft", "ready")))
+    partial = fields.Boolean(metadata={"description": "True only while a computation is pending or running."})
+    nextAction = nullable(fields.String(metadata={"description": "What to do now: wait, or how to recover from a "
+                                                                 "failure (with its reason); null when nothing."}))
+    version = fields.Integer(validate=validate.Range(min=1), metadata={"description": "Also the ETag."})
+    isLocked = fields.Boolean(metadata={"description": "The start date is today or past: edits are refused."})
+    totalDistance = fields.Float()
+    totalElevation = fields.Integer()
+    totalElevationLoss = fields.Integer()
+    computations = fields.List(fields.Nested(ComputationOut))
+    categoryStatus = fields.List(fields.Nested(CategoryStatusOut))
+    stages = fields.List(fields.Nested(StageSummaryOut))
+    createdAt = fields.DateTime()
+    updatedAt = fields.DateTime()
+
+
+@answer
+class TripListItemOut(Answer):
+    id = fields.String(metadata={"format": "uuid"})
+    title = nullable(fields.String())
+    startDate = nullable(fields.Date())
+    endDate = nullable(fields.Date())
+    totalDistance = fields.Float()
+    stageCount = fields.Integer(validate=validate.Range(min=0))
+    createdAt = fields.DateTime()
+    updatedAt = fields.DateTime()
+    status = fields.String(validate=validate.OneOf(("draft", "analyzing", "analyzed", "failed")))
+
+
+@answer
+class TripListOut(Answer):
+    member = fields.List(fields.Nested(TripListItemOut))
+    totalItems = fields.Integer(validate=validate.Range(min=0))
+    page = fields.Integer(validate=validate.Range(min=1))
+    itemsPerPage = fields.Integer(validate=validate.Range(min=1))
+
+
+@answer
+class RouteStageOut(Answer):
+    stageId = fields.String(metadata={"format": "uuid"})
+    dayNumber = fields.Integer(validate=validate.Range(min=1))
+    geometry = fields.List(fields.Nested(PointOut))
+
+
+@answer
+class TripRouteOut(Answer):
+    id = fields.String(metadata={"format": "uuid"})
+    version = fields.Integer(validate=validate.Range(min=1))
+    stages = fields.List(fields.Nested(RouteStageOut))
+
+
+@answer
+class PlaceOut(Answer):
+    name = fields.String()
+    lat = fields.Float(validate=validate.Range(-90, 90))
+    lon = fields.Float(validate=validate.Range(-180, 180))
+    displayName = fields.String()
+    type = fields.String()
+
+
+@answer
+class PlaceListOut(Answer):
+    member = fields.List(fields.Nested(PlaceOut))
+    totalItems = fields.Integer(validate=validate.Range(min=0))
+
+
+@answer
+class ShareOut(Answer):
+    url = fields.String(metadata={"format": "uri"})
+    shortCode = fields.String(validate=validate.Regexp(r"^[A-Za-z0-9_-]{8}$"))
+    createdAt = fields.DateTime()
+
+
+@answer
+class MeOut(Answer):
+    userId = fields.String()
+    email = fields.String(metadata={"format": "email"})
+    locale = fields.String()
+
+
+@answer
+class ApplicationOut(Answer):
+    id = fields.String()
+    name = fields.String()
+    host = nullable(fields.String(metadata={"description": "The host of a client known by its metadata URL."}))
+    scopes = fields.List(fields.String())
+    authorizedAt = nullable(fields.DateTime())
+    lastUsedAt = nullable(fields.DateTime())
+
+
+@answer
+class ApplicationListOut(Answer):
+    member = fields.List(fields.Nested(ApplicationOut))
+
+
+class ProblemOut(Schema):
+    """RFC 9457 problem details (application/problem+json); `errors` names each bad field (422, and 400 for a
+    bad query string)."""
+
+    type = fields.String(required=True, metadata={"description": "Always about:blank: the status says it all."})
+    title = fields.String(required=True)
+    status = fields.Integer(required=True, validate=validate.Range(400, 599))
+    detail = fields.String(required=True)
+    instance = fields.String(required=True, metadata={"description": "The request path."})
+    errors = fields.Dict(keys=fields.String(), values=fields.String())
+
+    class Meta:
+        unknown = RAISE
+
+
+# Component names, parts before the wholes they make up (apispec names a part by the first that uses it).
+RESPONSES = {
+    "Point": PointOut, "Accommodation": AccommodationOut, "StageSummary": StageSummaryOut,
+    "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
+    "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
+    "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
+    "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
+    "Problem": ProblemOut,
+}

@@ -1,0 +1,260 @@
+"""The OpenAPI 3.1 document of /api, served at GET /api/openapi.json (public, cacheable).
+
+Built by apispec (+ its marshmallow plugin) from the schemas the code runs: request bodies and query strings
+from trips/schemas.py (the very schemas the services load with), answers from trips/api_schemas.py, paths and
+path parameters from the Flask url_map. `OPERATIONS` says, per view, what the url_map cannot: summary, scope,
+headers, answers and refusals. tests/test_openapi.py fails when an /api route has no entry here, and checks
+real answers of every operation against the document.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Blueprint, Flask, current_app, request
+
+from trips import api_schemas, schemas
+from trips.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
+
+log = logging.getLogger(__name__)
+bp = Blueprint("openapi", __name__, url_prefix="/api")
+READ, WRITE = "trips:read", "trips:write"
+PROBLEM = "application/problem+json"
+CACHE_SECONDS = 300
+
+# The refusals, as RFC 9457 problem documents (trips/problems.py); the operations name the ones they give.
+PROBLEMS = {
+    400: ("BadRequest", "The request is malformed: not JSON, a bad query parameter (named in `errors`), a "
+                        "malformed If-Match or Idempotency-Key."),
+    401: ("Unauthorized", "No valid bearer token of audience api."),
+    403: ("Forbidden", "The token lacks the scope this operation needs (WWW-Authenticate says which)."),
+    404: ("NotFound", "No such trip, day, link or application (someone else's is not found either)."),
+    409: ("Conflict", "Another change or computation is in progress, or an Idempotency-Key was reused with another "
+                      "body."),
+    412: ("PreconditionFailed", "If-Match names a version the trip has moved past: read it again."),
+    413: ("ContentTooLarge", "The request body is over 30 MB."),
+    422: ("Unprocessable", "The content is invalid: `errors` names each field."),
+    423: ("Locked", "The trip's start date is today or past: it can no longer be edited."),
+    428: ("PreconditionRequired", 'This edit needs If-Match: "<version>", the ETag of the trip.'),
+    429: ("TooManyRequests", "Too many trips created (or places looked up) this minute: see Retry-After."),
+    502: ("BadGateway", "The place search service did not answer."),
+    503: ("ServiceUnavailable", "A service BTP depends on (database, Redis) is unavailable: try again later."),
+}
+PROBLEM_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
+    403: {"WWW-Authenticate": {"schema": {"type": "string"}}},
+    429: {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+    503: {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}},
+}
+ETAG = {"ETag": {"description": 'The trip version, as a strong tag: "7".', "schema": {"type": "string"}}}
+LOCATION = {"Location": {"description": "Where the trip (or the day) can be read.", "schema": {"type": "string"}}}
+HEADERS = {
+    "IfMatch": {"name": "If-Match", "in": "header", "required": True, "schema": {"type": "string", "maxLength": 200},
+                "description": 'The version being edited, as published in the ETag ("7"), or * for any.'},
+    "IdempotencyKey": {"name": "Idempotency-Key", "in": "header", "required": True,
+                       "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{16,255}$"},
+                       "description": "A replay with the same key and body answers the first result (24 h)."},
+    "IfNoneMatch": {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
+                    "description": "The ETag of a route already held: 304 when it has not changed."},
+}
+PATH_PARAMETERS = {
+    "trip_id": ("The trip's id.", {"type": "string", "format": "uuid"}),
+    "stage_id": ("The day's stageId, as published by the trip.", {"type": "string", "format": "uuid"}),
+    "grant_id": ("The application's id, as listed.", {"type": "string", "minLength": 1}),
+    "code": ("The share link's short code.", {"type": "string", "pattern": "^[A-Za-z0-9_-]{8}$"}),
+}
+GEOCODE_QUERY = [
+    {"name": "q", "in": "query", "required": True, "description": "What to look for.",
+     "schema": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "pattern": r"\S"}},
+    {"name": "limit", "in": "query", "required": False, "description": "How many places at most (5).",
+     "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}},
+]
+GPX_UPLOAD = {"type": "object", "required": ["gpxFile"], "properties": {
+    "gpxFile": {"type": "string", "contentMediaType": "application/gpx+xml", "description": "A GPX 1.0/1.1 file."}}}
+
+
+def trip(description: str, *headers: dict) -> dict:
+    return {"description": description, "headers": {k: v for h in (ETAG, *headers) for k, v in h.items()},
+            "content": {"application/json": {"schema": "TripDetail"}}}
+
+
+def body(schema: str, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+GPX_FILE = {"description": "A GPX 1.1 file (an attachment).", "content": {"application/gpx+xml": {
+    "schema": {"type": "string"}}}}
+NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
+EMPTY = {"description": "Done; no content."}
+
+
+@dataclass(frozen=True)
+class Op:
+    summary: str
+    scope: str | None
+    answers: dict
+    errors: tuple = ()
+    body: object = None  # a load schema (JSON body), or GpxUploadSettings (multipart with the file)
+    query: list | type | None = None
+    headers: tuple = ()
+    tag: str = "trips"
+
+
+WRITE_ERRORS = (400, 404, 409, 412, 413, 422, 423, 428)
+OPERATIONS = {
+    "trips_api.create_trip": Op("Create a trip from a route link (Komoot, Strava, RideWithGPS)", WRITE, {
+        202: trip("Made: its route is being fetched, the days follow (partial until then).", LOCATION),
+        200: trip("A replay of an earlier request with this Idempotency-Key.", LOCATION)},
+        (400, 409, 413, 422, 429), body=schemas.TripCreate, headers=("IdempotencyKey",)),
+    "trips_api.upload_gpx": Op("Create a trip from a GPX file (multipart), cut into days at once", WRITE, {
+        201: trip("Made, with its days.", LOCATION)}, (400, 413, 422, 429), body=schemas.GpxUploadSettings),
+    "trips_api.list_trips": Op("List my trips, newest first", READ, {200: body("TripList", "A page of trips.")},
+                               (400,), query=schemas.TripListQuery),
+    "trips_api.get_trip": Op("Read a trip with its days", READ, {200: trip("The trip.")}, (404,)),
+    "trips_api.update_trip": Op("Change a trip's settings (a pacing change cuts the days again)", WRITE, {
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.TripUpdate, headers=("IfMatch",)),
+    "trips_api.delete_trip": Op("Delete a trip (allowed on a started one)", WRITE, {204: EMPTY}, (404, 409)),
+    "trips_api.get_route": Op("Every day's line (lat, lon, ele)", READ, {
+        200: body("TripRoute", "The lines; ETag of the content."), 304: NOT_MODIFIED}, (404,),
+        headers=("IfNoneMatch",)),
+    "trips_api.analyze": Op("Run the analyses again (or retry a failed route fetch)", WRITE, {
+        202: trip("Dispatched.")}, (404, 409, 422, 423)),
+    "trips_api.duplicate": Op("Copy a trip with its days", WRITE, {
+        201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
+        (400, 404, 409, 429), headers=("IdempotencyKey",)),
+    "trips_api.trip_gpx": Op("Download the trip as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+    "trips_api.stage_gpx": Op("Download one day as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+    "trips_api.geocode": Op("Look places up by name", READ, {200: body("PlaceList", "The places found.")},
+                            (400, 429, 502), query=GEOCODE_QUERY, tag="places"),
+    "stages_api.add": Op("Add a day", WRITE, {200: trip("The trip with the new day.")}, WRITE_ERRORS,
+                         body=schemas.StageAdd, headers=("IfMatch",), tag="days"),
+    "stages_api.read": Op("Read one day", READ, {200: {**body("StageDetail", "The day."), "headers": ETAG}},
+                          (404,), tag="days"),
+    "stages_api.update": Op("Change a day's points or label, or cut it at a distance", WRITE, {
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.StageUpdate, headers=("IfMatch",),
+        tag="days"),
+    "stages_api.move": Op("Move a day to another place", WRITE, {200: trip("The trip as changed.")}, WRITE_ERRORS,
+                          body=schemas.StageMove, headers=("IfMatch",), tag="days"),
+    "stages_api.delete": Op("Delete a day (merged with a neighbour)", WRITE, {200: trip("The trip as changed.")},
+                            tuple(s for s in WRITE_ERRORS if s != 413), headers=("IfMatch",), tag="days"),
+    "stages_api.rest_day": Op("Insert a rest day after this day", WRITE, {200: trip("The trip as changed.")},
+                              tuple(s for s in WRITE_ERRORS if s != 413), headers=("IfMatch",), tag="days"),
+    "stages_api.accommodation": Op("Choose one of the day's accommodations (both null: none)", WRITE, {
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.AccommodationChoice, headers=("IfMatch",),
+        tag="days"),
+    "stages_api.waypoint": Op("Reroute the day through a point (computed by a job)", WRITE, {
+        202: trip("Asked: the day's route_segment computation runs.", LOCATION)},
+        (400, 404, 409, 413, 422, 423), body=schemas.WaypointIn, tag="days"),
+    "share_api.create": Op("Share the trip by a public link (the active one if any)", WRITE, {
+        201: body("Share", "A new link."), 200: body("Share", "The active link.")}, (404, 409), tag="sharing"),
+    "share_api.read": Op("The trip's active share link", READ, {200: body("Share", "The link.")}, (404,),
+                         tag="sharing"),
+    "share_api.revoke": Op("Revoke the share link", WRITE, {204: EMPTY}, (404, 409), tag="sharing"),
+    "share_api.shared_route": Op("A shared trip's lines (no token)", None, {
+        200: body("TripRoute", "The lines; ETag of the content."), 304: NOT_MODIFIED}, (404,),
+        headers=("IfNoneMatch",), tag="sharing"),
+    "users_api.me": Op("Who am I", READ, {200: body("Me", "The account.")}, tag="account"),
+    "users_api.applications": Op("The applications (agents) I authorized", READ, {
+        200: body("ApplicationList", "The applications.")}, tag="account"),
+    "users_api.application": Op("One authorized application", READ, {200: body("Application", "It.")}, (404,),
+                                tag="account"),
+    "users_api.revoke_application": Op("Disconnect an application (its tokens die)", WRITE, {204: EMPTY}, (404,),
+                                       tag="account"),
+    "openapi.document_view": Op("This document", None, {200: {"description": "OpenAPI 3.1.", "content": {
+        "application/json": {"schema": {"type": "object", "required": ["openapi", "paths"]}}}},
+        304: NOT_MODIFIED}, tag="meta"),
+}
+
+
+def openapi_path(rule: str) -> str:
+    """`/api/trips/<trip_id>.gpx` → `/api/trips/{trip_id}.gpx` (converters dropped: every id here is a string)."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
+
+
+def api_routes(app: Flask) -> list[tuple[str, str, str]]:
+    """(method, OpenAPI path, endpoint) of every /api route, HEAD and OPTIONS left out (Flask adds them)."""
+    return sorted((method.lower(), openapi_path(rule.rule), rule.endpoint) for rule in app.url_map.iter_rules()
+                  if rule.rule.startswith("/api/") for method in rule.methods - {"HEAD", "OPTIONS"})
+
+
+def _operation(op: Op, path: str) -> dict:
+    parameters: list = list(op.headers)  # names of components.parameters: apispec makes them references
+    if isinstance(op.query, list):
+        parameters += op.query
+    elif op.query is not None:
+        parameters.append({"in": "query", "schema": op.query})
+    statuses = {*op.errors, 503} | ({401, 403} if op.scope else set())
+    if "{" in path:
+        statuses.add(404)
+    responses = {str(status): answer for status, answer in op.answers.items()}
+    responses.update({str(s): {"$ref": f"#/components/responses/{PROBLEMS[s][0]}"} for s in sorted(statuses)})
+    doc = {"summary": op.summary, "tags": [op.tag], "responses": responses,
+           "security": [{"bearer": [op.scope]}] if op.scope else []}
+    if parameters:
+        doc["parameters"] = parameters
+    if op.body is schemas.GpxUploadSettings:
+        doc["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": "GpxUpload"}}}
+    elif op.body is not None:
+        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body}}}
+    return doc
+
+
+def build(app: Flask) -> dict:
+    """The document for `app`'s routes. An /api route without an entry in OPERATIONS is left out (logged);
+    tests/test_openapi.py fails on it."""
+    spec = APISpec(title="BTP REST API", version="1", openapi_version="3.1.0", plugins=[MarshmallowPlugin()],
+                   info={"description": "Trips cut into days, under /api. Errors are RFC 9457 problem documents. "
+                                        "Bearer tokens of audience api carry the scopes trips:read, trips:write."},
+                   servers=[{"url": app.config["BTP_BASE_URL"]}])
+    spec.components.security_scheme("bearer", {
+        "type": "http", "scheme": "bearer",
+        "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
+                       "each operation names the scope it needs: trips:read or trips:write."})
+    for name, schema in api_schemas.RESPONSES.items():
+        spec.components.schema(name, schema=schema)
+    for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
+                 "AccommodationChoice", "WaypointIn"):
+        spec.components.schema(name, schema=getattr(schemas, name))
+    spec.components.schema("GpxUploadSettings", schema=schemas.GpxUploadSettings)
+    spec.components.schema("GpxUpload", {"allOf": [GPX_UPLOAD, {"$ref": "#/components/schemas/GpxUploadSettings"}]})
+    for name, parameter in HEADERS.items():
+        spec.components.parameter(name, parameter["in"], parameter)
+    for status, (name, description) in PROBLEMS.items():
+        spec.components.response(name, {"description": description, "headers": PROBLEM_HEADERS.get(status, {}),
+                                        "content": {PROBLEM: {"schema": "Problem"}}})
+    by_path: dict[str, dict] = {}
+    for method, path, endpoint in api_routes(app):
+        if endpoint not in OPERATIONS:
+            log.warning("openapi: %s %s (%s) is not documented", method.upper(), path, endpoint)
+            continue
+        by_path.setdefault(path, {})[method] = _operation(OPERATIONS[endpoint], path)
+    for path, operations in by_path.items():
+        names = re.findall(r"{([^}]+)}", path)
+        parameters = [{"name": n, "in": "path", "required": True, "description": PATH_PARAMETERS[n][0],
+                       "schema": PATH_PARAMETERS[n][1]} for n in names]
+        spec.path(path=path, operations=operations, parameters=parameters)
+    return spec.to_dict()
+
+
+def document(app: Flask) -> tuple[bytes, str]:
+    """The serialized document and its strong ETag, built once per application."""
+    cached = app.extensions.get("btp_openapi")
+    if cached is None:
+        raw = json.dumps(build(app), separators=(",", ":")).encode()
+        cached = app.extensions["btp_openapi"] = (raw, hashlib.sha256(raw).hexdigest()[:32])
+    return cached
+
+
+@bp.get("/openapi.json")
+def document_view():
+    raw, tag = document(current_app)
+    response = current_app.response_class(raw, mimetype="application/json")
+    response.set_etag(tag)
+    # The same for everyone and changes only with a release: shared caches may keep it a few minutes.
+    response.headers["Cache-Control"] = f"public, max-age={CACHE_SECONDS}"
+    return response.make_conditional(request)
