@@ -75,20 +75,32 @@ def consume_login_link(token: str) -> tuple[User, str | None]:
     return user, next_url
 
 
-def connected_agents(user: User) -> list[tuple[Grant, OAuthClient | None]]:
-    """Grants backed by a live access or refresh token (the tokens carry the truth)."""
+def _live_grant():
+    """The condition on Grant rows that are in force: not revoked, and backed by a live access or refresh
+    token (the tokens carry the truth, ADR-082)."""
     now = utcnow()
-    live = sa.or_(
+    return sa.and_(Grant.revoked_at.is_(None), sa.or_(
         sa.exists().where(AccessToken.user_id == Grant.user_id, AccessToken.client_id == Grant.client_id,
                           AccessToken.revoked_at.is_(None), AccessToken.expires_at > now),
         sa.exists().where(RefreshToken.user_id == Grant.user_id, RefreshToken.client_id == Grant.client_id,
                           RefreshToken.revoked_at.is_(None), RefreshToken.expires_at > now),
-    )
+    ))
+
+
+def connected_agents(user: User) -> list[tuple[Grant, OAuthClient | None]]:
+    """Grants in force (see `_live_grant`), newest first, with their client when it is still known."""
     rows = db.session.execute(
         sa.select(Grant, OAuthClient).outerjoin(OAuthClient, OAuthClient.client_id == Grant.client_id)
-        .where(Grant.user_id == user.id, Grant.revoked_at.is_(None), live).order_by(Grant.authorized_at.desc())
+        .where(Grant.user_id == user.id, _live_grant()).order_by(Grant.authorized_at.desc())
     ).all()
     return [(grant, client) for grant, client in rows]
+
+
+def has_approved(user: User, client_id: str) -> bool:
+    """True when the user approved this client before and the approval is still in force (the account page
+    lists it). A disconnected client, or one whose tokens all ended, is a stranger again."""
+    return db.session.scalar(sa.select(sa.exists().where(
+        Grant.user_id == user.id, Grant.client_id == client_id, _live_grant()))) is True
 
 
 def agent_of(user: User, grant_id: str) -> tuple[Grant, OAuthClient | None]:

@@ -26,6 +26,11 @@ REFRESH_TTL = 30 * 24 * 3600
 CODE_TTL = 120
 REFRESH_PREFIX = "btp_rt_"
 CODE_PREFIX = "btp_ac_"
+# Our own descriptions: fixed sentences, never a request value (oauth.authorize_errors shows only these).
+PKCE_REQUIRED = "PKCE is required: send a code_challenge with code_challenge_method=S256."
+SCOPE_REQUIRED = "An authorization request must name the scopes it asks for."
+REDIRECT_UNREGISTERED = "The redirect_uri is not one this client registered."
+REDIRECT_REQUIRED = "A redirect_uri is required."
 
 
 class InvalidTargetError(OAuth2Error):
@@ -52,7 +57,7 @@ class S256Only(CodeChallenge):
     def validate_code_challenge(self, grant, redirect_uri):
         data = grant.request.payload.data
         if not data.get("code_challenge") or data.get("code_challenge_method") != "S256":
-            raise InvalidRequestError("PKCE is required: send a code_challenge with code_challenge_method=S256.")
+            raise InvalidRequestError(PKCE_REQUIRED)
         super().validate_code_challenge(grant, redirect_uri)
 
 
@@ -66,7 +71,7 @@ class AuthorizationRules:
     @staticmethod
     def check(grant, redirect_uri):
         if not grant.request.payload.scope:
-            raise InvalidScopeError("An authorization request must name the scopes it asks for.")
+            raise InvalidScopeError(SCOPE_REQUIRED)
         check_resource(grant.request.payload.data.get("resource"))
 
 
@@ -86,10 +91,10 @@ class CodeGrant(grants.AuthorizationCodeGrant):
         # authlib's own message quotes the caller's URI back; ours does not.
         uri = request.payload.redirect_uri
         if uri and not client.check_redirect_uri(uri):
-            raise InvalidRequestError("The redirect_uri is not one this client registered.")
+            raise InvalidRequestError(REDIRECT_UNREGISTERED)
         uri = uri or client.get_default_redirect_uri()
         if not uri:
-            raise InvalidRequestError("A redirect_uri is required.")
+            raise InvalidRequestError(REDIRECT_REQUIRED)
         return uri
 
     def generate_authorization_code(self) -> str:

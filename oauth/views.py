@@ -5,11 +5,11 @@ import logging
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from authlib.common.urls import add_params_to_uri
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from flask import Blueprint, current_app, jsonify, redirect, render_template, request, url_for
 
 from jobs import get_redis
+from oauth.authorize_errors import CLIENT_UNRESOLVED, authorize_error, error_page
 from oauth.cimd import CimdError, fetch_client_metadata, is_metadata_client_id
 from oauth.consent import consent_view, issue_decision_token, spend_decision_token
 from oauth.models import OAuthClient, utcnow
@@ -24,7 +24,6 @@ from trips.ratelimit import limit
 
 log = logging.getLogger(__name__)
 bp = Blueprint("oauth", __name__)
-CLIENT_UNRESOLVED = "The client identifier could not be resolved."
 
 
 def _issuer() -> str:
@@ -85,14 +84,13 @@ def _ensure_client(client_id: str | None, user) -> None:
         db.session.add(row)
 
 
-def _authorize_error(error: OAuth2Error):
-    """Back to the client when its redirect URI is known (with `iss`, RFC 9207), else a page for the human."""
-    if error.redirect_uri:
-        response = authorization_server().handle_error_response(None, error)
-        response.headers["Location"] = add_params_to_uri(response.headers["Location"], {"iss": _issuer()})
-        return response
-    return render_template("oauth_error.html", error=error.error,
-                           description=(error.description or "")[:300]), 400
+@bp.after_request
+def _authorize_no_store(response):
+    # The consent page, its errors and its redirects are one person's: no cache may keep them
+    # (RFC 9111 §5.2.2.5); the discovery documents keep their public caching.
+    if request.endpoint == "oauth.authorize":
+        response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.route("/oauth/authorize", methods=["GET", "POST"])
@@ -106,9 +104,9 @@ def authorize():
         grant = authorization_server().get_consent_grant(end_user=user)
     except CimdError as exc:
         log.info("client metadata document refused: %s", exc)
-        return render_template("oauth_error.html", error="invalid_client", description=CLIENT_UNRESOLVED), 400
+        return error_page("invalid_client", CLIENT_UNRESOLVED)
     except OAuth2Error as error:
-        return _authorize_error(error)
+        return authorize_error(error, user)
     if request.method == "POST":
         decided = _consent_decision(user, grant)
         if decided is not None:

@@ -180,21 +180,6 @@ def test_deny_returns_access_denied_with_iss(app, client, registered):
     assert query["state"] == ["st-1"] and "code" not in query
 
 
-@pytest.mark.parametrize("change,error", [
-    ({"scope": None}, "invalid_scope"), ({"scope": "trips:admin"}, "invalid_scope"),
-    ({"code_challenge_method": "plain"}, "invalid_request"), ({"code_challenge_method": None}, "invalid_request"),
-    ({"code_challenge": None, "code_challenge_method": None}, "invalid_request"),
-    ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
-    ({"response_type": "token"}, "unsupported_response_type"),
-])
-def test_bad_authorization_requests_go_back_with_an_error(app, client, registered, change, error):
-    sign_in(app, client)
-    response = client.get(authorize_url(registered, pkce()[1], **change))
-    assert response.status_code == 302
-    query = parse_qs(urlsplit(response.headers["Location"]).query)
-    assert query["error"] == [error] and query["iss"] == ["http://127.0.0.1:8000"] and "code" not in query
-
-
 def test_a_trailing_slash_on_the_resource_is_tolerated(app, client, registered):
     sign_in(app, client)
     verifier, challenge = pkce()
