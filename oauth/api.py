@@ -1,10 +1,12 @@
-"""REST twins of the account pages: who am I, and the applications I authorized."""
+"""REST twins of the account pages: who am I, the applications I authorized, my personal tokens."""
 from __future__ import annotations
 
 from flask import Blueprint, g, jsonify
 
 from oauth import accounts
 from oauth.principal import require_api_scope
+from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
+from trips.db import atomic
 
 bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
 
@@ -42,4 +44,24 @@ def application(grant_id):
 @require_api_scope("trips:write")
 def revoke_application(grant_id):
     accounts.revoke_agent(g.principal.user, grant_id)
+    return "", 204
+
+
+def _token(row) -> dict:
+    # Never the secret: its first characters (as stored for humans) name it.
+    return {"id": row.id, "prefix": row.prefix, "audience": audience_name(row.audience), "scopes": row.scope.split(),
+            "createdAt": _iso(row.issued_at), "expiresAt": _iso(row.expires_at)}
+
+
+@bp.get("/tokens")
+@require_api_scope("trips:read")
+def tokens():
+    return jsonify({"member": [_token(row) for row in personal_tokens(g.principal.user)]})
+
+
+@bp.delete("/tokens/<token_id>")
+@require_api_scope("trips:write")
+def revoke_token(token_id):
+    with atomic():
+        revoke_personal_token(token_id, g.principal.user)
     return "", 204

@@ -6,9 +6,19 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from oauth import accounts
 from oauth.scopes import SCOPES
 from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
+from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
+from trips.db import atomic
 from trips.errors import Invalid, NotFound, RateLimited
 
 bp = Blueprint("pages", __name__)
+
+
+@bp.after_request
+def _no_store(response):
+    # Every page here is one person's (their address, their agents, their tokens, a sign-in link): no cache,
+    # shared or the browser's own, may keep a copy (RFC 9111 §5.2.2.5).
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 def _form_error(template: str, status: int, **context):
@@ -76,7 +86,9 @@ def account():
         return redirect(url_for(".login", next=request.path))
     agents = [(grant, client, accounts.client_host(grant.client_id, client))
               for grant, client in accounts.connected_agents(user)]
-    return render_template("account.html", user=user, agents=agents, csrf=csrf_token(), scope_words=SCOPES)
+    tokens = [(row, audience_name(row.audience)) for row in personal_tokens(user)]
+    return render_template("account.html", user=user, agents=agents, tokens=tokens, csrf=csrf_token(),
+                           scope_words=SCOPES)
 
 
 @bp.post("/account/agents/<grant_id>/revoke")
@@ -88,6 +100,19 @@ def revoke_agent(grant_id):
         accounts.revoke_agent(user, grant_id)
     except NotFound:
         pass  # already gone: the page shows what is left
+    return redirect(url_for(".account"))
+
+
+@bp.post("/account/tokens/<token_id>/revoke")
+def revoke_token(token_id):
+    user = current_user()
+    if user is None or not csrf_ok(request.form.get("csrf_token")):
+        return redirect(url_for(".account"))
+    try:
+        with atomic():
+            revoke_personal_token(token_id, user)
+    except NotFound:
+        pass  # already revoked, expired or not this person's: the page shows what is left
     return redirect(url_for(".account"))
 
 

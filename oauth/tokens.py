@@ -6,6 +6,7 @@ import secrets
 from datetime import timedelta
 
 import sqlalchemy as sa
+from flask import current_app
 
 from oauth.models import AccessToken, User, utcnow
 from oauth.scopes import SCOPES
@@ -16,6 +17,7 @@ ACCESS_PREFIX = "btp_at_"
 API_AUDIENCE = "api"
 DEFAULT_TTL = 3600
 MAX_TTL = 365 * 24 * 3600
+TOKEN_NOT_FOUND = "No live personal token with this id."
 
 
 def hash_token(token: str) -> str:
@@ -84,3 +86,48 @@ def user_by_email_or_404(email: str) -> User:
     if user is None:
         raise NotFound("No account with this e-mail address.")
     return user
+
+
+# Personal tokens: the ones `flask tokens issue` makes (no OAuth client; up to a year). Agents' tokens are
+# stopped with their grant (accounts.revoke_agent), so they are neither listed nor revoked one by one here.
+def _live_personal(now):
+    return sa.and_(AccessToken.client_id.is_(None), AccessToken.revoked_at.is_(None), AccessToken.expires_at > now)
+
+
+def personal_tokens(user: User) -> list[AccessToken]:
+    """The user's live personal tokens, newest first."""
+    return list(db.session.scalars(
+        sa.select(AccessToken).where(AccessToken.user_id == user.id, _live_personal(utcnow()))
+        .order_by(AccessToken.issued_at.desc(), AccessToken.id)))
+
+
+def revoke_personal_token(token_id: str, user: User | None = None) -> AccessToken:
+    """Revoke one live personal token at once: the next request with it is refused (lookup_token checks
+    `revoked_at` on every request). With `user`, only one of that user's. The caller commits.
+
+    Raises NotFound alike for an unknown id, another user's token, an agent's token, and a token already
+    revoked or expired (nothing tells a caller which tokens exist).
+    """
+    row = db.session.get(AccessToken, token_id) if isinstance(token_id, str) and len(token_id) <= 36 else None
+    now = utcnow()
+    if row is None or row.client_id is not None or row.revoked_at is not None or row.expires_at <= now \
+            or (user is not None and row.user_id != user.id):
+        raise NotFound(TOKEN_NOT_FOUND)
+    row.revoked_at = now
+    db.session.flush()
+    return row
+
+
+def revoke_personal_tokens(user: User) -> int:
+    """Revoke every live personal token of `user`; returns how many. The caller commits."""
+    result = db.session.execute(
+        sa.update(AccessToken).where(AccessToken.user_id == user.id, _live_personal(utcnow()))
+        .values(revoked_at=utcnow()).execution_options(synchronize_session=False))
+    return result.rowcount
+
+
+def audience_name(audience: str) -> str:
+    """`api` or `mcp` for the two audiences of this deployment, else the stored value (an older base URL)."""
+    if audience == API_AUDIENCE:
+        return "api"
+    return "mcp" if audience == current_app.config["MCP_RESOURCE"] else audience

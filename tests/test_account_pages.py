@@ -161,3 +161,68 @@ def test_an_agent_is_listed_while_only_its_refresh_token_lives(app, client, ctx)
     with atomic():
         db.session.execute(sa.update(RefreshToken).values(expires_at=utcnow() - timedelta(seconds=1)))
     assert re.search(r"No application can use your account", client.get("/account").get_data(as_text=True))
+
+
+def test_personal_tokens_are_listed_and_revoked_from_the_account_page(app, client, ctx):
+    sign_in(app, client)
+    owner = db.session.scalar(sa.select(User).where(User.email == "rider@example.org"))
+    token, kept = make_token(owner, ttl=365 * 24 * 3600), make_token(owner, scope="trips:read")
+    theirs = make_token(make_user("someone@example.org"))
+    page = client.get("/account").get_data(as_text=True)
+    assert token[:11] + "…" in page and kept[:11] + "…" in page and token not in page and token[11:] not in page
+    assert theirs[:11] + "…" not in page and "for the REST API" in page
+    ids = re.findall(r"/account/tokens/([^/]+)/revoke", page)
+    assert len(ids) == 2
+    own = db.session.scalar(sa.select(AccessToken.id).where(AccessToken.prefix == token[:11]))
+    assert client.post(f"/account/tokens/{own}/revoke").status_code == 302  # no CSRF token: nothing happens
+    assert client.get("/api/trips", headers=auth(token)).status_code == 200
+    assert client.post(f"/account/tokens/{own}/revoke", data={"csrf_token": csrf_of(page)}).status_code == 302
+    assert client.get("/api/trips", headers=auth(token)).status_code == 401  # at once
+    assert client.get("/api/trips", headers=auth(kept)).status_code == 200
+    assert client.post(f"/account/tokens/{own}/revoke", data={"csrf_token": csrf_of(page)}).status_code == 302
+    other = db.session.scalar(sa.select(AccessToken.id).where(AccessToken.prefix == theirs[:11]))
+    assert client.post(f"/account/tokens/{other}/revoke", data={"csrf_token": csrf_of(page)}).status_code == 302
+    assert client.get("/api/trips", headers=auth(theirs)).status_code == 200  # another person's: untouched
+    after = client.get("/account").get_data(as_text=True)
+    assert token[:11] + "…" not in after and kept[:11] + "…" in after
+
+
+def test_rest_twins_of_personal_tokens(app, client, ctx):
+    owner = make_user("rider@example.org")
+    headers, other = auth(make_token(owner)), make_token(owner, scope="trips:read")
+    stranger = auth(make_token(make_user()))
+    listed = client.get("/api/users/me/tokens", headers=headers).get_json()["member"]
+    assert len(listed) == 2 and {t["audience"] for t in listed} == {"api"}
+    assert set(listed[0]) == {"id", "prefix", "audience", "scopes", "createdAt", "expiresAt"}
+    assert other not in str(listed) and headers["Authorization"][7:] not in str(listed)
+    target = next(t["id"] for t in listed if t["scopes"] == ["trips:read"])
+    theirs = client.delete(f"/api/users/me/tokens/{target}", headers=stranger)
+    nobody = client.delete("/api/users/me/tokens/0192f000-0000-7000-8000-000000000000", headers=stranger)
+    assert theirs.status_code == nobody.status_code == 404
+    assert {k: v for k, v in theirs.get_json().items() if k != "instance"} == \
+        {k: v for k, v in nobody.get_json().items() if k != "instance"}
+    assert client.get("/api/trips", headers=auth(other)).status_code == 200
+    assert client.delete(f"/api/users/me/tokens/{target}", headers=auth(other)).status_code == 403  # read-only
+    assert client.delete(f"/api/users/me/tokens/{target}", headers=headers).status_code == 204
+    assert client.get("/api/trips", headers=auth(other)).status_code == 401
+    assert client.delete(f"/api/users/me/tokens/{target}", headers=headers).status_code == 404
+    assert [t["scopes"] for t in client.get("/api/users/me/tokens", headers=headers).get_json()["member"]] == \
+        [["trips:read", "trips:write"]]
+
+
+def test_personal_pages_are_never_stored(app, client, ctx):
+    from tests.test_oauth_flow import REDIRECT, authorize_url, pkce
+
+    pages = [client.get("/login"), ask_link(client, "rider@example.org")]
+    path = "/login/" + outbox_link(app).rsplit("/", 1)[1]
+    confirm = client.get(path)
+    pages += [confirm, client.get("/login/not-a-link"),
+              client.post(path, data={"csrf_token": csrf_of(confirm.get_data(as_text=True))})]
+    registered = client.post("/oauth/register", json={"client_name": "Agent", "redirect_uris": [REDIRECT]})
+    pages += [client.get("/account"), client.get("/account/delete"),
+              client.get(authorize_url(registered.get_json()["client_id"], pkce()[1]))]
+    assert [p.status_code for p in pages] == [200, 200, 200, 404, 302, 200, 200, 200]
+    assert "Allow" in pages[-1].get_data(as_text=True)  # the consent page itself
+    assert all(p.headers["Cache-Control"] == "no-store" for p in pages)
+    discovery = client.get("/.well-known/oauth-authorization-server")
+    assert discovery.headers["Cache-Control"] == "public, max-age=3600"  # public documents keep their caching
