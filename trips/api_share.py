@@ -10,6 +10,7 @@ from trips import readmodels, sharing
 from trips.api import READ, WRITE
 from trips.exports import gpx_download
 from trips.problems import conditional_json
+from trips.text import clean_answer
 
 api = Blueprint("share_api", __name__, url_prefix="/api")
 pages = Blueprint("share_pages", __name__)
@@ -49,10 +50,16 @@ def shared_route(code):
 @pages.get("/s/<code>")
 def shared_page(code):
     trip = sharing.shared_trip(code)
-    stays = {s.id: s.selected_accommodation for s in trip.stages}
-    alerts = {s.id: [] for s in trip.stages}  # alerts arrive with the enrichments
-    response = render_template("share.html", trip=trip, detail=readmodels.trip_detail(trip), stays=stays,
-                               alerts=alerts, timedelta=timedelta)
+    # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
+    # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
+    # (trips/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
+    text = clean_answer({
+        "title": trip.title, "detail": readmodels.trip_detail(trip),
+        "stays": {s.id: s.selected_accommodation for s in trip.stages},
+        "alerts": {s.id: [] for s in trip.stages},  # alerts arrive with the enrichments
+    })
+    response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
+                               stays=text["stays"], alerts=text["alerts"], timedelta=timedelta)
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
 
