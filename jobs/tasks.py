@@ -13,6 +13,7 @@ from trips import computations, pipeline
 from trips.db import after_commit, atomic, db, engine_pid_guard
 from trips.guards import trip_lock
 from trips.models import Stage, Trip
+from trips.pacing import TooLarge
 
 log = logging.getLogger(__name__)
 ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
@@ -93,7 +94,12 @@ def generate_stages(trip_id: str, generation: int) -> None:
         trip = db.session.get(Trip, trip_id)
         if trip is None:
             return  # deleted meanwhile
-        plans = pipeline.plan_days(trip)  # CPU work outside the trip's write lock
+        try:
+            plans = pipeline.plan_days(trip)  # CPU work outside the trip's write lock
+        except TooLarge as exc:  # more days, or a longer route, than BTP plans: failed with the reason
+            with atomic(lock=trip_lock(trip_id)):
+                computations.transition(trip_id, "stages", generation, "failed", exc.message[:255])
+            return
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
             if trip is None or trip.generation != generation:
@@ -175,14 +181,21 @@ def _failed_computations(job) -> list[tuple[str, str, int]]:
     return []
 
 
-def on_job_failure(job, connection, exc_type, exc_value, tb) -> None:
-    """RQ failure callback (also run for a job whose worker died): after the last retry, mark it failed."""
-    if job.retries_left:
-        return  # RQ will run it again
-    log.error("job %s (%s) failed for good: %s", job.id, job.func_name, exc_type.__name__)
+def settle_failed(job, cause: str) -> None:
+    """Mark the computations of a job that failed for good as failed, with a reason (idempotent: every
+    transition is conditional). Raises database errors (the reconciler settles what this could not)."""
+    log.error("job %s (%s) failed for good: %s", job.id, job.func_name, cause)
     with app_context():
         with atomic():
             for trip_id, name, generation in _failed_computations(job):
                 reason = ROUTE_FAILED_STAGES if (job.func_name.endswith("fetch_route") and name == "stages") \
                     else INTERNAL_FAILURE
                 computations.transition(trip_id, name, generation, "failed", reason)
+
+
+def on_job_failure(job, connection, exc_type, exc_value, tb) -> None:
+    """RQ failure callback: run in the work horse after an exception or a timeout, and by the started-registry
+    cleanup for an abandoned job (its worker died). After the last attempt, the computations are failed."""
+    if job.retries_left:
+        return  # RQ will run it again
+    settle_failed(job, exc_type.__name__)

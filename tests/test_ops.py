@@ -2,6 +2,7 @@
 from rq import Worker
 
 from jobs import get_queue, get_redis
+from jobs.worker import ALIVE_KEY, LIVENESS_TTL, BTPWorker, live_workers
 
 
 def test_healthz(client):
@@ -12,14 +13,36 @@ def test_readiness_needs_a_live_worker(app, client, ctx):
     waiting = client.get("/readyz")
     assert waiting.status_code == 503
     assert waiting.get_json()["checks"] == {"database": "ok", "redis": "ok", "worker": "missing"}
-    worker = Worker([get_queue()], connection=get_redis())
+    registered_only = Worker([get_queue()], connection=get_redis())
+    registered_only.register_birth()  # RQ's registration outlives a dead worker by minutes: not liveness
+    assert client.get("/readyz").status_code == 503
+    registered_only.register_death()
+    worker = BTPWorker([get_queue()], connection=get_redis())
     worker.register_birth()
     try:
         ready = client.get("/readyz")
         assert ready.status_code == 200 and ready.get_json()["status"] == "ready"
+        get_redis().delete(ALIVE_KEY.format(worker.name))  # what LIVENESS_TTL does to a worker that stopped beating
+        assert client.get("/readyz").get_json()["checks"]["worker"] == "missing"
+        worker.heartbeat()
+        assert client.get("/readyz").status_code == 200
     finally:
         worker.register_death()
     assert client.get("/readyz").status_code == 503
+
+
+def test_a_beat_reregisters_a_worker_redis_forgot(app, ctx):
+    """Redis restarted empty: the worker's next beat puts back its RQ registration and its liveness key."""
+    worker = BTPWorker([get_queue()], connection=get_redis())
+    worker.register_birth()
+    try:
+        get_redis().flushdb()
+        assert live_workers(get_redis()) == [] and Worker.count(queue=get_queue()) == 0
+        worker.heartbeat()
+        assert live_workers(get_redis()) == [worker.name] and Worker.count(queue=get_queue()) == 1
+        assert 0 < get_redis().ttl(ALIVE_KEY.format(worker.name)) <= LIVENESS_TTL
+    finally:
+        worker.register_death()
 
 
 def test_metrics_for_loopback_scrapers_only(app, client, rider):

@@ -1,4 +1,6 @@
-"""A worker killed mid-job: RQ's abandoned-job handling retries it; after the retries it is failed, not running."""
+"""A worker or its work horse killed mid-job: the job is retried; after the retries it is failed, not running.
+
+Real worker processes (`flask worker`, jobs/worker.py) against the test database and Redis."""
 import os
 import signal
 import subprocess
@@ -9,8 +11,10 @@ from pathlib import Path
 import pytest
 from rq.registry import StartedJobRegistry
 
-from jobs import get_queue, get_redis
-from jobs.tasks import INTERNAL_FAILURE
+from jobs import RETRIES, get_queue, get_redis
+from jobs.reconcile import GRACE_S
+from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
+from jobs.worker import LIVENESS_TTL, MAINTENANCE_S
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import make_points
 from tests.test_pipeline import reload, run_jobs, statuses
@@ -33,18 +37,34 @@ def wait_for(predicate, timeout=30.0):
         time.sleep(0.1)
 
 
-def descendants(pid: int) -> list[int]:
-    """Child processes, recursively (the work horse runs in a session of its own, so killpg misses it)."""
-    children = []
+def _stats() -> dict[int, tuple[int, int]]:
+    """pid → (parent pid, process group) of every process."""
+    out = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if int(fields[1]) == pid:
-            child = int(stat.parent.name)
-            children += [child, *descendants(child)]
-    return children
+        out[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Child processes, recursively (the work horse runs in a process group of its own, so killpg misses it)."""
+    stats = _stats()
+    found, frontier = [], [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [p for p, (ppid, _) in stats.items() if ppid == parent]
+        found += children
+        frontier += children
+    return found
+
+
+def horse_of(worker_pid: int) -> int | None:
+    """The worker's work horse: the child RQ forked and moved into a process group of its own (os.setpgrp);
+    the scheduler process stays in the worker's group."""
+    return next((p for p, (ppid, pgid) in _stats().items() if ppid == worker_pid and pgid == p), None)
 
 
 def kill(worker: subprocess.Popen) -> None:
@@ -102,3 +122,45 @@ def test_killed_worker_job_fails_after_the_retries(app, app_config, trip_id, fak
     trip = reload(trip_id)
     assert statuses(trip)["route"] == ("failed", INTERNAL_FAILURE)
     assert statuses(trip)["stages"][0] == "failed"
+
+
+def test_work_horse_killed_on_the_last_attempt_fails_the_computation(app, app_config, trip_id, fake_thirdparty):
+    """RQ fails such a job without its failure callback: the worker settles the computations itself."""
+    fake_thirdparty.slow("/tour/31", 60, times=None)
+    worker = start_worker(app_config)
+    try:
+        for attempt in range(1, RETRIES + 2):
+            wait_for(lambda: fake_thirdparty.requests_to("/tour/31") == attempt)  # retries 1 s and 5 s apart
+            wait_for(lambda: horse_of(worker.pid) is not None, timeout=5)
+            os.kill(horse_of(worker.pid), signal.SIGKILL)
+        # The documented bound (README "When something dies"); the worker settles it at once.
+        wait_for(lambda: statuses(reload(trip_id))["route"][0] == "failed", timeout=GRACE_S + MAINTENANCE_S)
+        trip = reload(trip_id)
+        assert statuses(trip) == {"route": ("failed", INTERNAL_FAILURE), "stages": ("failed", ROUTE_FAILED_STAGES)}
+        assert worker.poll() is None  # only the horses died
+        assert fake_thirdparty.requests_to("/tour/31") == RETRIES + 1
+    finally:
+        kill(worker)
+
+
+def test_work_horse_killed_before_the_last_attempt_is_retried(app, app_config, trip_id, fake_thirdparty):
+    fake_thirdparty.slow("/tour/31", 60, times=1)
+    worker = start_worker(app_config)
+    try:
+        wait_for(lambda: fake_thirdparty.requests_to("/tour/31") == 1)
+        wait_for(lambda: horse_of(worker.pid) is not None, timeout=5)
+        os.kill(horse_of(worker.pid), signal.SIGKILL)
+        wait_for(lambda: statuses(reload(trip_id)).get("stages", ("",))[0] == "done")
+        assert statuses(reload(trip_id))["route"] == ("done", None)
+    finally:
+        kill(worker)
+
+
+def test_a_killed_worker_stops_counting_as_live_within_one_heartbeat(app, app_config, client):
+    worker = start_worker(app_config)
+    try:
+        wait_for(lambda: client.get("/readyz").status_code == 200)
+    finally:
+        kill(worker)
+    # RQ's own registration would still count it for worker_ttl + 60 s; the liveness key lapses in LIVENESS_TTL.
+    wait_for(lambda: client.get("/readyz").get_json()["checks"]["worker"] == "missing", timeout=LIVENESS_TTL + 2)

@@ -1,0 +1,137 @@
+"""The BTP worker: RQ's Worker with short heartbeats, a liveness key readiness can trust, and every job end settled.
+
+RQ 3.0 leaves three gaps this class closes (see README "When something dies"):
+
+* A work horse that dies (SIGKILL, OOM) on a job's last attempt is moved to the failed registry by
+  `monitor_work_horse` → `handle_job_failure` without the job's failure callback (RQ runs that callback only
+  inside the horse, or for abandoned jobs in `StartedJobRegistry.cleanup`). `handle_work_horse_killed`
+  settles the job's computations then.
+* RQ's heartbeats outlive a dead worker by minutes: the worker hash expires `worker_ttl + 60` s after the last
+  beat (420 + 60 by default), an execution `job_monitoring_interval + 60` s after it, and an idle worker runs its
+  maintenance (the abandoned-job detection) only when its blocking dequeue (`worker_ttl - 15` s) returns.
+  Short intervals bring abandoned jobs back within a minute.
+* Worker registration (`rq:workers:<queue>`) is written once, at birth: a Redis restarted empty forgets a
+  worker that is alive and working. Each beat here re-registers and refreshes a `LIVENESS_TTL` key.
+"""
+from __future__ import annotations
+
+import logging
+
+from redis import Redis
+from rq import Worker, worker_registration
+
+from jobs import reconcile
+
+log = logging.getLogger(__name__)
+
+BEAT_S = 5  # a beat every 5 s: the idle dequeue blocks `WORKER_TTL - 15` s, a busy worker beats per monitor tick
+WORKER_TTL = BEAT_S + 15
+LIVENESS_TTL = 3 * BEAT_S  # a worker missing three beats is dead for /readyz
+ABANDON_SLACK_S = 20  # an execution outlives its last beat by this (RQ: 60 s), then maintenance takes it back
+MAINTENANCE_S = 15  # registries cleaned (abandoned jobs) and computations reconciled this often, idle or busy
+RECONNECT_MAX_S = 4.0  # at most this long between reconnection attempts while Redis is away (RQ: 60 s)
+
+ALIVE_SET = "btp:workers:alive"
+ALIVE_KEY = "btp:worker:alive:{}"
+
+
+def beat(connection, name: str) -> None:
+    """Mark worker `name` alive for LIVENESS_TTL seconds (`connection` may be a pipeline)."""
+    connection.set(ALIVE_KEY.format(name), 1, ex=LIVENESS_TTL)
+    connection.sadd(ALIVE_SET, name)
+
+
+def forget(connection: Redis, name: str) -> None:
+    """Worker `name` is dead: it stops counting as live at once (graceful stop, or its supervisor saw it die)."""
+    with connection.pipeline() as pipe:
+        pipe.delete(ALIVE_KEY.format(name))
+        pipe.srem(ALIVE_SET, name)
+        pipe.execute()
+
+
+def live_workers(connection: Redis) -> list[str]:
+    """Names of the workers that beat within LIVENESS_TTL seconds. Raises redis errors."""
+    names = sorted(_text(n) for n in connection.smembers(ALIVE_SET))
+    with connection.pipeline(transaction=False) as pipe:
+        for name in names:
+            pipe.exists(ALIVE_KEY.format(name))
+        return [n for n, found in zip(names, pipe.execute() if names else []) if found]
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def prune(connection: Redis) -> None:
+    """Drop the names of workers whose liveness key expired (they died without a word)."""
+    alive = set(live_workers(connection))
+    dead = [n for n in connection.smembers(ALIVE_SET) if _text(n) not in alive]
+    if dead:
+        connection.srem(ALIVE_SET, *dead)
+
+
+class BTPWorker(Worker):
+    max_connection_wait_time = RECONNECT_MAX_S
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("worker_ttl", WORKER_TTL)
+        kwargs.setdefault("job_monitoring_interval", BEAT_S)
+        kwargs.setdefault("maintenance_interval", MAINTENANCE_S)
+        super().__init__(*args, **kwargs)
+
+    def register_birth(self):
+        super().register_birth()
+        beat(self.connection, self.name)
+
+    def register_death(self):
+        try:
+            forget(self.connection, self.name)
+        finally:
+            super().register_death()
+
+    def heartbeat(self, timeout=None, pipeline=None):
+        super().heartbeat(timeout, pipeline)
+        connection = pipeline if pipeline is not None else self.connection
+        worker_registration.register(self, connection)  # again: a Redis restarted empty lost it
+        beat(connection, self.name)
+
+    def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
+        """RQ's rule with ABANDON_SLACK_S in place of its 60 s: how long an execution outlives its last beat."""
+        interval = self.job_monitoring_interval
+        if job.timeout and job.timeout > 0:
+            interval = min(job.timeout - working_time, interval)
+        return int(max(interval, 0)) + ABANDON_SLACK_S
+
+    def maintain_heartbeats(self, job, execution):
+        """RQ beats here every monitoring tick while a horse works; maintenance is due here too, so a busy
+        worker still takes back other workers' abandoned jobs and reconciles computations."""
+        super().maintain_heartbeats(job, execution)
+        if self.should_run_maintenance_tasks:
+            self.run_maintenance_tasks()
+
+    def run_maintenance_tasks(self):
+        try:
+            super().run_maintenance_tasks()
+        except Exception:  # a maintenance hiccup must not stop the worker; it runs again in MAINTENANCE_S
+            log.exception("worker %s: registry maintenance failed", self.name)
+            from rq.utils import now
+
+            self.last_cleaned_at = now()
+        try:
+            prune(self.connection)
+            reconcile.sweep(self.connection, self.queues[0])
+        except Exception:
+            log.exception("worker %s: reconciling computations failed", self.name)
+
+    def handle_work_horse_killed(self, job, retpid, ret_val, rusage):
+        """The horse died without a word (SIGKILL, OOM, a crash): on the last attempt RQ fails the job next,
+        without its failure callback, so the computations are settled here. Earlier attempts are retried."""
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        if job.retries_left:
+            return
+        from jobs.tasks import settle_failed
+
+        try:
+            settle_failed(job, "work horse died")
+        except Exception:  # the reconciler settles it within its bound
+            log.exception("worker %s: could not settle job %s", self.name, job.id)
