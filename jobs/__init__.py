@@ -1,6 +1,7 @@
 """RQ wiring: one Redis connection per process (embedded or REDIS_URL), one queue, jobs with ids only."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import redis
@@ -13,6 +14,10 @@ from rq import Retry as JobRetry
 QUEUE_NAME = "btp"
 JOB_TIMEOUT = 300
 RETRIES = 2  # attempts after the first, also for a job whose worker died (RQ abandoned-job handling)
+# Redis unreachable (refused, reset, timed out, still loading its dataset): answered 503, never 500.
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+RETRY_AFTER_S = 5
+log = logging.getLogger(__name__)
 
 
 def init_app(app: Flask) -> None:
@@ -37,10 +42,12 @@ def get_redis() -> redis.Redis:
     app = current_app._get_current_object()
     client = app.extensions.get("btp_redis")
     if client is None:
-        # Short timeouts and few retries: a Redis outage must surface in seconds, not stall every request.
+        # Short timeouts and one retry: a Redis outage surfaces within ~7 s per call (2 × 3 s reads), never stalls
+        # a request for long. The worker lengthens the read timeout of its own client past its blocking dequeue
+        # (rq Worker._set_connection). Broken connections are dropped and re-made: Redis back, BTP is back.
         client = redis.Redis.from_url(
-            redis_url(app), socket_connect_timeout=2, socket_timeout=10, health_check_interval=30,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2))
+            redis_url(app), socket_connect_timeout=1, socket_timeout=3, health_check_interval=30,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1))
         app.extensions["btp_redis"] = client
     return client
 
@@ -49,11 +56,26 @@ def get_queue() -> Queue:
     return Queue(QUEUE_NAME, connection=get_redis(), default_timeout=JOB_TIMEOUT)
 
 
+def redis_unavailable():
+    """The domain error a caller is told when Redis cannot be reached (REST/OAuth 503, an MCP refusal)."""
+    from trips.errors import ServiceUnavailable
+
+    return ServiceUnavailable("BTP is briefly unavailable, try again in a few seconds.", RETRY_AFTER_S)
+
+
 def enqueue(func, *ids, job_id: str | None = None):
-    """Enqueue `func(*ids)` (ids and primitives only) with retries and the failure callback."""
+    """Enqueue `func(*ids)` (ids and primitives only) with retries and the failure callback.
+
+    Called after a commit: when Redis is unreachable the change stands, the job is not queued (logged) and the
+    reconciler fails the computation it would have run, with a reason, within its bound (jobs/reconcile.py).
+    Returns the job, or None when it could not be queued."""
     from jobs.tasks import on_job_failure
 
-    return get_queue().enqueue(
-        func, *ids, job_id=job_id, retry=JobRetry(max=RETRIES, interval=[1, 5]),
-        on_failure=Callback(on_job_failure), failure_ttl=7 * 24 * 3600, result_ttl=3600,
-    )
+    try:
+        return get_queue().enqueue(
+            func, *ids, job_id=job_id, retry=JobRetry(max=RETRIES, interval=[1, 5]),
+            on_failure=Callback(on_job_failure), failure_ttl=7 * 24 * 3600, result_ttl=3600,
+        )
+    except REDIS_DOWN:
+        log.error("could not queue %s%r: Redis unreachable; the reconciler will settle it", func.__name__, ids)
+        return None

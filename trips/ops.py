@@ -9,6 +9,7 @@ from rq import Worker
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
 from jobs import get_queue, get_redis
+from jobs.worker import live_workers
 from oauth.models import User
 from trips.db import db
 from trips.models import Computation, Trip
@@ -30,11 +31,15 @@ def _check(probe) -> str:
 
 @bp.get("/readyz")
 def readyz():
-    """200 when the database and Redis answer and at least one worker is alive, else 503 naming what fails."""
+    """200 when the database and Redis answer and at least one worker is alive, else 503 naming what fails.
+
+    A worker is alive while its liveness key is: refreshed every beat (5 s), it lapses 15 s after the last one
+    (jobs/worker.py). RQ's own registration would keep a dead worker "live" for minutes, and forget a working
+    one when Redis restarts empty."""
     checks = {
         "database": _check(lambda: db.session.execute(sa.text("SELECT 1")).scalar() == 1),
         "redis": _check(lambda: get_redis().ping()),
-        "worker": _check(lambda: Worker.count(queue=get_queue()) > 0),
+        "worker": _check(lambda: len(live_workers(get_redis())) > 0),
     }
     ready = all(value == "ok" for value in checks.values())
     response = jsonify({"status": "ready" if ready else "not ready", "checks": checks})
