@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from flask import Flask
 
+from trips import limits
 from trips.db import db, migrate
 
 # Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
@@ -17,6 +18,8 @@ KNOWN_ENV = (
     "BTP_ALLOWED_ORIGINS", "BTP_KOMOOT_URL", "BTP_STRAVA_URL", "BTP_RIDEWITHGPS_URL",
     "BTP_NOMINATIM_URL", "BTP_OPENMETEO_URL", "BTP_VALHALLA_URL",
     "BTP_HOST", "BTP_PORT",  # read by `make run` / `flask serve`
+    "BTP_TRUSTED_PROXIES", "BTP_METRICS_TOKEN",
+    *limits.ENV_NAMES,  # BTP_LIMIT_<BUCKET>=COUNT/SECONDS, one per rate limit and budget (trips/limits.py)
 )
 
 DEFAULTS = {
@@ -34,6 +37,9 @@ DEFAULTS = {
     "BTP_VALHALLA_URL": None,
     "BTP_HOST": "127.0.0.1",
     "BTP_PORT": "8000",
+    "BTP_TRUSTED_PROXIES": "0",  # reverse proxies in front that set X-Forwarded-For/-Proto (nginx: 1)
+    "BTP_METRICS_TOKEN": None,  # bearer secret for /metrics; unset: loopback only, and never behind a proxy
+    **{name: None for name in limits.ENV_NAMES},  # unset: the defaults of trips/limits.py
     "DATABASE_URL": None,
     "REDIS_URL": None,
 }
@@ -60,6 +66,12 @@ def load_config(environ: dict | None = None, overrides: dict | None = None) -> d
         conf["BTP_BASE_URL"] = f"http://{'[' + host + ']' if ':' in host else host}:{conf['BTP_PORT']}"
     conf["BTP_BASE_URL"] = conf["BTP_BASE_URL"].rstrip("/")
     _check_base_url(conf["BTP_BASE_URL"])
+    conf["BTP_TRUSTED_PROXIES"] = _trusted_proxies(conf["BTP_TRUSTED_PROXIES"])
+    _check_metrics_token(conf["BTP_METRICS_TOKEN"])
+    try:
+        conf["BTP_LIMITS"] = limits.from_settings(conf)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if conf["BTP_ENV"] not in ("development", "production"):
         raise ConfigError("BTP_ENV must be 'development' or 'production'")
     if conf["BTP_ENV"] == "production":
@@ -71,6 +83,25 @@ def _check_base_url(url: str) -> None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.path not in ("", "/"):
         raise ConfigError("BTP_BASE_URL must be an http(s) origin such as https://btp.example.org")
+
+
+MAX_TRUSTED_PROXIES = 5
+MIN_METRICS_TOKEN = 32
+
+
+def _trusted_proxies(value) -> int:
+    text = str(value).strip()
+    if not text.isdigit() or len(text) > 2 or int(text) > MAX_TRUSTED_PROXIES:
+        raise ConfigError(f"BTP_TRUSTED_PROXIES must be a whole number from 0 to {MAX_TRUSTED_PROXIES}")
+    return int(text)
+
+
+def _check_metrics_token(token: str | None) -> None:
+    # A bearer secret compared in constant time (trips/ops.py); long enough that it cannot be guessed online.
+    if token is not None and (len(token) < MIN_METRICS_TOKEN or len(token) > 512 or not token.isprintable()
+                              or " " in token):
+        raise ConfigError(f"BTP_METRICS_TOKEN must be {MIN_METRICS_TOKEN} to 512 printable characters without "
+                          "spaces (e.g. `openssl rand -hex 32`)")
 
 
 def _is_loopback(host: str | None) -> bool:
@@ -114,9 +145,22 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
         MAX_CONTENT_LENGTH=MAX_CONTENT_LENGTH,
         MCP_RESOURCE=conf["BTP_BASE_URL"] + "/mcp",
     )
+    from trips.jsonio import StrictJSONProvider
+
+    app.json = StrictJSONProvider(app)  # request JSON refuses lone surrogates (trips/jsonio.py)
     app.json.sort_keys = False  # answers keep the read models' order
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from trips import observability
+
+    observability.configure_logging(logging.INFO)
+    observability.init_app(app)
+    if conf["BTP_TRUSTED_PROXIES"]:
+        # The client address and scheme nginx saw (X-Forwarded-For / -Proto), from as many proxies as are
+        # trusted. Never X-Forwarded-Host: URLs come from BTP_BASE_URL, never from the request.
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        hops = conf["BTP_TRUSTED_PROXIES"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=0, x_port=0, x_prefix=0)
 
     from trips.db import configure_engine_options
 
@@ -132,5 +176,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
     jobs.init_app(app)
     oauth.init_app(app)
     trips.init_app(app)
-    mcp.init_app(app)
+    from mcp.tools import PRODUCT as MCP_TOOLS
+
+    mcp.init_app(app, MCP_TOOLS)  # the thirteen tools
     return app

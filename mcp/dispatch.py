@@ -9,7 +9,9 @@ import json
 import logging
 import secrets
 
-from jobs import get_redis
+from flask import current_app
+
+from jobs import REDIS_DOWN, get_redis, redis_unavailable
 from mcp.arguments import check_arguments
 from trips.text import clean_answer, quote
 from mcp.protocol import (
@@ -17,23 +19,40 @@ from mcp.protocol import (
     META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,
     parse_message, result_envelope,
 )
-from mcp.tools import BY_NAME, TOOLS
-from mcp.tools.base import CallContext
+from mcp.tools import Registry
+from mcp.tools.base import CallContext, Content
 from mcp.confirm import ConfirmationRequired, InputRequired
 from oauth.resource import touch_grant
+from trips.db import db
 from trips.errors import DomainError, Invalid, RateLimited
-from trips.ratelimit import hit
+from trips.guards import admit
+from trips.metrics import counted_tool_calls
+from trips.ratelimit import limit
 
 log = logging.getLogger(__name__)
-CALL_BUDGET = (60, 60)   # tool calls per minute per (user, client)
-WRITE_BUDGET = (20, 60)  # of which writes
 TOOLS_TTL_MS = 300_000
 
 
+def registry() -> Registry:
+    """The tools this app serves (mcp.init_app): BTP's thirteen; a test app mounts fixtures instead."""
+    return current_app.extensions["mcp.tools"]
+
+
+class _Served:
+    """The names of the tools served, for the metrics' bounded label set."""
+
+    def __contains__(self, name) -> bool:
+        return name in registry().by_name
+
+
+def tool_of(message: Message):
+    """The tool a tools/call names, or None."""
+    name = message.params.get("name") if message.method == "tools/call" else None
+    return registry().by_name.get(name) if isinstance(name, str) else None
+
+
 def required_scope(message: Message) -> str | None:
-    if message.method != "tools/call":
-        return None
-    tool = BY_NAME.get(message.params.get("name"))
+    tool = tool_of(message)
     return tool.scope if tool else None
 
 
@@ -59,7 +78,7 @@ def ping(message, ex) -> dict:
 
 def tools_list(message, ex) -> dict:
     # The list depends on the token's scopes: private to it. The text of every tool is a constant.
-    tools = [tool.listing() for tool in TOOLS if tool.scope in ex.principal.scopes]
+    tools = [tool.listing() for tool in registry().tools if tool.scope in ex.principal.scopes]
     return _modern({"tools": tools, "ttlMs": TOOLS_TTL_MS, "cacheScope": "private"}) if ex.modern \
         else {"tools": tools}
 
@@ -86,11 +105,11 @@ def refusal(exc: DomainError) -> dict:
     return {"error": error}
 
 
+@counted_tool_calls(_Served())  # btp_tool_calls_total{tool, outcome} on /metrics
 def tools_call(message, ex) -> dict:
-    name = message.params.get("name")
-    tool = BY_NAME.get(name) if isinstance(name, str) else None
+    tool = tool_of(message)
     if tool is None:
-        raise RpcError(INVALID_PARAMS, f"Unknown tool: {quote(name)}.")
+        raise RpcError(INVALID_PARAMS, f"Unknown tool: {quote(message.params.get('name'))}.")
     if tool.scope not in ex.principal.scopes:  # judged per message (a batch reaches here)
         raise RpcError(INSUFFICIENT_SCOPE, "insufficient_scope: the access token lacks the scope this tool needs.",
                        {"error": "insufficient_scope", "scope": tool.scope})
@@ -100,23 +119,38 @@ def tools_call(message, ex) -> dict:
                       request_state=message.params.get("requestState"))
     try:
         _spend_budget(ex.principal, tool)
+        _admit(tool, message.params.get("arguments"), ex.principal)
         answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
     except InputRequired as ask:
-        return {"resultType": "input_required", "inputRequests": ask.requests, "requestState": ask.state,
-                "_meta": {META_SERVER: SERVER_INFO}}
+        asked = {"resultType": "input_required", "inputRequests": ask.requests, "requestState": ask.state}
+        return {**{k: v for k, v in asked.items() if v is not None}, "_meta": {META_SERVER: SERVER_INFO}}
     except DomainError as exc:
         return _tool_result(refusal(exc), True, ex.modern)
+    except REDIS_DOWN:  # nothing written (writes take their Redis lock first): a refusal to retry, not -32603
+        return _tool_result(refusal(redis_unavailable()), True, ex.modern)
     touch_grant(ex.principal)
+    if isinstance(answer, Content):  # content blocks of its own (the conformance fixtures' images, audio …)
+        result = {"content": clean_answer(answer.blocks), "isError": answer.is_error}
+        return _modern(result) if ex.modern else result
     return _tool_result(answer, False, ex.modern)
+
+
+def _admit(tool, arguments, principal) -> None:
+    """C42 (ownership → lock → version → …): before a lock-carrying tool's arguments are judged, the trip it
+    names must be the caller's and not started. Raises NotFound (someone else's id answers exactly like an
+    unknown one) or Locked. An id that is absent or not a string is left to the argument checks."""
+    trip_id = arguments.get(tool.locked_trip) if tool.locked_trip and isinstance(arguments, dict) else None
+    if isinstance(trip_id, str):
+        admit(principal.user.id, trip_id)
 
 
 def _spend_budget(principal, tool) -> None:
     key = f"{principal.user.id}|{principal.client_id or 'cli'}"
-    hit(get_redis(), "mcp_calls", key, *CALL_BUDGET)
+    limit(get_redis(), "mcp_calls", key)  # budgets: trips/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES
     if tool.writes:
-        hit(get_redis(), "mcp_writes", key, *WRITE_BUDGET)
+        limit(get_redis(), "mcp_writes", key)
 
 
 MODERN = {"server/discover": discover, "tools/list": tools_list, "tools/call": tools_call}
@@ -139,18 +173,36 @@ def handle(message: Message, ex) -> tuple[dict | None, int]:
     except RpcError as error:
         return error_envelope(message.id, error), error.http_status
     except Exception:
-        request_id = secrets.token_hex(8)
-        log.exception("MCP %s failed (request %s)", message.method, request_id)
-        return error_envelope(message.id, RpcError(INTERNAL_ERROR, f"Internal error (request {request_id}).")), 200
+        return _internal(message.id, quote(message.method)), 200
 
 
 def handle_raw(item, ex) -> dict | None:
-    """One element of a 2025-03-26 batch, judged on its own."""
+    """One element of a 2025-03-26 batch, judged on its own and its own unit of work: whatever it raises, it
+    answers -32603 and its siblings are untouched (each write already commits in its own atomic() block; the
+    session is rolled back after every element, so a failed read cannot poison the next one). Raises nothing."""
+    message_id = item.get("id") if isinstance(item, dict) else None
     try:
         message = parse_message(item)
+        if message.method == "initialize":
+            return error_envelope(message.id, RpcError(-32600, "initialize cannot be part of a batch."))
+        answer, _ = handle(message, ex)
+        return answer
     except RpcError as error:
-        return error_envelope(item.get("id") if isinstance(item, dict) else None, error)
-    if message.method == "initialize":
-        return error_envelope(message.id, RpcError(-32600, "initialize cannot be part of a batch."))
-    answer, _ = handle(message, ex)
-    return answer
+        return error_envelope(message_id, error)
+    except Exception:
+        return _internal(message_id, "a batch element")
+    finally:
+        _end_unit_of_work()
+
+
+def _end_unit_of_work() -> None:
+    try:
+        db.session.rollback()
+    except Exception:  # the database itself is gone: the next element will say so on its own
+        log.warning("could not roll back after a batch element", exc_info=True)
+
+
+def _internal(message_id, what: str) -> dict:
+    request_id = secrets.token_hex(8)
+    log.exception("MCP %s failed (request %s)", what, request_id)
+    return error_envelope(message_id, RpcError(INTERNAL_ERROR, f"Internal error (request {request_id})."))

@@ -16,16 +16,16 @@ from jobs import get_redis
 from mcp import dispatch
 from mcp.protocol import (
     BATCH_VERSION, HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, META_CAPABILITIES,
-    META_VERSION, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Message, RpcError, error_envelope,
-    parse_message,
+    META_VERSION, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Message, RpcError, encode, encode_batch,
+    error_envelope, parse_message,
 )
 from oauth.principal import Principal
 from oauth.resource import McpInsufficientScope, challenge, mcp_principal
+from trips import jsonio
 from trips.errors import RateLimited
-from trips.ratelimit import hit
+from trips.ratelimit import limit
 
 bp = Blueprint("mcp", __name__)
-ADDRESS_LIMIT = (300, 60)  # requests per minute per client address, before authentication
 MAX_BATCH = 100
 
 
@@ -56,7 +56,9 @@ def check_origin(ex: Exchange) -> None:
 
 def limit_address(ex: Exchange) -> None:
     try:
-        hit(get_redis(), "mcp_address", request.remote_addr or "?", *ADDRESS_LIMIT)
+        # Per client address, before authentication (trips/limits.py "mcp_address"; behind nginx the address
+        # is the real client's: BTP_TRUSTED_PROXIES).
+        limit(get_redis(), "mcp_address", request.remote_addr or "?")
     except RateLimited as exc:
         raise _http(429, {"error": "rate_limited", "error_description": "Too many requests from this address."},
                     {"Retry-After": str(exc.retry_after)}) from None
@@ -73,9 +75,10 @@ def check_content_type(ex: Exchange) -> None:
 
 def parse_body(ex: Exchange) -> None:
     try:
-        ex.body = json.loads(request.get_data(cache=False) or b"")
-    except (ValueError, RecursionError):
-        raise RpcError(PARSE_ERROR, "Parse error: the body is not valid JSON.", http_status=400) from None
+        ex.body = jsonio.loads(request.get_data(cache=False) or b"")  # lone surrogates refused (-32700)
+    except (ValueError, RecursionError) as exc:
+        reason = exc.message if isinstance(exc, jsonio.InvalidText) else "the body is not valid JSON."
+        raise RpcError(PARSE_ERROR, f"Parse error: {reason}", http_status=400) from None
     ex.batch = isinstance(ex.body, list)
     if ex.batch:
         if not ex.body or len(ex.body) > MAX_BATCH:
@@ -103,11 +106,13 @@ def classify(ex: Exchange) -> None:
                            {"supported": [*MODERN_VERSIONS, *HANDSHAKE_VERSIONS], "requested": header[:40]}, 400)
         ex.version = header or BATCH_VERSION  # a client without the header speaks 2025-03-26
         return
+    # The header must mirror the claim before the claim is judged (SEP-2243: a mismatch is -32020, whatever the
+    # versions; the conformance suite sends a supported header with an unsupported claim and expects -32020).
+    _mirror(header, claim, "MCP-Protocol-Version")
     if claim not in MODERN_VERSIONS:
         raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version.",
                        {"supported": list(MODERN_VERSIONS), "requested": str(claim)[:40]}, 400)
     ex.modern, ex.version = True, claim
-    _mirror(header, claim, "MCP-Protocol-Version")
     _mirror((request.headers.get("Mcp-Method") or "").strip() or None, message.method, "Mcp-Method")
     if message.method == "tools/call":
         _mirror(decode_header(request.headers.get("Mcp-Name")), message.params.get("name"), "Mcp-Name")
@@ -135,9 +140,17 @@ def _mirror(header, body_value, name: str) -> None:
 
 
 def scope_of_single_call(ex: Exchange) -> None:
-    """A lone modern tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up challenge.
-    Handshake-era messages are judged one by one in the dispatcher (a JSON-RPC error each)."""
-    if ex.batch or not ex.modern:
+    """A POST carrying one tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up
+    challenge (RFC 6750 §3.1; MCP authorization: 403 = insufficient scope), in every era. Raises
+    McpInsufficientScope.
+
+    One message is one HTTP answer, so its refusal can be the HTTP status every OAuth client acts on (the
+    SDKs step up on 403 `insufficient_scope`, never on a JSON-RPC error). That holds for a single 2025-03-26
+    message too: that revision already adopted OAuth 2.1, whose resource servers answer insufficient scope
+    with 403, and a missing MCP-Protocol-Version (read as 2025-03-26) is what any client's first requests may
+    look like. Only a 2025-03-26 batch cannot: one status would refuse its allowed siblings, so its elements
+    are judged one by one in the dispatcher (a JSON-RPC error each)."""
+    if ex.batch:
         return
     scope = dispatch.required_scope(ex.messages[0])
     if scope and scope not in ex.principal.scopes:
@@ -160,8 +173,7 @@ def _http(status: int, body: dict, headers: dict | None = None) -> _HttpAnswer:
 
 
 def _json(payload, status: int = 200) -> Response:
-    return Response(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), status=status,
-                    mimetype="application/json")
+    return Response(encode(payload), status=status, mimetype="application/json")
 
 
 @bp.post("/mcp")
@@ -182,7 +194,7 @@ def mcp_post():
     if ex.batch:
         answers = [dispatch.handle_raw(item, ex) for item in ex.body]
         answers = [a for a in answers if a is not None]
-        return _json(answers) if answers else Response(status=202)
+        return Response(encode_batch(answers), mimetype="application/json") if answers else Response(status=202)
     answer, status = dispatch.handle(ex.messages[0], ex)
     return Response(status=202) if answer is None else _json(answer, status)
 

@@ -1,6 +1,8 @@
 """JSON-RPC 2.0 envelopes and the MCP error codes of both protocol eras."""
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass, field
 
 PARSE_ERROR = -32700
@@ -72,3 +74,29 @@ def error_envelope(message_id, error: RpcError) -> dict:
     if error.data is not None:
         body["data"] = error.data
     return {"jsonrpc": "2.0", "id": message_id, "error": body}
+
+
+def encode(payload) -> bytes:
+    """UTF-8 JSON of one JSON-RPC answer, never failing: an answer that cannot be encoded (a lone surrogate, a
+    value JSON has no form for) becomes a -32603 error for the same id, or for no id when the id is the
+    culprit, so one broken answer never turns the HTTP response into a 500."""
+    try:
+        return _dumps(payload)
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        logging.getLogger(__name__).exception("an MCP answer could not be encoded")
+    message_id = payload.get("id") if isinstance(payload, dict) else None
+    try:
+        _dumps(message_id)
+    except (TypeError, ValueError, UnicodeEncodeError):
+        message_id = None
+    return _dumps(error_envelope(message_id, RpcError(INTERNAL_ERROR, "Internal error: the answer could not be "
+                                                                      "encoded.")))
+
+
+def encode_batch(answers: list) -> bytes:
+    """A batch answer: each element encoded on its own (see `encode`)."""
+    return b"[" + b",".join(encode(answer) for answer in answers) + b"]"
+
+
+def _dumps(value) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

@@ -191,6 +191,50 @@ def test_a_started_trip_is_locked_before_its_version_or_a_token(client, owner):
     assert error["code"] == "locked"
 
 
+LOCKING = [t.name for t in TOOLS if t.locked_trip]
+OUT_OF_RANGE = {"update_trip_settings": {"maxDistancePerDay": -5}, "edit_stages": {"position": -1},
+                "add_waypoint": {"waypointLat": 999}, "choose_accommodation": {"selectedAccommodationLat": 999}}
+SPOILS = [(name, spoil) for name in LOCKING for spoil in ("no version", "malformed version", "unknown argument",
+                                                          "out of range") if spoil != "out of range" or name in OUT_OF_RANGE]
+
+
+def test_the_lock_carrying_tools_declare_their_trip():
+    assert LOCKING == ["update_trip_settings", "edit_stages", "add_waypoint", "choose_accommodation", "analyze_trip"]
+
+
+@pytest.mark.parametrize("name,spoil", SPOILS)
+def test_a_started_trip_is_locked_before_its_arguments_are_judged(app, client, owner, name, spoil):
+    """C42: ownership → lock → version → the rest; a stranger still cannot tell a started trip from no trip."""
+    _, trip, token = owner
+    with atomic():
+        db.session.get(Trip, trip.id).start_date = date.today()
+    args = dict(id_arguments(name, trip.id, trip.stages[0].id))
+    if spoil == "no version":
+        args.pop("version", None)
+    elif spoil == "malformed version":
+        args["version"] = "seven"
+    elif spoil == "unknown argument":
+        args["dailyBudget"] = 5
+    else:
+        args.update(OUT_OF_RANGE[name])
+    assert payload(call(client, token, name, args))["error"]["code"] == "locked", args
+    intruder = mcp_token(app, make_user("intruder@example.org"))
+    theirs = modern(client, intruder, "tools/call", {"name": name, "arguments": args}).get_json()
+    nobody = modern(client, intruder, "tools/call", {"name": name, "arguments": {
+        **args, **{k: UNKNOWN for k in ("id", "tripId") if k in args}}}).get_json()
+    assert payload(theirs["result"]) == payload(nobody["result"])
+    assert payload(theirs["result"])["error"]["code"] == "not_found" and trip.id not in json.dumps(theirs)
+
+
+def test_an_unstarted_trip_still_has_its_arguments_judged(client, owner):
+    _, trip, token = owner
+    error = payload(call(client, token, "edit_stages", {"tripId": trip.id, "action": "rest_day",
+                                                        "stageId": trip.stages[0].id}))["error"]
+    assert error["code"] == "invalid_argument" and '"version"' in error["message"]
+    bad_id = payload(call(client, token, "edit_stages", {"tripId": 7, "action": "rest_day", "version": 1}))["error"]
+    assert bad_id["code"] == "invalid_argument" and "tripId" in bad_id["message"]
+
+
 def test_confirmation_token_binding(client, owner):
     _, trip, token = owner
     args = {"id": trip.id, "version": 1, "maxDistancePerDay": 95, "title": "Fast"}

@@ -104,6 +104,19 @@ def test_modern_requests_need_their_meta(client, token):
     assert error_of(unknown)["data"]["supported"] == [MODERN]
 
 
+@pytest.mark.parametrize("header,claim,code", [(MODERN, "2099-01-01", -32020), ("2099-01-01", MODERN, -32020),
+                                               ("2099-01-01", "2099-01-01", -32022)])
+def test_a_header_that_disagrees_with_its_claim_is_a_mismatch_before_any_version_check(client, token, header,
+                                                                                        claim, code):
+    body = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": claim, "io.modelcontextprotocol/clientCapabilities": {}}}}
+    response = client.post("/mcp", data=json.dumps(body), headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json", "MCP-Protocol-Version": header,
+        "Mcp-Method": "tools/list"})
+    assert response.status_code == 400 and error_of(response)["code"] == code
+    assert response.get_json()["id"] == 5
+
+
 def test_discover_and_list_results(client, token):
     discover = modern(client, token, "server/discover").get_json()["result"]
     assert discover["resultType"] == "complete" and discover["supportedVersions"] == [MODERN]
@@ -148,6 +161,46 @@ def test_batches_only_on_2025_03_26_and_judged_per_message(app, client, user):
     assert later.status_code == 400 and error_of(later)["code"] == -32600
 
 
+def test_a_batch_answers_every_element_whatever_a_sibling_does(app, client, user, monkeypatch):
+    """An edit commits in the first element; a tool that raises, an answer JSON cannot encode and a read follow:
+    the edit is committed AND reported, the broken ones are -32603, the read still answers."""
+    import dataclasses
+    import io
+
+    from mcp.tools import BY_NAME
+    from mcp.tools.base import Content
+    from tests.fakes.thirdparty import gpx_from_points, make_points
+    from trips.models import Trip
+    from trips.services import import_gpx
+
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400))), {})
+    stage = trip.stages[0].id
+
+    def explode(ctx, args):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setitem(BY_NAME, "list_trips", dataclasses.replace(BY_NAME["list_trips"], run=explode))
+    monkeypatch.setitem(BY_NAME, "search_places", dataclasses.replace(
+        BY_NAME["search_places"], run=lambda ctx, args: Content([{"type": "text", "text": b"not JSON"}])))
+    call_ = {"jsonrpc": "2.0", "method": "tools/call"}
+    batch = [{**call_, "id": 1, "params": {"name": "edit_stages", "arguments": {
+                 "tripId": trip.id, "action": "rest_day", "stageId": stage, "version": 1}}},
+             {**call_, "id": 2, "params": {"name": "list_trips", "arguments": {}}},
+             {**call_, "id": 3, "params": {"name": "search_places", "arguments": {"q": "Grenoble"}}},
+             {**call_, "id": 4, "params": {"name": "get_trip", "arguments": {"id": trip.id}}}]
+    response = client.post("/mcp", data=json.dumps(batch), headers={
+        "Authorization": f"Bearer {mcp_token(app, user)}", "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-03-26"})
+    assert response.status_code == 200
+    answers = {a["id"]: a for a in response.get_json()}
+    assert payload(answers[1]["result"])["version"] == 2
+    assert answers[2]["error"]["code"] == -32603 and "disk on fire" not in response.get_data(as_text=True)
+    assert answers[3]["error"]["code"] == -32603
+    assert payload(answers[4]["result"])["version"] == 2
+    db.session.rollback()
+    assert db.session.get(Trip, trip.id).version == 2  # committed, and the client was told so
+
+
 def test_every_401_is_the_same(app, client, user):
     rest_token = make_token(user)
     expired = mcp_token(app, user)
@@ -182,8 +235,18 @@ def test_scopes_filter_the_list_and_refuse_calls(app, client, user):
     assert "confirmationToken" not in refused.get_data(as_text=True)
     read = modern(client, writer, "tools/call", {"name": "get_trip", "arguments": {"id": "x"}})
     assert read.status_code == 403 and 'scope="trips:read"' in read.headers["WWW-Authenticate"]
-    old = legacy(client, reader, "tools/call", {"name": "delete_trip", "arguments": {"id": "x"}})
-    assert old.status_code == 200 and error_of(old)["data"] == {"error": "insufficient_scope", "scope": "trips:write"}
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", None])
+def test_a_single_message_steps_up_in_every_era(app, client, user, version):
+    reader = mcp_token(app, user, "trips:read")
+    refused = legacy(client, reader, "tools/call", {"name": "delete_trip", "arguments": {"id": "x"}}, version=version)
+    assert refused.status_code == 403 and refused.get_json()["error"] == "insufficient_scope"
+    challenge = refused.headers["WWW-Authenticate"]
+    assert 'error="insufficient_scope"' in challenge and 'scope="trips:write"' in challenge
+    assert "confirmationToken" not in refused.get_data(as_text=True)
+    allowed = legacy(client, reader, "tools/call", {"name": "list_trips", "arguments": {}}, version=version)
+    assert allowed.status_code == 200 and "result" in allowed.get_json()
 
 
 def test_unknown_tool_is_invalid_params(client, token):
@@ -206,10 +269,8 @@ def test_unexpected_failures_hide_their_text(client, token, monkeypatch):
 
 
 def test_call_and_write_budgets(app, client, user, monkeypatch):
-    import mcp.dispatch as dispatch
-
-    monkeypatch.setattr(dispatch, "CALL_BUDGET", (5, 60))
-    monkeypatch.setattr(dispatch, "WRITE_BUDGET", (2, 60))
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_calls", (5, 60))  # as BTP_LIMIT_MCP_CALLS=5/60 would
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_writes", (2, 60))
     token = mcp_token(app, user)
     results = [call(client, token, "list_trips") for _ in range(6)]
     assert [r["isError"] for r in results] == [False] * 5 + [True]
@@ -221,10 +282,8 @@ def test_call_and_write_budgets(app, client, user, monkeypatch):
     assert [payload(w)["error"]["code"] for w in writes] == ["not_found", "not_found", "rate_limited"]
 
 
-def test_address_envelope(client, token, monkeypatch):
-    import mcp.endpoint as endpoint
-
-    monkeypatch.setattr(endpoint, "ADDRESS_LIMIT", (3, 60))
+def test_address_envelope(app, client, token, monkeypatch):
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_address", (3, 60))
     codes = [modern(client, token, "tools/list").status_code for _ in range(4)]
     assert codes == [200, 200, 200, 429]
     assert modern(client, None, "tools/list", headers={"Authorization": None}).status_code == 429  # before auth

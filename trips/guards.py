@@ -122,6 +122,15 @@ def confirmation(ctx: WriteContext) -> None:
 # Validation comes before confirmation: a confirmation is only ever asked for a call that would succeed.
 WRITE_CHAIN = (ownership, lock, precondition, validation, confirmation)
 FAIL_FAST_CHAIN = (ownership, lock, precondition)
+# What can be judged before a caller's arguments are even read (MCP: a started trip answers "locked" whatever
+# version or argument came with it, C42), on the raw trip id.
+ADMISSION_CHAIN = (ownership, lock)
+
+
+def admit(actor_id: str, trip_id: str) -> Trip:
+    """The caller's trip, unlocked. Raises NotFound (unknown, malformed or someone else's id: one answer) or
+    Locked. Reads only; the write chain judges it all again under the lock."""
+    return run_chain(WriteContext(actor_id, trip_id), ADMISSION_CHAIN)
 
 
 def run_chain(ctx: WriteContext, chain=WRITE_CHAIN) -> Trip:

@@ -14,6 +14,7 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="add_waypoint", title="Route a day through a place", scope="trips:write", run=run,
+    locked_trip="tripId",
     description="Reroute one day through a place (within 30 km of it), in the background. The trip version "
                 "does not move.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID,

@@ -30,6 +30,15 @@ class CallContext:
 
 
 @dataclass(frozen=True)
+class Content:
+    """A tool answer given as MCP content blocks (text, image, audio, resource …) rather than one JSON object;
+    the dispatcher sends the blocks as they are, with no structuredContent."""
+
+    blocks: list
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     title: str
@@ -39,6 +48,9 @@ class Tool:
     output_schema: dict
     run: Callable[[CallContext, dict], dict]
     annotations: dict = field(default_factory=dict)
+    # The argument naming the trip a lock-carrying tool writes (C44): its ownership and lock are judged before
+    # the other arguments, so a started trip answers "locked" whatever else was sent (C42).
+    locked_trip: str | None = None
 
     def __post_init__(self):
         unknown = set(self.annotations) - ANNOTATION_KEYS

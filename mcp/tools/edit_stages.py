@@ -40,6 +40,7 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
+    locked_trip="tripId",
     description="Change the days of a trip with one `action`: add (startPoint, endPoint, optional position "
                 "and label), update (startPoint/endPoint/label, or distance in km to cut the day there), move "
                 "(toIndex), delete (merges the day into its neighbour), rest_day (inserts a rest day after "

@@ -22,6 +22,7 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="update_trip_settings", title="Change a trip's settings", scope="trips:write", run=run,
+    locked_trip="id",
     description="Change a trip's settings (only the ones given). A change of pacing or dates recuts every "
                 "day. Needs the trip's version, and a confirmation: the first call changes nothing and "
                 "answers what would change. The route itself cannot change: create a new trip for that.",
