@@ -9,113 +9,40 @@ so CI notices. tests/ts_client/client.mjs is the client; it prints one JSON repo
 """
 from __future__ import annotations
 
-import io
 import json
-import secrets
-import subprocess
 import tempfile
-from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 import pytest
 
-from oauth.tokens import issue_token
-from tests.factories import make_user
-from tests.fakes.thirdparty import gpx_from_points, make_points
-from tests.live import ROOT, Live, gunicorn
-from tests.node_tools import NodeToolsUnavailable, node_binary, node_env, node_tools
-from trips.db import atomic, db
+from tests.live import ROOT, Live
+from tests.ts_client.old_refusal_server import old_refusal_server
+from tests.ts_client.scene import THIRTEEN, UNKNOWN, Scene, btp, last_json_line, node_folder, run_node, scene
+from trips.db import db
 from trips.models import Trip
-from trips.services import import_gpx
 
 pytestmark = pytest.mark.slow
+__all__ = ["Scene", "btp", "node_folder", "scene"]  # fixtures of tests/ts_client/scene.py, used by name
 
 CLIENT = ROOT / "tests" / "ts_client" / "client.mjs"
-CLIENT_TIMEOUT = 90  # seconds for one whole node run (start, connect, list, every step)
-UNKNOWN = "0192f000-0000-7000-8000-000000000000"
-THIRTEEN = {
-    "list_trips", "get_trip", "get_stage", "search_places", "create_trip", "update_trip_settings", "edit_stages",
-    "add_waypoint", "choose_accommodation", "analyze_trip", "share_trip", "unshare_trip", "delete_trip",
-}
-READ_TOOLS = ("list_trips", "get_trip", "get_stage", "search_places")
 
 
-@pytest.fixture(scope="module")
-def node_folder() -> Path:
-    """The folder holding Node 22 and the npm clients. An install that cannot happen FAILS the tests (never a
-    skip): CI must notice that the clients nobody here wrote were not run."""
-    try:
-        return node_tools()
-    except NodeToolsUnavailable as exc:
-        pytest.fail(f"the npm MCP clients cannot be installed: {exc}")
-
-
-@pytest.fixture(scope="module")
-def btp(app, app_config, tmp_path_factory):
-    """gunicorn (two workers) on the test configuration; its BTP_BASE_URL is where it listens, so the MCP
-    resource, the tokens' audience, is `{url}/mcp`: the address the clients call."""
-    with gunicorn(app_config, tmp_path_factory.mktemp("gunicorn") / "gunicorn.log", own_base_url=True) as live:
-        yield live
-
-
-@dataclass
-class Scene:
-    token: str
-    trip_id: str
-    stage_ids: list
-    version: int
-    locked_id: str
-    locked_stage_id: str
-    locked_version: int
-
-
-@pytest.fixture
-def scene(ctx, btp) -> Scene:
-    """A fresh account with two GPX trips with their days: one open, one started today (so locked, C42), and an
-    MCP token whose audience is the live server's resource."""
-    user = make_user(f"ts-sdk-{secrets.token_hex(4)}@example.org")
-    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="TS ride")), {})
-    started = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="Started ride")), {})
-    with atomic():
-        db.session.get(Trip, started.id).start_date = date.today()
-        token = issue_token(user, f"{btp.url}/mcp", "trips:read trips:write", 3600, client_id="ts-sdk-test")
-    return Scene(token, trip.id, [s.id for s in trip.stages], trip.version, started.id, started.stages[0].id,
-                 started.version)
-
-
-def run_node(node_folder: Path, btp: Live, script: Path, args: list[str], what: str) -> subprocess.CompletedProcess:
-    """Run a Node 22 program from a temporary directory (nothing of the repository as its cwd), the SDK found
-    through BTP_NODE_MODULES. Fails the test with the server log if it does not finish."""
-    env = node_env(node_folder)
-    env["BTP_NODE_MODULES"] = str(node_folder / "node_modules")
-    with tempfile.TemporaryDirectory(prefix="btp-node-") as workdir:
-        env["HOME"] = workdir  # npm clients keep state under ~: never the real home
-        try:
-            return subprocess.run([str(node_binary(node_folder)), str(script), *args], cwd=workdir, env=env,
-                                  capture_output=True, text=True, timeout=CLIENT_TIMEOUT)
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"{what} did not finish in {CLIENT_TIMEOUT} s\nstderr: {(exc.stderr or b'')[-3000:]!r}\n"
-                        f"server log:\n{btp.log_tail()}")
-
-
-def run_ts_client(node_folder: Path, btp: Live, token: str, plan: list[dict]) -> dict:
-    """The SDK client's one JSON report for `plan` (see tests/ts_client/client.mjs)."""
+def run_ts_client(node_folder: Path, url: str, token: str, plan: list[dict], server_log: str = "") -> dict:
+    """The SDK client's one JSON report for `plan` against the MCP endpoint `url` (see tests/ts_client/client.mjs).
+    Fails the test if the client printed no report or stopped outside a step."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="btp-plan-", delete=False) as sink:
         json.dump(plan, sink)
     try:
-        done = run_node(node_folder, btp, CLIENT, ["--url", f"{btp.url}/mcp", "--token", token, "--plan", sink.name],
-                        "the TypeScript SDK client")
+        done = run_node(node_folder, CLIENT, ["--url", url, "--token", token, "--plan", sink.name],
+                        "the TypeScript SDK client", server_log)
     finally:
         Path(sink.name).unlink(missing_ok=True)
-    try:
-        report = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        pytest.fail(f"the TypeScript SDK client printed no JSON (exit {done.returncode})\nstdout: "
-                    f"{done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}\nserver log:\n{btp.log_tail()}")
+    report = last_json_line(done.stdout)
+    assert report is not None, (f"the TypeScript SDK client printed no JSON (exit {done.returncode})\nstdout: "
+                                f"{done.stdout[-2000:]}\nstderr: {done.stderr[-4000:]}\nserver log:\n{server_log}")
     assert done.returncode == 0 and "error" not in report, (
         f"the TypeScript SDK client failed: {json.dumps(report, indent=1)[:6000]}\nstderr: {done.stderr[-3000:]}\n"
-        f"server log:\n{btp.log_tail()}")
+        f"server log:\n{server_log}")
     return report
 
 
@@ -131,7 +58,7 @@ def refusal(result: dict) -> dict:
     return error
 
 
-def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folder, btp, scene):
+def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folder, btp: Live, scene: Scene):
     stage = scene.stage_ids[0]
     plan = [
         {"tool": "list_trips", "arguments": {}},
@@ -151,7 +78,7 @@ def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folde
         {"tool": "choose_accommodation", "arguments": {"tripId": scene.locked_id, "stageId": scene.locked_stage_id,
                                                        "version": scene.locked_version}},
     ]
-    report = run_ts_client(node_folder, btp, scene.token, plan)
+    report = run_ts_client(node_folder, f"{btp.url}/mcp", scene.token, plan, btp.log_tail())
 
     assert report["sdkVersion"].startswith("1."), report["sdkVersion"]
     # SDK 1.x speaks only the initialize era; its newest revision is 2025-11-25 and BTP accepts it.
@@ -191,3 +118,15 @@ def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folde
     posts = [h for h in report["http"] if h["method"] == "POST"]
     assert posts and all(h["status"] < 400 for h in posts), report["http"]
     assert all(h["protocolVersionHeader"] == "2025-11-25" for h in posts if h["mcpMethod"] != "initialize")
+
+
+def test_the_sdk_throws_on_a_refusal_carried_as_structured_content(node_folder):
+    """The negative control: a server answering a refusal as BTP did before issue 8 (structuredContent
+    {error: …} next to BTP's real outputSchemas) makes the SDK's callTool throw, so the agent never reads the
+    refusal; this is the failure the test above would report if BTP regressed."""
+    with old_refusal_server() as url:
+        report = run_ts_client(node_folder, url, "any-token", [{"tool": "get_trip", "arguments": {"id": UNKNOWN}}])
+    assert set(report["outputSchemas"]) == THIRTEEN
+    (result,) = report["results"]
+    assert result["threw"] and "Structured content does not match the tool's output schema" in result["threw"], result
+    assert "isError" not in result, "the agent got no result at all"
