@@ -1,5 +1,27 @@
 """gunicorn settings read by `gunicorn wsgi:app` from the project folder (and by `make run`)."""
 
+# A sync worker that takes longer than this on one request is killed and replaced (nginx waits 150 s on /mcp).
+timeout = 120
+
+# The client address and scheme are BTP_TRUSTED_PROXIES's business alone (ProxyFix in app.py): gunicorn would
+# otherwise take X-Forwarded-Proto from any loopback caller, even with no proxy configured.
+forwarded_allow_ips = ""
+
+# One JSON line per record, gunicorn's own lines included (trips/observability.py). No gunicorn access log:
+# the app writes one line per request, with the route, the user and the request id.
+accesslog = None
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "trips.observability.JsonFormatter"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+    "root": {"level": "INFO", "handlers": ["stderr"]},
+    "loggers": {
+        "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
+        "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": True},
+    },
+}
+
 
 def post_worker_init(worker):
     # Build the offline gazetteer in the background, so the first place search of a worker is not the one

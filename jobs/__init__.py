@@ -64,16 +64,18 @@ def redis_unavailable():
 
 
 def enqueue(func, *ids, job_id: str | None = None):
-    """Enqueue `func(*ids)` (ids and primitives only) with retries and the failure callback.
+    """Enqueue `func(*ids)` (ids and primitives only) with retries and the failure callback; the job's meta
+    carries the current request id (trips.observability), so the worker's log lines name the request.
 
     Called after a commit: when Redis is unreachable the change stands, the job is not queued (logged) and the
     reconciler fails the computation it would have run, with a reason, within its bound (jobs/reconcile.py).
     Returns the job, or None when it could not be queued."""
     from jobs.tasks import on_job_failure
+    from trips.observability import job_meta
 
     try:
         return get_queue().enqueue(
-            func, *ids, job_id=job_id, retry=JobRetry(max=RETRIES, interval=[1, 5]),
+            func, *ids, job_id=job_id, meta=job_meta(), retry=JobRetry(max=RETRIES, interval=[1, 5]),
             on_failure=Callback(on_job_failure), failure_ttl=7 * 24 * 3600, result_ttl=3600,
         )
     except REDIS_DOWN:

@@ -21,10 +21,12 @@ def worker_command(burst, name):
     from jobs.tasks import bind_app
     from jobs.worker import BTPWorker
     from trips.db import engine_pid_guard
+    from trips.observability import ObservedJob
 
     bind_app(current_app._get_current_object())
     engine_pid_guard()
-    BTPWorker([get_queue()], connection=get_redis(), name=name).work(burst=burst, with_scheduler=True)
+    BTPWorker([get_queue()], connection=get_redis(), name=name, job_class=ObservedJob).work(
+        burst=burst, with_scheduler=True)
 
 
 @click.command("serve")

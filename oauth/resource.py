@@ -5,7 +5,7 @@ to discover this server (resource_metadata) and to step up scopes.
 """
 from __future__ import annotations
 
-from flask import current_app
+from flask import current_app, g
 
 from jobs import get_redis
 from oauth.models import Grant, User, utcnow
@@ -50,7 +50,8 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
         raise McpUnauthorized(token_sent=token is not None)
     if required_scope and required_scope not in row.scopes:
         raise McpInsufficientScope(required_scope)
-    return Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+    g.principal = Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+    return g.principal  # g: the access log names the user (trips/observability.py)
 
 
 def touch_grant(principal: Principal) -> None:

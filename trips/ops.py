@@ -1,16 +1,19 @@
 """Operators' endpoints: liveness, readiness (database, Redis, a live worker) and Prometheus metrics."""
 from __future__ import annotations
 
+import hmac
 import ipaddress
 
 import sqlalchemy as sa
-from flask import Blueprint, Response, abort, jsonify, request
+from flask import Blueprint, Response, abort, current_app, jsonify, request
 from rq import Worker
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
 from jobs import get_queue, get_redis
 from jobs.worker import live_workers
 from oauth.models import User
+from oauth.principal import bearer_token
+from trips import metrics as observed
 from trips.db import db
 from trips.models import Computation, Trip
 
@@ -48,11 +51,29 @@ def readyz():
     return response
 
 
-@bp.get("/metrics")
-def metrics():
-    """Prometheus text format. Served to loopback only: the reverse proxy decides who else may scrape it."""
+def _may_scrape() -> None:
+    """Who may read /metrics. With BTP_METRICS_TOKEN: whoever sends it as a bearer token (401 otherwise),
+    from any address. Without it: loopback callers only, and only when no proxy is trusted, because behind a
+    proxy on the same host every outside request arrives from loopback, and the address that ProxyFix gives
+    back is only as trustworthy as the proxy's configuration. Behind a proxy without a token: 404 for all.
+    Raises HTTPException (401 or 404)."""
+    token = current_app.config.get("BTP_METRICS_TOKEN")
+    if token:
+        sent = bearer_token() or ""
+        if not hmac.compare_digest(sent.encode(), token.encode()):
+            abort(Response("A valid bearer token is required.\n", 401, mimetype="text/plain",
+                           headers={"WWW-Authenticate": 'Bearer realm="btp-metrics"', "Cache-Control": "no-store"}))
+        return
+    if current_app.config.get("BTP_TRUSTED_PROXIES"):
+        abort(404)
     if not ipaddress.ip_address(request.remote_addr or "0.0.0.0").is_loopback:
         abort(404)
+
+
+@bp.get("/metrics")
+def metrics():
+    """Prometheus text format (0.0.4): state gauges read now, and the counters of trips/metrics.py."""
+    _may_scrape()
     queue = get_queue()
     lines = []
 
@@ -61,7 +82,7 @@ def metrics():
         lines.extend(f"{name}{labels} {value}" for labels, value in samples)
 
     gauge("btp_jobs", "Jobs of the BTP queue by state.", [
-        ('{state="queued"}', queue.count),
+        ('{state="queued"}', queue.count),  # the queue depth
         ('{state="started"}', StartedJobRegistry(queue=queue).count),
         ('{state="scheduled"}', ScheduledJobRegistry(queue=queue).count),
         ('{state="failed"}', FailedJobRegistry(queue=queue).count),
@@ -71,4 +92,5 @@ def metrics():
     gauge("btp_computations", "Trip computations by status.", [(f'{{status="{s}"}}', n) for s, n in sorted(counts)])
     gauge("btp_trips", "Trips stored.", [("", db.session.scalar(sa.select(sa.func.count()).select_from(Trip)))])
     gauge("btp_users", "Accounts.", [("", db.session.scalar(sa.select(sa.func.count()).select_from(User)))])
+    lines.extend(observed.render(get_redis()))
     return Response("\n".join(lines) + "\n", mimetype="text/plain", headers={"Cache-Control": "no-store"})

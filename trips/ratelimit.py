@@ -20,23 +20,14 @@ import uuid
 import redis as redis_lib
 
 from trips.errors import RateLimited
+from trips.limits import DEFAULTS, configured
 
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "btp:rl"
 
-# bucket -> (hits allowed, window in seconds)
-LIMITS: dict[str, tuple[int, int]] = {
-    "trip_create": (10, 60),      # per user: trip creation, GPX upload and duplication together
-    "geocode": (30, 60),          # per user, upstream look-ups only
-    "oauth_token": (60, 60),      # per IP, the token endpoint
-    "oauth_authorize": (30, 60),  # per user
-    "oauth_register": (10, 3600),  # per IP, dynamic client registration
-    "cimd_user": (10, 60),        # metadata-document fetches per user
-    "cimd_host": (30, 60),        # … and per host fetched
-    "login_email": (5, 900),      # sign-in links per address
-    "login_ip": (20, 900),        # sign-in links per IP
-}
+# bucket -> (hits allowed, window in seconds): the defaults; trips.limits is the registry and its configuration.
+LIMITS = DEFAULTS
 
 # KEYS[1] = the sorted set; ARGV = window in ms, limit, unique member.
 # Returns {1, 0} when the hit is recorded, {0, ms until the oldest counted hit leaves the window} when refused.
@@ -92,10 +83,10 @@ def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window
 
 
 def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
-    """`hit` with the limit and window configured in LIMITS for `bucket`.
+    """`hit` with the limit and window configured for `bucket` (trips.limits: the default or BTP_LIMIT_*).
 
-    Raises RateLimited when the limit is reached, KeyError for a bucket missing from LIMITS."""
-    allowed, window_s = LIMITS[bucket]
+    Raises RateLimited when the limit is reached, KeyError for a bucket missing from the registry."""
+    allowed, window_s = configured(bucket)
     hit(redis, bucket, key, allowed, window_s)
 
 

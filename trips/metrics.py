@@ -1,0 +1,177 @@
+"""Counters and histograms for /metrics, kept in Redis: requests, tool calls, job durations.
+
+Why Redis and not prometheus-client's in-process registry: BTP runs several gunicorn workers and RQ workers,
+and an RQ worker forks a new work horse for every job. In-process counters would be per process (a scrape
+reaches one gunicorn worker at random); prometheus-client's multiprocess mode fixes that for gunicorn with one
+file per pid, but the RQ horses are a new pid per job (files without end, to be merged at every scrape), and a
+worker on another host cannot share the folder at all. Redis is already shared by every process on every host
+(rate limits, queue): one pipelined round trip of HINCRBY per observation, and every scrape sees the total.
+A Redis flush looks to Prometheus like a counter reset, which `rate()` handles.
+
+Observations fail open: when Redis cannot be reached, nothing is recorded for the next 30 s in this process
+(one warning), so a Redis outage never slows requests down by its timeouts.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from bisect import bisect_left
+from functools import wraps
+
+import redis as redis_lib
+
+log = logging.getLogger(__name__)
+
+PREFIX = "btp:metrics"
+HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+JOB_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+PAUSE_S = 30.0
+_paused_until = 0.0
+
+# name -> (type, help, label names, buckets)
+METRICS = {
+    "btp_http_requests_total": ("counter", "HTTP requests by route rule, method and status.",
+                                ("method", "route", "status"), None),
+    "btp_http_request_duration_seconds": ("histogram", "Time to the response headers, by route rule and method.",
+                                          ("method", "route"), HTTP_BUCKETS),
+    "btp_tool_calls_total": ("counter", "MCP tool calls by tool and outcome (ok, the refusal code, "
+                             "input_required, or error).", ("tool", "outcome"), None),
+    "btp_job_duration_seconds": ("histogram", "RQ job durations by kind (the job function) and outcome.",
+                                 ("kind", "outcome"), JOB_BUCKETS),
+}
+
+
+def _key(name: str) -> str:
+    return f"{PREFIX}:{name}"
+
+
+def _record(redis, *ops) -> None:
+    """Apply (command, metric, field, amount) operations in one pipelined round trip; never raises."""
+    global _paused_until
+    if redis is None or time.monotonic() < _paused_until:
+        return
+    try:
+        pipe = redis.pipeline(transaction=False)
+        for command, name, field, amount in ops:
+            getattr(pipe, command)(_key(name), field, amount)
+        pipe.execute()
+    except (redis_lib.RedisError, OSError) as exc:
+        _paused_until = time.monotonic() + PAUSE_S
+        log.warning("metrics not recorded for %.0f s: Redis unavailable: %s", PAUSE_S, exc)
+
+
+def _field(*parts) -> str:
+    return json.dumps(parts, separators=(",", ":"))
+
+
+def _observe(name: str, labels: tuple, value: float) -> list[tuple]:
+    bucket = bisect_left(METRICS[name][3], value)  # the first bound >= value; len(...) means +Inf
+    return [("hincrby", name, _field(*labels, "b", bucket), 1),
+            ("hincrbyfloat", name, _field(*labels, "sum"), value)]
+
+
+def record_request(redis, method: str, route: str, status: int, seconds: float) -> None:
+    method = method if method in METHODS else "OTHER"  # the method is the client's: bound the label values
+    _record(redis, ("hincrby", "btp_http_requests_total", _field(method, route, str(status)), 1),
+            *_observe("btp_http_request_duration_seconds", (method, route), seconds))
+
+
+def record_tool_call(redis, tool: str, outcome: str) -> None:
+    _record(redis, ("hincrby", "btp_tool_calls_total", _field(tool, outcome), 1))
+
+
+def record_job(redis, kind: str, outcome: str, seconds: float) -> None:
+    _record(redis, *_observe("btp_job_duration_seconds", (kind, outcome), seconds))
+
+
+def tool_outcome(result: dict) -> str:
+    """ok, input_required, or the refusal's code (read from the refusal JSON of the text block)."""
+    if result.get("resultType") == "input_required":
+        return "input_required"
+    if not result.get("isError"):
+        return "ok"
+    try:
+        code = json.loads(result["content"][0]["text"])["error"]["code"]
+    except (KeyError, IndexError, TypeError, ValueError):
+        return "refused"
+    return code if isinstance(code, str) and _CODE.fullmatch(code) else "refused"
+
+
+def counted_tool_calls(known):
+    """Decorate the dispatcher's tools_call(message, ex): count each call by tool and outcome.
+
+    A name outside `known` counts as tool "unknown" (the label values stay a bounded set); a JSON-RPC error
+    (unknown tool, missing scope) counts as its data's error or "rpc_error"; an unexpected exception as "error",
+    re-raised unchanged."""
+    def decorator(tools_call):
+        @wraps(tools_call)
+        def wrapped(message, ex):
+            from jobs import get_redis
+
+            name = message.params.get("name")
+            tool = name if isinstance(name, str) and name in known else "unknown"
+            try:
+                result = tools_call(message, ex)
+            except Exception as exc:
+                data = getattr(exc, "data", None)
+                outcome = "error"
+                if hasattr(exc, "code") and hasattr(exc, "http_status"):  # an RpcError: a refusal, not a fault
+                    outcome = data.get("error") if isinstance(data, dict) and _CODE.fullmatch(
+                        str(data.get("error"))) else "rpc_error"
+                record_tool_call(get_redis(), tool, outcome)
+                raise
+            record_tool_call(get_redis(), tool, tool_outcome(result))
+            return result
+
+        return wrapped
+
+    return decorator
+
+
+def _escape(value: str) -> str:
+    # Prometheus text format: backslash, double quote and line feed are escaped in label values.
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(names, values, extra: str = "") -> str:
+    pairs = [f'{n}="{_escape(str(v))}"' for n, v in zip(names, values)]
+    return "{" + ",".join(pairs + ([extra] if extra else [])) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def render(redis) -> list[str]:
+    """The exposition lines of every metric above (types and help even when nothing was observed yet)."""
+    pipe = redis.pipeline(transaction=False)
+    for name in METRICS:
+        pipe.hgetall(_key(name))
+    lines = []
+    for (name, (kind, help_text, label_names, buckets)), raw in zip(METRICS.items(), pipe.execute()):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+        fields = sorted((json.loads(f), float(v)) for f, v in raw.items())
+        if kind == "counter":
+            lines += [f"{name}{_labels(label_names, parts)} {_number(v)}" for parts, v in fields]
+            continue
+        series: dict[tuple, dict] = {}
+        for parts, value in fields:
+            n = len(label_names)
+            entry = series.setdefault(tuple(parts[:n]), {"b": [0] * (len(buckets) + 1), "sum": 0.0})
+            if parts[n] == "b":
+                entry["b"][int(parts[n + 1])] += int(value)
+            else:
+                entry["sum"] = value
+        for values, entry in sorted(series.items()):
+            total = 0
+            for bound, count in zip([*map(repr, buckets), "+Inf"], entry["b"]):
+                total += count
+                le = f'le="{bound}"'
+                lines.append(f"{name}_bucket{_labels(label_names, values, le)} {total}")
+            lines.append(f"{name}_sum{_labels(label_names, values)} {_number(entry['sum'])}")
+            lines.append(f"{name}_count{_labels(label_names, values)} {total}")
+    return lines

@@ -1,0 +1,149 @@
+"""JSON logs, one access line per request, and a request id that follows the request into its jobs.
+
+Every log line is one JSON object (ts, level, logger, message, request_id when there is one, and the fields a
+caller passes as `extra={"fields": {...}}`). The request id is the caller's `X-Request-Id` when it is sane
+(1 to 64 of [A-Za-z0-9-]: nginx's `$request_id` is 32 hex digits), else a new one; it is echoed in the answer's
+`X-Request-Id`, stored in the meta of every job the request enqueues (jobs.enqueue), and set again while the
+worker runs that job (ObservedJob), so the worker's lines carry it, and so do the jobs that job enqueues.
+
+The access line names the route *rule* (`/s/<code>`), never the path or query: paths carry share codes and
+queries carry place searches, neither belongs in a log.
+"""
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import re
+import time
+import uuid
+from datetime import datetime, timezone
+
+from flask import Flask, g, request, session
+from rq.job import Job
+
+from trips import metrics
+
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("btp_request_id", default=None)
+HEADER = "X-Request-Id"
+_SANE_ID = re.compile(r"[A-Za-z0-9-]{1,64}")
+access_log = logging.getLogger("btp.access")
+job_log = logging.getLogger("btp.jobs")
+
+
+def current_request_id() -> str | None:
+    return REQUEST_ID.get()
+
+
+def request_id_from(header: str | None) -> str:
+    """The incoming id when sane, else a fresh one (32 hex digits)."""
+    if header is not None and _SANE_ID.fullmatch(header):
+        return header
+    return uuid.uuid4().hex
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record; `record.fields` (a dict) is merged in, the traceback goes under `exc`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        request_id = getattr(record, "request_id", None) or REQUEST_ID.get()
+        if request_id:
+            line["request_id"] = request_id
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            line.update({k: v for k, v in fields.items() if k not in line})
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        elif record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """JSON lines on stderr from the root logger, once per process. A root handler that already formats JSON
+    (gunicorn.conf.py's logconfig_dict) is kept as it is; other handlers (pytest's capture) are left alone."""
+    root = logging.getLogger()
+    if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+def _user_id() -> str | None:
+    principal = getattr(g, "principal", None)  # bearer callers: REST (require_api_scope) and /mcp
+    if principal is not None:
+        return str(principal.user.id)
+    if session.accessed:  # a page that read the session; reading it here would add Vary: Cookie to every answer
+        return session.get("uid")
+    return None
+
+
+def _begin_request() -> None:
+    g.request_started = time.perf_counter()
+    g.request_id = request_id_from(request.headers.get(HEADER))
+    g.request_id_token = REQUEST_ID.set(g.request_id)
+
+
+def _end_request(response):
+    from jobs import get_redis
+
+    seconds = time.perf_counter() - g.get("request_started", time.perf_counter())
+    route = request.url_rule.rule if request.url_rule is not None else "<unmatched>"
+    response.headers[HEADER] = g.get("request_id") or request_id_from(None)
+    access_log.info("%s %s %s", request.method, route, response.status_code, extra={"fields": {
+        "method": request.method, "route": route, "status": response.status_code,
+        "duration_ms": round(seconds * 1000, 1), "user_id": _user_id(),
+    }})
+    metrics.record_request(get_redis(), request.method, route, response.status_code, seconds)
+    return response
+
+
+def _forget_request_id(_exc=None) -> None:
+    token = g.pop("request_id_token", None)
+    if token is not None:
+        REQUEST_ID.reset(token)
+
+
+def init_app(app: Flask) -> None:
+    """Register the request hooks first, so the access line sees the final answer of every other hook."""
+    app.before_request_funcs.setdefault(None, []).insert(0, _begin_request)
+    app.after_request(_end_request)  # after_request runs in reverse order: this one runs last
+    app.teardown_request(_forget_request_id)
+
+
+class ObservedJob(Job):
+    """An RQ job that runs under the request id of the request that enqueued it, logs its start and end as
+    JSON lines and records its duration by kind (the job function's name). Used by `flask worker`."""
+
+    def perform(self):
+        kind = (self.func_name or "?").rsplit(".", 1)[-1]
+        token = REQUEST_ID.set((self.meta or {}).get("request_id"))
+        started, outcome = time.perf_counter(), "failed"
+        job_log.info("job %s started", kind, extra={"fields": {"job": kind, "job_id": self.id}})
+        try:
+            result = super().perform()
+            outcome = "ok"
+            return result
+        finally:
+            seconds = time.perf_counter() - started
+            job_log.info("job %s %s", kind, outcome, extra={"fields": {
+                "job": kind, "job_id": self.id, "outcome": outcome, "duration_ms": round(seconds * 1000, 1)}})
+            metrics.record_job(self.connection, kind, outcome, seconds)
+            REQUEST_ID.reset(token)
+
+
+def job_meta() -> dict | None:
+    """The meta a job enqueued now carries: the current request id (in a request, or in a job)."""
+    request_id = REQUEST_ID.get()
+    return {"request_id": request_id} if request_id else None
+
+
+__all__ = ["HEADER", "JsonFormatter", "ObservedJob", "configure_logging", "current_request_id", "init_app",
+           "job_meta", "request_id_from"]
