@@ -60,8 +60,9 @@ def serve_command():
             click.echo("The embedded Redis had stopped; started it again.")
             started_redis = url
 
+    # No gunicorn access log: the app writes one JSON line per request (trips/observability.py).
     web = Child("gunicorn", lambda: [str(bin_dir / "gunicorn"), "--workers", "2", "--bind", f"{host}:{port}",
-                                     "--access-logfile", "-", "wsgi:app"], restart_for_ever=False)
+                                     "wsgi:app"], restart_for_ever=False)
     supervisor = Supervisor([web, worker_child(bin_dir, get_redis)], env, echo=click.echo,
                             redis_keeper=keep_redis if embedded else None)
     click.echo(f"BTP is serving on http://{host}:{port}  (public URL {app.config['BTP_BASE_URL']})")

@@ -99,3 +99,11 @@ def test_the_mcp_address_limit_counts_the_forwarded_client(app_config, redis_cli
     assert other.status_code == 401
     assert redis_client.exists("btp:rl:mcp_address:203.0.113.7", "btp:rl:mcp_address:203.0.113.8") == 2
     assert not redis_client.exists("btp:rl:mcp_address:127.0.0.1")
+
+
+def test_the_readme_lists_every_limit_with_its_default():
+    from tests.live import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for bucket, (count, window, _) in limits.REGISTRY.items():
+        assert f"| `{limits.env_name(bucket)}` | `{count}/{window}` |" in readme, bucket
