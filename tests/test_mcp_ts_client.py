@@ -4,6 +4,11 @@ trip, a stale version, a started trip) through its own `callTool`, which validat
 tool's outputSchema. Before issue 8 a refusal carried `structuredContent: {error: …}`, the SDK threw "Structured
 content does not match the tool's output schema" and the agent never read "Trip not found".
 
+Two legs: SDK 1.x (initialize, 2025-11-25: its newest) and the SDK 2.x client (`@modelcontextprotocol/client`)
+with `versionNegotiation: auto`, which settles on 2026-07-28 (server/discover, Mcp-Method/Mcp-Name headers).
+The 2.x client skips output validation on a refusal, so the negative control (a stand-in server answering the
+old refusal shape) runs on 1.x, the strict one.
+
 Node 22 and the SDK come from tests/node_tools.py (.cache/node-tools); without npm the tests FAIL, naming why,
 so CI notices. tests/ts_client/client.mjs is the client; it prints one JSON report asserted on here.
 """
@@ -25,15 +30,18 @@ pytestmark = pytest.mark.slow
 __all__ = ["Scene", "btp", "node_folder", "scene"]  # fixtures of tests/ts_client/scene.py, used by name
 
 CLIENT = ROOT / "tests" / "ts_client" / "client.mjs"
+MODERN = "2026-07-28"
 
 
-def run_ts_client(node_folder: Path, url: str, token: str, plan: list[dict], server_log: str = "") -> dict:
-    """The SDK client's one JSON report for `plan` against the MCP endpoint `url` (see tests/ts_client/client.mjs).
-    Fails the test if the client printed no report or stopped outside a step."""
+def run_ts_client(node_folder: Path, url: str, token: str, plan: list[dict], server_log: str = "",
+                  sdk: tuple[str, str] = ("v1", "legacy")) -> dict:
+    """The SDK client's one JSON report for `plan` against the MCP endpoint `url` (see tests/ts_client/client.mjs),
+    `sdk` being (--sdk, --negotiation). Fails the test if the client printed no report or stopped outside a step."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="btp-plan-", delete=False) as sink:
         json.dump(plan, sink)
     try:
-        done = run_node(node_folder, CLIENT, ["--url", url, "--token", token, "--plan", sink.name],
+        done = run_node(node_folder, CLIENT, ["--url", url, "--token", token, "--plan", sink.name,
+                                              "--sdk", sdk[0], "--negotiation", sdk[1]],
                         "the TypeScript SDK client", server_log)
     finally:
         Path(sink.name).unlink(missing_ok=True)
@@ -58,7 +66,13 @@ def refusal(result: dict) -> dict:
     return error
 
 
-def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folder, btp: Live, scene: Scene):
+# SDK 1.x knows only the initialize era (2025-11-25 at newest); the 2.x client's `auto` probes with
+# server/discover and, BTP answering it, settles on 2026-07-28 with no initialize at all.
+LEGS = {("v1", "legacy"): ("1.", "2025-11-25", "legacy"), ("v2", "auto"): ("2.", MODERN, "modern")}
+
+
+@pytest.mark.parametrize("sdk", list(LEGS), ids=lambda leg: "-".join(leg))
+def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(sdk, node_folder, btp: Live, scene: Scene):
     stage = scene.stage_ids[0]
     plan = [
         {"tool": "list_trips", "arguments": {}},
@@ -78,11 +92,11 @@ def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folde
         {"tool": "choose_accommodation", "arguments": {"tripId": scene.locked_id, "stageId": scene.locked_stage_id,
                                                        "version": scene.locked_version}},
     ]
-    report = run_ts_client(node_folder, f"{btp.url}/mcp", scene.token, plan, btp.log_tail())
+    report = run_ts_client(node_folder, f"{btp.url}/mcp", scene.token, plan, btp.log_tail(), sdk)
 
-    assert report["sdkVersion"].startswith("1."), report["sdkVersion"]
-    # SDK 1.x speaks only the initialize era; its newest revision is 2025-11-25 and BTP accepts it.
-    assert report["protocolVersion"] == "2025-11-25", report["protocolVersion"]
+    major, version, era = LEGS[sdk]
+    assert report["sdkVersion"].startswith(major), report["sdkVersion"]
+    assert (report["protocolVersion"], report["protocolEra"]) == (version, era), report["http"][:3]
     assert set(report["tools"]) == THIRTEEN and len(report["tools"]) == 13, report["tools"]
     assert set(report["outputSchemas"]) == THIRTEEN, "every tool declares an outputSchema the SDK validates against"
     # The negative control: the SDK's own validator rejects the refusal shape as get_trip's output, so a refusal
@@ -117,7 +131,14 @@ def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(node_folde
 
     posts = [h for h in report["http"] if h["method"] == "POST"]
     assert posts and all(h["status"] < 400 for h in posts), report["http"]
-    assert all(h["protocolVersionHeader"] == "2025-11-25" for h in posts if h["mcpMethod"] != "initialize")
+    if era == "modern":  # every request says its method (and tool) in headers; nothing is initialized
+        assert all(h["protocolVersionHeader"] == MODERN and h["mcpHeaders"].get("mcp-method") == h["mcpMethod"]
+                   for h in posts), report["http"]
+        assert {h["mcpHeaders"].get("mcp-name") for h in posts if h["mcpMethod"] == "tools/call"} \
+            == {s["tool"] for s in plan}, report["http"]
+        assert "initialize" not in {h["mcpMethod"] for h in posts}, report["http"]
+    else:
+        assert all(h["protocolVersionHeader"] == version for h in posts if h["mcpMethod"] != "initialize")
 
 
 def test_the_sdk_throws_on_a_refusal_carried_as_structured_content(node_folder):

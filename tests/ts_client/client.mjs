@@ -1,11 +1,16 @@
-// Drive an MCP server with the official TypeScript SDK client (@modelcontextprotocol/sdk 1.x) and print what it saw.
+// Drive an MCP server with an official TypeScript SDK client and print what it saw.
 //
-//     node client.mjs --url http://127.0.0.1:PORT/mcp --token TOKEN --plan plan.json
+//     node client.mjs --url http://127.0.0.1:PORT/mcp --token TOKEN --plan plan.json [--sdk v1|v2]
+//                     [--negotiation legacy|auto|2026-07-28]
 //
-// The SDK is resolved from the folder named by BTP_NODE_MODULES (tests/node_tools.py installs it there; an ES
-// module ignores NODE_PATH, so the script resolves through createRequire and loads the SDK's own CommonJS
-// build: one build for Client and transport alike). The plan is a JSON list of steps, each run whatever the
-// previous one answered (the test prepares ids and versions in the database beforehand):
+// --sdk v1 (default): @modelcontextprotocol/sdk 1.x, the client most desktop and IDE agents are built on; it
+// knows only the initialize handshake (2025-11-25 at newest). --sdk v2: @modelcontextprotocol/client 2.x, whose
+// --negotiation auto probes with server/discover and a version pins the 2026-07-28 era (no initialize).
+//
+// The packages are resolved from the folder named by BTP_NODE_MODULES (tests/node_tools.py installs them there;
+// an ES module ignores NODE_PATH, so the script resolves through createRequire and loads each package's own
+// CommonJS build: one build for Client and transport alike). The plan is a JSON list of steps, each run
+// whatever the previous one answered (the test prepares ids and versions in the database beforehand):
 //
 //     {"tool": "get_trip", "arguments": {"id": "..."}}
 //
@@ -15,14 +20,14 @@
 //
 // Prints ONE JSON document on stdout and exits 0:
 //
-//     {"sdkVersion", "protocolVersion", "serverInfo", "tools": [names], "outputSchemas": [names],
-//      "results": [{"step", "tool", "isError", "structuredContent", "text", "threw"}],
+//     {"sdk", "sdkVersion", "protocolVersion", "protocolEra", "serverInfo", "tools": [names],
+//      "outputSchemas": [names], "results": [{"step", "tool", "isError", "structuredContent", "text", "threw"}],
 //      "control": {"refusalShapeValid", "errorMessage"},
-//      "http": [{"method", "mcpMethod", "status", "contentType", "protocolVersionHeader"}]}
+//      "http": [{"method", "mcpMethod", "status", "contentType", "protocolVersionHeader", "mcpHeaders"}]}
 //
 // `control` validates the refusal shape {error: {code, message}} against get_trip's outputSchema with the
 // SDK's own validator: it must be invalid, which is why a refusal carries no structuredContent (were it sent,
-// callTool would throw). On a failure outside a step it prints {"error": message, ...so far} and exits 1.
+// SDK 1.x's callTool would throw). On a failure outside a step it prints {"error": message, ...} and exits 1.
 
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -42,22 +47,41 @@ function parseArgs(argv) {
   for (const name of ["url", "token", "plan"]) {
     if (!args[name]) throw new Error(`--${name} is required`);
   }
+  args.sdk ??= "v1";
+  args.negotiation ??= "legacy";
+  if (!["v1", "v2"].includes(args.sdk)) throw new Error(`--sdk must be v1 or v2, not ${args.sdk}`);
+  if (args.sdk === "v1" && args.negotiation !== "legacy") throw new Error("SDK 1.x has no version negotiation");
   return args;
 }
 
-function loadSdk() {
+function loadSdk(which) {
   const folder = process.env.BTP_NODE_MODULES;
-  if (!folder) throw new Error("BTP_NODE_MODULES (the node_modules holding @modelcontextprotocol/sdk) is not set");
+  if (!folder) throw new Error("BTP_NODE_MODULES (the node_modules holding the MCP SDKs) is not set");
   const require = createRequire(path.join(folder, "resolver.cjs"));
-  // The package's exports map sends "./package.json" to a build folder's stub: read the root's own.
-  const pkg = JSON.parse(readFileSync(path.join(folder, "@modelcontextprotocol", "sdk", "package.json"), "utf8"));
+  // The packages' exports maps send "./package.json" to a build folder's stub (or nowhere): read the root's own.
+  const version = (name) => JSON.parse(readFileSync(path.join(folder, name, "package.json"), "utf8")).version;
+  if (which === "v2") {
+    const client = require("@modelcontextprotocol/client");
+    return {
+      version: version("@modelcontextprotocol/client"), Client: client.Client,
+      StreamableHTTPClientTransport: client.StreamableHTTPClientTransport,
+      AjvJsonSchemaValidator: require("@modelcontextprotocol/client/validators/ajv").AjvJsonSchemaValidator,
+    };
+  }
   return {
-    version: pkg.version,
+    version: version("@modelcontextprotocol/sdk"),
     Client: require("@modelcontextprotocol/sdk/client/index.js").Client,
     StreamableHTTPClientTransport: require("@modelcontextprotocol/sdk/client/streamableHttp.js")
       .StreamableHTTPClientTransport,
     AjvJsonSchemaValidator: require("@modelcontextprotocol/sdk/validation/ajv").AjvJsonSchemaValidator,
   };
+}
+
+function clientOptions(args) {
+  if (args.sdk === "v1") return { capabilities: {} };
+  const mode = args.negotiation === "legacy" || args.negotiation === "auto" ? args.negotiation
+    : { pin: args.negotiation };
+  return { capabilities: {}, versionNegotiation: { mode } };
 }
 
 // Every HTTP exchange the SDK makes: a strict client's complaint about a status, a content type or a header
@@ -79,6 +103,8 @@ function recordingFetch(http) {
       method: init.method ?? "GET", mcpMethod, status: response.status,
       contentType: response.headers.get("content-type"),
       protocolVersionHeader: headers.get("mcp-protocol-version"),
+      // 2026-07-28 request headers (Mcp-Method, Mcp-Name, Mcp-Param-*): what the modern leg mirrored.
+      mcpHeaders: Object.fromEntries([...headers].filter(([k]) => k.startsWith("mcp-") && k !== "mcp-protocol-version")),
     });
     return response;
   };
@@ -92,16 +118,17 @@ function textOf(result) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const plan = JSON.parse(readFileSync(args.plan, "utf8"));
-  const sdk = loadSdk();
-  const report = { sdkVersion: sdk.version, results: [], http: [] };
+  const sdk = loadSdk(args.sdk);
+  const report = { sdk: args.sdk, sdkVersion: sdk.version, results: [], http: [] };
   const transport = new sdk.StreamableHTTPClientTransport(new URL(args.url), {
     requestInit: { headers: { Authorization: `Bearer ${args.token}` } },
     fetch: recordingFetch(report.http),
   });
-  const client = new sdk.Client(CLIENT_INFO, { capabilities: {} });
+  const client = new sdk.Client(CLIENT_INFO, clientOptions(args));
   try {
     await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
-    report.protocolVersion = transport.protocolVersion ?? null;
+    report.protocolVersion = (client.getNegotiatedProtocolVersion?.() ?? transport.protocolVersion) ?? null;
+    report.protocolEra = client.getProtocolEra?.() ?? "legacy";  // SDK 1.x knows no other era
     report.serverInfo = client.getServerVersion() ?? null;
     const listed = await client.listTools({}, { timeout: REQUEST_TIMEOUT_MS });
     report.tools = listed.tools.map((t) => t.name);
@@ -117,8 +144,10 @@ async function main() {
     for (const [index, step] of plan.entries()) {
       const entry = { step: index, tool: step.tool };
       try {
-        const result = await client.callTool({ name: step.tool, arguments: step.arguments ?? {} }, undefined,
-          { timeout: REQUEST_TIMEOUT_MS });
+        const params = { name: step.tool, arguments: step.arguments ?? {} };
+        const options = { timeout: REQUEST_TIMEOUT_MS };
+        const result = args.sdk === "v1" ? await client.callTool(params, undefined, options)
+          : await client.callTool(params, options);
         Object.assign(entry, {
           isError: result.isError === true, structuredContent: result.structuredContent ?? null,
           text: textOf(result), threw: null,
