@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from tests import node_tools
 from tests.live import ROOT, Live
 from tests.ts_client.old_refusal_server import old_refusal_server
-from tests.ts_client.scene import THIRTEEN, UNKNOWN, Scene, btp, last_json_line, node_folder, run_node, scene
+from tests.ts_client.scene import (THIRTEEN, UNKNOWN, Scene, btp, last_json_line, node_folder, require_node_tools,
+                                   run_node, scene)
 from trips.db import db
 from trips.models import Trip
 
@@ -151,3 +153,12 @@ def test_the_sdk_throws_on_a_refusal_carried_as_structured_content(node_folder):
     (result,) = report["results"]
     assert result["threw"] and "Structured content does not match the tool's output schema" in result["threw"], result
     assert "isError" not in result, "the agent got no result at all"
+
+
+def test_without_npm_the_clients_fail_the_run_and_say_why(tmp_path, monkeypatch):
+    """No npm (and nothing installed yet): the TypeScript-client tests fail naming the cause; a silent skip would
+    let CI pass without ever running the clients."""
+    monkeypatch.setattr(node_tools, "CACHE", tmp_path / "node-tools")
+    monkeypatch.setattr(node_tools.shutil, "which", lambda name: None)
+    with pytest.raises(pytest.fail.Exception, match="cannot be installed: npm is not installed on this machine"):
+        require_node_tools()

@@ -31,14 +31,18 @@ THIRTEEN = {
 }
 
 
-@pytest.fixture(scope="module")
-def node_folder() -> Path:
-    """The folder holding Node 22 and the npm clients. An install that cannot happen FAILS the tests (never a
+def require_node_tools() -> Path:
+    """The folder holding Node 22 and the npm clients. An install that cannot happen FAILS the test (never a
     skip): CI must notice that the clients nobody here wrote were not run."""
     try:
         return node_tools()
     except NodeToolsUnavailable as exc:
         pytest.fail(f"the npm MCP clients cannot be installed: {exc}")
+
+
+@pytest.fixture(scope="module")
+def node_folder() -> Path:
+    return require_node_tools()
 
 
 @pytest.fixture(scope="module")
