@@ -176,6 +176,9 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
     jobs.init_app(app)
     oauth.init_app(app)
     trips.init_app(app)
+    from trips import osm
+
+    osm.init_app(app)  # map tables and `flask osm`
     from mcp.tools import PRODUCT as MCP_TOOLS
 
     mcp.init_app(app, MCP_TOOLS)  # the thirteen tools

@@ -1,0 +1,121 @@
+"""Map data written by the tests: OpenStreetMap files (.osm, .osm.pbf, .osm.bz2) around generated routes.
+
+    m = MapBuilder()
+    a = m.node(45.0, 5.0, {"amenity": "drinking_water"})
+    m.way([(45.0, 5.0), (45.01, 5.0)], {"highway": "secondary", "maxspeed": "70"})
+    m.write(tmp_path / "region.osm.pbf")
+
+The .osm is written as XML (https://wiki.openstreetmap.org/wiki/OSM_XML); the .osm.pbf is that XML read and
+written again by osmium's SimpleWriter, so the importer reads what osmium itself produces.
+"""
+from __future__ import annotations
+
+import bz2
+import math
+from pathlib import Path
+from xml.sax.saxutils import quoteattr
+
+import osmium
+
+
+def line_east(lat: float, lon: float, km: float, step_m: float = 200.0) -> list[tuple[float, float]]:
+    """A straight route going east from (lat, lon) for `km` kilometres, a vertex every `step_m` metres."""
+    per_deg = 111_320.0 * math.cos(math.radians(lat))
+    n = max(1, int(km * 1000 / step_m))
+    return [(lat, lon + i * step_m / per_deg) for i in range(n + 1)]
+
+
+def offset_north(lat: float, lon: float, metres: float) -> tuple[float, float]:
+    return lat + metres / 111_132.0, lon
+
+
+class MapBuilder:
+    def __init__(self, bounds: tuple[float, float, float, float] | None = None):
+        self.bounds = bounds  # (min_lat, min_lon, max_lat, max_lon) written in the header
+        self.nodes: list[tuple[int, float, float, dict]] = []
+        self.ways: list[tuple[int, list[int], dict]] = []
+        self.relations: list[tuple[int, list[tuple[str, int, str]], dict]] = []
+        self._ids = {"n": 0, "w": 0, "r": 0}
+
+    def _next(self, kind: str) -> int:
+        self._ids[kind] += 1
+        return self._ids[kind]
+
+    def node(self, lat: float, lon: float, tags: dict | None = None) -> int:
+        nid = self._next("n")
+        self.nodes.append((nid, lat, lon, dict(tags or {})))
+        return nid
+
+    def way(self, points, tags: dict | None = None, closed: bool = False) -> int:
+        """A way through `points` ((lat, lon) pairs, or node ids); `closed` repeats the first node."""
+        ids = [p if isinstance(p, int) else self.node(*p) for p in points]
+        if closed:
+            ids.append(ids[0])
+        wid = self._next("w")
+        self.ways.append((wid, ids, dict(tags or {})))
+        return wid
+
+    def relation(self, members: list[tuple[str, int, str]], tags: dict) -> int:
+        """members: (type 'node'|'way', id, role)."""
+        rid = self._next("r")
+        self.relations.append((rid, members, dict(tags)))
+        return rid
+
+    def country(self, ring: list[tuple[float, float]], iso: str, name: str) -> int:
+        """An admin_level=2 boundary relation with one outer ring (closed by the builder)."""
+        wid = self.way(ring, {}, closed=True)
+        return self.relation([("way", wid, "outer")], {
+            "type": "boundary", "boundary": "administrative", "admin_level": "2", "ISO3166-1:alpha2": iso,
+            "name": name})
+
+    def xml(self) -> str:
+        def tag_lines(tags):
+            return "".join(f"    <tag k={quoteattr(k)} v={quoteattr(v)}/>\n" for k, v in tags.items())
+
+        out = ["<?xml version='1.0' encoding='UTF-8'?>\n<osm version=\"0.6\" generator=\"btp-tests\">\n"]
+        if self.bounds:
+            a, b, c, d = self.bounds
+            out.append(f'  <bounds minlat="{a}" minlon="{b}" maxlat="{c}" maxlon="{d}"/>\n')
+        for nid, lat, lon, tags in self.nodes:
+            attrs = f'id="{nid}" version="1" lat="{lat:.7f}" lon="{lon:.7f}"'
+            out.append(f"  <node {attrs}>\n{tag_lines(tags)}  </node>\n" if tags else f"  <node {attrs}/>\n")
+        for wid, ids, tags in self.ways:
+            refs = "".join(f'    <nd ref="{i}"/>\n' for i in ids)
+            out.append(f'  <way id="{wid}" version="1">\n{refs}{tag_lines(tags)}  </way>\n')
+        for rid, members, tags in self.relations:
+            mem = "".join(f'    <member type="{t}" ref="{i}" role="{r}"/>\n' for t, i, r in members)
+            out.append(f'  <relation id="{rid}" version="1">\n{mem}{tag_lines(tags)}  </relation>\n')
+        out.append("</osm>\n")
+        return "".join(out)
+
+    def write(self, path: Path) -> Path:
+        path = Path(path)
+        name = path.name
+        if name.endswith(".osm.bz2"):
+            path.write_bytes(bz2.compress(self.xml().encode()))
+        elif name.endswith(".osm.pbf"):
+            xml_path = path.with_name(name[: -len(".pbf")] + ".tmp.osm")
+            xml_path.write_text(self.xml(), encoding="utf-8")
+            header = osmium.io.Header()
+            if self.bounds:
+                a, b, c, d = self.bounds
+                header.add_box(osmium.osm.Box(b, a, d, c))
+            with osmium.SimpleWriter(str(path), header=header, overwrite=True) as writer:
+                for obj in osmium.FileProcessor(str(xml_path)):
+                    writer.add(obj)
+            xml_path.unlink()
+        else:
+            path.write_text(self.xml(), encoding="utf-8")
+        return path
+
+
+def map_support_or_skip(engine) -> None:
+    """Skip on a PostgreSQL that has no PostGIS to offer (the map needs it; .ci/run installs it)."""
+    import pytest
+    import sqlalchemy as sa
+
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect() as conn:
+        if not conn.execute(sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'")).scalar():
+            pytest.skip("this PostgreSQL has no PostGIS (apt-get install postgresql-15-postgis-3)")

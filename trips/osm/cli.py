@@ -1,0 +1,45 @@
+"""`flask osm import FILE [--name NAME]` and `flask osm list`."""
+import click
+import sqlalchemy as sa
+from flask.cli import AppGroup
+
+from trips.db import db
+from trips.osm.importer import import_file
+from trips.osm.store import MapImportError
+from trips.osm.tables import osm_area
+
+osm_cli = AppGroup("osm", help="Manage the local OpenStreetMap data.")
+
+
+@osm_cli.command("import")
+@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--name", default=None, help="Region name (default: the file name without its extension); "
+              "importing a region of the same name again replaces it.")
+@click.option("--quiet", is_flag=True, help="No progress lines.")
+def osm_import(path, name, quiet):
+    """Import an OpenStreetMap extract (.osm.pbf, .osm or .osm.bz2)."""
+    echo = None if quiet else (lambda line: click.echo(line, err=True))
+    try:
+        result = import_file(db.engine, path, name=name, echo=echo)
+    except MapImportError as exc:
+        raise click.ClickException(exc.message) from None
+    for note in result["notes"]:
+        click.echo(note, err=True)
+    kept = result["counts"]["kept"]
+    box = ", ".join(f"{v:.4f}" for v in result["bbox"])
+    replaced = f"; replaced {len(result['replaced'])} earlier import(s)" if result["replaced"] else ""
+    click.echo(f"imported {result['name']}: " + ", ".join(f"{v} {k}" for k, v in kept.items())
+               + f"; area ({box}) from the {result['bbox_source']}{replaced}")
+
+
+@osm_cli.command("list")
+def osm_list():
+    """The imported regions."""
+    with db.engine.connect() as conn:
+        a = osm_area.c
+        rows = conn.execute(sa.select(a.name, a.source_file, a.imported_at, a.min_lat, a.min_lon, a.max_lat,
+                                      a.max_lon).where(a.status == "ready").order_by(a.name)).all()
+    if not rows:
+        click.echo("no map data imported: run flask osm import FILE")
+    for name, source, at, *box in rows:
+        click.echo(f"{name}\t{source}\t{at:%Y-%m-%d %H:%M} UTC\t" + ",".join(f"{v:.4f}" for v in box))

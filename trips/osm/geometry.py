@@ -1,0 +1,191 @@
+"""Geometry for the map tables: compact line storage, WKB from osmium, local distances, point in polygon.
+
+Lines are stored as encoded polylines (the Google polyline algorithm, https://developers.google.com/maps/
+documentation/utilities/polylinealgorithm) at precision 1e-6 degrees (about 0.1 m), encoded for a whole
+batch of lines at once with numpy so the import does not spend Python time per vertex.
+
+Distances to a line: the foot of the perpendicular is found in a local plane (metres east and north of a
+reference point, with the WGS-84 radii of curvature there: exact to well under a metre over the few
+kilometres of one chunk), and the distance from the point to that foot is then the WGS-84 geodesic.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pyproj import Geod
+
+GEOD = Geod(ellps="WGS84")
+_SCALE = 1e6
+_A, _E2 = GEOD.a, GEOD.es
+
+
+def encode_many(coords: np.ndarray, lengths: np.ndarray) -> list[str]:
+    """Encode consecutive runs of `coords` ((n, 2) lat, lon) of the given `lengths` as polylines."""
+    if len(coords) == 0:
+        return ["" for _ in lengths]
+    ints = np.rint(coords * _SCALE).astype(np.int64)
+    deltas = ints.copy()
+    deltas[1:] -= ints[:-1]
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    deltas[starts[lengths > 0]] = ints[starts[lengths > 0]]  # each line starts from (0, 0)
+    values = deltas.reshape(-1)
+    zig = np.where(values < 0, ~(values << 1), values << 1)
+    groups = np.maximum(1, (np.floor(np.log2(np.maximum(zig, 1))).astype(np.int64) // 5) + 1)
+    shifts = np.arange(7, dtype=np.int64) * 5
+    chunks = (zig[:, None] >> shifts) & 31
+    more = shifts[None, :] < (groups[:, None] - 1) * 5
+    chars = (chunks + 63 + np.where(more, 32, 0)).astype(np.uint8)
+    valid = shifts[None, :] < groups[:, None] * 5
+    flat = chars[valid].tobytes().decode("ascii")
+    per_value = groups.reshape(-1, 2).sum(axis=1)  # characters per vertex
+    cum = np.concatenate(([0], np.cumsum(per_value)))
+    return [flat[cum[s]:cum[s + n]] for s, n in zip(starts, lengths)]
+
+
+def decode(text: str) -> np.ndarray:
+    """The (n, 2) lat, lon array of an encoded polyline. Raises ValueError on a malformed string."""
+    values, shift, acc = [], 0, 0
+    for ch in text:
+        b = ord(ch) - 63
+        if not 0 <= b < 64:
+            raise ValueError("not an encoded polyline")
+        acc |= (b & 31) << shift
+        shift += 5
+        if b < 32:
+            values.append(~(acc >> 1) if acc & 1 else acc >> 1)
+            shift, acc = 0, 0
+    if shift or len(values) % 2:
+        raise ValueError("truncated encoded polyline")
+    return np.cumsum(np.array(values, dtype=np.int64).reshape(-1, 2), axis=0) / _SCALE
+
+
+def wkb_line(hexwkb: str) -> np.ndarray:
+    """(n, 2) lat, lon of a little-endian WKB LineString (as osmium.geom.WKBFactory writes it)."""
+    xy = np.frombuffer(bytes.fromhex(hexwkb), dtype="<f8", offset=9).reshape(-1, 2)
+    return xy[:, ::-1]
+
+
+def wkb_polygons(hexwkb: str) -> list[tuple[bool, np.ndarray]]:
+    """The rings of a little-endian WKB MultiPolygon as (is_outer, (n, 2) lat, lon) pairs."""
+    raw = bytes.fromhex(hexwkb)
+    pos, rings = 9, []
+    for _ in range(int.from_bytes(raw[5:9], "little")):
+        nrings = int.from_bytes(raw[pos + 5:pos + 9], "little")
+        pos += 9
+        for r in range(nrings):
+            n = int.from_bytes(raw[pos:pos + 4], "little")
+            xy = np.frombuffer(raw, dtype="<f8", count=2 * n, offset=pos + 4).reshape(-1, 2)
+            rings.append((r == 0, xy[:, ::-1].copy()))
+            pos += 4 + 16 * n
+    return rings
+
+
+def ewkt_point(lat: float, lon: float) -> str:
+    return f"SRID=4326;POINT({lon!r} {lat!r})"
+
+
+def ewkt_line(coords: np.ndarray) -> str:
+    pts = coords if len(coords) > 1 else np.vstack((coords, coords))
+    return "SRID=4326;LINESTRING(" + ",".join(f"{lon!r} {lat!r}" for lat, lon in pts) + ")"
+
+
+def ewkt_box(min_lat: float, min_lon: float, max_lat: float, max_lon: float) -> str:
+    return (f"SRID=4326;POLYGON(({min_lon!r} {min_lat!r},{max_lon!r} {min_lat!r},{max_lon!r} {max_lat!r},"
+            f"{min_lon!r} {max_lat!r},{min_lon!r} {min_lat!r}))")
+
+
+def lengths_m(coords: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Geodesic length of each run of `coords` (as in encode_many)."""
+    if len(coords) < 2:
+        return np.zeros(len(lengths))
+    seg = GEOD.inv(coords[:-1, 1], coords[:-1, 0], coords[1:, 1], coords[1:, 0])[2]
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+    ends = np.maximum(starts, starts + np.asarray(lengths) - 1)  # a line's own segments only
+    return cum[ends] - cum[starts]
+
+
+def metres_per_degree(lat: float) -> tuple[float, float]:
+    """(north, east) metres per degree of latitude and longitude at `lat` on the WGS-84 ellipsoid."""
+    s = math.sin(math.radians(lat))
+    w = 1 - _E2 * s * s
+    north = _A * (1 - _E2) / w ** 1.5 * math.pi / 180
+    east = _A / math.sqrt(w) * math.cos(math.radians(lat)) * math.pi / 180
+    return north, max(east, 1e-6)
+
+
+def box_around(lat: float, lon: float, radius_m: float) -> tuple[float, float, float, float]:
+    """(min_lat, min_lon, max_lat, max_lon) containing every point within radius_m (1 % margin)."""
+    north, east = metres_per_degree(lat)
+    dlat = radius_m * 1.01 / north
+    dlon = min(180.0, radius_m * 1.01 / max(east, metres_per_degree(min(89.9, abs(lat) + dlat))[1]))
+    return lat - dlat, lon - dlon, lat + dlat, lon + dlon
+
+
+class LocalPlane:
+    """Metres east (x) and north (y) of a reference point."""
+
+    def __init__(self, lat0: float, lon0: float):
+        self.lat0, self.lon0 = lat0, lon0
+        self.north, self.east = metres_per_degree(lat0)
+
+    def xy(self, lat, lon) -> tuple[np.ndarray, np.ndarray]:
+        return (np.asarray(lon) - self.lon0) * self.east, (np.asarray(lat) - self.lat0) * self.north
+
+    def latlon(self, x, y) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(y) / self.north + self.lat0, np.asarray(x) / self.east + self.lon0
+
+
+def nearest_on_line(lat: np.ndarray, lon: np.ndarray, line: np.ndarray):
+    """For each point, the nearest place on `line` ((n, 2) lat, lon, n >= 1).
+
+    Returns (distance_m geodesic, segment index, fraction along that segment, foot lat, foot lon).
+    """
+    plane = LocalPlane(float(line[:, 0].mean()), float(line[:, 1].mean()))
+    lx, ly = plane.xy(line[:, 0], line[:, 1])
+    if len(line) == 1:
+        lx, ly = np.repeat(lx, 2), np.repeat(ly, 2)
+    px, py = plane.xy(lat, lon)
+    ax, ay, dx, dy = lx[:-1], ly[:-1], np.diff(lx), np.diff(ly)
+    seg2 = dx * dx + dy * dy
+    t = ((px[:, None] - ax) * dx + (py[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
+    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
+    fx, fy = ax + t * dx, ay + t * dy
+    best = np.argmin((px[:, None] - fx) ** 2 + (py[:, None] - fy) ** 2, axis=1)
+    rows = np.arange(len(best))
+    flat, flon = plane.latlon(fx[rows, best], fy[rows, best])
+    dist = GEOD.inv(np.asarray(lon, float), np.asarray(lat, float), flon, flat)[2]
+    return np.asarray(dist), best, t[rows, best], flat, flon
+
+
+def segments_cross(line_a: np.ndarray, line_b: np.ndarray) -> bool:
+    """Whether two polylines ((n, 2) lat, lon) intersect, in a local plane."""
+    if len(line_a) < 2 or len(line_b) < 2:
+        return False
+    plane = LocalPlane(float(line_a[0, 0]), float(line_a[0, 1]))
+    ax, ay = plane.xy(line_a[:, 0], line_a[:, 1])
+    bx, by = plane.xy(line_b[:, 0], line_b[:, 1])
+    p, r = np.stack((ax[:-1], ay[:-1]), 1), np.stack((np.diff(ax), np.diff(ay)), 1)
+    q, s = np.stack((bx[:-1], by[:-1]), 1), np.stack((np.diff(bx), np.diff(by)), 1)
+    rxs = r[:, None, 0] * s[None, :, 1] - r[:, None, 1] * s[None, :, 0]
+    qp = q[None, :, :] - p[:, None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = (qp[..., 0] * s[None, :, 1] - qp[..., 1] * s[None, :, 0]) / rxs
+        u = (qp[..., 0] * r[:, None, 1] - qp[..., 1] * r[:, None, 0]) / rxs
+    return bool(np.any((rxs != 0) & (t >= 0) & (t <= 1) & (u >= 0) & (u <= 1)))
+
+
+def inside_rings(lat: np.ndarray, lon: np.ndarray, rings: list[tuple[bool, np.ndarray]]) -> np.ndarray:
+    """Even–odd point in polygon over every ring (outer and inner alike: holes toggle back out)."""
+    lat, lon = np.asarray(lat, float), np.asarray(lon, float)
+    inside = np.zeros(len(lat), dtype=bool)
+    for _outer, ring in rings:
+        y1, x1 = ring[:-1, 0], ring[:-1, 1]
+        y2, x2 = ring[1:, 0], ring[1:, 1]
+        straddle = (y1[None, :] > lat[:, None]) != (y2[None, :] > lat[:, None])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xcross = x1 + (lat[:, None] - y1) * (x2 - x1) / (y2 - y1)
+        hits = straddle & (lon[:, None] < xcross)
+        inside ^= (hits.sum(axis=1) % 2).astype(bool)
+    return inside

@@ -1,0 +1,300 @@
+"""`flask osm import FILE`: stream an OpenStreetMap extract into the map tables.
+
+pyosmium reads the file once (twice when it holds country boundaries: the area assembler reads the
+relations first) and keeps node locations in memory so ways get their geometry; osmium drops every
+object without one of the interesting keys before Python sees it (trips/osm/tags.py FILTER_KEYS). Rows go
+to the database in batches (executemany on SQLite, COPY on PostgreSQL) under a `loading` area that only
+becomes visible when the whole file has been read (trips/osm/store.py), so a truncated or foreign file is
+refused and the previous import of the region stays as it was.
+
+A region is named by the file's base name (`bretagne-latest.osm.pbf` → `bretagne-latest`) or `--name`; a
+new import of the same name replaces the old one. Imports of other names are kept side by side, even when
+they overlap (neighbouring extracts share a border strip; the queries drop the duplicates).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import osmium
+import osmium.filter
+import osmium.geom
+import sqlalchemy as sa
+
+from trips import geo
+from trips.gazetteer import normalise
+from trips.osm import geometry, tags as T
+from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, tags_json
+from trips.osm.tables import PLACE_RANKS
+
+FORMATS = {".osm.pbf": "pbf", ".osm.bz2": "osm.bz2", ".osm": "osm"}
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+BATCH_ROWS = 20_000
+BOUNDARY_TOLERANCE_M = 100.0
+_MAX_POPULATION = 2**31 - 1
+
+POINT_COLS = ("area_id", "osm_type", "osm_id", "kind", "subkind", "name", "lat", "lon", "tags", "tag_count")
+WAY_COLS = ("area_id", "osm_type", "osm_id", "highway", "surface", "tracktype", "smoothness", "cycleway",
+            "cycleway_left", "cycleway_right", "cycleway_both", "bicycle", "maxspeed", "name", "length_m", "line",
+            "min_lat", "min_lon", "max_lat", "max_lon")
+FERRY_COLS = ("area_id", "osm_type", "osm_id", "name", "length_m", "line", "min_lat", "min_lon", "max_lat",
+              "max_lon")
+PLACE_COLS = ("area_id", "osm_type", "osm_id", "name", "name_key", "place", "rank", "population", "lat", "lon")
+BOUNDARY_COLS = ("area_id", "osm_type", "osm_id", "iso", "name", "rings", "min_lat", "min_lon", "max_lat",
+                 "max_lon")
+
+
+def file_format(path: Path) -> str:
+    """The osmium format of `path` by its extension. Raises MapImportError for any other file."""
+    name = path.name.lower()
+    for suffix, fmt in FORMATS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return fmt
+    raise MapImportError("FILE: expected an OpenStreetMap extract ending in .osm.pbf, .osm or .osm.bz2")
+
+
+def default_name(path: Path) -> str:
+    name = path.name
+    for suffix in FORMATS:
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-._")[:100]
+    return cleaned or "region"
+
+
+class _Progress:
+    """Counts on stderr at most once a second (the CLI passes click.echo; silent when None)."""
+
+    def __init__(self, echo, every: float = 1.0):
+        self.echo, self.every = echo, every
+        self.start = self.last = time.monotonic()
+
+    def tick(self, seen: dict, kept: dict, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.echo is None or (not force and now - self.last < self.every):
+            return
+        self.last = now
+        total = sum(seen.values())
+        rate = total / max(now - self.start, 1e-9)
+        self.echo(f"read {seen['node']:,} nodes, {seen['way']:,} ways, {seen['area']:,} boundaries; kept "
+                  + ", ".join(f"{v:,} {k}" for k, v in kept.items()) + f"; {rate:,.0f} objects/s")
+
+
+class _Collector:
+    def __init__(self, engine: sa.Engine, area_id: int, echo):
+        self.loader = Loader(engine)
+        self.pg = not self.loader.sqlite
+        self.area_id = area_id
+        self.wkb = osmium.geom.WKBFactory()
+        self.rows = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
+        self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": []}  # (row head, hex wkb)
+        self.seen = {"node": 0, "way": 0, "area": 0}
+        self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0}
+        self.box = [math.inf, math.inf, -math.inf, -math.inf]
+        self.pending = 0
+        self.progress = _Progress(echo)
+
+    # --- objects -------------------------------------------------------------------------------------
+    def node(self, n) -> None:
+        self.seen["node"] += 1
+        loc = n.location
+        if not loc.valid():
+            return
+        self._point_like(n.tags, "n", n.id, loc.lat, loc.lon)
+
+    def way(self, w) -> None:
+        self.seen["way"] += 1
+        wt = w.tags
+        highway, route = wt.get("highway"), wt.get("route")
+        is_road = highway is not None and highway not in T.SKIPPED_HIGHWAYS
+        kinds = T.point_kinds(wt)
+        place = wt.get("place") in PLACE_RANKS and wt.get("name")
+        if not (is_road or route == "ferry" or kinds or place):
+            return
+        try:
+            hexwkb = self.wkb.create_linestring(w)
+        except (RuntimeError, osmium.InvalidLocationError):
+            return  # fewer than two known nodes (the extract cut the way)
+        if is_road:
+            head = (self.area_id, "w", w.id, highway[:32], *(T.short(wt.get(k), 64 if k == "surface" else 32)
+                                                             for k in T.WAY_TAGS), T.short(wt.get("name"), 255))
+            self._line("osm_way", head, hexwkb)
+        if route == "ferry":
+            self._line("osm_ferry", (self.area_id, "w", w.id, T.short(wt.get("name"), 255)), hexwkb)
+        if kinds or place:
+            coords = geometry.wkb_line(hexwkb)
+            closed = w.is_closed() and len(coords) > 3
+            lat, lon = coords[:-1].mean(axis=0) if closed else coords[len(coords) // 2]
+            self._point_like(wt, "w", w.id, float(lat), float(lon), kinds)
+
+    def area(self, a) -> None:
+        at = a.tags
+        if a.from_way() or at.get("boundary") != "administrative" or at.get("admin_level") != "2":
+            return
+        self.seen["area"] += 1
+        try:
+            rings = geometry.wkb_polygons(self.wkb.create_multipolygon(a))
+        except RuntimeError:
+            return  # an incomplete boundary (the extract holds only part of the country)
+        kept = []
+        for outer, ring in rings:
+            pts = geo.simplify(np.column_stack((ring, np.zeros(len(ring)))), BOUNDARY_TOLERANCE_M)[:, :2]
+            if len(pts) >= 4:
+                kept.append((outer, pts))
+        if not any(outer for outer, _ in kept):
+            return
+        allpts = np.vstack([p for _, p in kept])
+        box = (float(allpts[:, 0].min()), float(allpts[:, 1].min()), float(allpts[:, 0].max()),
+               float(allpts[:, 1].max()))
+        enc = geometry.encode_many(allpts, np.array([len(p) for _, p in kept]))
+        iso = at.get("ISO3166-1:alpha2") or at.get("ISO3166-1") or at.get("country_code")
+        row = (self.area_id, "r", a.orig_id(), T.short(iso and iso.upper(), 8), T.short(at.get("name"), 255),
+               json.dumps([[outer, e] for (outer, _), e in zip(kept, enc)]), *box)
+        self._add("osm_boundary", row + ((geometry.ewkt_box(*box),) if self.pg else ()), "boundaries", box)
+
+    # --- rows ----------------------------------------------------------------------------------------
+    def _point_like(self, taglist, osm_type: str, osm_id: int, lat: float, lon: float, kinds=None) -> None:
+        kinds = T.point_kinds(taglist) if kinds is None else kinds
+        geom = (geometry.ewkt_point(lat, lon),) if self.pg else ()
+        box = (lat, lon, lat, lon)
+        if kinds:
+            kept, count = T.kept_tags(taglist), len(taglist)
+            payload = tags_json(kept)
+            for kind, subkind in kinds:
+                row = (self.area_id, osm_type, osm_id, kind, subkind[:32], kept.get("name"), lat, lon, payload, count)
+                self._add("osm_point", row + geom, "points", box)
+        place, name = taglist.get("place"), taglist.get("name")
+        if place in PLACE_RANKS and name:
+            row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place, PLACE_RANKS[place],
+                   _population(taglist.get("population")), lat, lon)
+            self._add("osm_place", row + geom, "places", box)
+
+    def _line(self, table: str, head: tuple, hexwkb: str) -> None:
+        self.lines[table].append((head, hexwkb))
+        self.kept["ways" if table == "osm_way" else "ferries"] += 1
+        self._bump()
+
+    def _add(self, table: str, row: tuple, counter: str, box: tuple) -> None:
+        self.rows[table].append(row)
+        self.kept[counter] += 1
+        b = self.box
+        b[0], b[1], b[2], b[3] = min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])
+        self._bump()
+
+    def _bump(self) -> None:
+        self.pending += 1
+        if self.pending >= BATCH_ROWS:
+            self.flush()
+        elif self.pending % 1024 == 0:
+            self.progress.tick(self.seen, self.kept)
+
+    def _line_rows(self, table: str) -> list[tuple]:
+        items = self.lines[table]
+        if not items:
+            return []
+        parts = [geometry.wkb_line(h) for _, h in items]
+        lengths = np.array([len(p) for p in parts])
+        coords = np.vstack(parts)
+        encoded = geometry.encode_many(coords, lengths)
+        metres = geometry.lengths_m(coords, lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
+        b = self.box
+        b[0], b[1] = min(b[0], float(mins[:, 0].min())), min(b[1], float(mins[:, 1].min()))
+        b[2], b[3] = max(b[2], float(maxs[:, 0].max())), max(b[3], float(maxs[:, 1].max()))
+        rows = []
+        for i, (head, hexwkb) in enumerate(items):
+            row = head + (float(metres[i]), encoded[i], float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]),
+                          float(maxs[i, 1]))
+            # PostGIS reads hex EWKB: the WKB header with the SRID flag (0x20000000) and SRID 4326 inserted.
+            rows.append(row + ("0102000020E6100000" + hexwkb[10:],) if self.pg else row)
+        return rows
+
+    def flush(self) -> None:
+        geom = ("geom",) if self.pg else ()
+        cols = {"osm_point": POINT_COLS, "osm_place": PLACE_COLS, "osm_boundary": BOUNDARY_COLS,
+                "osm_way": WAY_COLS, "osm_ferry": FERRY_COLS}
+        batches = {t: (cols[t] + geom, rows) for t, rows in self.rows.items()}
+        for table in self.lines:
+            batches[table] = (cols[table] + geom, self._line_rows(table))
+        self.loader.write(batches)
+        self.rows = {t: [] for t in self.rows}
+        self.lines = {t: [] for t in self.lines}
+        self.pending = 0
+        self.progress.tick(self.seen, self.kept)
+
+
+def _population(value: str | None) -> int | None:
+    digits = re.sub(r"[\s,.']", "", value or "")
+    return min(int(digits), _MAX_POPULATION) if digits.isdigit() and len(digits) < 12 else None
+
+
+def _header_box(path: Path, fmt: str) -> tuple | None:
+    box = osmium.FileProcessor(osmium.io.File(str(path), fmt)).header.box()
+    if not box.valid():
+        return None
+    return (box.bottom_left.lat, box.bottom_left.lon, box.top_right.lat, box.top_right.lon)
+
+
+def import_file(engine: sa.Engine, path, name: str | None = None, echo=None) -> dict:
+    """Import the extract at `path` as region `name`; returns a summary (area id, counts, bbox, replaced).
+
+    Raises MapImportError when the file is not an OSM extract (.osm.pbf, .osm, .osm.bz2), is truncated or
+    unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS).
+    Nothing of a refused file stays in the database.
+    """
+    path = Path(path)
+    fmt = file_format(path)
+    name = default_name(path) if name is None else name
+    if not NAME.fullmatch(name):
+        raise MapImportError("--name: 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
+    if not path.is_file() or path.stat().st_size == 0:
+        raise MapImportError(f"FILE: {path.name[:100]} is empty or not a regular file")
+    area_id, notes = begin_area(engine, name, path.name)
+    collector = None
+    try:
+        header = _header_box(path, fmt)
+        collector = _Collector(engine, area_id, echo)
+        processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
+                     .with_locations()
+                     .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
+                     .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
+                     .with_filter(osmium.filter.KeyFilter(*T.FILTER_KEYS)))
+        for obj in processor:
+            if obj.is_node():
+                collector.node(obj)
+            elif obj.is_way():
+                collector.way(obj)
+            elif obj.is_area():
+                collector.area(obj)
+        collector.flush()
+        counts = {"seen": collector.seen, "kept": collector.kept}
+        if not any(collector.kept.values()):
+            raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
+        bbox, source = (header, "header") if header else (tuple(collector.box), "data")
+        collector.progress.tick(collector.seen, collector.kept, force=True)
+        replaced = publish(engine, area_id, name, bbox, source, counts)
+    except RuntimeError as exc:  # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob)
+        _discard(engine, area_id, collector)
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise MapImportError(f"FILE: {path.name[:100]} is not a complete OpenStreetMap file ({reason}); "
+                             "nothing was imported and the map data already there is unchanged") from None
+    except BaseException:
+        _discard(engine, area_id, collector)
+        raise
+    collector.loader.close()
+    for old in replaced:
+        purge(engine, old)
+    return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
+            "replaced": replaced, "notes": notes}
+
+
+def _discard(engine: sa.Engine, area_id: int, collector) -> None:
+    if collector is not None:
+        collector.loader.close()
+    purge(engine, area_id)

@@ -1,0 +1,360 @@
+"""What the enrichments ask of the local map. Plain functions over the database engine: no Flask request, no
+ORM session, no lock (an enrichment's `compute` runs them from a worker, inside an app context).
+
+Every query takes its candidates from the spatial index (R*Tree on SQLite, GiST on PostGIS) by bounding box,
+then filters them exactly: point distances are WGS-84 geodesics (pyproj.Geod); the nearest place on a line is
+found in a local plane per chunk of the line (chunks of at most 1 km, where that plane is exact to well under
+a centimetre at corridor distances) and, for points, measured again as a geodesic.
+
+Lines are sequences of (lat, lon[, ele]). Only rows of imported areas in `ready` state are read; an object
+present in two overlapping imports is returned once. Boxes do not wrap around the antimeridian.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.gazetteer import normalise
+from trips.osm import geometry as G
+from trips.osm.store import postgis_schema
+from trips.osm.tables import PLACE_RANKS, osm_boundary, osm_ferry, osm_place, osm_point, osm_way
+
+CHUNK_M, CHUNK_SEGMENTS = 1000.0, 32
+MAX_MATCHES = 50
+
+
+@dataclass(frozen=True)
+class MapPoint:
+    osm_type: str
+    osm_id: int
+    kind: str
+    subkind: str
+    name: str | None
+    lat: float
+    lon: float
+    tags: dict
+    tag_count: int
+    distance_m: float  # from the query point, or from the line
+    along_m: float | None = None  # points_along: metres from the line's start to the nearest place on it
+
+
+@dataclass(frozen=True)
+class MapLine:
+    """A way (osm_way: the road tags are filled) or a ferry route (osm_ferry: only name)."""
+
+    osm_id: int
+    name: str | None
+    length_m: float
+    points: np.ndarray = field(repr=False)  # (n, 2) lat, lon
+    distance_m: float  # closest approach to the query line
+    near_m: float  # length of its segments lying wholly within the buffer
+    tags: dict  # highway, surface, tracktype, smoothness, cycleway, cycleway:left|right|both, bicycle, maxspeed
+
+
+@dataclass(frozen=True)
+class Place:
+    osm_type: str
+    osm_id: int
+    name: str
+    place: str  # city, town, village, hamlet
+    rank: int  # 1 = city … 4 = hamlet
+    population: int | None
+    lat: float
+    lon: float
+    distance_m: float | None = None
+
+
+@dataclass(frozen=True)
+class CountryRun:
+    iso: str | None
+    name: str | None
+    start_index: int  # first vertex of the line inside this country
+    end_index: int  # last one
+
+
+def _engine(engine):
+    if engine is not None:
+        return engine
+    from trips.db import db
+
+    return db.engine
+
+
+def _as_line(line) -> np.ndarray:
+    pts = np.asarray(line, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] < 2 or len(pts) == 0:
+        raise ValueError("line must be a non-empty sequence of (lat, lon) pairs")
+    return pts[:, :2]
+
+
+def _grow(box, metres: float):
+    lo = G.box_around(box[0], box[1], metres)
+    hi = G.box_around(box[2], box[3], metres)
+    return min(lo[0], hi[0]), min(lo[1], hi[1]), max(lo[2], hi[2]), max(lo[3], hi[3])
+
+
+def _select(conn, table: sa.Table, box, where: str = "", params: dict | None = None) -> list:
+    """Rows of `table` in ready areas whose index box meets `box` (min_lat, min_lon, max_lat, max_lon)."""
+    cols = ", ".join(f"t.{c.name}" for c in table.columns)
+    args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3], **(params or {})}
+    if conn.dialect.name == "sqlite":
+        spatial = (f"t.id IN (SELECT id FROM {table.name}_rtree WHERE min_lat <= :c AND max_lat >= :a "
+                   "AND min_lon <= :d AND max_lon >= :b)")
+    else:
+        s = postgis_schema(conn)
+        if s is None:
+            return []  # no PostGIS, so nothing was ever imported
+        spatial = f'"{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))'
+    sql = sa.text(f"SELECT {cols} FROM {table.name} t JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
+                  f"WHERE {spatial} {where}")
+    if "kinds" in args:
+        sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+    return conn.execute(sql, args).mappings().all()
+
+
+def _point(row, distance: float, along: float | None = None) -> MapPoint:
+    tags = row["tags"] if isinstance(row["tags"], dict) else json.loads(row["tags"])
+    return MapPoint(row["osm_type"], row["osm_id"], row["kind"], row["subkind"], row["name"], row["lat"],
+                    row["lon"], tags, row["tag_count"], float(distance), along)
+
+
+def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None) -> list[MapPoint]:
+    """Points of the given kinds (trips/osm/tags.py KINDS; None: all) within radius_m, nearest first."""
+    where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
+    with _engine(engine).connect() as conn:
+        rows = _select(conn, osm_point, G.box_around(lat, lon, radius_m), where, params)
+    if not rows:
+        return []
+    dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
+                      [r["lat"] for r in rows])[2]
+    out, seen = [], set()
+    for i in np.argsort(dist, kind="stable"):
+        row = rows[i]
+        key = (row["osm_type"], row["osm_id"], row["kind"])
+        if dist[i] <= radius_m and key not in seen:
+            seen.add(key)
+            out.append(_point(row, dist[i]))
+    return out
+
+
+def _chunks(pts: np.ndarray):
+    """(first vertex index, vertices, metres from the line start at each vertex) per chunk of the line."""
+    if len(pts) == 1:
+        yield 0, pts, np.zeros(1)
+        return
+    seg = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    start = 0
+    while start < len(pts) - 1:
+        end = start + 1
+        while end < len(pts) - 1 and end - start < CHUNK_SEGMENTS and cum[end + 1] - cum[start] <= CHUNK_M:
+            end += 1
+        yield start, pts[start:end + 1], cum[start:end + 1]
+        start = end
+
+
+def _box(pts: np.ndarray):
+    return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
+
+
+def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoint]:
+    """Points within buffer_m of the line, in the order the line passes them (`along_m`)."""
+    pts = _as_line(line)
+    where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
+    best: dict[tuple, tuple[float, float, dict]] = {}
+    with _engine(engine).connect() as conn:
+        for _start, chunk, cum in _chunks(pts):
+            rows = _select(conn, osm_point, _grow(_box(chunk), buffer_m), where, params)
+            if not rows:
+                continue
+            dist, seg, t, _, _ = G.nearest_on_line(np.array([r["lat"] for r in rows]),
+                                                   np.array([r["lon"] for r in rows]), chunk)
+            seg_len = np.diff(cum) if len(cum) > 1 else np.zeros(1)
+            along = cum[seg] + t * seg_len[seg]
+            for row, d, a in zip(rows, dist, along):
+                key = (row["osm_type"], row["osm_id"], row["kind"])
+                if d <= buffer_m and (key not in best or d < best[key][0]):
+                    best[key] = (float(d), float(a), row)
+    found = [_point(row, d, a) for d, a, row in best.values()]
+    return sorted(found, key=lambda p: (p.along_m, p.distance_m))
+
+
+def _segment_distances(px, py, ax, ay, bx, by):
+    """Distance from each point (P) to each segment (A→B) in the plane: array (len P, len A)."""
+    dx, dy = bx - ax, by - ay
+    seg2 = dx * dx + dy * dy
+    t = ((px[:, None] - ax) * dx + (py[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
+    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
+    return np.hypot(px[:, None] - (ax + t * dx), py[:, None] - (ay + t * dy))
+
+
+def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine]:
+    pts = _as_line(line)
+    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, min distance]
+    with _engine(engine).connect() as conn:
+        for _start, chunk, _cum in _chunks(pts):
+            rows = _select(conn, table, _grow(_box(chunk), buffer_m))
+            if not rows:
+                continue
+            plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+            cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
+            if len(chunk) == 1:
+                cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
+            for row in rows:
+                entry = found.get(row["osm_id"])
+                if entry is None:
+                    way = G.decode(row["line"])
+                    entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
+                wx, wy = plane.xy(entry[1][:, 0], entry[1][:, 1])
+                vertex = _segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
+                entry[2] = np.minimum(entry[2], vertex)
+                if len(wx) > 1:  # the route's vertices against the way's segments, and crossings
+                    back = _segment_distances(cx, cy, wx[:-1], wy[:-1], wx[1:], wy[1:]).min()
+                    cross = 0.0 if G.segments_cross(chunk, entry[1]) else np.inf
+                    entry[3] = min(entry[3], float(vertex.min()), float(back), cross)
+                else:
+                    entry[3] = min(entry[3], float(vertex.min()))
+    out = []
+    for row, way, vertex, dist in found.values():
+        if dist > buffer_m:
+            continue
+        inside = vertex <= buffer_m
+        seg = G.GEOD.inv(way[:-1, 1], way[:-1, 0], way[1:, 1], way[1:, 0])[2] if len(way) > 1 else np.zeros(0)
+        near = float(seg[inside[:-1] & inside[1:]].sum()) if len(seg) else 0.0
+        tags = {k.replace("cycleway_", "cycleway:"): row[k] for k in (
+            "highway", "surface", "tracktype", "smoothness", "cycleway", "cycleway_left", "cycleway_right",
+            "cycleway_both", "bicycle", "maxspeed") if k in row and row[k] is not None}
+        out.append(MapLine(row["osm_id"], row["name"], row["length_m"], way, dist, near, tags))
+    return sorted(out, key=lambda w: (w.distance_m, w.osm_id))
+
+
+def ways_along(line, buffer_m: float, engine=None) -> list[MapLine]:
+    """Roads and paths coming within buffer_m of the line, closest first, with their terrain tags."""
+    return _lines_along(osm_way, line, buffer_m, engine)
+
+
+def ferries_along(line, buffer_m: float, engine=None) -> list[MapLine]:
+    """Ferry routes coming within buffer_m of the line."""
+    return _lines_along(osm_ferry, line, buffer_m, engine)
+
+
+def _place(row, distance=None) -> Place:
+    return Place(row["osm_type"], row["osm_id"], row["name"], row["place"], row["rank"], row["population"],
+                 row["lat"], row["lon"], None if distance is None else float(distance))
+
+
+def nearest_place(lat: float, lon: float, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> Place | None:
+    """The nearest place (city, town, village, hamlet, or those in `places`) within max_m, or None."""
+    with _engine(engine).connect() as conn:
+        rows = _select(conn, osm_place, G.box_around(lat, lon, max_m), "AND t.place IN :kinds",
+                       {"kinds": list(places)})
+    if not rows:
+        return None
+    dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
+                      [r["lat"] for r in rows])[2]
+    i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
+    return _place(rows[i], dist[i]) if dist[i] <= max_m else None
+
+
+def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
+    """Imported places whose name equals or starts with `text` (accents, case, punctuation ignored, as the
+    gazetteer does): exact names first, then by rank (cities first) and population."""
+    key = normalise(str(text)[:200])[:255]
+    limit = max(1, min(int(limit), MAX_MATCHES))
+    if not key:
+        return []
+    with _engine(engine).connect() as conn:
+        if conn.dialect.name == "sqlite":
+            match, params = "t.name_key >= :k AND t.name_key < :top", {"k": key, "top": key + "\U0010ffff"}
+        else:
+            escaped = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            match, params = "t.name_key LIKE :pat", {"k": key, "pat": escaped + "%"}
+        cols = ", ".join(f"t.{c.name}" for c in osm_place.columns)
+        rows = conn.execute(sa.text(
+            f"SELECT {cols} FROM osm_place t JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
+            f"WHERE {match} ORDER BY CASE WHEN t.name_key = :k THEN 0 ELSE 1 END, t.rank, "
+            f"COALESCE(t.population, -1) DESC, t.name LIMIT {limit * 3}"), params).mappings().all()
+    out, seen = [], set()
+    for row in rows:
+        if (row["osm_type"], row["osm_id"]) not in seen and len(out) < limit:
+            seen.add((row["osm_type"], row["osm_id"]))
+            out.append(_place(row))
+    return out
+
+
+def _ready_areas(conn) -> list:
+    return conn.execute(sa.text("SELECT min_lat, min_lon, max_lat, max_lon FROM osm_area "
+                                "WHERE status = 'ready' AND min_lat IS NOT NULL")).all()
+
+
+def coverage(line, engine=None) -> tuple[float, list[tuple[int, int]]]:
+    """(fraction of the line's length inside imported areas, [(first, last) vertex index of each covered
+    stretch]). A segment counts as covered when both its ends are inside one area's box."""
+    pts = _as_line(line)
+    with _engine(engine).connect() as conn:
+        areas = _ready_areas(conn)
+    inside = np.zeros(len(pts), dtype=bool)
+    per_area = []
+    for a, b, c, d in areas:
+        mask = (pts[:, 0] >= a) & (pts[:, 0] <= c) & (pts[:, 1] >= b) & (pts[:, 1] <= d)
+        per_area.append(mask)
+        inside |= mask
+    if len(pts) == 1:
+        return (1.0, [(0, 0)]) if inside[0] else (0.0, [])
+    covered = np.zeros(len(pts) - 1, dtype=bool)
+    for mask in per_area:
+        covered |= mask[:-1] & mask[1:]
+    seg = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
+    total = float(seg.sum())
+    fraction = float(seg[covered].sum() / total) if total > 0 else float(covered.all())
+    parts, start = [], None
+    for i, ok in enumerate(covered):
+        if ok and start is None:
+            start = i
+        if not ok and start is not None:
+            parts.append((start, i))
+            start = None
+    if start is not None:
+        parts.append((start, len(pts) - 1))
+    return fraction, parts
+
+
+def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
+    rows = _select(conn, osm_boundary, box)
+    out, seen = [], set()
+    for row in rows:
+        if row["osm_id"] in seen:
+            continue
+        seen.add(row["osm_id"])
+        out.append((row["iso"], row["name"], [(bool(o), G.decode(e)) for o, e in json.loads(row["rings"])]))
+    return out
+
+
+def countries_along(line, engine=None) -> list[CountryRun]:
+    """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
+    Vertices in no imported country belong to no run."""
+    pts = _as_line(line)
+    with _engine(engine).connect() as conn:
+        countries = _countries(conn, _box(pts))
+    owner = np.full(len(pts), -1)
+    for i, (_iso, _name, rings) in enumerate(countries):
+        owner[(owner < 0) & G.inside_rings(pts[:, 0], pts[:, 1], rings)] = i
+    runs: list[CountryRun] = []
+    for idx, who in enumerate(owner):
+        if who < 0:
+            continue
+        iso, name, _ = countries[who]
+        if runs and runs[-1].iso == iso and runs[-1].name == name:
+            runs[-1] = CountryRun(iso, name, runs[-1].start_index, idx)
+        else:
+            runs.append(CountryRun(iso, name, idx, idx))
+    return runs
+
+
+def country_at(lat: float, lon: float, engine=None) -> tuple[str | None, str | None] | None:
+    """(iso, name) of the imported country containing the point, or None."""
+    runs = countries_along([(lat, lon)], engine=engine)
+    return (runs[0].iso, runs[0].name) if runs else None

@@ -1,0 +1,124 @@
+"""The map tables: what an import of an OpenStreetMap extract keeps (the subset the enrichments read).
+
+Every row belongs to one import (`osm_area`). Rows of an import that is still loading, failed or was
+replaced are invisible to the queries (they join `osm_area.status = 'ready'`), which is how an import
+streams in small committed batches without ever exposing half a region (see trips/osm/store.py).
+
+The spatial index is not in these definitions because it differs per engine (trips/osm/store.py):
+SQLite keeps one R*Tree virtual table per spatial table (`<table>_rtree`, filled by triggers), PostgreSQL
+a PostGIS `geom` column with a GiST index, added only where PostGIS is installed.
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from trips.db import db
+
+AREA_STATUSES = ("loading", "ready", "replaced")
+
+osm_area = sa.Table(
+    "osm_area", db.metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(100), nullable=False),  # the region; a new import of the same name replaces it
+    sa.Column("source_file", sa.String(255), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("bbox_source", sa.String(8), nullable=True),  # "header" (the file says) or "data" (measured)
+    sa.Column("min_lat", sa.Float, nullable=True),
+    sa.Column("min_lon", sa.Float, nullable=True),
+    sa.Column("max_lat", sa.Float, nullable=True),
+    sa.Column("max_lon", sa.Float, nullable=True),
+    sa.Column("counts", sa.JSON, nullable=True),  # objects read and rows kept, per kind
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("imported_at", sa.DateTime, nullable=True),  # set when the import became ready
+    sa.Index("ix_osm_area_name_status", "name", "status"),
+)
+
+
+def _common(name: str, *columns: sa.Column, indexes: tuple = ()) -> sa.Table:
+    return sa.Table(
+        name, db.metadata,
+        sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("area_id", sa.Integer, sa.ForeignKey("osm_area.id"), nullable=False),
+        sa.Column("osm_type", sa.String(1), nullable=False),  # n, w or r
+        sa.Column("osm_id", sa.BigInteger, nullable=False),
+        *columns,
+        sa.Index(f"ix_{name}_area", "area_id"),
+        *indexes,
+    )
+
+
+_BBOX = ("min_lat", "min_lon", "max_lat", "max_lon")
+
+# Nodes (and the centre of closed ways) that the enrichments look for near the route.
+osm_point = _common(
+    "osm_point",
+    sa.Column("kind", sa.String(24), nullable=False),  # accommodation, resupply, water, bike_shop, …
+    sa.Column("subkind", sa.String(32), nullable=False),  # hotel, supermarket, pharmacy, museum, …
+    sa.Column("name", sa.String(255), nullable=True),
+    sa.Column("lat", sa.Float, nullable=False),
+    sa.Column("lon", sa.Float, nullable=False),
+    sa.Column("tags", sa.JSON, nullable=False),  # the kept subset (trips/osm/tags.py KEPT_TAGS)
+    sa.Column("tag_count", sa.Integer, nullable=False),  # of the OSM object (ranking reads tagCount, §7.2)
+)
+
+def _line() -> tuple[sa.Column, ...]:
+    return (
+        sa.Column("name", sa.String(255), nullable=True),
+        sa.Column("length_m", sa.Float, nullable=False),
+        sa.Column("line", sa.Text, nullable=False),  # encoded polyline, precision 1e-6 (trips/osm/geometry.py)
+        *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
+    )
+
+# Roads and paths, with the tags terrain reads (domain.md §6 surface_rough, traffic_*).
+osm_way = _common(
+    "osm_way",
+    sa.Column("highway", sa.String(32), nullable=False),
+    sa.Column("surface", sa.String(64), nullable=True),
+    sa.Column("tracktype", sa.String(16), nullable=True),
+    sa.Column("smoothness", sa.String(32), nullable=True),
+    sa.Column("cycleway", sa.String(32), nullable=True),
+    sa.Column("cycleway_left", sa.String(32), nullable=True),
+    sa.Column("cycleway_right", sa.String(32), nullable=True),
+    sa.Column("cycleway_both", sa.String(32), nullable=True),
+    sa.Column("bicycle", sa.String(32), nullable=True),
+    sa.Column("maxspeed", sa.String(32), nullable=True),
+    *_line(),
+)
+
+osm_ferry = _common("osm_ferry", *_line())
+
+PLACE_RANKS = {"city": 1, "town": 2, "village": 3, "hamlet": 4}
+
+osm_place = _common(
+    "osm_place",
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("name_key", sa.String(255), nullable=False),  # trips.gazetteer.normalise(name)
+    sa.Column("place", sa.String(16), nullable=False),
+    sa.Column("rank", sa.Integer, nullable=False),  # PLACE_RANKS: 1 = city … 4 = hamlet
+    sa.Column("population", sa.Integer, nullable=True),
+    sa.Column("lat", sa.Float, nullable=False),
+    sa.Column("lon", sa.Float, nullable=False),
+    # text_pattern_ops: PostgreSQL serves `LIKE 'prefix%'` from the index whatever the collation.
+    indexes=(sa.Index("ix_osm_place_name_key", "name_key", postgresql_ops={"name_key": "text_pattern_ops"}),),
+)
+
+# Countries (admin_level=2), their rings simplified to 100 m.
+osm_boundary = _common(
+    "osm_boundary",
+    sa.Column("iso", sa.String(8), nullable=True),  # ISO 3166-1 alpha-2 when the relation carries it
+    sa.Column("name", sa.String(255), nullable=True),
+    sa.Column("rings", sa.Text, nullable=False),  # JSON [[outer?, encoded ring], …] (trips/osm/geometry.py)
+    *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
+)
+
+# The tables with a spatial index, and the shape PostGIS stores for each.
+SPATIAL = {"osm_point": "Point", "osm_way": "LineString", "osm_ferry": "LineString",
+           "osm_place": "Point", "osm_boundary": "Polygon"}
+DATA_TABLES = tuple(SPATIAL)
+
+
+def spatial_index_object(name: str) -> bool:
+    """True for the engine-specific spatial objects the model does not declare (for migration comparisons):
+    the R*Tree virtual tables and their shadow tables, the PostGIS `geom` columns and their GiST indexes."""
+    return any(name == f"{t}_rtree" or name.startswith(f"{t}_rtree_") or name == f"ix_{t}_geom"
+               for t in DATA_TABLES)

@@ -1,0 +1,88 @@
+"""Which OpenStreetMap objects the import keeps, under which kind, and which of their tags.
+
+The vocabulary follows domain.md: the seven accommodation types (§7.1) with the tags ranking and pricing
+read (§7.2–7.3: website/url, description, opening_hours, wikidata, stars, capacity, charge, fee, backpack,
+tents, seasonal); the resupply categories of `resupply_none_on_stage` (§6) with opening_hours; drinking
+water; bicycle shops (repair-capable or not) and repair stations; charging stations (e-bike range, §6);
+railway stations; pharmacies, hospitals and clinics; cultural places; fords. Ways, ferries, places and
+boundaries have their own tables (trips/osm/tables.py).
+"""
+from __future__ import annotations
+
+ACCOMMODATION = frozenset({"camp_site", "hostel", "alpine_hut", "chalet", "guest_house", "hotel", "wilderness_hut"})
+RESUPPLY_AMENITY = frozenset({"restaurant", "cafe", "bar", "fast_food", "marketplace", "fuel"})
+RESUPPLY_SHOP = frozenset({"supermarket", "convenience", "bakery", "butcher", "pastry", "deli", "greengrocer",
+                           "general", "farm"})
+HEALTH = frozenset({"pharmacy", "hospital", "clinic"})
+CULTURE_TOURISM = frozenset({"museum", "attraction", "viewpoint", "gallery"})
+CULTURE_HISTORIC = frozenset({"monument", "castle", "ruins", "archaeological_site", "fort", "manor", "city_gate"})
+STATIONS = frozenset({"station", "halt"})
+NOT_TRAIN = frozenset({"subway", "light_rail", "monorail", "funicular", "miniature"})
+WATER_AMENITY = frozenset({"drinking_water", "water_point"})
+YES = frozenset({"yes", "true", "1"})
+
+KINDS = ("accommodation", "resupply", "water", "bike_shop", "charging", "station", "health", "culture", "ford")
+
+# Keys that make an object worth looking at: osmium drops everything else before Python sees it.
+FILTER_KEYS = ("tourism", "amenity", "shop", "railway", "historic", "ford", "man_made", "natural", "highway",
+               "route", "place", "healthcare", "boundary")
+
+KEPT_TAGS = frozenset({
+    "name", "opening_hours", "website", "url", "contact:website", "description", "wikidata", "wikipedia",
+    "image", "stars", "capacity", "charge", "fee", "backpack", "tents", "seasonal", "phone", "contact:phone",
+    "addr:street", "addr:housenumber", "addr:postcode", "addr:city", "service:bicycle:repair",
+    "service:bicycle:retail", "drinking_water", "religion", "station", "cuisine", "check_date",
+})
+MAX_VALUE = 255
+
+# Highway values that are no road or path a bicycle uses (or not built yet).
+SKIPPED_HIGHWAYS = frozenset({"proposed", "construction", "abandoned", "razed", "platform", "bus_stop",
+                              "elevator", "corridor", "services", "rest_area", "raceway", "emergency_bay"})
+WAY_TAGS = ("surface", "tracktype", "smoothness", "cycleway", "cycleway:left", "cycleway:right", "cycleway:both",
+            "bicycle", "maxspeed")
+
+
+def point_kinds(tags) -> list[tuple[str, str]]:
+    """The (kind, subkind) pairs an object's tags (an osmium TagList or a dict) give it; [] to skip it."""
+    found = []
+    tourism, amenity, shop = tags.get("tourism"), tags.get("amenity"), tags.get("shop")
+    if tourism in ACCOMMODATION:
+        found.append(("accommodation", tourism))
+    if amenity in RESUPPLY_AMENITY:
+        found.append(("resupply", amenity))
+    if shop in RESUPPLY_SHOP:
+        found.append(("resupply", shop))
+    if amenity in WATER_AMENITY or (tags.get("drinking_water") in YES and (
+            tags.get("man_made") == "water_tap" or tags.get("natural") == "spring")):
+        found.append(("water", amenity if amenity in WATER_AMENITY else tags.get("man_made") or "spring"))
+    if shop == "bicycle":
+        found.append(("bike_shop", "shop" if tags.get("service:bicycle:repair") == "no" else "repair"))
+    elif amenity == "bicycle_repair_station":
+        found.append(("bike_shop", "repair_station"))
+    if amenity == "charging_station":
+        found.append(("charging", "charging_station"))
+    railway = tags.get("railway")
+    if railway in STATIONS and tags.get("station") not in NOT_TRAIN:
+        found.append(("station", railway))
+    health = amenity if amenity in HEALTH else tags.get("healthcare")
+    if health in HEALTH:
+        found.append(("health", health))
+    historic = tags.get("historic")
+    if tourism in CULTURE_TOURISM:
+        found.append(("culture", tourism))
+    elif historic in CULTURE_HISTORIC:
+        found.append(("culture", historic))
+    elif amenity == "place_of_worship":
+        found.append(("culture", "church" if tags.get("religion") == "christian" else "place_of_worship"))
+    if tags.get("ford") in YES:
+        found.append(("ford", "ford"))
+    return found
+
+
+def kept_tags(tags) -> dict[str, str]:
+    """The subset of `tags` the enrichments read, each value cut to 255 characters."""
+    return {t.k: t.v[:MAX_VALUE] for t in tags if t.k in KEPT_TAGS}
+
+
+def short(value: str | None, size: int) -> str | None:
+    return None if value is None else value[:size]
