@@ -8,17 +8,20 @@ timeout = 120
 forwarded_allow_ips = ""
 
 # One JSON line per record, gunicorn's own lines included (trips/observability.py). No gunicorn access log:
-# the app writes one line per request, with the route, the user and the request id.
+# the app writes one line per request, with the route, the user and the request id. (Any logconfig_dict turns
+# gunicorn's access log on, so its logger goes to a NullHandler.)
 accesslog = None
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "trips.observability.JsonFormatter"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
+                 "drop": {"class": "logging.NullHandler"}},
     "root": {"level": "INFO", "handlers": ["stderr"]},
     "loggers": {
         "gunicorn.error": {"level": "INFO", "handlers": [], "propagate": True},
-        "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": True},
+        "gunicorn.access": {"level": "INFO", "handlers": ["drop"], "propagate": False},
+        "alembic.runtime.plugins": {"level": "WARNING"},  # a line per plugin at import, in every worker
     },
 }
 

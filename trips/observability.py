@@ -74,6 +74,7 @@ def configure_logging(level: int = logging.INFO) -> None:
         handler.setFormatter(JsonFormatter())
         root.addHandler(handler)
     root.setLevel(level)
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # a line per plugin at every start
 
 
 def _user_id() -> str | None:
