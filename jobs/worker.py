@@ -12,15 +12,19 @@ RQ 3.0 leaves three gaps this class closes (see README "When something dies"):
   Short intervals bring abandoned jobs back within a minute.
 * Worker registration (`rq:workers:<queue>`) is written once, at birth: a Redis restarted empty forgets a
   worker that is alive and working. Each beat here re-registers and refreshes a `LIVENESS_TTL` key.
+* RQ retries a lost Redis only around its blocking dequeue; a Redis error anywhere else in the loop (setting the
+  worker's state, the suspension check, a beat while a horse works) ends the worker. Here the worker waits for
+  Redis (at most RECONNECT_MAX_S between attempts) and goes on, so it is back within a beat of Redis.
 """
 from __future__ import annotations
 
 import logging
+import time
 
 from redis import Redis
 from rq import Worker, worker_registration
 
-from jobs import reconcile
+from jobs import REDIS_DOWN, reconcile
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +94,43 @@ class BTPWorker(Worker):
             super().register_death()
 
     def heartbeat(self, timeout=None, pipeline=None):
-        super().heartbeat(timeout, pipeline)
-        connection = pipeline if pipeline is not None else self.connection
-        worker_registration.register(self, connection)  # again: a Redis restarted empty lost it
-        beat(connection, self.name)
+        if pipeline is not None:
+            super().heartbeat(timeout, pipeline)
+            worker_registration.register(self, pipeline)
+            beat(pipeline, self.name)
+            return
+        try:
+            with self.connection.pipeline() as pipe:
+                super().heartbeat(timeout, pipe)
+                worker_registration.register(self, pipe)  # again: a Redis restarted empty lost it
+                beat(pipe, self.name)
+                pipe.execute()
+        except REDIS_DOWN as exc:  # a missed beat; the dequeue that follows waits for Redis
+            log.warning("worker %s: missed a beat, Redis unreachable: %s", self.name, exc)
+
+    def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
+        """RQ's dequeue, waiting out a Redis outage instead of ending the worker. None when asked to stop."""
+        wait = 1.0
+        while not self._stop_requested:
+            try:
+                return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
+            except REDIS_DOWN as exc:
+                log.error("worker %s: Redis unreachable (%s); trying again in %.0f s", self.name, exc, wait)
+                time.sleep(wait)
+                wait = min(wait * 2, RECONNECT_MAX_S)
+        return None
+
+    def check_for_suspension(self, burst: bool):
+        try:
+            super().check_for_suspension(burst)
+        except REDIS_DOWN:
+            pass  # the dequeue that follows waits for Redis
+
+    def execute_job(self, job, queue):
+        try:
+            super().execute_job(job, queue)
+        except REDIS_DOWN as exc:  # its execution lapses and maintenance takes the job back (abandoned)
+            log.error("worker %s: Redis lost while running job %s: %s", self.name, job.id, exc)
 
     def get_heartbeat_ttl(self, job, working_time: float = 0.0) -> int:
         """RQ's rule with ABANDON_SLACK_S in place of its 60 s: how long an execution outlives its last beat."""
@@ -105,7 +142,11 @@ class BTPWorker(Worker):
     def maintain_heartbeats(self, job, execution):
         """RQ beats here every monitoring tick while a horse works; maintenance is due here too, so a busy
         worker still takes back other workers' abandoned jobs and reconciles computations."""
-        super().maintain_heartbeats(job, execution)
+        try:
+            super().maintain_heartbeats(job, execution)
+        except REDIS_DOWN as exc:  # the horse goes on; the next tick beats again
+            log.warning("worker %s: missed a beat, Redis unreachable: %s", self.name, exc)
+            return
         if self.should_run_maintenance_tasks:
             self.run_maintenance_tasks()
 

@@ -45,6 +45,14 @@ class Unavailable(DomainError):
     code = "unavailable"
 
 
+class ServiceUnavailable(Unavailable):
+    """BTP itself cannot serve this now (its Redis is unreachable); the same request will work again soon."""
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Invalid(DomainError):
     """Bad input. `errors` maps a field (or argument) name to a message about it."""
 

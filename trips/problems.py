@@ -21,6 +21,7 @@ STATUS = {  # looked up in order: subclasses first
     errors.PreconditionFailed: (412, "Precondition Failed"),
     errors.Conflict: (409, "Conflict"),
     errors.RateLimited: (429, "Too Many Requests"),
+    errors.ServiceUnavailable: (503, "Service Unavailable"),
     errors.Unavailable: (502, "Bad Gateway"),
     errors.Invalid: (422, "Unprocessable Content"),
     errors.BadRequest: (400, "Bad Request"),
@@ -73,8 +74,27 @@ def _domain_error(exc: errors.DomainError):
     status, title = next(v for k, v in STATUS.items() if isinstance(exc, k))
     extra = {"errors": exc.errors} if isinstance(exc, errors.Invalid) else {}
     response = problem(status, title, exc.message + HEADER_HINTS.get(type(exc), ""), **extra)
-    if isinstance(exc, errors.RateLimited):
+    if isinstance(exc, (errors.RateLimited, errors.ServiceUnavailable)):
         response.headers["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+# The OAuth endpoints answer errors in RFC 6749 §5.2 form; `temporarily_unavailable` is RFC 6749 §4.1.2.1's code.
+OAUTH_JSON_PATHS = ("/oauth/token", "/oauth/revoke", "/oauth/register")
+
+
+def _redis_down(exc: Exception):
+    """Redis unreachable: 503 with Retry-After (RFC 9110 §15.6.4), a problem document, or on the OAuth endpoints
+    an RFC 6749 error body. Nothing was written: every write takes its Redis lock before touching the database."""
+    from jobs import redis_unavailable
+
+    log.warning("Redis unreachable on %s %s: %s", request.method, request.path, exc)
+    refusal = redis_unavailable()
+    if not request.path.startswith(OAUTH_JSON_PATHS):
+        return _domain_error(refusal)
+    body = {"error": "temporarily_unavailable", "error_description": refusal.message}
+    response = current_app.response_class(json.dumps(body), status=503, mimetype="application/json")
+    response.headers.update({"Retry-After": str(refusal.retry_after), "Cache-Control": "no-store"})
     return response
 
 
@@ -120,6 +140,10 @@ def _security_headers(response: Response) -> Response:
 def register(app: Flask) -> None:
     app.after_request(_security_headers)
     app.register_error_handler(errors.DomainError, _domain_error)
+    from jobs import REDIS_DOWN
+
+    for redis_error in REDIS_DOWN:
+        app.register_error_handler(redis_error, _redis_down)
     app.register_error_handler(Unauthorized, _unauthorized)
     app.register_error_handler(InsufficientScope, _insufficient_scope)
     app.register_error_handler(HTTPException, _http_error)

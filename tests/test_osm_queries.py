@@ -1,0 +1,163 @@
+"""The map queries the enrichments call, on map data written around a generated route: distances are exact
+(to a metre), filters cut where they say, only complete imports are read, and an object two overlapping
+imports share comes back once."""
+import math
+
+import pytest
+import sqlalchemy as sa
+
+from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north
+from trips.db import db
+from trips.geo import distance_m
+from trips.osm import queries as Q
+from trips.osm.importer import import_file
+
+LAT, LON = 45.0, 5.0
+ROUTE = line_east(LAT, LON, 10)  # 10 km east, a vertex every 200 m
+PER_DEG_LON = 111_320.0 * math.cos(math.radians(LAT))
+
+
+def east(metres: float) -> float:
+    return LON + metres / PER_DEG_LON
+
+
+@pytest.fixture
+def imported(ctx, tmp_path):
+    map_support_or_skip(db.engine)
+
+    def run(builder: MapBuilder, name: str = "drome"):
+        return import_file(db.engine, builder.write(tmp_path / f"{name}.osm.pbf"))
+
+    return run
+
+
+def test_points_near_measures_geodesic_distance_and_filters_by_kind(imported):
+    m = MapBuilder()
+    m.node(*offset_north(LAT, east(1000), 300), {"amenity": "drinking_water"})
+    m.node(*offset_north(LAT, east(1000), 100), {"shop": "bicycle"})
+    imported(m)
+    assert Q.points_near(LAT, east(1000), 250, kinds=["water"]) == []
+    (water,) = Q.points_near(LAT, east(1000), 350, kinds=["water"])
+    assert water.kind == "water" and water.distance_m == pytest.approx(300, abs=1.0)
+    both = Q.points_near(LAT, east(1000), 350)
+    assert [p.kind for p in both] == ["bike_shop", "water"]  # nearest first
+    assert both[0].subkind == "repair"
+
+
+def test_points_along_keeps_the_corridor_in_route_order(imported):
+    m = MapBuilder()
+    m.node(*offset_north(LAT, east(7000), 50), {"amenity": "cafe", "name": "Far along"})
+    m.node(*offset_north(LAT, east(2000), -1500), {"shop": "bakery", "name": "Near start"})
+    m.node(*offset_north(LAT, east(4000), 2500), {"shop": "supermarket", "name": "Outside"})
+    m.node(*offset_north(LAT, east(-3000), 0), {"shop": "supermarket", "name": "Before the start"})
+    imported(m)
+    found = Q.points_along(ROUTE, 2000, kinds=["resupply"])
+    assert [p.name for p in found] == ["Near start", "Far along"]
+    assert found[0].distance_m == pytest.approx(1500, abs=2.0)
+    # along the route as a WGS-84 geodesic (east() is a spherical approximation of the metres)
+    assert found[0].along_m == pytest.approx(distance_m(LAT, LON, LAT, east(2000)), abs=1.0)
+    assert found[1].along_m == pytest.approx(distance_m(LAT, LON, LAT, east(7000)), abs=1.0)
+    assert Q.points_along(ROUTE, 2000, kinds=["water"]) == []
+
+
+def test_ways_along_finds_roads_in_the_corridor_including_crossings(imported):
+    m = MapBuilder()
+    parallel = [offset_north(lat, lon, 10) for lat, lon in line_east(LAT, east(1000), 2, step_m=100)]
+    m.way(parallel, {"highway": "track", "surface": "gravel", "cycleway:left": "lane", "name": "Parallel"})
+    m.way([offset_north(lat, lon, 40) for lat, lon in line_east(LAT, east(5000), 1)], {"highway": "primary"})
+    m.way([offset_north(LAT, east(8000), -300), offset_north(LAT, east(8000), 300)], {"highway": "residential"})
+    m.way([offset_north(LAT, east(9000), 500), offset_north(LAT, east(9000), 900)], {"highway": "service"})
+    imported(m)
+    ways = {w.name or w.tags["highway"]: w for w in Q.ways_along(ROUTE, 20)}
+    assert set(ways) == {"Parallel", "residential"}
+    assert ways["residential"].distance_m == pytest.approx(0, abs=0.01)  # crosses, no vertex near
+    par = ways["Parallel"]
+    assert par.distance_m == pytest.approx(10, abs=0.5)
+    assert par.near_m == pytest.approx(2000, rel=0.01) and par.length_m == pytest.approx(2000, rel=0.01)
+    assert par.tags == {"highway": "track", "surface": "gravel", "cycleway:left": "lane"}
+    assert {w.tags["highway"] for w in Q.ways_along(ROUTE, 50)} == {"track", "primary", "residential"}
+
+
+def test_ferries_along_use_their_own_table(imported):
+    m = MapBuilder()
+    m.way([offset_north(LAT, east(3000), 80), offset_north(LAT, east(3000), 2000)], {"route": "ferry",
+                                                                                    "name": "Bac de Loire"})
+    imported(m)
+    assert Q.ferries_along(ROUTE, 50) == []
+    (ferry,) = Q.ferries_along(ROUTE, 100)
+    assert ferry.name == "Bac de Loire" and ferry.distance_m == pytest.approx(80, abs=1.0)
+    assert Q.ways_along(ROUTE, 100) == []
+
+
+def test_nearest_place_and_place_search(imported):
+    m = MapBuilder()
+    m.node(*offset_north(LAT, east(500), 1000), {"place": "village", "name": "Saint-Étienne", "population": "900"})
+    m.node(*offset_north(LAT, east(500), 300), {"place": "hamlet", "name": "Saint-Agrève"})
+    m.node(46.0, 6.0, {"place": "city", "name": "Saint-Ouen", "population": "50000"})
+    m.node(46.1, 6.0, {"place": "suburb", "name": "Saint-Suburb"})  # not a place kind BTP keeps
+    imported(m)
+    assert Q.nearest_place(LAT, east(500), 2000).name == "Saint-Agrève"
+    village = Q.nearest_place(LAT, east(500), 2000, places=("city", "town", "village"))
+    assert village.name == "Saint-Étienne" and village.distance_m == pytest.approx(1000, abs=2.0)
+    assert Q.nearest_place(LAT, east(500), 200) is None
+    assert [p.name for p in Q.places_matching("saint etienne")] == ["Saint-Étienne"]
+    assert [p.name for p in Q.places_matching("SAINT")] == ["Saint-Ouen", "Saint-Étienne", "Saint-Agrève"]
+    assert [p.name for p in Q.places_matching("saint", limit=1)] == ["Saint-Ouen"]
+    assert Q.places_matching("%") == [] and Q.places_matching("_aint") == [] and Q.places_matching("  ") == []
+
+
+def test_coverage_says_which_part_of_a_route_has_map_data(imported):
+    assert Q.coverage(ROUTE) == (0.0, [])
+    m = MapBuilder(bounds=(LAT - 0.1, LON - 0.1, LAT + 0.1, east(5000)))
+    m.node(LAT, LON, {"amenity": "drinking_water"})
+    imported(m)
+    fraction, parts = Q.coverage(ROUTE)
+    assert fraction == pytest.approx(0.5, abs=0.03)
+    assert parts == [(0, 25)]  # vertices 0 … 25 (5 km at 200 m)
+    assert Q.coverage(ROUTE[:10]) == (1.0, [(0, 9)])
+    assert Q.coverage([(50.0, 10.0)]) == (0.0, [])
+
+
+def test_countries_along_follow_the_imported_boundaries(imported):
+    m = MapBuilder()
+    m.country([(44.5, 4.5), (44.5, east(4000)), (45.5, east(4000)), (45.5, 4.5)], "FR", "France")
+    m.country([(44.5, east(4000)), (44.5, 6.0), (45.5, 6.0), (45.5, east(4000))], "CH", "Switzerland")
+    imported(m)
+    runs = Q.countries_along(ROUTE)
+    assert [(r.iso, r.name) for r in runs] == [("FR", "France"), ("CH", "Switzerland")]
+    assert runs[0].start_index == 0 and runs[1].start_index == runs[0].end_index + 1
+    assert 19 <= runs[0].end_index <= 20  # the border at 4 km, vertices every 200 m
+    assert Q.country_at(LAT, east(9000)) == ("CH", "Switzerland")
+    assert Q.country_at(47.0, 5.0) is None
+
+
+def test_only_complete_imports_are_read_and_overlaps_come_back_once(imported):
+    hotel = {"tourism": "hotel", "name": "Hôtel de la Gare"}
+    for name in ("drome", "ardeche"):  # two extracts sharing a border strip hold the same node
+        m = MapBuilder()
+        m.node(LAT, east(100), hotel)
+        imported(m, name)
+    assert [p.name for p in Q.points_near(LAT, LON, 500)] == ["Hôtel de la Gare"]
+    with db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE osm_area SET status = 'loading'"))
+    assert Q.points_near(LAT, LON, 500) == [] and Q.coverage(ROUTE) == (0.0, [])
+
+
+def test_queries_need_no_flask_context_given_an_engine(imported, app_config):
+    m = MapBuilder()
+    m.node(LAT, east(100), {"amenity": "pharmacy"})
+    imported(m)
+    url = app_config["DATABASE_URL"]
+    engine = sa.create_engine(url)
+    try:
+        (pharmacy,) = Q.points_near(LAT, LON, 500, kinds=["health"], engine=engine)
+        assert pharmacy.subkind == "pharmacy"
+    finally:
+        engine.dispose()
+
+
+def test_a_malformed_line_is_refused():
+    with pytest.raises(ValueError, match="line must be"):
+        Q.points_along([], 100)
+    with pytest.raises(ValueError, match="line must be"):
+        Q.ways_along([1.0, 2.0], 100)
