@@ -116,6 +116,7 @@ def classify(ex: Exchange) -> None:
     _mirror((request.headers.get("Mcp-Method") or "").strip() or None, message.method, "Mcp-Method")
     if message.method == "tools/call":
         _mirror(decode_header(request.headers.get("Mcp-Name")), message.params.get("name"), "Mcp-Name")
+        _mirror_params(message)
     if not isinstance(message.meta.get(META_CAPABILITIES), dict):
         raise RpcError(INVALID_PARAMS, f"Missing params._meta[{META_CAPABILITIES!r}].", http_status=400)
 
@@ -131,6 +132,26 @@ def decode_header(value: str | None) -> str | None:
         except (binascii.Error, UnicodeDecodeError):
             return "\x00invalid"
     return value
+
+
+def _mirror_params(message: Message) -> None:
+    """SEP-2243: an argument whose schema names `x-mcp-header: X` is mirrored in `Mcp-Param-X` whenever it is
+    present and not null (decoded like every mirror; integers compare numerically, booleans as true/false).
+    Raises RpcError(-32020) when that header is missing or disagrees."""
+    tool, arguments = dispatch.tool_of(message), message.params.get("arguments")
+    if tool is None or not isinstance(arguments, dict):
+        return
+    for prop, schema in tool.input_schema.get("properties", {}).items():
+        suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
+        value = arguments.get(prop)
+        if not isinstance(suffix, str) or value is None:
+            continue
+        header = decode_header(request.headers.get(f"Mcp-Param-{suffix}"))
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif isinstance(value, int) and header is not None and header.lstrip("-").isdigit():
+            header = int(header)
+        _mirror(header, value, f"Mcp-Param-{suffix}")
 
 
 def _mirror(header, body_value, name: str) -> None:

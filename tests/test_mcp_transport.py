@@ -314,3 +314,31 @@ def test_the_request_pipeline_order_is_pinned():
     assert [step.__name__ for step in PIPELINE] == [
         "check_origin", "limit_address", "authenticate", "check_content_type", "parse_body", "classify",
         "scope_of_single_call"]
+
+
+def test_arguments_annotated_x_mcp_header_are_mirrored(app, client, token, monkeypatch):
+    """SEP-2243 Mcp-Param-*: present and equal (decoded; integers numerically), else 400 / -32020."""
+    from mcp.tools import Registry
+    from mcp.tools.base import Content, Tool
+
+    echo = Tool(name="echo", title="Echo", description="Echo.", scope="trips:read", output_schema=None,
+                input_schema={"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
+                                                               "count": {"type": "integer", "x-mcp-header": "Count"},
+                                                               "note": {"type": "string"}}},
+                run=lambda ctx, args: Content([{"type": "text", "text": "ok"}]))
+    monkeypatch.setitem(app.extensions, "mcp.tools", Registry([echo]))
+
+    def status(arguments, headers):
+        response = modern(client, token, "tools/call", {"name": "echo", "arguments": arguments}, headers=headers)
+        body = response.get_json()
+        return response.status_code, body.get("error", {}).get("code")
+
+    assert status({"region": "Drôme", "count": 7}, {"Mcp-Param-Region": b64("Drôme"), "Mcp-Param-Count": "07"}) == \
+        (200, None)
+    assert status({"note": "no header needed"}, {}) == (200, None)
+    assert status({"region": "Vercors"}, {}) == (400, -32020)
+    assert status({"region": "Vercors"}, {"Mcp-Param-Region": "Chartreuse"}) == (400, -32020)
+    assert status({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="}) == (400, -32020)  # bad padding
+    assert status({"count": 7}, {"Mcp-Param-Count": "8"}) == (400, -32020)
+    listed = modern(client, token, "tools/list").get_json()["result"]["tools"]
+    assert [t["name"] for t in listed] == ["echo"] and "outputSchema" not in listed[0]

@@ -45,7 +45,7 @@ class Tool:
     description: str
     scope: str
     input_schema: dict
-    output_schema: dict
+    output_schema: dict | None
     run: Callable[[CallContext, dict], dict]
     annotations: dict = field(default_factory=dict)
     # The argument naming the trip a lock-carrying tool writes (C44): its ownership and lock are judged before
@@ -62,6 +62,9 @@ class Tool:
         return self.scope == "trips:write"
 
     def listing(self) -> dict:
-        return {"name": self.name, "title": self.title, "description": self.description,
-                "inputSchema": self.input_schema, "outputSchema": self.output_schema,
-                "annotations": {"title": self.title, **self.annotations}}
+        listing = {"name": self.name, "title": self.title, "description": self.description,
+                   "inputSchema": self.input_schema, "outputSchema": self.output_schema,
+                   "annotations": {"title": self.title, **self.annotations}}
+        if self.output_schema is None:  # a tool answering Content blocks publishes no structured shape
+            del listing["outputSchema"]
+        return listing
