@@ -54,6 +54,8 @@ def test_trusted_proxies_must_be_a_small_whole_number(value):
 
 
 def _echo_app(app_config, **settings):
+    """A fresh app with one more route that shows what the request looks like after ProxyFix. (Tests using it
+    take `redis_client`, which empties Redis after them: the app counts its requests there.)"""
     app = create_app({**app_config, **settings}, environ={})
 
     @app.get("/_test/echo")
@@ -69,13 +71,13 @@ FORWARDED = {"X-Forwarded-For": "198.51.100.1, 203.0.113.7", "X-Forwarded-Proto"
              "X-Forwarded-Host": "evil.example"}
 
 
-def test_without_trusted_proxies_forwarded_headers_are_ignored(app_config):
+def test_without_trusted_proxies_forwarded_headers_are_ignored(app_config, redis_client):
     client = _echo_app(app_config)
     seen = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000").get_json()
     assert seen == {"addr": "127.0.0.1", "scheme": "http", "host": "127.0.0.1:8000"}
 
 
-def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_host(app_config):
+def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_host(app_config, redis_client):
     client = _echo_app(app_config, BTP_TRUSTED_PROXIES="1")
     seen = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000").get_json()
     # The last X-Forwarded-For entry is the one our proxy appended; what the client wrote before it is not ours.
@@ -83,7 +85,7 @@ def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_ho
     assert client.get("/_test/echo").get_json()["addr"] == "127.0.0.1"  # no header: the connection's address
 
 
-def test_two_trusted_proxies_go_one_hop_further(app_config):
+def test_two_trusted_proxies_go_one_hop_further(app_config, redis_client):
     client = _echo_app(app_config, BTP_TRUSTED_PROXIES="2")
     assert client.get("/_test/echo", headers=FORWARDED).get_json()["addr"] == "198.51.100.1"
 

@@ -8,8 +8,8 @@ worker on another host cannot share the folder at all. Redis is already shared b
 (rate limits, queue): one pipelined round trip of HINCRBY per observation, and every scrape sees the total.
 A Redis flush looks to Prometheus like a counter reset, which `rate()` handles.
 
-Observations fail open: when Redis cannot be reached, nothing is recorded for the next 30 s in this process
-(one warning), so a Redis outage never slows requests down by its timeouts.
+Observations fail open: when Redis cannot be reached, nothing is recorded through that client for the next
+30 s (one warning), so a Redis outage never slows requests down by its timeouts.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ JOB_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 PAUSE_S = 30.0
-_paused_until = 0.0
+_PAUSED = "_btp_metrics_paused_until"  # kept on the client: each app (and the worker) has its own
 
 # name -> (type, help, label names, buckets)
 METRICS = {
@@ -51,8 +51,7 @@ def _key(name: str) -> str:
 
 def _record(redis, *ops) -> None:
     """Apply (command, metric, field, amount) operations in one pipelined round trip; never raises."""
-    global _paused_until
-    if redis is None or time.monotonic() < _paused_until:
+    if redis is None or time.monotonic() < getattr(redis, _PAUSED, 0.0):
         return
     try:
         pipe = redis.pipeline(transaction=False)
@@ -60,7 +59,7 @@ def _record(redis, *ops) -> None:
             getattr(pipe, command)(_key(name), field, amount)
         pipe.execute()
     except (redis_lib.RedisError, OSError) as exc:
-        _paused_until = time.monotonic() + PAUSE_S
+        setattr(redis, _PAUSED, time.monotonic() + PAUSE_S)
         log.warning("metrics not recorded for %.0f s: Redis unavailable: %s", PAUSE_S, exc)
 
 

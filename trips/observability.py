@@ -80,7 +80,8 @@ def configure_logging(level: int = logging.INFO) -> None:
 def _user_id() -> str | None:
     principal = getattr(g, "principal", None)  # bearer callers: REST (require_api_scope) and /mcp
     if principal is not None:
-        return str(principal.user.id)
+        user_id = getattr(principal.user, "id", None)  # None when the account was deleted mid-request
+        return str(user_id) if user_id is not None else None
     if session.accessed:  # a page that read the session; reading it here would add Vary: Cookie to every answer
         return session.get("uid")
     return None
