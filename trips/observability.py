@@ -15,6 +15,7 @@ import contextvars
 import json
 import logging
 import re
+import sys
 import time
 import uuid
 from datetime import datetime, timezone
@@ -65,12 +66,28 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time of the record (as logging's last-resort handler does), not
+    the one of the moment the app was made: a test runner that swaps sys.stderr keeps getting the lines."""
+
+    def __init__(self):
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value):
+        pass
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     """JSON lines on stderr from the root logger, once per process. A root handler that already formats JSON
     (gunicorn.conf.py's logconfig_dict) is kept as it is; other handlers (pytest's capture) are left alone."""
     root = logging.getLogger()
     if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
-        handler = logging.StreamHandler()
+        handler = _Stderr()
         handler.setFormatter(JsonFormatter())
         root.addHandler(handler)
     root.setLevel(level)
