@@ -2,6 +2,9 @@
 the published input schema. Messages name the argument and never echo an unbounded value."""
 from __future__ import annotations
 
+import math
+import sys
+
 from jsonschema import Draft202012Validator
 
 from trips.text import bounded, quote
@@ -12,6 +15,8 @@ VERSION_MISSING = ('This tool requires a "version" argument: the trip version yo
 VERSION_STAR = ('The "version" argument does not accept "*": writing unconditionally would defeat the check. '
                 'Read the trip with get_trip and pass the version it returned.')
 VERSION_MALFORMED = 'Malformed "version" argument: expected the whole number returned by get_trip, such as 7.'
+NOT_FINITE = "must be a finite number"
+_FLOAT_MAX = sys.float_info.max
 _validators: dict[str, Draft202012Validator] = {}
 
 
@@ -56,6 +61,9 @@ def check_arguments(tool, arguments) -> dict:
         names = ", ".join(quote(name) for name in unknown[:5])
         raise Invalid({"arguments": f"Unknown argument(s): {names}. This tool accepts: {', '.join(properties)}."})
     args = dict(arguments)
+    bad = _non_finite(args)
+    if bad is not None:
+        raise Invalid({_name(bad): NOT_FINITE})
     if "version" in properties:
         args["version"] = parse_version(args.get("version"))
     validator = _validators.get(tool.name)
@@ -68,6 +76,27 @@ def check_arguments(tool, arguments) -> dict:
             raise Invalid({_name(path): "is required"})
         raise Invalid({_name(list(error.absolute_path)) or "arguments": _message(error)})
     return args
+
+
+def _non_finite(args: dict) -> list | None:
+    """The path to the first number that is not finite: NaN, ±Infinity (Python's json reads the literals,
+    and 1e400 as inf) or an integer beyond the float range. JSON Schema's "number" admits them all, and
+    they break whatever computes with them. Iterative, with the path as a linked trail (key, parent): a
+    body as deep and wide as the parser allows costs one visit per value."""
+    stack: list[tuple[object, tuple | None]] = [(args, None)]
+    while stack:
+        value, trail = stack.pop()
+        if (isinstance(value, float) and not math.isfinite(value)) or (
+                isinstance(value, int) and not isinstance(value, bool) and abs(value) > _FLOAT_MAX):
+            path = []
+            while trail is not None:
+                key, trail = trail
+                path.append(key)
+            return path[::-1]
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        stack.extend((item, (key, trail)) for key, item in reversed(list(items))
+                     if isinstance(item, (int, float, dict, list)))
+    return None
 
 
 def _name(path: list) -> str:

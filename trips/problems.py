@@ -9,7 +9,7 @@ from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from oauth.principal import InsufficientScope, Unauthorized
-from trips import errors
+from trips import errors, jsonio
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +53,10 @@ def json_body():
     if not request.is_json:
         raise errors.BadRequest("The request body must be JSON (Content-Type: application/json).")
     try:
-        data = request.get_json(silent=True)
-    except RecursionError:  # nested deeper than the parser goes
+        data = jsonio.loads(request.get_data(cache=True))  # the app's loader, with its own refusal
+    except jsonio.InvalidText as exc:  # a lone surrogate: not Unicode text (RFC 8259 §8.2, RFC 7493 §2.1)
+        raise errors.BadRequest(exc.message) from None
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         data = None
     if data is None:
         raise errors.BadRequest("The request body is not valid JSON.")

@@ -10,6 +10,9 @@ the stored text as it is.
   removed characters in between, gives a single space. Treating VT, FF, NEL and U+001C–U+001E as breaks
   (not only CR, LF, TAB) keeps "a<VT>b" from gluing into "ab".
 - Every other Cc (control) and Cf (format: zero-width, bidi, BOM, soft hyphen, ZWJ…) character is removed.
+- A lone UTF-16 surrogate (Cs, U+D800–U+DFFF) becomes U+FFFD. No UTF-8 text holds one, but a Python str can
+  (a JSON `\ud800` escape, bytes decoded with `surrogatepass`), and it cannot be encoded: input refuses it
+  where it enters (trips/jsonio.py), and the floor keeps any that slipped through from breaking an answer.
 - Nothing else changes: a clean string is returned as it is (no trim, no cap, the same object).
 """
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "MAX_DEPTH"]
+__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "has_surrogate", "mend", "MAX_DEPTH", "SURROGATE"]
 
 ELLIPSIS = "…"
 MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
@@ -55,10 +58,23 @@ _ANY = re.compile(_char_class(sorted(_SPACE_CPS + _DROP_CPS)))
 _DROP = re.compile(_char_class(_DROP_CPS) + "+")
 _SPACE_RUN = re.compile(_char_class(_SPACE_CPS) + "+")
 _SPACES = re.compile(" {2,}")
+SURROGATE = re.compile("[\ud800-\udfff]")  # after json.loads or surrogatepass decoding, every one is lone
+REPLACEMENT = "\ufffd"
+
+
+def has_surrogate(text: str) -> bool:
+    """True when `text` holds a lone UTF-16 surrogate (it cannot be encoded as UTF-8)."""
+    return SURROGATE.search(text) is not None
+
+
+def mend(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (the same object when there is none)."""
+    return SURROGATE.sub(REPLACEMENT, text) if SURROGATE.search(text) else text
 
 
 def floor(text: str) -> str:
     """The structural floor of one string (see the module docstring). Raises nothing for a `str`."""
+    text = mend(text)
     if not _ANY.search(text):
         return text
     return _SPACE_RUN.sub(" ", _DROP.sub("", text))

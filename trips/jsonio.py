@@ -1,0 +1,99 @@
+"""The one JSON loader for request bodies (REST through Flask's JSON provider, and /mcp): strict on text.
+
+Python's `json.loads` turns a `"\\ud800"` escape, and raw bytes ED A0 80 (it decodes bytes with
+`surrogatepass`), into a str holding a lone UTF-16 surrogate. Such a str cannot be encoded as UTF-8, so it
+broke whatever came next (the database driver, an answer that echoes it) as a 500 or a -32603. RFC 8259
+§8.2 leaves the meaning of such a string unpredictable, and I-JSON (RFC 7493 §2.1) forbids it outright: it
+is not valid Unicode text. It is refused here, where it enters, as a malformed body (REST 400, JSON-RPC
+-32700), naming where in the body it is.
+
+What the loader keeps from `json.loads`: the NaN, Infinity and -Infinity literals are read as floats, so
+that a numeric field or tool argument refuses them by name, like any other out-of-range value
+(trips/schemas.py, mcp/arguments.py); an integer longer than Python's 4 300-digit limit and nesting
+deeper than the parser goes are errors.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask.json.provider import DefaultJSONProvider
+
+from trips.text import SURROGATE, bounded, mend
+
+__all__ = ["InvalidText", "StrictJSONProvider", "find_surrogate", "loads"]
+
+_MAX_PATH_PARTS = 6
+
+
+class InvalidText(ValueError):
+    """The body is JSON, but one of its strings (a value or a member name) holds a lone UTF-16 surrogate.
+
+    `field` is where (e.g. `params.arguments.title`, `[0].id`), bounded and printable; `message` is a
+    sentence fit for the caller that never quotes the string itself."""
+
+    def __init__(self, field: str):
+        self.field = field
+        self.message = (f"The body has an invalid string at {field}: it holds a lone UTF-16 surrogate "
+                        "(such as a \\ud800 escape), which is not Unicode text. Send UTF-8 text.")
+        super().__init__(self.message)
+
+
+def _name(trail) -> str:
+    """A printable, bounded name for the place `trail` points to (keys may hold the surrogate themselves).
+    `trail` is a linked list (key, parent trail), so that walking a wide and deep body stays linear."""
+    path = []
+    while trail is not None:
+        part, trail = trail
+        path.append(part)
+    path.reverse()
+    parts = path if len(path) <= _MAX_PATH_PARTS else [*path[:_MAX_PATH_PARTS - 1], "…"]
+    name = ""
+    for part in parts:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        else:
+            text = bounded(mend(part))
+            name += f".{text}" if name else text
+    return name or "body"
+
+
+def find_surrogate(value: Any) -> str | None:
+    """Where the first string holding a lone surrogate is in a parsed JSON value, or None.
+
+    Iterative (a body as deep as the parser allows does not exhaust the stack); member names are checked
+    too."""
+    stack: list[tuple[Any, Any]] = [(value, None)]
+    while stack:
+        node, trail = stack.pop()
+        if isinstance(node, str):
+            if SURROGATE.search(node):
+                return _name(trail)
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                if SURROGATE.search(key):
+                    return _name((key, trail))
+                if isinstance(item, (str, dict, list)):
+                    stack.append((item, (key, trail)))
+        elif isinstance(node, list):
+            stack.extend((item, (i, trail)) for i, item in enumerate(node) if isinstance(item, (str, dict, list)))
+    return None
+
+
+def loads(data: str | bytes | bytearray, **options: Any) -> Any:
+    """Parse a JSON body. Raises InvalidText (a ValueError) when a string holds a lone surrogate, ValueError
+    when the text is not JSON (or not UTF-8/16/32), and RecursionError when it nests deeper than the parser
+    goes. `options` go to `json.loads`."""
+    value = json.loads(data, **options)
+    where = find_surrogate(value)
+    if where is not None:
+        raise InvalidText(where)
+    return value
+
+
+class StrictJSONProvider(DefaultJSONProvider):
+    """Flask's JSON provider with `loads` above: every `request.get_json()` refuses lone surrogates (with
+    `silent=True` such a body reads as no JSON at all). Dumping is Flask's own."""
+
+    def loads(self, s: str | bytes, **kwargs: Any) -> Any:
+        return loads(s, **kwargs)
