@@ -72,13 +72,17 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
     from trips.db import atomic, db
     from trips.models import Computation, TripRoute
 
-    claimed = live_claims(connection, queue)
     with app_context():
         cutoff = (now or utcnow()) - timedelta(seconds=GRACE_S)
-        rows = db.session.execute(
-            sa.select(Computation.trip_id, Computation.name, Computation.generation)
-            .where(Computation.status.in_(ACTIVE), Computation.updated_at < cutoff)
-            .order_by(Computation.updated_at).limit(BATCH)).all()
+        candidates = (sa.select(Computation.trip_id, Computation.name, Computation.generation)
+                      .where(Computation.status.in_(ACTIVE), Computation.updated_at < cutoff)
+                      .order_by(Computation.updated_at).limit(BATCH))
+        if not db.session.execute(candidates.limit(1)).first():
+            db.session.remove()
+            return []  # the usual case: nothing old is active, Redis need not be read
+        db.session.commit()  # the read below must be a snapshot taken after the Redis one
+        claimed = live_claims(connection, queue)
+        rows = db.session.execute(candidates).all()
         orphans = [r for r in rows if (r.trip_id, r.name, r.generation) not in claimed
                    and (r.trip_id, r.name, ANY) not in claimed]
         settled = []

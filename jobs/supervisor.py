@@ -19,6 +19,7 @@ from typing import Callable
 
 log = logging.getLogger("btp.serve")
 
+BACKOFF_BASE_S = 1.0
 BACKOFF_MAX_S = 30.0
 STABLE_S = 60.0
 GIVE_UP = 5
@@ -65,9 +66,9 @@ class Supervisor:
         if not child.restart_for_ever and child.quick_deaths >= GIVE_UP:
             self.echo(f"{child.label} exited (code {code}) {GIVE_UP} times in a row; stopping.")
             return False
-        delay = min(BACKOFF_MAX_S, 2.0 ** (child.quick_deaths - 1))
+        delay = min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2.0 ** (child.quick_deaths - 1))
         child.next_start = time.monotonic() + delay
-        self.echo(f"{child.label} exited (code {code}); starting it again in {delay:.0f} s.")
+        self.echo(f"{child.label} exited (code {code}); starting it again in {delay:.1f} s.")
         return True
 
     def request_stop(self, *_):

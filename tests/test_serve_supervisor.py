@@ -104,3 +104,64 @@ def test_a_killed_worker_is_replaced_and_its_job_done(served, fake_thirdparty):
     wait_for(settled, timeout=TAKEN_BACK_S + 20)  # + the retry interval, the scheduler's poll, the cutting
     assert fake_thirdparty.requests_to("/tour/61") == 2
     assert serve.poll() is None
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    """The supervisor's clock in hundredths: the rules are the same."""
+    from jobs import supervisor
+
+    monkeypatch.setattr(supervisor, "BACKOFF_BASE_S", 0.01)
+    monkeypatch.setattr(supervisor, "TICK_S", 0.01)
+    return supervisor
+
+
+def run_in_thread(sup):
+    import threading
+
+    result = []
+    thread = threading.Thread(target=lambda: result.append(sup.run()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_a_dying_worker_is_started_again_while_the_rest_goes_on(quick):
+    deaths = []
+    worker = quick.Child("worker", lambda: ["sh", "-c", "exit 3"], restart_for_ever=True,
+                         on_death=lambda child, pid: deaths.append(pid))
+    web = quick.Child("web", lambda: ["sleep", "60"], restart_for_ever=False)
+    sup = quick.Supervisor([web, worker], dict(os.environ), echo=lambda line: None)
+    thread, result = run_in_thread(sup)
+    wait_for(lambda: worker.starts >= quick.GIVE_UP + 2, timeout=30)  # past the point gunicorn would be given up
+    assert web.starts == 1 and web.proc.poll() is None
+    sup.request_stop()
+    thread.join(timeout=30)
+    assert result == [0] and web.proc.poll() is not None
+    assert len(deaths) >= quick.GIVE_UP + 1 and len(set(deaths)) == len(deaths)
+
+
+def test_gunicorn_dying_at_once_again_and_again_stops_everything(quick):
+    web = quick.Child("web", lambda: ["sh", "-c", "exit 1"], restart_for_ever=False)
+    worker = quick.Child("worker", lambda: ["sleep", "60"], restart_for_ever=True)
+    sup = quick.Supervisor([web, worker], dict(os.environ), echo=lambda line: None)
+    thread, result = run_in_thread(sup)
+    thread.join(timeout=30)
+    assert result == [1] and web.starts == quick.GIVE_UP
+    assert worker.proc.poll() is not None  # stopped with the rest
+
+
+def test_backoff_doubles_up_to_its_cap_and_resets_after_a_stable_run():
+    from jobs import supervisor
+
+    sup = supervisor.Supervisor([], {}, echo=lambda line: None)
+    child = supervisor.Child("worker", lambda: [], restart_for_ever=True)
+
+    class Exited:
+        returncode, pid = 1, 0
+
+    delays = []
+    for ran in (0, 0, 0, 0, 0, 0, 0, supervisor.STABLE_S + 1):
+        child.proc, child.started_at = Exited(), supervisor.time.monotonic() - ran
+        sup._reap(child)
+        delays.append(round(child.next_start - supervisor.time.monotonic()))
+    assert delays == [1, 2, 4, 8, 16, 30, 30, 1]
