@@ -1,4 +1,5 @@
-"""The JSON-RPC methods of both eras, and how a tool call runs: scope → budgets → arguments → tool.
+"""The JSON-RPC methods of both eras, and how a tool call runs: scope → budgets → the trip's ownership and
+lock (lock-carrying tools) → arguments → tool. The tools are the app's registry (mcp.init_app).
 
 Refusals inside a tool are tool results with `isError: true` and a structured error; an unknown tool is
 -32602; anything unexpected is -32603 without its text (logged with the request id).

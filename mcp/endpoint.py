@@ -167,10 +167,11 @@ def scope_of_single_call(ex: Exchange) -> None:
 
     One message is one HTTP answer, so its refusal can be the HTTP status every OAuth client acts on (the
     SDKs step up on 403 `insufficient_scope`, never on a JSON-RPC error). That holds for a single 2025-03-26
-    message too: that revision already adopted OAuth 2.1, whose resource servers answer insufficient scope
-    with 403, and a missing MCP-Protocol-Version (read as 2025-03-26) is what any client's first requests may
-    look like. Only a 2025-03-26 batch cannot: one status would refuse its allowed siblings, so its elements
-    are judged one by one in the dispatcher (a JSON-RPC error each)."""
+    message too: that revision's authorization already maps invalid or insufficient scopes to 403 (OAuth 2.1
+    resource server, RFC 6750 §3.1), and a request without MCP-Protocol-Version is read as 2025-03-26 (the
+    transport's MAY), so a newer client that omits the header would otherwise never see its challenge. Only
+    a 2025-03-26 batch cannot: one status would refuse its allowed siblings, so its elements are judged one
+    by one in the dispatcher (a JSON-RPC error each, C67)."""
     if ex.batch:
         return
     scope = dispatch.required_scope(ex.messages[0])
