@@ -105,11 +105,11 @@ class _Collector:
         loc = n.location
         if not loc.valid():
             return
-        self._point_like(n.tags, "n", n.id, loc.lat, loc.lon)
+        self._point_like({t.k: t.v for t in n.tags}, "n", n.id, loc.lat, loc.lon)
 
     def way(self, w) -> None:
         self.seen["way"] += 1
-        wt = w.tags
+        wt = {t.k: t.v for t in w.tags}  # one pass over osmium's tag list, then plain dict lookups
         highway, route = wt.get("highway"), wt.get("route")
         is_road = highway is not None and highway not in T.SKIPPED_HIGHWAYS
         kinds = T.point_kinds(wt)
@@ -163,7 +163,7 @@ class _Collector:
         geom = (geometry.ewkt_point(lat, lon),) if self.pg else ()
         box = (lat, lon, lat, lon)
         if kinds:
-            kept, count = T.kept_tags(taglist), len(taglist)
+            kept, count = {k: v[:T.MAX_VALUE] for k, v in taglist.items() if k in T.KEPT_TAGS}, len(taglist)
             payload = tags_json(kept)
             for kind, subkind in kinds:
                 row = (self.area_id, osm_type, osm_id, kind, subkind[:32], kept.get("name"), lat, lon, payload, count)

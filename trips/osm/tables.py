@@ -5,7 +5,7 @@ replaced are invisible to the queries (they join `osm_area.status = 'ready'`), w
 streams in small committed batches without ever exposing half a region (see trips/osm/store.py).
 
 The spatial index is not in these definitions because it differs per engine (trips/osm/store.py):
-SQLite keeps one R*Tree virtual table per spatial table (`<table>_rtree`, filled by triggers), PostgreSQL
+SQLite keeps one R*Tree virtual table per spatial table (`<table>_rtree`, filled by the Loader), PostgreSQL
 a PostGIS `geom` column with a GiST index, added only where PostGIS is installed.
 """
 from __future__ import annotations

@@ -43,7 +43,7 @@ WAY_TAGS = ("surface", "tracktype", "smoothness", "cycleway", "cycleway:left", "
 
 
 def point_kinds(tags) -> list[tuple[str, str]]:
-    """The (kind, subkind) pairs an object's tags (an osmium TagList or a dict) give it; [] to skip it."""
+    """The (kind, subkind) pairs an object's tags (a dict) give it; [] to skip it."""
     found = []
     tourism, amenity, shop = tags.get("tourism"), tags.get("amenity"), tags.get("shop")
     if tourism in ACCOMMODATION:
@@ -77,11 +77,6 @@ def point_kinds(tags) -> list[tuple[str, str]]:
     if tags.get("ford") in YES:
         found.append(("ford", "ford"))
     return found
-
-
-def kept_tags(tags) -> dict[str, str]:
-    """The subset of `tags` the enrichments read, each value cut to 255 characters."""
-    return {t.k: t.v[:MAX_VALUE] for t in tags if t.k in KEPT_TAGS}
 
 
 def short(value: str | None, size: int) -> str | None:
