@@ -27,6 +27,10 @@ from tests.live import free_port, gunicorn
 pytestmark = pytest.mark.slow
 EXPECTED = Path(__file__).parent / "conformance" / "expected_failures.json"
 REVISIONS = ("2026-07-28", "2025-11-25")
+# One run is a few hundred requests from one address and one agent within seconds: lift the per-address and
+# per-agent limits (tested in test_mcp_transport) so a longer suite never meets them by accident.
+UNLIMITED = {"BTP_LIMIT_MCP_ADDRESS": "1000000/60", "BTP_LIMIT_MCP_CALLS": "1000000/60",
+             "BTP_LIMIT_MCP_WRITES": "1000000/60"}
 
 
 def expected(target: str, revision: str) -> dict[str, str]:
@@ -46,7 +50,8 @@ def token_for(audience: str) -> str:
 def btp(app, app_config, tmp_path_factory):
     """gunicorn whose public address (BTP_BASE_URL) is the proxy's port: yields (public URL, gunicorn URL)."""
     public = f"http://127.0.0.1:{free_port()}"
-    with gunicorn({**app_config, "BTP_BASE_URL": public}, tmp_path_factory.mktemp("conf") / "gunicorn.log") as live:
+    with gunicorn({**app_config, **UNLIMITED, "BTP_BASE_URL": public},
+                  tmp_path_factory.mktemp("conf") / "gunicorn.log") as live:
         yield public, live.url
 
 
@@ -55,7 +60,7 @@ def fixtures(app, app_config):
     from tests.conformance.fixture_app import fixture_app, served
 
     public = f"http://127.0.0.1:{free_port()}"
-    application = fixture_app({**app_config, "BTP_BASE_URL": public})
+    application = fixture_app({**app_config, **UNLIMITED, "BTP_BASE_URL": public})
     with served(application) as url:
         yield public, url
 
