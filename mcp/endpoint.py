@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -149,7 +150,7 @@ def _mirror_params(message: Message) -> None:
         header = decode_header(request.headers.get(f"Mcp-Param-{suffix}"))
         if isinstance(value, bool):
             value = "true" if value else "false"
-        elif isinstance(value, int) and header is not None and header.lstrip("-").isdigit():
+        elif isinstance(value, int) and header is not None and re.fullmatch(r"-?[0-9]{1,18}", header):
             header = int(header)
         _mirror(header, value, f"Mcp-Param-{suffix}")
 

@@ -340,5 +340,6 @@ def test_arguments_annotated_x_mcp_header_are_mirrored(app, client, token, monke
     assert status({"region": "Vercors"}, {"Mcp-Param-Region": "Chartreuse"}) == (400, -32020)
     assert status({"region": "Hello"}, {"Mcp-Param-Region": "=?base64?SGVsbG8?="}) == (400, -32020)  # bad padding
     assert status({"count": 7}, {"Mcp-Param-Count": "8"}) == (400, -32020)
+    assert status({"count": 2}, {"Mcp-Param-Count": b64("²")}) == (400, -32020)  # a digit to isdigit(), not to int()
     listed = modern(client, token, "tools/list").get_json()["result"]["tools"]
     assert [t["name"] for t in listed] == ["echo"] and "outputSchema" not in listed[0]
