@@ -17,7 +17,7 @@ from mcp.arguments import check_arguments
 from trips.text import clean_answer, quote
 from mcp.protocol import (
     HANDSHAKE_VERSIONS, INSUFFICIENT_SCOPE, INSTRUCTIONS, INTERNAL_ERROR, INVALID_PARAMS, LATEST_HANDSHAKE,
-    META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,
+    META_CAPABILITIES, META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,
     parse_message, result_envelope,
 )
 from mcp.tools import Registry
@@ -114,8 +114,9 @@ def tools_call(message, ex) -> dict:
     if tool.scope not in ex.principal.scopes:  # judged per message (a batch reaches here)
         raise RpcError(INSUFFICIENT_SCOPE, "insufficient_scope: the access token lacks the scope this tool needs.",
                        {"error": "insufficient_scope", "scope": tool.scope})
+    declared = message.meta.get(META_CAPABILITIES)  # an object on the modern leg (classify); anything elsewhere
     ctx = CallContext(principal=ex.principal, tool=tool.name, modern=ex.modern,
-                      client_capabilities=message.meta.get("io.modelcontextprotocol/clientCapabilities") or {},
+                      client_capabilities=declared if isinstance(declared, dict) else {},
                       input_responses=message.params.get("inputResponses"),
                       request_state=message.params.get("requestState"))
     try:
