@@ -58,11 +58,14 @@ def btp(app, app_config, tmp_path_factory):
 @pytest.fixture(scope="module")
 def fixtures(app, app_config):
     from tests.conformance.fixture_app import fixture_app, served
+    from trips.db import db
 
     public = f"http://127.0.0.1:{free_port()}"
     application = fixture_app({**app_config, **UNLIMITED, "BTP_BASE_URL": public})
     with served(application) as url:
         yield public, url
+    with application.app_context():
+        db.engine.dispose()  # its own pool: nothing left connected once the module is done
 
 
 def judge(target: str, revision: str, upstream: tuple[str, str], out: Path):
