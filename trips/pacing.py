@@ -1,6 +1,23 @@
 """Pacing: day count, daily distance targets, slicing a route into stages, rider time (domain.md §3.5–§3.7).
 
 Distances are kept at full precision; rounding for display is the caller's job.
+
+A trip has a bounded size, whatever its input (a 30 KB file alternating two points near the poles made
+98 656 days). Every plan here refuses, with TooLarge and a sentence naming the fix:
+- more than MAX_TRIP_DAYS (90) days: the date range is capped at 90 days (trips/schemas.py), and so is a
+  paced trip's day count, ceil(length / maxDistancePerDay), and a collection's tour count;
+- a step longer than MAX_STEP_KM (300 km) between consecutive points. Real tracks step metres; route
+  planners' track exports follow the road every few tens of metres; even a route sketched with straight
+  lines between clicks, or a ferry drawn as one straight crossing, steps less than the longest day BTP plans
+  (maxDistancePerDay ≤ 300 km). A longer step is a jump (two tracks kilometres apart in one file, a point
+  at the other end of the world), and a day cut inside it would be a straight line no one can ride;
+- a route longer than MAX_ROUTE_KM, 90 days of 300 km (27 000 km): beyond it no settings fit in 90 days
+  (this bounds a trip with dates too, whose day count does not depend on the length).
+What a trip keeps is bounded too: each day's line is simplified at 20 m, and more coarsely when the whole
+trip would keep more than MAX_TRIP_POINTS points (the days of a legitimate 90-day trip, about 10 kept
+points per km of road, fit); a single stored day keeps at most MAX_STAGE_POINTS (`fit_points`, applied to
+every edit and reroute by trips/stage_ops.set_geometry). So every answer and export of a trip is bounded
+by what a 90-day trip needs.
 """
 from __future__ import annotations
 
@@ -13,11 +30,68 @@ import numpy as np
 from trips import geo
 
 __all__ = [
-    "MINIMUM_STAGE_DISTANCE_KM", "PacingSettings", "RiderTime", "StagePlan", "daily_targets", "day_count",
-    "plan_collection", "plan_stages", "rider_time",
+    "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
+    "MINIMUM_STAGE_DISTANCE_KM", "PacingSettings", "RiderTime", "StagePlan", "TooLarge", "check_length",
+    "check_route", "daily_targets", "day_count", "fit_points", "plan_collection", "plan_stages", "rider_time",
 ]
 
 MINIMUM_STAGE_DISTANCE_KM = 30.0
+MAX_TRIP_DAYS = 90
+MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (domain.md §1.1: Range(30, 300))
+MAX_STEP_KM = MAX_DAY_KM
+MAX_ROUTE_KM = MAX_TRIP_DAYS * MAX_DAY_KM
+MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at ~10 kept points per km fit; the .gpx stays under ~8 MB
+MAX_STAGE_POINTS = 5_000  # a 300 km day of mountain roads keeps ~3 000 points at 20 m
+_MAX_TOLERANCE_M = 20_000.0
+
+
+class TooLarge(ValueError):
+    """The route or the settings would make a trip bigger than BTP plans. `message` says why and what to
+    change, without quoting the input; `field` names the setting to change (None: the route itself)."""
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+def _km(value: float) -> str:
+    return f"{value:,.0f}".replace(",", " ")
+
+
+def check_length(total_km: float) -> None:
+    """Raises TooLarge when a route is longer than MAX_ROUTE_KM."""
+    if not total_km <= MAX_ROUTE_KM:  # NaN too
+        raise TooLarge(f"This route is {_km(total_km)} km long; BTP plans at most {_km(MAX_ROUTE_KM)} km "
+                       f"({MAX_TRIP_DAYS} days of {MAX_DAY_KM:g} km). Split the route.")
+
+
+def _check_steps(step_km: np.ndarray, first_point: int = 1) -> None:
+    if len(step_km) and not step_km.max() <= MAX_STEP_KM:
+        i = int(np.flatnonzero(~(step_km <= MAX_STEP_KM))[0])  # the first jump (NaN counts as one)
+        raise TooLarge(
+            f"Track points {first_point + i} and {first_point + i + 1} are {_km(step_km[i])} km apart: a step that "
+            f"long is a jump, not a road (BTP accepts at most {MAX_STEP_KM:g} km between consecutive points). "
+            "Remove the jump, or make each part its own trip.")
+
+
+def check_route(tracks, joined: bool = True) -> None:
+    """Raises TooLarge for a step longer than MAX_STEP_KM or a length over MAX_ROUTE_KM.
+
+    `joined`: the tracks are ridden one after the other (a GPX upload, a tour), so the step from one track
+    to the next counts; otherwise (a Komoot collection, a day per tour) each track is checked alone and the
+    length is their sum, and there are at most MAX_TRIP_DAYS of them. Raises ValueError on a bad shape."""
+    if not joined and len(tracks) > MAX_TRIP_DAYS:
+        raise TooLarge(f"This collection has {len(tracks)} tours; BTP plans at most {MAX_TRIP_DAYS} days, one "
+                       "per tour. Split the collection.")
+    lines = [np.concatenate([_as_route(t) for t in tracks])] if joined and len(tracks) > 1 else tracks
+    total, first = 0.0, 1
+    for line in lines:
+        step_km = geo.segment_lengths_m(line) / 1000.0
+        _check_steps(step_km, first)
+        total += float(step_km.sum())
+        first += len(line)
+    check_length(total)
 
 
 @dataclass
@@ -45,17 +119,27 @@ class StagePlan:
 def day_count(total_km: float, settings: PacingSettings) -> int:
     """(end - start).days + 1 when both dates are set, else max(1, ceil(total_km / max_distance_per_day)).
 
-    Raises ValueError when the end date is before the start date, or when the count depends on a
-    max_distance_per_day that is not > 0.
+    Raises TooLarge when that is more than MAX_TRIP_DAYS (naming maxDistancePerDay, or endDate, and the
+    value that fits), ValueError when the end date is before the start date, or when the count depends on
+    a max_distance_per_day that is not > 0.
     """
     if settings.start_date is not None and settings.end_date is not None:
         days = (settings.end_date - settings.start_date).days + 1
         if days < 1:
             raise ValueError("end_date is before start_date")
+        if days > MAX_TRIP_DAYS:
+            raise TooLarge(f"These dates make {days} days; BTP plans at most {MAX_TRIP_DAYS}. Move the end "
+                           "date closer.", "endDate")
         return days
-    if not settings.max_distance_per_day or settings.max_distance_per_day <= 0:
+    if not settings.max_distance_per_day or not settings.max_distance_per_day > 0:
         raise ValueError("max_distance_per_day must be > 0")
-    return max(1, math.ceil(total_km / settings.max_distance_per_day))
+    check_length(total_km)
+    days = max(1, math.ceil(total_km / settings.max_distance_per_day))
+    if days > MAX_TRIP_DAYS:
+        fits = math.ceil(total_km / MAX_TRIP_DAYS)
+        raise TooLarge(f"This route would make {days} days; BTP plans at most {MAX_TRIP_DAYS}. Raise "
+                       f"maxDistancePerDay to at least {fits} km, or split the route.", "maxDistancePerDay")
+    return days
 
 
 def daily_targets(n_days: int, total_km: float, ascent_m: float, fatigue_factor: float,
@@ -83,13 +167,40 @@ def _endpoint(p: np.ndarray) -> tuple[float, float, float]:
     return float(p[0]), float(p[1]), float(p[2]) if len(p) > 2 else 0.0
 
 
-def _stage(day: int, points: np.ndarray, cum_km: np.ndarray) -> StagePlan:
-    gain, loss = geo.elevation_gain_loss(points[:, 2])
-    return StagePlan(
-        day_number=day, distance_km=float(cum_km[-1] - cum_km[0]), elevation_gain_m=gain,
-        elevation_loss_m=loss, start=_endpoint(points[0]), end=_endpoint(points[-1]),
-        geometry=geo.simplify(points),
-    )
+def fit_points(points, max_points: int = MAX_STAGE_POINTS, tolerance_m: float = geo.TOLERANCE_M) -> np.ndarray:
+    """`points` simplified at `tolerance_m`, then at twice that and so on (each pass on the last result, so
+    a dropped point is within twice the final tolerance of the line) until at most `max_points` remain; past
+    20 km of tolerance, evenly spaced points with both ends. Returns at most max(max_points, 2) points.
+    Raises ValueError on a bad shape."""
+    pts = geo.simplify(points, tolerance_m)
+    while len(pts) > max_points and tolerance_m < _MAX_TOLERANCE_M:
+        tolerance_m *= 2
+        pts = geo.simplify(pts, tolerance_m)
+    if len(pts) > max(max_points, 2):
+        pts = pts[np.unique(np.linspace(0, len(pts) - 1, max(max_points, 2)).round().astype(int))]
+    return pts
+
+
+def _geometries(lines: list[np.ndarray]) -> list[np.ndarray]:
+    """Each day's line at 20 m, each pass coarser for all days alike until the trip keeps at most
+    MAX_TRIP_POINTS points (one tolerance for the whole trip: the same fidelity everywhere)."""
+    tolerance = geo.TOLERANCE_M
+    shapes = [fit_points(line, MAX_STAGE_POINTS, tolerance) for line in lines]
+    while sum(map(len, shapes)) > MAX_TRIP_POINTS and tolerance < _MAX_TOLERANCE_M:
+        tolerance *= 2
+        shapes = [fit_points(shape, MAX_STAGE_POINTS, tolerance) for shape in shapes]
+    return shapes
+
+
+def _stages(lines: list[np.ndarray]) -> list[StagePlan]:
+    stages = []
+    for day, (points, shape) in enumerate(zip(lines, _geometries(lines)), start=1):
+        gain, loss = geo.elevation_gain_loss(points[:, 2])
+        stages.append(StagePlan(
+            day_number=day, distance_km=geo.total_distance_km(points), elevation_gain_m=gain,
+            elevation_loss_m=loss, start=_endpoint(points[0]), end=_endpoint(points[-1]), geometry=shape,
+        ))
+    return stages
 
 
 def _as_route(points) -> np.ndarray:
@@ -107,14 +218,17 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
     which Douglas–Peucker reduces to two points, is cut where it should be. The cut point is shared by both
     days; the last day takes what remains (with the 30 km floor and the cap, the route may end before the day count is reached). Each
     stage's geometry is simplified at 20 m. Returns [] for fewer than 2 points. Raises ValueError on a bad
-    points shape or the settings errors of `day_count`.
+    points shape or the settings errors of `day_count`; raises TooLarge (before any cutting) for a step over
+    MAX_STEP_KM, a length over MAX_ROUTE_KM or more than MAX_TRIP_DAYS days.
     """
     settings = settings or PacingSettings()
     raw = _as_route(raw_points)
     if len(raw) < 2:
         return []
     cum = geo.cumulative_km(raw)
+    _check_steps(np.diff(cum))
     total_km = float(cum[-1])
+    check_length(total_km)
     ascent, _ = geo.elevation_gain_loss(raw[:, 2])
     n_days = day_count(total_km, settings)
     targets = daily_targets(n_days, total_km, ascent, settings.fatigue_factor, settings.elevation_penalty,
@@ -129,22 +243,19 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
         offset += target
         rest_cum = np.concatenate(([offset], rest_cum[len(rest_cum) - len(rest) + 1:]))
     days.append(rest)
-    return [_stage(day, pts, geo.cumulative_km(pts)) for day, pts in enumerate(days, start=1)]
+    return _stages(days)
 
 
 def plan_collection(tracks) -> list[StagePlan]:
     """One stage per track of a Komoot collection, in order, without pacing (domain.md §3.5).
 
     Distance, gain and loss are measured on each track's points; tracks with fewer than 2 points are
-    skipped and day numbers stay consecutive. Raises ValueError on a bad points shape.
+    skipped and day numbers stay consecutive. Raises ValueError on a bad points shape, TooLarge for more
+    than MAX_TRIP_DAYS tours, a step over MAX_STEP_KM in a tour or a total over MAX_ROUTE_KM.
     """
-    stages = []
-    for track in tracks:
-        pts = _as_route(track)
-        if len(pts) < 2:
-            continue
-        stages.append(_stage(len(stages) + 1, pts, geo.cumulative_km(pts)))
-    return stages
+    lines = [pts for pts in map(_as_route, tracks) if len(pts) >= 2]
+    check_route(lines, joined=False)
+    return _stages(lines)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from trips.db import db
 from trips.geo import elevation_gain_loss, total_distance_km
 from trips.gpx import ParsedRoute
 from trips.models import Stage, Trip, TripRoute
-from trips.pacing import PacingSettings, StagePlan, plan_collection, plan_stages
+from trips.pacing import PacingSettings, StagePlan, day_count, plan_collection, plan_stages
 from trips.stage_ops import set_geometry
 
 MIN_STAGES = 2
@@ -41,17 +41,34 @@ def store_route(trip: Trip, parsed: ParsedRoute) -> TripRoute:
     return route
 
 
-def pacing_settings(trip: Trip) -> PacingSettings:
-    return PacingSettings(
-        fatigue_factor=trip.fatigue_factor, elevation_penalty=trip.elevation_penalty,
-        max_distance_per_day=trip.max_distance_per_day, start_date=trip.start_date, end_date=trip.end_date,
-    )
+def pacing_settings(trip: Trip, changes: dict | None = None) -> PacingSettings:
+    """The trip's pacing settings, with `changes` (attribute name → value) applied."""
+    value = {**{name: getattr(trip, name) for name in ("fatigue_factor", "elevation_penalty",
+                                                        "max_distance_per_day", "start_date", "end_date")},
+             **{k: v for k, v in (changes or {}).items() if k in PacingSettings.__dataclass_fields__}}
+    return PacingSettings(**value)
+
+
+def _is_collection(trip: Trip, track_count: int) -> bool:
+    return trip.source_type == "komoot_collection" and track_count > 1
+
+
+def check_day_count(trip: Trip, changes: dict) -> None:
+    """Raises TooLarge (naming the setting to change) when the stored route, paced with the trip's settings
+    and `changes`, would make more days than BTP plans. Without a stored route (still being fetched) or for
+    a collection (a day per tour, whatever the settings) there is nothing to check yet; the cutting checks
+    again (trips/pacing.py)."""
+    route = trip.route
+    if route is None or _is_collection(trip, len(route.track_ends)):
+        return
+    day_count(route.distance_km, pacing_settings(trip, changes))
 
 
 def plan_days(trip: Trip) -> list[StagePlan]:
-    """The days of the stored route: one per tour for a Komoot collection, else the pacing engine's cut."""
+    """The days of the stored route: one per tour for a Komoot collection, else the pacing engine's cut.
+    Raises TooLarge when they would be more, or longer, than BTP plans (trips/pacing.py)."""
     tracks = unpack_tracks(trip.route)
-    if trip.source_type == "komoot_collection" and len(tracks) > 1:
+    if _is_collection(trip, len(tracks)):
         return plan_collection(tracks)
     points = tracks[0] if len(tracks) == 1 else np.concatenate(tracks)
     return plan_stages(points, pacing_settings(trip))
@@ -72,7 +89,8 @@ def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
 
 
 def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
-    """The synchronous path of a GPX upload: route stored, days cut, both computations done."""
+    """The synchronous path of a GPX upload: route stored, days cut, both computations done. Raises
+    TooLarge (the caller's transaction is then rolled back: nothing is kept)."""
     store_route(trip, parsed)
     trip.source_type = "gpx_upload"
     if not trip.title and parsed.title:

@@ -7,9 +7,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
+from trips.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
 from trips.text import bounded
-
-MAX_TRIP_DAYS = 90
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
 WRITABLE = {
@@ -35,7 +34,7 @@ class _Settings(Schema):
     ebike_mode = fields.Boolean(data_key="ebikeMode")
     departure_hour = fields.Integer(data_key="departureHour", strict=True, validate=validate.Range(0, 23))
     max_distance_per_day = fields.Float(
-        data_key="maxDistancePerDay", validate=validate.Range(30, 300), allow_nan=False
+        data_key="maxDistancePerDay", validate=validate.Range(30, MAX_DAY_KM), allow_nan=False
     )
     average_speed = fields.Float(data_key="averageSpeed", validate=validate.Range(5, 50), allow_nan=False)
     enabled_accommodation_types = fields.List(

@@ -23,6 +23,7 @@ from trips.gpx import GpxError, parse_gpx
 from trips.ratelimit import limit
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
 from trips.models import IdempotencyRecord, Stage, Trip
+from trips.pacing import TooLarge
 from trips.stage_ops import find_stage
 from trips.text import bounded
 from trips.schemas import (
@@ -145,9 +146,12 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
         parsed = parse_gpx(stream)
     except GpxError as exc:
         raise Invalid({"gpxFile": str(exc)}) from None
-    with atomic():
-        trip = new_trip(actor, fields)
-        pipeline.build_from_gpx(trip, parsed)
+    try:
+        with atomic():
+            trip = new_trip(actor, fields)
+            pipeline.build_from_gpx(trip, parsed)
+    except TooLarge as exc:  # more days or a longer route than BTP plans: nothing was kept
+        raise Invalid({exc.field or "gpxFile": exc.message}) from None
     return trip
 
 
@@ -211,6 +215,11 @@ def _merged_settings(trip: Trip, data) -> dict:
         check_dates(merged["start_date"], merged["end_date"])
     except ValidationError as exc:
         raise Invalid({"endDate": " ".join(exc.messages)}) from None
+    if fields.keys() & set(PACING):
+        try:
+            pipeline.check_day_count(trip, fields)  # refused now, not as a failed cutting later
+        except TooLarge as exc:
+            raise Invalid({exc.field or "maxDistancePerDay": exc.message}) from None
     return fields
 
 

@@ -25,6 +25,7 @@ import redis as redis_lib
 import requests
 
 from trips.gpx import ParsedRoute
+from trips.pacing import TooLarge, check_route
 from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 from trips.source_formats import (
     ID_RE, NO_POINTS, FetchError, checked, failed, parse_collection, parse_komoot_tour, parse_rwgps, parse_strava,
@@ -277,13 +278,14 @@ def fetch_route(
     """Fetch (or read from the 24 h cache) the route `ref` points to; the title is in ParsedRoute.title.
 
     `sleep` waits between retries (tests inject a no-op). Raises UnsupportedSource for an unknown kind or a
-    malformed id, FetchError for every fetch or parse failure, including FetchError(NO_POINTS)."""
+    malformed id, FetchError for every fetch or parse failure, including FetchError(NO_POINTS), and for a
+    route BTP cannot plan (a jump between consecutive points, a length beyond 90 days; trips/pacing.py)."""
     if ref.kind not in SOURCE_KINDS or not isinstance(ref.route_id, str) or not ID_RE.fullmatch(ref.route_id):
         raise UnsupportedSource()
     cache = _Cache(redis)
     cached = cache.get(ref.kind, ref.route_id)
     if cached is not None:
-        return cached
+        return _bounded(ref.kind, cached)
     rid = ref.route_id
     if ref.kind == KOMOOT_TOUR:
         client = _Client(config.komoot_url, "text/html", config, sleep)
@@ -297,6 +299,16 @@ def fetch_route(
         client = _Client(config.ridewithgps_url, "application/json", config, sleep)
         route = checked(parse_rwgps(client.get(f"/routes/{rid}.json")))
     cache.set(ref.kind, rid, route)
+    return _bounded(ref.kind, route)
+
+
+def _bounded(kind: str, route: ParsedRoute) -> ParsedRoute:
+    """The route, if BTP can plan it: raises FetchError with the reason for a jump between consecutive points
+    or a length beyond what 90 days cover (trips/pacing.py); a collection's tours are checked one by one."""
+    try:
+        check_route(route.tracks, joined=kind != KOMOOT_COLLECTION)
+    except TooLarge as exc:
+        raise FetchError(exc.message) from None
     return route
 
 

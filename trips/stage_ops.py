@@ -14,10 +14,11 @@ from oauth.models import User
 from trips import computations
 from trips.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
-from trips.geo import cut_at_km, elevation_gain_loss, haversine_m, total_distance_km
+from trips.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Stage, Trip
-from trips.schemas import MAX_TRIP_DAYS, AccommodationChoice, StageAdd, StageMove, StageUpdate, load
+from trips.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
+from trips.schemas import AccommodationChoice, StageAdd, StageMove, StageUpdate, load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."
@@ -37,13 +38,26 @@ def riding_days(trip: Trip) -> int:
 
 
 def set_geometry(stage: Stage, points) -> None:
-    """Make the stage follow `points` ((n, 3) lat, lon, ele): ends, distance and climbing follow."""
+    """Make the stage follow `points` ((n, 3) lat, lon, ele): ends, distance and climbing follow, measured
+    on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/pacing.fit_points), so a
+    day's answers and exports stay bounded whatever made the line (a cut, a merge, a router's answer)."""
     pts = np.round(np.asarray(points, dtype=float).reshape(-1, 3), 6)  # ~0.1 m: what is stored and shown
-    stage.geometry = pts.tolist()
+    stage.geometry = (fit_points(pts) if len(pts) > MAX_STAGE_POINTS else pts).tolist()
     stage.start_lat, stage.start_lon, stage.start_ele = (float(v) for v in pts[0])
     stage.end_lat, stage.end_lon, stage.end_ele = (float(v) for v in pts[-1])
     stage.distance = total_distance_km(pts)
     stage.elevation, stage.elevation_loss = elevation_gain_loss(pts[:, 2])
+
+
+def _check_day_line(trip: Trip, start: list[float], end: list[float], replacing: Stage | None = None) -> None:
+    """A day drawn as a straight line from `start` to `end`: refused (Invalid naming endPoint) when it is a
+    jump longer than the longest day BTP plans, or when it would take the trip past MAX_ROUTE_KM."""
+    km = distance_m(start[0], start[1], end[0], end[1]) / 1000.0
+    if km > MAX_STEP_KM:
+        raise Invalid({"endPoint": f"is {km:.0f} km from the start point; a day covers at most {MAX_STEP_KM:g} km"})
+    total = sum(s.distance for s in trip.stages if s is not replacing) + km
+    if total > MAX_ROUTE_KM:
+        raise Invalid({"endPoint": f"would make the trip {total:.0f} km long; BTP plans at most {MAX_ROUTE_KM:g} km"})
 
 
 def _point(p: dict) -> list[float]:
@@ -89,6 +103,7 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
             raise Invalid({"position": f"must be between 0 and {len(trip.stages)}"})
         if len(trip.stages) >= MAX_TRIP_DAYS:
             raise Invalid({"position": f"a trip has at most {MAX_TRIP_DAYS} days"})
+        _check_day_line(trip, _point(fields["start_point"]), _point(fields["end_point"]))
         return fields | {"position": position}
 
     def apply(trip, fields):
@@ -109,9 +124,16 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         if stage.is_rest_day and fields.keys() - {"label"}:
             raise Invalid({"stageId": "a rest day has no route to change; only its label"})
         if "distance" in fields:
-            available = total_distance_km(np.asarray(_cut_path(trip, stage)[0]))
+            path, following = _cut_path(trip, stage)
+            available = total_distance_km(np.asarray(path))
             if fields["distance"] >= available:
                 raise Invalid({"distance": f"must be less than {available:.1f} km, the length it can take"})
+            if following is None and len(trip.stages) >= MAX_TRIP_DAYS:  # the rest would become a new day
+                raise Invalid({"distance": f"would add a day; a trip has at most {MAX_TRIP_DAYS} days"})
+        elif {"start_point", "end_point"} & fields.keys():
+            start = _point(fields["start_point"]) if "start_point" in fields else _start(stage)
+            end = _point(fields["end_point"]) if "end_point" in fields else _end(stage)
+            _check_day_line(trip, start, end, replacing=stage)
         return fields
 
     def apply(trip, fields):
