@@ -14,6 +14,7 @@ import numpy as np
 
 from trips import gpx
 from trips.gpx import GpxError, ParsedRoute, parse_gpx
+from trips.text import mend
 
 NO_POINTS = "The route has no points."
 MAX_TITLE_LENGTH = 255
@@ -56,7 +57,9 @@ def _clean(track: np.ndarray) -> np.ndarray:
 
 
 def _title(value: Any) -> str | None:
-    return (value.strip()[:MAX_TITLE_LENGTH] or None) if isinstance(value, str) else None
+    # A JSON \ud800 escape in a service's answer is a lone surrogate here, which no database can store:
+    # third-party text is mended (U+FFFD), not refused (trips/text.py).
+    return (mend(value.strip())[:MAX_TITLE_LENGTH] or None) if isinstance(value, str) else None
 
 
 def _dig(obj: Any, *keys: str) -> Any:
