@@ -129,6 +129,19 @@ def test_a_drifted_answer_breaks_the_schema(app, client, rider, doc):
     assert not validator.is_valid({**real, "stages": [{**real["stages"][0], "distance": "far"}]})
 
 
+def test_a_gpx_upload_form_carries_an_hour_and_a_list(client, rider):
+    _, headers = rider
+    form = {"gpxFile": (io.BytesIO(gpx_from_points(make_points(300))), "r.gpx"), "departureHour": "7",
+            "enabledAccommodationTypes": ["hotel", "hostel"]}
+    made = client.post("/api/trips/gpx-upload", data=form, headers=headers)
+    assert made.status_code == 201, made.get_json()
+    assert made.get_json()["departureHour"] == 7
+    assert made.get_json()["enabledAccommodationTypes"] == ["hotel", "hostel"]
+    form = {"gpxFile": (io.BytesIO(gpx_from_points(make_points(300))), "r.gpx"), "departureHour": "7.5"}
+    refused = client.post("/api/trips/gpx-upload", data=form, headers=headers)
+    assert refused.status_code == 422 and set(refused.get_json()["errors"]) == {"departureHour"}
+
+
 def _seed(user):
     """A three-day GPX trip with candidates to sleep on day 1, a share link, and an authorized application."""
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="Conformance")), {})
@@ -198,6 +211,11 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     call("get", "/api/users/me/authorized-applications", 200)
     call("get", f"/api/users/me/authorized-applications/{grant_id}", 200)
     call("delete", f"/api/users/me/authorized-applications/{grant_id}", 204)
+    spare = make_token(user, "trips:read")
+    listed = call("get", "/api/users/me/tokens", 200).get_json()["member"]
+    spare_id = next(t["id"] for t in listed if spare.startswith(t["prefix"]) and t["scopes"] == ["trips:read"])
+    call("delete", f"/api/users/me/tokens/{spare_id}", 204)
+    call("delete", f"/api/users/me/tokens/{spare_id}", 404)
     call("delete", t, 204)
     _refusals(call, client, user, headers)
     undocumented = {(m, p, s) for p, item in doc["paths"].items() for m, o in item.items() if m in METHODS

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from flask import Blueprint, g, jsonify, request, url_for
+from marshmallow import fields
 
 from oauth.principal import require_api_scope
 from trips import readmodels, services
@@ -9,9 +10,11 @@ from trips.analysis import analyze_trip
 from trips.exports import gpx_download
 from trips.guards import Precondition
 from trips.problems import conditional_json, json_body
+from trips.schemas import GpxUploadSettings
 
 bp = Blueprint("trips_api", __name__, url_prefix="/api")
 READ, WRITE = "trips:read", "trips:write"
+GPX_FORM_LISTS = {f.data_key or name for name, f in GpxUploadSettings().fields.items() if isinstance(f, fields.List)}
 
 
 def versioned(payload: dict, version: int, status: int = 200):
@@ -44,7 +47,8 @@ def create_trip():
 @bp.post("/trips/gpx-upload")
 @require_api_scope(WRITE)
 def upload_gpx():
-    form = {k: v for k, v in request.form.items()}
+    # A list setting comes as one form field per item (OpenAPI 3.1 §4.8.15: multipart arrays are repeated parts).
+    form = {k: request.form.getlist(k) if k in GPX_FORM_LISTS else v for k, v in request.form.items()}
     trip = services.import_gpx(g.principal.user, request.files.get("gpxFile"), form)
     return trip_answer(trip, 201, created=True)
 

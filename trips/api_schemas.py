@@ -207,6 +207,21 @@ class ApplicationListOut(Answer):
     member = fields.List(fields.Nested(ApplicationOut))
 
 
+@answer
+class TokenOut(Answer):
+    id = fields.String()
+    prefix = fields.String(metadata={"description": "The token's first characters (never the secret)."})
+    audience = fields.String(metadata={"description": "api or mcp (or an older deployment's resource)."})
+    scopes = fields.List(fields.String())
+    createdAt = fields.DateTime()
+    expiresAt = fields.DateTime()
+
+
+@answer
+class TokenListOut(Answer):
+    member = fields.List(fields.Nested(TokenOut))
+
+
 class ProblemOut(Schema):
     """RFC 9457 problem details (application/problem+json); `errors` names each bad field (422, and 400 for a
     bad query string)."""
@@ -229,5 +244,5 @@ RESPONSES = {
     "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
     "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
-    "Problem": ProblemOut,
+    "Token": TokenOut, "TokenList": TokenListOut, "Problem": ProblemOut,
 }

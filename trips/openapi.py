@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
+from marshmallow import validate
 
 from trips import api_schemas, schemas
 from trips.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
@@ -26,6 +27,7 @@ bp = Blueprint("openapi", __name__, url_prefix="/api")
 READ, WRITE = "trips:read", "trips:write"
 PROBLEM = "application/problem+json"
 CACHE_SECONDS = 300
+METHOD_ORDER = ("get", "post", "put", "patch", "delete")
 
 # The refusals, as RFC 9457 problem documents (trips/problems.py); the operations name the ones they give.
 PROBLEMS = {
@@ -66,6 +68,7 @@ PATH_PARAMETERS = {
     "trip_id": ("The trip's id.", {"type": "string", "format": "uuid"}),
     "stage_id": ("The day's stageId, as published by the trip.", {"type": "string", "format": "uuid"}),
     "grant_id": ("The application's id, as listed.", {"type": "string", "minLength": 1}),
+    "token_id": ("The token's id, as listed.", {"type": "string", "minLength": 1}),
     "code": ("The share link's short code.", {"type": "string", "pattern": "^[A-Za-z0-9_-]{8}$"}),
 }
 GEOCODE_QUERY = [
@@ -74,8 +77,8 @@ GEOCODE_QUERY = [
     {"name": "limit", "in": "query", "required": False, "description": "How many places at most (5).",
      "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}},
 ]
-GPX_UPLOAD = {"type": "object", "required": ["gpxFile"], "properties": {
-    "gpxFile": {"type": "string", "contentMediaType": "application/gpx+xml", "description": "A GPX 1.0/1.1 file."}}}
+GPX_UPLOAD_FILE = {"gpxFile": {"type": "string", "format": "binary", "contentMediaType": "application/gpx+xml",
+                               "description": "A GPX 1.0/1.1 file (a file part)."}}
 
 
 def trip(description: str, *headers: dict) -> dict:
@@ -91,6 +94,20 @@ GPX_FILE = {"description": "A GPX 1.1 file (an attachment).", "content": {"appli
     "schema": {"type": "string"}}}}
 NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
 EMPTY = {"description": "Done; no content."}
+
+
+# A realistic body per JSON request schema: shown to readers, and sent as is by schemathesis' examples phase.
+EXAMPLES = {
+    schemas.TripCreate: {"sourceUrl": "https://www.komoot.com/tour/123456", "title": "Across the Alps",
+                         "startDate": "2031-06-01", "endDate": "2031-06-05"},
+    schemas.TripUpdate: {"title": "Across the Alps", "maxDistancePerDay": 90},
+    schemas.StageAdd: {"startPoint": {"lat": 45.19, "lon": 5.72}, "endPoint": {"lat": 45.3, "lon": 5.9, "ele": 400},
+                       "label": "Lake day"},
+    schemas.StageUpdate: {"label": "Over the pass"},
+    schemas.StageMove: {"toIndex": 0},
+    schemas.AccommodationChoice: {"lat": None, "lon": None},
+    schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
+}
 
 
 @dataclass(frozen=True)
@@ -165,10 +182,26 @@ OPERATIONS = {
                                 tag="account"),
     "users_api.revoke_application": Op("Disconnect an application (its tokens die)", WRITE, {204: EMPTY}, (404,),
                                        tag="account"),
+    "users_api.tokens": Op("My personal tokens (issued by `flask tokens issue`), newest first", READ, {
+        200: body("TokenList", "The live tokens.")}, tag="account"),
+    "users_api.revoke_token": Op("Revoke one of my personal tokens (the next request with it is 401)", WRITE, {
+        204: EMPTY}, (404,), tag="account"),
     "openapi.document_view": Op("This document", None, {200: {"description": "OpenAPI 3.1.", "content": {
         "application/json": {"schema": {"type": "object", "required": ["openapi", "paths"]}}}},
         304: NOT_MODIFIED}, tag="meta"),
 }
+
+
+def exclusive_bounds(self, field, ret: dict, **_) -> dict:
+    """apispec writes every Range bound as inclusive; marshmallow's `min_inclusive=False` is JSON Schema's
+    exclusiveMinimum (2020-12 validation §6.2.5), and likewise for the maximum."""
+    for rule in field.validators:
+        if isinstance(rule, validate.Range):
+            if rule.min is not None and not rule.min_inclusive and "minimum" in ret:
+                ret["exclusiveMinimum"] = ret.pop("minimum")
+            if rule.max is not None and not rule.max_inclusive and "maximum" in ret:
+                ret["exclusiveMaximum"] = ret.pop("maximum")
+    return {}
 
 
 def openapi_path(rule: str) -> str:
@@ -177,9 +210,10 @@ def openapi_path(rule: str) -> str:
 
 
 def api_routes(app: Flask) -> list[tuple[str, str, str]]:
-    """(method, OpenAPI path, endpoint) of every /api route, HEAD and OPTIONS left out (Flask adds them)."""
-    return sorted((method.lower(), openapi_path(rule.rule), rule.endpoint) for rule in app.url_map.iter_rules()
-                  if rule.rule.startswith("/api/") for method in rule.methods - {"HEAD", "OPTIONS"})
+    """(method, OpenAPI path, endpoint) of every /api route, by path, HEAD and OPTIONS left out (Flask adds them)."""
+    routes = {(method.lower(), openapi_path(rule.rule), rule.endpoint) for rule in app.url_map.iter_rules()
+              if rule.rule.startswith("/api/") for method in rule.methods - {"HEAD", "OPTIONS"}}
+    return sorted(routes, key=lambda route: (route[1], METHOD_ORDER.index(route[0])))
 
 
 def _operation(op: Op, path: str) -> dict:
@@ -200,17 +234,20 @@ def _operation(op: Op, path: str) -> dict:
     if op.body is schemas.GpxUploadSettings:
         doc["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": "GpxUpload"}}}
     elif op.body is not None:
-        doc["requestBody"] = {"required": True, "content": {"application/json": {"schema": op.body}}}
+        media = {"schema": op.body, **({"example": EXAMPLES[op.body]} if op.body in EXAMPLES else {})}
+        doc["requestBody"] = {"required": True, "content": {"application/json": media}}
     return doc
 
 
 def build(app: Flask) -> dict:
     """The document for `app`'s routes. An /api route without an entry in OPERATIONS is left out (logged);
     tests/test_openapi.py fails on it."""
-    spec = APISpec(title="BTP REST API", version="1", openapi_version="3.1.0", plugins=[MarshmallowPlugin()],
+    marshmallow = MarshmallowPlugin()
+    spec = APISpec(title="BTP REST API", version="1", openapi_version="3.1.0", plugins=[marshmallow],
                    info={"description": "Trips cut into days, under /api. Errors are RFC 9457 problem documents. "
                                         "Bearer tokens of audience api carry the scopes trips:read, trips:write."},
                    servers=[{"url": app.config["BTP_BASE_URL"]}])
+    marshmallow.converter.add_attribute_function(exclusive_bounds)
     spec.components.security_scheme("bearer", {
         "type": "http", "scheme": "bearer",
         "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
@@ -220,8 +257,11 @@ def build(app: Flask) -> dict:
     for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
                  "AccommodationChoice", "WaypointIn"):
         spec.components.schema(name, schema=getattr(schemas, name))
-    spec.components.schema("GpxUploadSettings", schema=schemas.GpxUploadSettings)
-    spec.components.schema("GpxUpload", {"allOf": [GPX_UPLOAD, {"$ref": "#/components/schemas/GpxUploadSettings"}]})
+    # The upload's form: the file, and the settings as GpxUploadSettings loads them (one flat object: multipart
+    # fields are named properties, OpenAPI 3.1 §4.8.14.4).
+    form = marshmallow.converter.schema2jsonschema(schemas.GpxUploadSettings)
+    spec.components.schema("GpxUpload", {**form, "required": ["gpxFile"],
+                                         "properties": {**GPX_UPLOAD_FILE, **form["properties"]}})
     for name, parameter in HEADERS.items():
         spec.components.parameter(name, parameter["in"], parameter)
     for status, (name, description) in PROBLEMS.items():

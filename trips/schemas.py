@@ -67,6 +67,9 @@ class TripUpdate(_Settings):
 class GpxUploadSettings(_Settings):
     """The optional form fields that come with a GPX upload (strings, as multipart sends them)."""
 
+    # A form field is text: "8" is the hour 8 here (the JSON schemas keep refusing the string "8").
+    departure_hour = fields.Integer(data_key="departureHour", validate=validate.Range(0, 23))
+
 
 class TripListQuery(Schema):
     class Meta:
