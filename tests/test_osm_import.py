@@ -196,3 +196,29 @@ def test_an_unfinished_import_left_by_a_killed_process_is_cleaned_by_the_next(en
     assert result["notes"] and result["notes"][0].startswith("removed an unfinished import of drome")
     assert points_near(45.0, 5.0, 10) == []  # the leftover row is gone, not made visible
     assert _rows("SELECT count(*) FROM osm_point") == [(4,)]
+
+
+@pytest.mark.parametrize("tags, kinds", [
+    ({"railway": "station"}, [("station", "station")]),
+    ({"railway": "halt"}, [("station", "halt")]),
+    ({"railway": "station", "station": "subway"}, []),  # no bicycles on the metro
+    ({"shop": "bicycle"}, [("bike_shop", "repair")]),
+    ({"shop": "bicycle", "service:bicycle:repair": "no"}, [("bike_shop", "shop")]),
+    ({"amenity": "bicycle_repair_station"}, [("bike_shop", "repair_station")]),
+    ({"healthcare": "pharmacy"}, [("health", "pharmacy")]),
+    ({"amenity": "dentist"}, []),
+    ({"man_made": "water_tap", "drinking_water": "yes"}, [("water", "water_tap")]),
+    ({"man_made": "water_tap"}, []),  # not known to be drinkable
+    ({"tourism": "shelter"}, []),  # not lodging (domain.md §7.1)
+    ({"tourism": "wilderness_hut"}, [("accommodation", "wilderness_hut")]),
+    ({"shop": "farm"}, [("resupply", "farm")]),
+    ({"shop": "clothes"}, []),
+    ({"amenity": "place_of_worship", "religion": "christian"}, [("culture", "church")]),
+    ({"historic": "memorial"}, []),
+    ({"ford": "yes", "highway": "track"}, [("ford", "ford")]),
+    ({"amenity": "charging_station"}, [("charging", "charging_station")]),
+])
+def test_what_each_kind_of_point_is(tags, kinds):
+    from trips.osm.tags import point_kinds
+
+    assert point_kinds(tags) == kinds

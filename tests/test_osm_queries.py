@@ -161,3 +161,20 @@ def test_a_malformed_line_is_refused():
         Q.points_along([], 100)
     with pytest.raises(ValueError, match="line must be"):
         Q.ways_along([1.0, 2.0], 100)
+
+
+def test_encoded_lines_round_trip_to_the_microdegree():
+    import numpy as np
+
+    from trips.osm.geometry import decode, encode_many
+
+    rng = np.random.default_rng(7)
+    coords = np.column_stack((rng.uniform(-89.9, 89.9, 600), rng.uniform(-179.9, 179.9, 600)))
+    lengths = np.array([1, 0, 2, 97, 500])
+    start = 0
+    for n, text in zip(lengths, encode_many(coords, lengths)):
+        expected = np.round(coords[start:start + n] * 1e6) / 1e6
+        assert decode(text).shape == (n, 2) and np.allclose(decode(text), expected, atol=1e-9)
+        start += n
+    with pytest.raises(ValueError, match="truncated"):
+        decode(encode_many(coords[:3], np.array([3]))[0][:-1])

@@ -31,14 +31,17 @@ def encode_many(coords: np.ndarray, lengths: np.ndarray) -> list[str]:
     deltas[starts[lengths > 0]] = ints[starts[lengths > 0]]  # each line starts from (0, 0)
     values = deltas.reshape(-1)
     zig = np.where(values < 0, ~(values << 1), values << 1)
-    groups = np.maximum(1, (np.floor(np.log2(np.maximum(zig, 1))).astype(np.int64) // 5) + 1)
-    shifts = np.arange(7, dtype=np.int64) * 5
-    chunks = (zig[:, None] >> shifts) & 31
-    more = shifts[None, :] < (groups[:, None] - 1) * 5
-    chars = (chunks + 63 + np.where(more, 32, 0)).astype(np.uint8)
-    valid = shifts[None, :] < groups[:, None] * 5
+    # 5-bit groups per value, then one byte column per group: uint8 and bool arrays, so a batch of lines
+    # costs a few bytes per value here rather than 7 int64 columns.
+    groups = np.ones(len(zig), dtype=np.int8)
+    for k in range(1, 7):
+        groups += zig >= (1 << (5 * k))
+    chars = np.empty((len(zig), 7), dtype=np.uint8)
+    for k in range(7):
+        chars[:, k] = ((zig >> (5 * k)) & 31) + 63 + 32 * (groups > k + 1)
+    valid = np.arange(7, dtype=np.int8)[None, :] < groups[:, None]
     flat = chars[valid].tobytes().decode("ascii")
-    per_value = groups.reshape(-1, 2).sum(axis=1)  # characters per vertex
+    per_value = groups.astype(np.int64).reshape(-1, 2).sum(axis=1)  # characters per vertex
     cum = np.concatenate(([0], np.cumsum(per_value)))
     return [flat[cum[s]:cum[s + n]] for s, n in zip(starts, lengths)]
 

@@ -2,7 +2,7 @@
 
 pyosmium reads the file once (twice when it holds country boundaries: the area assembler reads the
 relations first) and keeps node locations in memory so ways get their geometry; osmium drops every
-object without one of the interesting keys before Python sees it (trips/osm/tags.py FILTER_KEYS). Rows go
+object without one of the interesting keys before Python sees it (trips/osm/tags.py NODE_KEYS, WAY_KEYS). Rows go
 to the database in batches (executemany on SQLite, COPY on PostgreSQL) under a `loading` area that only
 becomes visible when the whole file has been read (trips/osm/store.py), so a truncated or foreign file is
 refused and the previous import of the region stays as it was.
@@ -264,7 +264,9 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None) -> 
                      .with_locations()
                      .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
                      .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
-                     .with_filter(osmium.filter.KeyFilter(*T.FILTER_KEYS)))
+                     .with_filter(osmium.filter.KeyFilter(*T.NODE_KEYS).enable_for(osmium.osm.NODE))
+                     .with_filter(osmium.filter.KeyFilter(*T.WAY_KEYS).enable_for(osmium.osm.WAY))
+                     .with_filter(osmium.filter.KeyFilter(*T.AREA_KEYS).enable_for(osmium.osm.AREA)))
         for obj in processor:
             if obj.is_node():
                 collector.node(obj)

@@ -115,9 +115,9 @@ class Loader:
         self.sqlite = engine.dialect.name == "sqlite"
         self.raw = engine.raw_connection()
         self.cache_size = None
-        if self.sqlite:  # room for the R*Tree's nodes (128 MB): inserts stop re-reading them from disk
+        if self.sqlite:  # room for the R*Tree's nodes (32 MB): inserts stop re-reading them from disk
             self.cache_size = self.raw.driver_connection.execute("PRAGMA cache_size").fetchone()[0]
-            self.raw.driver_connection.execute("PRAGMA cache_size = -131072")
+            self.raw.driver_connection.execute("PRAGMA cache_size = -32768")
 
     def write(self, batches: dict[str, tuple[tuple[str, ...], list[tuple]]]) -> None:
         """Insert every (columns, rows) batch of `batches` ({table: …}) in one transaction."""

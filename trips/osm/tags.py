@@ -24,8 +24,11 @@ YES = frozenset({"yes", "true", "1"})
 KINDS = ("accommodation", "resupply", "water", "bike_shop", "charging", "station", "health", "culture", "ford")
 
 # Keys that make an object worth looking at: osmium drops everything else before Python sees it.
-FILTER_KEYS = ("tourism", "amenity", "shop", "railway", "historic", "ford", "man_made", "natural", "highway",
-               "route", "place", "healthcare", "boundary")
+POINT_KEYS = ("tourism", "amenity", "shop", "railway", "historic", "ford", "man_made", "natural", "place",
+              "healthcare")
+NODE_KEYS = POINT_KEYS  # not highway: crossings and traffic signals are nodes nobody reads
+WAY_KEYS = (*POINT_KEYS, "highway", "route")
+AREA_KEYS = ("boundary",)
 
 KEPT_TAGS = frozenset({
     "name", "opening_hours", "website", "url", "contact:website", "description", "wikidata", "wikipedia",
