@@ -8,9 +8,9 @@ A trip has a bounded size, whatever its input (a 30 KB file alternating two poin
   paced trip's day count, ceil(length / maxDistancePerDay), and a collection's tour count;
 - a step longer than MAX_STEP_KM (300 km) between consecutive points. Real tracks step metres; route
   planners' track exports follow the road every few tens of metres; even a route sketched with straight
-  lines between clicks, or a ferry drawn as one straight crossing, steps less than the longest day BTP plans
-  (maxDistancePerDay ≤ 300 km). A longer step is a jump (two tracks kilometres apart in one file, a point
-  at the other end of the world), and a day cut inside it would be a straight line no one can ride;
+  lines between clicks steps less than the longest day BTP plans (maxDistancePerDay ≤ 300 km). A longer
+  step is a jump (two tracks far apart in one file, a point at the other end of the world, an overnight
+  ferry drawn as one line), and a day cut inside it would be a straight line no one rides;
 - a route longer than MAX_ROUTE_KM, 90 days of 300 km (27 000 km): beyond it no settings fit in 90 days
   (this bounds a trip with dates too, whose day count does not depend on the length).
 What a trip keeps is bounded too: each day's line is simplified at 20 m, and more coarsely when the whole
@@ -40,7 +40,7 @@ MAX_TRIP_DAYS = 90
 MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (domain.md §1.1: Range(30, 300))
 MAX_STEP_KM = MAX_DAY_KM
 MAX_ROUTE_KM = MAX_TRIP_DAYS * MAX_DAY_KM
-MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at ~10 kept points per km fit; the .gpx stays under ~8 MB
+MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at ~10 kept points per km fit; the .gpx stays under ~9 MB
 MAX_STAGE_POINTS = 5_000  # a 300 km day of mountain roads keeps ~3 000 points at 20 m
 _MAX_TOLERANCE_M = 20_000.0
 
