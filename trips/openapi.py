@@ -45,7 +45,8 @@ PROBLEMS = {
     428: ("PreconditionRequired", 'This edit needs If-Match: "<version>", the ETag of the trip.'),
     429: ("TooManyRequests", "Too many trips created (or places looked up) this minute: see Retry-After."),
     502: ("BadGateway", "The place search service did not answer."),
-    503: ("ServiceUnavailable", "A service BTP depends on (database, Redis) is unavailable: try again later."),
+    503: ("ServiceUnavailable", "BTP cannot reach its Redis right now: the same request works again soon "
+                                "(Retry-After)."),
 }
 PROBLEM_HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}}},
@@ -213,7 +214,8 @@ def api_routes(app: Flask) -> list[tuple[str, str, str]]:
     """(method, OpenAPI path, endpoint) of every /api route, by path, HEAD and OPTIONS left out (Flask adds them)."""
     routes = {(method.lower(), openapi_path(rule.rule), rule.endpoint) for rule in app.url_map.iter_rules()
               if rule.rule.startswith("/api/") for method in rule.methods - {"HEAD", "OPTIONS"}}
-    return sorted(routes, key=lambda route: (route[1], METHOD_ORDER.index(route[0])))
+    return sorted(routes, key=lambda route: (route[1], METHOD_ORDER.index(route[0]) if route[0] in METHOD_ORDER
+                                             else len(METHOD_ORDER), route[0]))
 
 
 def _operation(op: Op, path: str) -> dict:
@@ -222,7 +224,9 @@ def _operation(op: Op, path: str) -> dict:
         parameters += op.query
     elif op.query is not None:
         parameters.append({"in": "query", "schema": op.query})
-    statuses = {*op.errors, 503} | ({401, 403} if op.scope else set())
+    # A token-holding operation may find Redis unreachable (token use, limits, locks, queues); the public ones
+    # and this document need none.
+    statuses = {*op.errors} | ({401, 403, 503} if op.scope else set())
     if "{" in path:
         statuses.add(404)
     responses = {str(status): answer for status, answer in op.answers.items()}
