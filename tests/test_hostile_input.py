@@ -59,6 +59,14 @@ def test_a_deep_body_is_walked_without_recursion():
         jsonio.loads("[" * depth + '"' + LONE + '"' + "]" * depth)
 
 
+@pytest.mark.parametrize("name", [b"a&#xD800;b", b"a\xed\xa0\x80b"])
+def test_gpx_text_cannot_carry_a_surrogate(name):
+    from trips.gpx import INVALID, GpxError, parse_gpx
+
+    with pytest.raises(GpxError, match=INVALID):  # XML 1.0 Char excludes them; lxml refuses both forms
+        parse_gpx(b'<gpx><trk><name>' + name + b'</name><trkseg><trkpt lat="1" lon="2"/></trkseg></trk></gpx>')
+
+
 def test_the_floor_mends_a_surrogate_that_slipped_through():
     assert floor("a\ud800b") == "a\ufffdb"
     floor("\udc00" * 3).encode("utf-8")
