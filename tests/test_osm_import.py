@@ -222,3 +222,12 @@ def test_what_each_kind_of_point_is(tags, kinds):
     from trips.osm.tags import point_kinds
 
     assert point_kinds(tags) == kinds
+
+
+def test_node_locations_can_live_in_a_file_that_is_removed_afterwards(engine, tmp_path):
+    cache = tmp_path / "nodes.cache"
+    result = import_file(engine, _region().write(tmp_path / "drome.osm.pbf"), node_cache=cache)
+    assert result["counts"]["kept"]["ways"] == 1 and not cache.exists()
+    cache.write_bytes(b"")
+    with pytest.raises(MapImportError, match="--node-cache: the file exists already"):
+        import_file(engine, _region().write(tmp_path / "drome.osm.pbf"), node_cache=cache)

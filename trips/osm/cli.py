@@ -15,12 +15,15 @@ osm_cli = AppGroup("osm", help="Manage the local OpenStreetMap data.")
 @click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
 @click.option("--name", default=None, help="Region name (default: the file name without its extension); "
               "importing a region of the same name again replaces it.")
+@click.option("--node-cache", default=None, type=click.Path(dir_okay=False),
+              help="Keep node locations in this new file instead of memory (country-sized extracts); "
+              "deleted afterwards.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
-def osm_import(path, name, quiet):
+def osm_import(path, name, node_cache, quiet):
     """Import an OpenStreetMap extract (.osm.pbf, .osm or .osm.bz2)."""
     echo = None if quiet else (lambda line: click.echo(line, err=True))
     try:
-        result = import_file(db.engine, path, name=name, echo=echo)
+        result = import_file(db.engine, path, name=name, echo=echo, node_cache=node_cache)
     except MapImportError as exc:
         raise click.ClickException(exc.message) from None
     for note in result["notes"]:

@@ -241,8 +241,11 @@ def _header_box(path: Path, fmt: str) -> tuple | None:
     return (box.bottom_left.lat, box.bottom_left.lon, box.top_right.lat, box.top_right.lon)
 
 
-def import_file(engine: sa.Engine, path, name: str | None = None, echo=None) -> dict:
+def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, node_cache=None) -> dict:
     """Import the extract at `path` as region `name`; returns a summary (area id, counts, bbox, replaced).
+
+    Node locations are held in memory (about 16 bytes per node), or with `node_cache` in that file (a sparse
+    file of 8 bytes per node id, deleted afterwards), for extracts whose nodes do not fit in memory.
 
     Raises MapImportError when the file is not an OSM extract (.osm.pbf, .osm, .osm.bz2), is truncated or
     unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS).
@@ -255,13 +258,15 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None) -> 
         raise MapImportError("--name: 1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit")
     if not path.is_file() or path.stat().st_size == 0:
         raise MapImportError(f"FILE: {path.name[:100]} is empty or not a regular file")
+    if node_cache and Path(node_cache).exists():
+        raise MapImportError("--node-cache: the file exists already; name a new file (it is deleted afterwards)")
     area_id, notes = begin_area(engine, name, path.name)
     collector = None
     try:
         header = _header_box(path, fmt)
         collector = _Collector(engine, area_id, echo)
         processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
-                     .with_locations()
+                     .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
                      .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
                      .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
                      .with_filter(osmium.filter.KeyFilter(*T.NODE_KEYS).enable_for(osmium.osm.NODE))
@@ -289,6 +294,9 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None) -> 
     except BaseException:
         _discard(engine, area_id, collector)
         raise
+    finally:
+        if node_cache:
+            Path(node_cache).unlink(missing_ok=True)
     collector.loader.close()
     for old in replaced:
         purge(engine, old)
