@@ -108,6 +108,16 @@ def test_every_operation_says_its_scope_and_refusals(doc):
             assert all(r["$ref"].startswith("#/components/responses/") for r in problems), (method, path)
 
 
+def test_every_json_body_has_an_example_that_matches_its_schema(doc):
+    bodies = [(m, p, o["requestBody"]["content"]["application/json"]) for p, item in doc["paths"].items()
+              for m, o in item.items() if m in METHODS and "application/json" in o.get("requestBody", {}).get(
+                  "content", {})]
+    assert len(bodies) == 7
+    for method, path, media in bodies:
+        validator = jsonschema.Draft202012Validator({**media["schema"], "components": doc["components"]})
+        assert validator.is_valid(media["example"]), (method, path)
+
+
 def test_served_without_a_token_and_cacheable(client):
     first = client.get(DOC)
     assert first.status_code == 200 and first.mimetype == "application/json"
