@@ -66,12 +66,21 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def prune(connection: Redis) -> None:
-    """Drop the names of workers whose liveness key expired (they died without a word)."""
-    alive = set(live_workers(connection))
-    dead = [n for n in connection.smembers(ALIVE_SET) if _text(n) not in alive]
-    if dead:
-        connection.srem(ALIVE_SET, *dead)
+# Atomic, so a worker beating meanwhile is never dropped: a member goes only if its key is absent right then.
+_PRUNE = """
+local gone = 0
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. name) == 0 then
+    gone = gone + redis.call('SREM', KEYS[1], name)
+  end
+end
+return gone
+"""
+
+
+def prune(connection: Redis) -> int:
+    """Drop the names of workers whose liveness key lapsed (they died without a word); returns how many."""
+    return int(connection.eval(_PRUNE, 1, ALIVE_SET, ALIVE_KEY.format("")))
 
 
 class BTPWorker(Worker):
@@ -90,8 +99,10 @@ class BTPWorker(Worker):
     def register_death(self):
         try:
             forget(self.connection, self.name)
-        finally:
-            super().register_death()
+        except REDIS_DOWN:  # leaving while Redis is away: the liveness key lapses by itself
+            log.warning("worker %s: could not unregister, Redis unreachable", self.name)
+            return
+        super().register_death()
 
     def heartbeat(self, timeout=None, pipeline=None):
         if pipeline is not None:

@@ -2,7 +2,7 @@
 from rq import Worker
 
 from jobs import get_queue, get_redis
-from jobs.worker import ALIVE_KEY, LIVENESS_TTL, BTPWorker, live_workers
+from jobs.worker import ALIVE_KEY, ALIVE_SET, LIVENESS_TTL, BTPWorker, beat, live_workers, prune
 
 
 def test_healthz(client):
@@ -54,3 +54,12 @@ def test_metrics_for_loopback_scrapers_only(app, client, rider):
     assert "btp_trips 1" in text and "btp_users 1" in text and "btp_workers 0" in text
     outside = client.get("/metrics", environ_base={"REMOTE_ADDR": "203.0.113.9"})
     assert outside.status_code == 404
+
+
+def test_prune_drops_only_the_workers_whose_liveness_lapsed(app, ctx):
+    redis = get_redis()
+    beat(redis, "alive-one")
+    beat(redis, "dead-one")
+    redis.delete(ALIVE_KEY.format("dead-one"))
+    assert prune(redis) == 1
+    assert {m.decode() for m in redis.smembers(ALIVE_SET)} == {"alive-one"} and live_workers(redis) == ["alive-one"]

@@ -149,7 +149,7 @@ def test_readiness_follows_a_worker_through_a_redis_restarted_empty(btp, app_con
     worker = subprocess.Popen([str(BIN / "flask"), "--app", "app", "worker"], env=env, cwd=ROOT,
                               start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: client.get("/readyz").status_code == 200)
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=90)  # a worker starting on a busy machine
         private_redis.stop(empty=True)
         assert client.get("/readyz").status_code == 503
         private_redis.start()

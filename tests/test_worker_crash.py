@@ -30,7 +30,7 @@ def start_worker(app_config) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def wait_for(predicate, timeout=30.0):
+def wait_for(predicate, timeout=60.0):
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
@@ -159,8 +159,27 @@ def test_work_horse_killed_before_the_last_attempt_is_retried(app, app_config, t
 def test_a_killed_worker_stops_counting_as_live_within_one_heartbeat(app, app_config, client):
     worker = start_worker(app_config)
     try:
-        wait_for(lambda: client.get("/readyz").status_code == 200)
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=90)  # a worker starting on a busy machine
     finally:
         kill(worker)
     # RQ's own registration would still count it for worker_ttl + 60 s; the liveness key lapses in LIVENESS_TTL.
     wait_for(lambda: client.get("/readyz").get_json()["checks"]["worker"] == "missing", timeout=LIVENESS_TTL + 2)
+
+
+def test_a_job_over_its_timeout_on_the_last_attempt_is_failed(app, client, rider, fake_thirdparty, monkeypatch):
+    """RQ raises JobTimeoutException in the job (SIGALRM); the failure callback settles the last attempt."""
+    from rq import SimpleWorker
+
+    from jobs.tasks import bind_app
+    from tests.test_pipeline import post
+
+    fake_thirdparty.add_komoot_tour("41", "Timed tour", make_points(300))
+    trip_id = post(client, rider[1], {"sourceUrl": "https://www.komoot.com/tour/41"})
+    job = get_queue().jobs[0]
+    job.timeout, job.retries_left = 1, 0
+    job.save()
+    monkeypatch.setattr("trips.sources.fetch_route", lambda *args: time.sleep(30))
+    bind_app(app)
+    SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
+    trip = reload(trip_id)
+    assert statuses(trip) == {"route": ("failed", INTERNAL_FAILURE), "stages": ("failed", ROUTE_FAILED_STAGES)}
