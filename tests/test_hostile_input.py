@@ -78,7 +78,7 @@ def test_the_floor_mends_a_surrogate_that_slipped_through():
 @pytest.fixture
 def trip(rider):
     user, headers = rider
-    return import_gpx(user, io.BytesIO(gpx_from_points(make_points(600), name="Vercors")), {})
+    return import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="Vercors")), {})  # 3 days
 
 
 def _patch(client, headers, trip_id, version, body: str):
@@ -301,19 +301,30 @@ def test_fuzz_update_trip_settings(client, trip, agent, redis_client, changes):
     _check_mcp(client, agent, "update_trip_settings", {"id": trip.id, "version": version, **changes}, trip.id)
 
 
-@given(action=st.sampled_from(["add", "update", "move", "delete", "rest_day", "x\ud800"]),
-       extra=st.fixed_dictionaries({}, optional={
-           "startPoint": POINT, "endPoint": POINT, "distance": st.one_of(st.floats(1.0, 50.0), NUMBERS),
-           "toIndex": st.one_of(st.integers(0, 3), NUMBERS), "position": st.one_of(st.integers(0, 3), NUMBERS),
-           "label": TEXT}))
+INDEX = st.one_of(st.integers(0, 3), NUMBERS)
+ACTIONS = {  # each action with the arguments it reads (mostly plausible, each possibly hostile), so that a
+    # refusal comes from a value and not from a stray argument the action would refuse anyway
+    "add": st.fixed_dictionaries({"startPoint": POINT, "endPoint": POINT}, optional={"position": INDEX,
+                                                                                     "label": TEXT}),
+    "update": st.one_of(st.fixed_dictionaries({}, optional={"startPoint": POINT, "endPoint": POINT,
+                                                            "label": TEXT}),
+                        st.fixed_dictionaries({"distance": st.one_of(st.floats(1.0, 50.0), NUMBERS)})),
+    "move": st.fixed_dictionaries({"toIndex": INDEX}),
+    "delete": st.just({}), "rest_day": st.just({}), "x\ud800": st.just({}),
+}
+
+
+@given(edit=st.sampled_from(sorted(ACTIONS)).flatmap(lambda a: st.tuples(st.just(a), ACTIONS[a])),
+       day=st.integers(0, 5))
 @FUZZ
-def test_fuzz_edit_stages(client, trip, agent, redis_client, action, extra):
+def test_fuzz_edit_stages(client, trip, agent, redis_client, edit, day):
+    action, extra = edit
     _forget_limits(redis_client)
     db.session.rollback()
     stored = db.session.get(Trip, trip.id)
     arguments = {"tripId": trip.id, "version": stored.version, "action": action, **extra}
     if action != "add":
-        arguments["stageId"] = stored.stages[0].id
+        arguments["stageId"] = stored.stages[day % len(stored.stages)].id
     _check_mcp(client, agent, "edit_stages", arguments, trip.id)
 
 
