@@ -79,10 +79,10 @@ class _Progress:
         if self.echo is None or (not force and now - self.last < self.every):
             return
         self.last = now
-        total = sum(seen.values())
-        rate = total / max(now - self.start, 1e-9)
-        self.echo(f"read {seen['node']:,} nodes, {seen['way']:,} ways, {seen['area']:,} boundaries; kept "
-                  + ", ".join(f"{v:,} {k}" for k, v in kept.items()) + f"; {rate:,.0f} objects/s")
+        rate = sum(kept.values()) / max(now - self.start, 1e-9)
+        # "read" counts what passed osmium's key filters (the untagged nodes and buildings never reach Python)
+        self.echo(f"read {seen['node']:,} tagged nodes, {seen['way']:,} ways, {seen['area']:,} boundaries; kept "
+                  + ", ".join(f"{v:,} {k}" for k, v in kept.items()) + f"; {rate:,.0f} rows/s")
 
 
 class _Collector:
@@ -215,7 +215,7 @@ class _Collector:
             rows.append(row + ("0102000020E6100000" + hexwkb[10:],) if self.pg else row)
         return rows
 
-    def flush(self) -> None:
+    def flush(self, last: bool = False) -> None:
         geom = ("geom",) if self.pg else ()
         cols = {"osm_point": POINT_COLS, "osm_place": PLACE_COLS, "osm_boundary": BOUNDARY_COLS,
                 "osm_way": WAY_COLS, "osm_ferry": FERRY_COLS}
@@ -226,7 +226,7 @@ class _Collector:
         self.rows = {t: [] for t in self.rows}
         self.lines = {t: [] for t in self.lines}
         self.pending = 0
-        self.progress.tick(self.seen, self.kept)
+        self.progress.tick(self.seen, self.kept, force=last)
 
 
 def _population(value: str | None) -> int | None:
@@ -279,12 +279,11 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
                 collector.way(obj)
             elif obj.is_area():
                 collector.area(obj)
-        collector.flush()
+        collector.flush(last=True)
         counts = {"seen": collector.seen, "kept": collector.kept}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = (header, "header") if header else (tuple(collector.box), "data")
-        collector.progress.tick(collector.seen, collector.kept, force=True)
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except RuntimeError as exc:  # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob)
         _discard(engine, area_id, collector)

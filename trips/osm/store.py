@@ -185,16 +185,19 @@ def begin_area(engine: sa.Engine, name: str, source_file: str) -> tuple[int, lis
 
 
 def publish(engine: sa.Engine, area_id: int, name: str, bbox: tuple, bbox_source: str, counts: dict) -> list[int]:
-    """Make `area_id` the visible import of `name` in one transaction; returns the areas it replaced."""
+    """Make `area_id` the visible import of `name` in one transaction; returns the areas to purge (the one
+    it replaced, and any an interrupted purge left behind)."""
     update = sa.text(
         "UPDATE osm_area SET status = 'ready', imported_at = :t, bbox_source = :s, min_lat = :a, "
         "min_lon = :b, max_lat = :c, max_lon = :d, counts = :counts WHERE id = :id",
     ).bindparams(sa.bindparam("counts", type_=sa.JSON))
     with engine.begin() as conn:
-        replaced = [r[0] for r in conn.execute(sa.text(
-            "SELECT id FROM osm_area WHERE name = :n AND status = 'ready'"), {"n": name})]
+        # Write first: on SQLite a transaction that reads, then writes, fails at once (SQLITE_BUSY_SNAPSHOT)
+        # when another connection wrote in between; a first write waits for the lock instead.
         conn.execute(sa.text("UPDATE osm_area SET status = 'replaced' WHERE name = :n AND status = 'ready'"),
                      {"n": name})
+        replaced = [r[0] for r in conn.execute(sa.text(
+            "SELECT id FROM osm_area WHERE name = :n AND status = 'replaced'"), {"n": name})]
         conn.execute(update, {"t": utcnow(), "s": bbox_source, "a": bbox[0], "b": bbox[1], "c": bbox[2],
                               "d": bbox[3], "counts": counts, "id": area_id})
     return replaced
