@@ -150,6 +150,8 @@ def test_a_gpx_upload_form_carries_an_hour_and_a_list(client, rider):
     form = {"gpxFile": (io.BytesIO(gpx_from_points(make_points(300))), "r.gpx"), "departureHour": "7.5"}
     refused = client.post("/api/trips/gpx-upload", data=form, headers=headers)
     assert refused.status_code == 422 and set(refused.get_json()["errors"]) == {"departureHour"}
+    as_text = client.post("/api/trips/gpx-upload", data={"gpxFile": "<gpx/>"}, headers=headers)
+    assert as_text.status_code == 422 and "as a file" in as_text.get_json()["errors"]["gpxFile"]
 
 
 def _seed(user):

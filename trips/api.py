@@ -7,6 +7,7 @@ from marshmallow import fields
 from oauth.principal import require_api_scope
 from trips import readmodels, services
 from trips.analysis import analyze_trip
+from trips.errors import Invalid
 from trips.exports import gpx_download
 from trips.guards import Precondition
 from trips.problems import conditional_json, json_body
@@ -47,6 +48,8 @@ def create_trip():
 @bp.post("/trips/gpx-upload")
 @require_api_scope(WRITE)
 def upload_gpx():
+    if "gpxFile" in request.form:  # a text field, not a file part: say how to send it, not "Unknown field."
+        raise Invalid({"gpxFile": "must be sent as a file (a multipart part with a filename: -F gpxFile=@ride.gpx)"})
     # A list setting comes as one form field per item (OpenAPI 3.1 §4.8.15: multipart arrays are repeated parts).
     form = {k: request.form.getlist(k) if k in GPX_FORM_LISTS else v for k, v in request.form.items()}
     trip = services.import_gpx(g.principal.user, request.files.get("gpxFile"), form)
