@@ -3,9 +3,14 @@ generated requests (valid and invalid), each answer checked: no 5xx, a documente
 body that matches its documented schema.
 
 Seeded (the same requests every run) and bounded (MAX_EXAMPLES per operation and phase). The rider's token
-carries both scopes, and path ids name real records (a three-day trip, its days, its share link), so the
-operations get past the 404 and exercise the services; writes that would take the records away (deleting the
-trip, a day, the share; settings that may lock the trip) get records of their own.
+carries both scopes, and path ids name real records (a three-day trip, its days, its share link, an authorized
+application, a spare token), so the operations get past the 404 and exercise the services; writes that would
+take the records away (deleting the trip, a day, the share; settings that may lock the trip) get records of
+their own. The server's log must hold no traceback either.
+
+The test runs schemathesis' engine (what `schemathesis run` runs: examples, coverage, fuzzing and stateful
+phases) rather than its pytest plugin: `schemathesis.pytest.from_fixture` sets `Function._nodeid`, which
+pytest 9 no longer has (AttributeError at the first test).
 """
 from __future__ import annotations
 
