@@ -67,15 +67,20 @@ def test_ways_along_finds_roads_in_the_corridor_including_crossings(imported):
     m.way([offset_north(lat, lon, 40) for lat, lon in line_east(LAT, east(5000), 1)], {"highway": "primary"})
     m.way([offset_north(LAT, east(8000), -300), offset_north(LAT, east(8000), 300)], {"highway": "residential"})
     m.way([offset_north(LAT, east(9000), 500), offset_north(LAT, east(9000), 900)], {"highway": "service"})
+    beyond = ROUTE[-1][1] + 10 / PER_DEG_LON  # a way passing 10 m beyond the route's last vertex, no crossing
+    m.way([offset_north(LAT, beyond, -500), offset_north(LAT, beyond, 500)], {"highway": "cycleway",
+                                                                             "name": "Beyond the end"})
     imported(m)
     ways = {w.name or w.tags["highway"]: w for w in Q.ways_along(ROUTE, 20)}
-    assert set(ways) == {"Parallel", "residential"}
+    assert set(ways) == {"Parallel", "residential", "Beyond the end"}
     assert ways["residential"].distance_m == pytest.approx(0, abs=0.01)  # crosses, no vertex near
+    assert ways["Beyond the end"].distance_m == pytest.approx(10, abs=0.5)  # the route's end to its segment
+    assert ways["Beyond the end"].near_m == 0  # neither of its vertices is in the corridor
     par = ways["Parallel"]
     assert par.distance_m == pytest.approx(10, abs=0.5)
     assert par.near_m == pytest.approx(2000, rel=0.01) and par.length_m == pytest.approx(2000, rel=0.01)
     assert par.tags == {"highway": "track", "surface": "gravel", "cycleway:left": "lane"}
-    assert {w.tags["highway"] for w in Q.ways_along(ROUTE, 50)} == {"track", "primary", "residential"}
+    assert {w.tags["highway"] for w in Q.ways_along(ROUTE, 50)} == {"track", "primary", "residential", "cycleway"}
 
 
 def test_ferries_along_use_their_own_table(imported):

@@ -162,21 +162,25 @@ def nearest_on_line(lat: np.ndarray, lon: np.ndarray, line: np.ndarray):
     return np.asarray(dist), best, t[rows, best], flat, flon
 
 
-def segments_cross(line_a: np.ndarray, line_b: np.ndarray) -> bool:
-    """Whether two polylines ((n, 2) lat, lon) intersect, in a local plane."""
-    if len(line_a) < 2 or len(line_b) < 2:
-        return False
-    plane = LocalPlane(float(line_a[0, 0]), float(line_a[0, 1]))
-    ax, ay = plane.xy(line_a[:, 0], line_a[:, 1])
-    bx, by = plane.xy(line_b[:, 0], line_b[:, 1])
-    p, r = np.stack((ax[:-1], ay[:-1]), 1), np.stack((np.diff(ax), np.diff(ay)), 1)
-    q, s = np.stack((bx[:-1], by[:-1]), 1), np.stack((np.diff(bx), np.diff(by)), 1)
-    rxs = r[:, None, 0] * s[None, :, 1] - r[:, None, 1] * s[None, :, 0]
-    qp = q[None, :, :] - p[:, None, :]
+def segment_distances(px, py, ax, ay, bx, by) -> np.ndarray:
+    """Planar distance from each point P to each segment A→B: an array (len P, len A)."""
+    dx, dy = bx - ax, by - ay
+    seg2 = dx * dx + dy * dy
+    t = ((px[:, None] - ax) * dx + (py[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
+    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
+    return np.hypot(px[:, None] - (ax + t * dx), py[:, None] - (ay + t * dy))
+
+
+def segments_cross(ax, ay, bx, by, cx, cy, dx, dy) -> np.ndarray:
+    """Whether each planar segment A→B crosses each segment C→D: a bool array (len A, len C)."""
+    rx, ry = (bx - ax)[:, None], (by - ay)[:, None]
+    sx, sy = (dx - cx)[None, :], (dy - cy)[None, :]
+    qx, qy = cx[None, :] - ax[:, None], cy[None, :] - ay[:, None]
+    rxs = rx * sy - ry * sx
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = (qp[..., 0] * s[None, :, 1] - qp[..., 1] * s[None, :, 0]) / rxs
-        u = (qp[..., 0] * r[:, None, 1] - qp[..., 1] * r[:, None, 0]) / rxs
-    return bool(np.any((rxs != 0) & (t >= 0) & (t <= 1) & (u >= 0) & (u <= 1)))
+        t = (qx * sy - qy * sx) / rxs
+        u = (qx * ry - qy * rx) / rxs
+    return (rxs != 0) & (t >= 0) & (t <= 1) & (u >= 0) & (u <= 1)
 
 
 def inside_rings(lat: np.ndarray, lon: np.ndarray, rings: list[tuple[bool, np.ndarray]]) -> np.ndarray:

@@ -182,41 +182,25 @@ def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoin
     return sorted(found, key=lambda p: (p.along_m, p.distance_m))
 
 
-def _segment_distances(px, py, ax, ay, bx, by):
-    """Distance from each point (P) to each segment (A→B) in the plane: array (len P, len A)."""
-    dx, dy = bx - ax, by - ay
-    seg2 = dx * dx + dy * dy
-    t = ((px[:, None] - ax) * dx + (py[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
-    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
-    return np.hypot(px[:, None] - (ax + t * dx), py[:, None] - (ay + t * dy))
-
-
 def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine]:
+    """Lines of `table` within buffer_m of `line`. Per chunk of the line, every candidate at once: the
+    distance of their vertices to the chunk, of the chunk's vertices to their segments, and crossings (the
+    closest approach of two polylines is one of these)."""
     pts = _as_line(line)
-    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, min distance]
+    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
     with _engine(engine).connect() as conn:
         for _start, chunk, _cum in _chunks(pts):
             rows = _select(conn, table, _grow(_box(chunk), buffer_m))
             if not rows:
                 continue
-            plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
-            cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
-            if len(chunk) == 1:
-                cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
+            entries = []
             for row in rows:
                 entry = found.get(row["osm_id"])
                 if entry is None:
                     way = G.decode(row["line"])
                     entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
-                wx, wy = plane.xy(entry[1][:, 0], entry[1][:, 1])
-                vertex = _segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
-                entry[2] = np.minimum(entry[2], vertex)
-                if len(wx) > 1:  # the route's vertices against the way's segments, and crossings
-                    back = _segment_distances(cx, cy, wx[:-1], wy[:-1], wx[1:], wy[1:]).min()
-                    cross = 0.0 if G.segments_cross(chunk, entry[1]) else np.inf
-                    entry[3] = min(entry[3], float(vertex.min()), float(back), cross)
-                else:
-                    entry[3] = min(entry[3], float(vertex.min()))
+                entries.append(entry)
+            _measure(chunk, entries)
     out = []
     for row, way, vertex, dist in found.values():
         if dist > buffer_m:
@@ -229,6 +213,34 @@ def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine
             "cycleway_both", "bicycle", "maxspeed") if k in row and row[k] is not None}
         out.append(MapLine(row["osm_id"], row["name"], row["length_m"], way, dist, near, tags))
     return sorted(out, key=lambda w: (w.distance_m, w.osm_id))
+
+
+def _measure(chunk: np.ndarray, entries: list[list]) -> None:
+    """Update each entry's vertex distances and closest approach against one chunk of the query line."""
+    plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+    cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
+    if len(chunk) == 1:
+        cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
+    lengths = np.array([len(e[1]) for e in entries])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    verts = np.vstack([e[1] for e in entries])
+    wx, wy = plane.xy(verts[:, 0], verts[:, 1])
+    vertex = G.segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
+    closest = np.minimum.reduceat(vertex, starts)
+    has_seg = np.ones(len(verts), dtype=bool)
+    has_seg[starts + lengths - 1] = False  # a segment starts at every vertex but each line's last
+    if has_seg.any():
+        a, b = np.flatnonzero(has_seg), np.flatnonzero(has_seg) + 1
+        back = G.segment_distances(cx, cy, wx[a], wy[a], wx[b], wy[b]).min(axis=0)
+        cross = G.segments_cross(wx[a], wy[a], wx[b], wy[b], cx[:-1], cy[:-1], cx[1:], cy[1:]).any(axis=1)
+        per_seg = np.where(cross, 0.0, back)
+        owner = np.repeat(np.arange(len(entries)), lengths)[a]  # the line each segment belongs to
+        seg_min = np.full(len(entries), np.inf)
+        np.minimum.at(seg_min, owner, per_seg)
+        closest = np.minimum(closest, seg_min)
+    for entry, s, n, c in zip(entries, starts, lengths, closest):
+        entry[2] = np.minimum(entry[2], vertex[s:s + n])
+        entry[3] = min(entry[3], float(c))
 
 
 def ways_along(line, buffer_m: float, engine=None) -> list[MapLine]:
