@@ -82,7 +82,10 @@ class Supervisor:
                 now = time.monotonic()
                 if self.redis_keeper and now - last_redis_check >= REDIS_CHECK_S:
                     last_redis_check = now
-                    self.redis_keeper()
+                    try:
+                        self.redis_keeper()
+                    except Exception as exc:  # tried again in REDIS_CHECK_S; the children wait for it meanwhile
+                        self.echo(f"The embedded Redis could not be started again: {exc}")
                 for child in self.children:
                     if child.proc is None and now >= child.next_start:
                         self._start(child)
@@ -103,8 +106,12 @@ class Supervisor:
             try:
                 child.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                kill_group(child.proc.pid, signal.SIGKILL)
-                child.proc.wait(timeout=5)
+                child.proc.terminate()  # a second SIGTERM is RQ's cold shutdown: it kills the horse and leaves
+                try:
+                    child.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    kill_group(child.proc.pid, signal.SIGKILL)
+                    child.proc.wait(timeout=5)
 
 
 def kill_group(pgid: int, sig: int) -> None:

@@ -106,6 +106,27 @@ def test_a_killed_worker_is_replaced_and_its_job_done(served, fake_thirdparty):
     assert serve.poll() is None
 
 
+def test_the_embedded_redis_is_started_again(served):
+    from jobs.embedded import socket_path, stop_embedded_redis
+    from jobs.supervisor import REDIS_CHECK_S
+    from jobs.worker import LIVENESS_TTL, RECONNECT_MAX_S
+
+    serve, url, env, ready = served
+    instance = Path(env["BTP_INSTANCE_DIR"])
+
+    def redis_pid() -> str:
+        try:
+            return (instance / "redis.pid").read_text().strip()
+        except OSError:
+            return ""
+
+    first = redis_pid()
+    stop_embedded_redis(f"unix://{socket_path(instance)}")
+    wait_for(lambda: redis_pid() not in ("", first), timeout=REDIS_CHECK_S + 10)  # a new server
+    wait_for(ready, timeout=RECONNECT_MAX_S + LIVENESS_TTL)  # and the worker counted again
+    assert serve.poll() is None
+
+
 @pytest.fixture
 def quick(monkeypatch):
     """The supervisor's clock in hundredths: the rules are the same."""
