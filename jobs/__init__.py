@@ -42,12 +42,14 @@ def get_redis() -> redis.Redis:
     app = current_app._get_current_object()
     client = app.extensions.get("btp_redis")
     if client is None:
-        # Short timeouts and one retry: a Redis outage surfaces within ~7 s per call (2 × 3 s reads), never stalls
-        # a request for long. The worker lengthens the read timeout of its own client past its blocking dequeue
-        # (rq Worker._set_connection). Broken connections are dropped and re-made: Redis back, BTP is back.
+        # Short timeouts: BTP's commands answer in milliseconds, so a Redis that does not answer within 1 s is
+        # away; a request makes a handful of Redis calls, so it ends within a few seconds, never hangs. One retry,
+        # on a broken connection only (a pooled connection Redis closed by restarting): a timeout is not retried.
+        # The worker lengthens the read timeout of its own client past its blocking dequeue (rq
+        # Worker._set_connection). Broken connections are dropped and re-made: Redis back, BTP is back.
         client = redis.Redis.from_url(
-            redis_url(app), socket_connect_timeout=1, socket_timeout=3, health_check_interval=30,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1))
+            redis_url(app), socket_connect_timeout=1, socket_timeout=1, health_check_interval=30,
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1, supported_errors=(redis.exceptions.ConnectionError,)))
         app.extensions["btp_redis"] = client
     return client
 
