@@ -25,6 +25,7 @@ from mcp.tools.base import CallContext, Content
 from mcp.confirm import ConfirmationRequired, InputRequired
 from oauth.resource import touch_grant
 from trips.db import db
+from trips.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
 from trips.metrics import counted_tool_calls
@@ -205,6 +206,7 @@ def _end_unit_of_work() -> None:
 
 
 def _internal(message_id, what: str) -> dict:
-    request_id = secrets.token_hex(8)
+    # The request's own id: the client's message, the X-Request-Id header and the log line agree.
+    request_id = current_request_id() or secrets.token_hex(8)
     log.exception("MCP %s failed (request %s)", what, request_id)
     return error_envelope(message_id, RpcError(INTERNAL_ERROR, f"Internal error (request {request_id})."))

@@ -51,7 +51,8 @@ def gunicorn(app_config: dict, log: Path, workers: int = 2, own_base_url: bool =
     url = f"http://127.0.0.1:{port}"
     env = server_env(app_config, **({"BTP_BASE_URL": url} if own_base_url else {}))
     with open(log, "wb") as sink:
-        proc = subprocess.Popen([str(BIN / "gunicorn"), "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
+        proc = subprocess.Popen([str(BIN / "gunicorn"), "--no-control-socket", "--workers", str(workers),
+                                 "--bind", f"127.0.0.1:{port}",
                                  "--timeout", "60", "wsgi:app"], env=env, cwd=ROOT, stdout=sink,
                                 stderr=subprocess.STDOUT)
     live = Live(url, env, log)

@@ -264,8 +264,12 @@ def test_unexpected_failures_hide_their_text(client, token, monkeypatch):
         raise RuntimeError("database password is hunter2")
 
     monkeypatch.setitem(BY_NAME, "list_trips", dataclasses.replace(BY_NAME["list_trips"], run=explode))
-    body = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}).get_json()
+    response = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}},
+                      headers={"X-Request-Id": "req-4711"})
+    body = response.get_json()
     assert body["error"]["code"] == -32603 and "hunter2" not in json.dumps(body)
+    # The message names the request's own id, as the X-Request-Id header and the log line do.
+    assert "req-4711" in body["error"]["message"] and response.headers["X-Request-Id"] == "req-4711"
 
 
 def test_call_and_write_budgets(app, client, user, monkeypatch):

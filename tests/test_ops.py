@@ -56,6 +56,16 @@ def test_metrics_for_loopback_scrapers_only(app, client, rider):
     assert outside.status_code == 404
 
 
+def test_metrics_count_workers_as_readiness_does(app, client, ctx):
+    from jobs.worker import forget
+
+    beat(get_redis(), "w-live")
+    get_redis().sadd(ALIVE_SET, "w-lapsed")  # listed, but its liveness key is gone: a dead worker
+    assert "btp_workers 1" in client.get("/metrics").get_data(as_text=True)
+    forget(get_redis(), "w-live")
+    assert "btp_workers 0" in client.get("/metrics").get_data(as_text=True)
+
+
 def test_prune_drops_only_the_workers_whose_liveness_lapsed(app, ctx):
     redis = get_redis()
     beat(redis, "alive-one")

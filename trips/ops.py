@@ -6,7 +6,6 @@ import ipaddress
 
 import sqlalchemy as sa
 from flask import Blueprint, Response, abort, current_app, jsonify, request
-from rq import Worker
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
 from jobs import get_queue, get_redis
@@ -87,7 +86,8 @@ def metrics():
         ('{state="scheduled"}', ScheduledJobRegistry(queue=queue).count),
         ('{state="failed"}', FailedJobRegistry(queue=queue).count),
     ])
-    gauge("btp_workers", "Live RQ workers on the BTP queue.", [("", Worker.count(queue=queue))])
+    gauge("btp_workers", "Live BTP workers (a fresh liveness key, as /readyz counts them).",
+          [("", len(live_workers(get_redis())))])
     counts = db.session.execute(sa.select(Computation.status, sa.func.count()).group_by(Computation.status)).all()
     gauge("btp_computations", "Trip computations by status.", [(f'{{status="{s}"}}', n) for s, n in sorted(counts)])
     gauge("btp_trips", "Trips stored.", [("", db.session.scalar(sa.select(sa.func.count()).select_from(Trip)))])

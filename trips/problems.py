@@ -120,7 +120,8 @@ def _http_error(exc: HTTPException):
 def _unexpected(exc: Exception):
     if isinstance(exc, HTTPException):
         return _http_error(exc)
-    log.exception("unexpected error on %s %s", request.method, request.path)
+    # The route rule, never the path: a path can carry a share code or an id that is nobody's business in a log.
+    log.exception("unexpected error on %s %s", request.method, request.url_rule.rule if request.url_rule else "?")
     return problem(500, "Internal Server Error", "Something went wrong on our side.")
 
 
