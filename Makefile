@@ -22,6 +22,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	$(BIN)/python bench/bench_gpx.py
+	$(BIN)/python bench/bench_osm.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
