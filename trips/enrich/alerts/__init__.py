@@ -1,0 +1,1 @@
+"""The alert catalogue (catalogue.py) and one module of rules per family."""
