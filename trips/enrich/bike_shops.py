@@ -1,0 +1,38 @@
+"""A repair-capable bike shop near each riding day (domain.md §6 `bike_shop_none_nearby`): only on trips of
+more than five days, none within 2 km (haversine) of the day's geometry midpoint."""
+from __future__ import annotations
+
+from trips.enrich import corridor as C
+from trips.enrich.alerts.nearby import BIKE_SHOP_NONE_NEARBY
+from trips.enrich.contract import AlertFact, TripSnap
+from trips.osm import queries as Q
+
+NAME = "bike_shops"
+GROUP = "bike_shop"
+
+RADIUS_M = 2000.0
+MIN_STAGES = 5  # the rule applies to trips with more than 5 days
+REPAIR_CAPABLE = frozenset({"repair"})  # trips/osm/tags.py: a bicycle shop not tagged service:bicycle:repair=no
+
+
+def compute(snap: TripSnap, engine):
+    result, cover = C.start(snap, engine)
+    if not result.covered:
+        return result
+    long_trip = len(snap.stages) > MIN_STAGES
+    for stage in snap.stages:
+        if cover[stage.id] <= 0:
+            continue
+        result.ran_on(stage.id)
+        if not long_trip or stage.is_rest_day or not C.whole(cover, stage):
+            continue
+        lat, lon = stage.midpoint
+        # the query's box is a little wider than the haversine circle; the radius is then haversine exactly
+        shops = [(C.haversine_m(lat, lon, p.lat, p.lon), p)
+                 for p in Q.points_near(lat, lon, RADIUS_M * 1.01, kinds=["bike_shop"], engine=engine)]
+        if any(d <= RADIUS_M and p.subkind in REPAIR_CAPABLE for d, p in shops):
+            continue
+        nearest = Q.points_near(lat, lon, C.NAVIGATE_SEARCH_M, kinds=["bike_shop"], engine=engine)
+        result.add(AlertFact(BIKE_SHOP_NONE_NEARBY.code, stage.id,
+                             action=C.navigate(nearest[0].lat, nearest[0].lon) if nearest else None))
+    return result

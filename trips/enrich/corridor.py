@@ -1,0 +1,97 @@
+"""What the point-based enrichments share: which days the map covers, haversine proximity (domain.md §3.2),
+positions along a day, assigning a point to one day by geometry, and the `navigate` action.
+
+Coverage rule (issue 10, domain.md §1.1): an enrichment runs on the part of a trip the imported areas cover.
+A day no area touches is not looked at (its group stays absent: "never ran"); an alert that says something is
+*missing* (no water, no shop, no station…) is raised only on a day the map covers wholly, since a partly
+covered day would report the edge of the extract as a desert.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from trips.enrich.contract import Result, StageSnap, TripSnap
+from trips.osm import queries as Q
+from trips.osm.geometry import GEOD
+from trips.osm.queries import MapPoint
+
+EARTH_RADIUS_M = 6_371_000.0  # domain.md §3.2: haversine for proximity checks
+FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that counts as wholly covered
+NAVIGATE_SEARCH_M = 30_000.0  # how far a `navigate` hint looks for the nearest service once a check failed
+
+
+def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """Great-circle distance in metres, R = 6 371 000 m (domain.md §3.2)."""
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
+    return 2 * EARTH_RADIUS_M * math.atan2(math.sqrt(a), math.sqrt(1 - a))
+
+
+def day_coverage(snap: TripSnap, engine) -> dict[str, float]:
+    """Share of each day's line inside imported map areas (0 … 1)."""
+    return {s.id: Q.coverage(s.line, engine=engine)[0] for s in snap.stages}
+
+
+def start(snap: TripSnap, engine) -> tuple[Result, dict[str, float]]:
+    """A Result for the trip and the days' coverage; `covered` is False when no imported area touches any day
+    (the registry then fails the computation with the "no map data" reason)."""
+    cover = day_coverage(snap, engine)
+    result = Result(covered=any(f > 0 for f in cover.values()))
+    return result, cover
+
+
+def whole(cover: dict[str, float], stage: StageSnap) -> bool:
+    return cover.get(stage.id, 0.0) >= FULL_COVERAGE
+
+
+def navigate(lat: float, lon: float) -> dict:
+    return {"kind": "navigate", "lat": round(float(lat), 6), "lon": round(float(lon), 6)}
+
+
+def cumulative_km(stage: StageSnap) -> np.ndarray:
+    """Kilometres from the day's start at each vertex of its geometry (WGS-84 geodesics)."""
+    pts = np.asarray(stage.line, dtype=float)
+    if len(pts) < 2:
+        return np.zeros(len(pts))
+    seg = GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
+    return np.concatenate(([0.0], np.cumsum(seg))) / 1000.0
+
+
+def nearest_vertex_km(stage: StageSnap, cum_km: np.ndarray, lat: float, lon: float) -> float:
+    """The cumulative km of the day's vertex nearest to (lat, lon) (domain.md §6, water_point_gap)."""
+    pts = np.asarray(stage.line, dtype=float)
+    dist = GEOD.inv(np.full(len(pts), lon), np.full(len(pts), lat), pts[:, 1], pts[:, 0])[2]
+    return float(cum_km[int(np.argmin(dist))])
+
+
+def assign_along(stages, buffer_m: float, kinds, engine) -> dict[str, list[MapPoint]]:
+    """Points within buffer_m of each day's line, each given to the one day whose geometry passes closest
+    (the earlier day on a tie), so that a shop at a day's end is not counted on the next day too. Per day,
+    in the order the line passes them."""
+    best: dict[tuple, tuple[float, int, str, MapPoint]] = {}
+    for order, stage in enumerate(stages):
+        for p in Q.points_along(stage.line, buffer_m, kinds=kinds, engine=engine):
+            key = (p.osm_type, p.osm_id, p.kind)
+            if key not in best or (p.distance_m, order) < best[key][:2]:
+                best[key] = (p.distance_m, order, stage.id, p)
+    out: dict[str, list[MapPoint]] = {s.id: [] for s in stages}
+    for _d, _o, sid, p in best.values():
+        out[sid].append(p)
+    for pts in out.values():
+        pts.sort(key=lambda p: (p.along_m, p.distance_m))
+    return out
+
+
+def spread(items: list, n: int) -> list:
+    """At most n of `items`, evenly spaced over the list (first and last kept), in their order."""
+    if len(items) <= n:
+        return list(items)
+    if n <= 1:
+        return items[:n]
+    return [items[round(i * (len(items) - 1) / (n - 1))] for i in range(n)]
+
+
+def km(metres: float | None) -> float | None:
+    return None if metres is None else round(metres / 1000.0, 1)

@@ -1,0 +1,28 @@
+"""A pharmacy, hospital or clinic near each day (domain.md §6 `health_service_none_nearby`): none within
+15 km of the day's geometry midpoint. Rest days are checked too (one falls ill on a rest day as well)."""
+from __future__ import annotations
+
+from trips.enrich import corridor as C
+from trips.enrich.alerts.nearby import HEALTH_SERVICE_NONE_NEARBY
+from trips.enrich.contract import AlertFact, TripSnap
+from trips.osm import queries as Q
+
+NAME = "health_services"
+GROUP = "health_service"
+
+RADIUS_M = 15_000.0
+
+
+def compute(snap: TripSnap, engine):
+    result, cover = C.start(snap, engine)
+    if not result.covered:
+        return result
+    for stage in snap.stages:
+        if cover[stage.id] <= 0:
+            continue
+        result.ran_on(stage.id)
+        if not C.whole(cover, stage):
+            continue
+        if not Q.points_near(*stage.midpoint, RADIUS_M, kinds=["health"], engine=engine):
+            result.add(AlertFact(HEALTH_SERVICE_NONE_NEARBY.code, stage.id, {"threshold": RADIUS_M / 1000}))
+    return result

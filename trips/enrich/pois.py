@@ -1,0 +1,132 @@
+"""Resupply along each day (domain.md §5.1 `pois`, §6): food shops, cafés and restaurants in a 2 km
+corridor, each given to the day whose geometry passes closest; up to 6 of them kept per day as `resupply`, a
+supply timeline in 500 m clusters, and two alerts: nothing to eat on a long day, or every place closed when
+the rider passes it (opening_hours read with opening-hours-py, at the passage time of domain.md §3.7).
+"""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+import opening_hours
+
+from trips.enrich import corridor as C
+from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_ON_STAGE
+from trips.enrich.contract import AlertFact, StageSnap, TripSnap
+from trips.osm.queries import MapPoint
+
+NAME = "pois"
+GROUP = "pois"
+
+CORRIDOR_M = 2000.0
+# domain.md §6, resupply_none_on_stage: the categories that count as a place to eat or buy food.
+RESUPPLY_CATEGORIES = frozenset({"restaurant", "cafe", "bar", "supermarket", "convenience", "bakery", "fast_food",
+                                 "marketplace", "butcher", "pastry", "deli", "greengrocer", "general", "farm",
+                                 "fuel"})
+MAX_RESUPPLY_PER_DAY = 6  # ADR-057: `resupply` replaces the raw POIs, ≤ 6 per day
+CLUSTER_M = 500.0
+MAX_TIMELINE_CLUSTERS = 24  # keeps a long day through towns small in get_stage (evenly spread beyond that)
+NONE_MIN_DISTANCE_KM = 40.0  # resupply_none_on_stage: distance ≥ 40 km
+
+
+def compute(snap: TripSnap, engine):
+    """Resupply per riding day. Rest days are looked at (empty lists), never alerted (riding rule)."""
+    result, cover = C.start(snap, engine)
+    if not result.covered:
+        return result
+    riding = [s for s in snap.stages if not s.is_rest_day and cover[s.id] > 0]
+    assigned = C.assign_along(riding, CORRIDOR_M, ["resupply"], engine)
+    for stage in snap.stages:
+        if cover[stage.id] <= 0:
+            continue  # not on the map: never looked at
+        result.ran_on(stage.id)
+        pois = [p for p in assigned.get(stage.id, []) if p.subkind in RESUPPLY_CATEGORIES]
+        passage = _passage_states(snap, stage, pois)
+        result.data[stage.id] = {"resupply": [_item(p, passage[i]) for i, p in _kept(pois)],
+                                 "supplyTimeline": timeline(pois)}
+        if stage.is_rest_day:
+            continue
+        if not pois and stage.distance_km >= NONE_MIN_DISTANCE_KM and C.whole(cover, stage):
+            result.add(AlertFact(RESUPPLY_NONE_ON_STAGE.code, stage.id))
+        elif pois and all(state is False for state in passage) and C.whole(cover, stage):
+            result.add(AlertFact(RESUPPLY_CLOSED_AT_PASSAGE.code, stage.id, {"count": len(pois)}))
+    return result
+
+
+def _kept(pois: list[MapPoint]) -> list[tuple[int, MapPoint]]:
+    """(index, POI) of at most MAX_RESUPPLY_PER_DAY, spread along the day: the POI nearest the route in each
+    500 m cluster first (clusters evenly spaced when there are more than six), then the next nearest."""
+    indexed = list(enumerate(pois))
+    groups = _clusters(indexed, key=lambda ip: ip[1].along_m)
+    firsts = [min(g, key=lambda ip: ip[1].distance_m) for g in groups]
+    chosen = C.spread(firsts, MAX_RESUPPLY_PER_DAY)
+    taken = {i for i, _ in chosen}
+    rest = sorted((ip for ip in indexed if ip[0] not in taken), key=lambda ip: ip[1].distance_m)
+    chosen += rest[:MAX_RESUPPLY_PER_DAY - len(chosen)]
+    return sorted(chosen, key=lambda ip: ip[0])
+
+
+def _clusters(items: list, key) -> list[list]:
+    """Consecutive items (in route order) within CLUSTER_M of their cluster's first one."""
+    groups: list[list] = []
+    for item in items:
+        if groups and key(item) - key(groups[-1][0]) <= CLUSTER_M:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def timeline(pois: list[MapPoint]) -> list[dict]:
+    """The supply timeline: one entry per 500 m cluster, {km from the day's start, sorted categories}."""
+    groups = C.spread(_clusters(pois, key=lambda p: p.along_m), MAX_TIMELINE_CLUSTERS)
+    return [{"km": C.km(g[0].along_m), "categories": sorted({p.subkind for p in g})} for g in groups]
+
+
+def _item(p: MapPoint, open_at_passage: bool | None) -> dict:
+    return {"name": p.name, "category": p.subkind, "lat": round(p.lat, 6), "lon": round(p.lon, 6),
+            "km": C.km(p.along_m), "openingHours": p.tags.get("opening_hours"), "openAtPassage": open_at_passage}
+
+
+def time_at(stage: StageSnap, departure_hour: float, average_speed: float, d_km: float) -> float:
+    """Decimal local hour at which the rider reaches d_km of the day (domain.md §3.7 rider time estimate:
+    effective speed max(5, v − 2·D+/500), a 10 min break per 2 full riding hours, 1 h lunch when the ride
+    starts before noon and crosses it)."""
+    speed = max(5.0, average_speed - 2.0 * (stage.elevation_gain_m / 500.0))
+    riding = stage.distance_km / speed
+    breaks = math.floor(riding / 2) * (10 / 60) + (1.0 if departure_hour < 12 < departure_hour + riding else 0.0)
+    share = min(max(d_km / stage.distance_km, 0.0), 1.0) if stage.distance_km > 0 else 1.0
+    return departure_hour + share * (riding + breaks)
+
+
+def _passage_states(snap: TripSnap, stage: StageSnap, pois: list[MapPoint]) -> list[bool | None]:
+    """Per POI: open (True), closed (False) or unknown (None) when the rider passes it. Unknown on an undated
+    trip, without opening_hours, when they do not parse or say `unknown`."""
+    if stage.date is None:
+        return [None] * len(pois)
+    midnight = datetime(stage.date.year, stage.date.month, stage.date.day)
+    out = []
+    for p in pois:
+        hours = p.tags.get("opening_hours")
+        if not hours:
+            out.append(None)
+            continue
+        when = midnight + timedelta(hours=time_at(stage, snap.departure_hour, snap.average_speed, p.along_m / 1000))
+        out.append(open_at(hours, p.lat, p.lon, when))
+    return out
+
+
+def open_at(hours: str, lat: float, lon: float, when: datetime) -> bool | None:
+    """Whether an OSM opening_hours value says open at the local time `when` at (lat, lon): True, False, or
+    None when unparseable or unknown. The place's coordinates give its timezone, public holidays (`PH`) and
+    sun times (`sunrise-sunset`)."""
+    try:
+        state, _comment = opening_hours.OpeningHours(hours, coords=(lat, lon)).state(when)
+    except (opening_hours.ParserError, SyntaxError, ValueError, opening_hours.InvalidCoordinatesError,
+            opening_hours.UnknownCountryError):
+        return None
+    if state == opening_hours.State.OPEN:
+        return True
+    if state == opening_hours.State.CLOSED:
+        return False
+    return None

@@ -1,0 +1,51 @@
+"""Drinking water along each riding day (domain.md §6 `water_point_gap`): water points in a 2 km corridor,
+each placed at the cumulative km of the day's vertex nearest to it; a stretch of more than 30 km without one
+(from the start to the first, between two, from the last to the end, or a whole day over 30 km without any)
+is one nudge per day, naming the longest stretch."""
+from __future__ import annotations
+
+from trips.enrich import corridor as C
+from trips.enrich.alerts.nearby import WATER_POINT_GAP
+from trips.enrich.contract import AlertFact, TripSnap
+from trips.osm import queries as Q
+
+NAME = "water_points"
+GROUP = "water_point"
+
+CORRIDOR_M = 2000.0
+MAX_GAP_KM = 30.0  # a gap strictly over 30 km is flagged
+
+
+def compute(snap: TripSnap, engine):
+    result, cover = C.start(snap, engine)
+    if not result.covered:
+        return result
+    for stage in snap.stages:
+        if cover[stage.id] <= 0:
+            continue
+        result.ran_on(stage.id)
+        if stage.is_rest_day or not C.whole(cover, stage):
+            continue  # a riding rule; and a missing thing is only said of a day the map covers wholly
+        cum = C.cumulative_km(stage)
+        points = Q.points_along(stage.line, CORRIDOR_M, kinds=["water"], engine=engine)
+        placed = sorted(((C.nearest_vertex_km(stage, cum, p.lat, p.lon), p) for p in points),
+                        key=lambda kp: kp[0])
+        if not placed:
+            if stage.distance_km > MAX_GAP_KM:
+                near = Q.points_near(*stage.midpoint, C.NAVIGATE_SEARCH_M, kinds=["water"], engine=engine)
+                result.add(AlertFact(WATER_POINT_GAP.code, stage.id, _params(0.0, stage.distance_km),
+                                     C.navigate(near[0].lat, near[0].lon) if near else None))
+            continue
+        marks = [0.0, *(k for k, _ in placed), max(float(cum[-1]), placed[-1][0])]
+        gap, i = max(((marks[j + 1] - marks[j], j) for j in range(len(marks) - 1)), key=lambda g: (g[0], -g[1]))
+        if gap > MAX_GAP_KM:
+            # fill up at the water before the stretch, or at the one that ends it when it starts the day
+            near = placed[i - 1][1] if i > 0 else placed[0][1]
+            result.add(AlertFact(WATER_POINT_GAP.code, stage.id, _params(marks[i], marks[i + 1]),
+                                 C.navigate(near.lat, near.lon)))
+    return result
+
+
+def _params(from_km: float, to_km: float) -> dict:
+    return {"threshold": MAX_GAP_KM, "gap": round(to_km - from_km, 1), "fromKm": round(from_km, 1),
+            "toKm": round(to_km, 1)}
