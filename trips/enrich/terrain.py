@@ -1,0 +1,318 @@
+"""Terrain (domain.md §5.1 `terrain`, §6 group "terrain"): the rules of the original's analyzer chain, on
+the stage geometry and the OpenStreetMap ways in a 20 m corridor around it.
+
+How a way counts toward a day. The original summed the full length of every way intersecting a 20 m buffer
+of the stage, so a road that merely crossed the route counted all its kilometres. Here a way counts by the
+stretch of *route* it accompanies: each of its segments lying wholly inside the corridor (both vertices
+within 20 m of the line) covers the interval of route between the places its two vertices project to. A
+segment crossing the route projects to (almost) one place and covers (almost) nothing; a parallel segment
+covers its own length; two parallel ways (a road and its service road, both carriageways) cover the same
+stretch once, because lengths are the union of those intervals. Rough km and main-road km are such unions;
+a traffic way qualifies when its own union is ≥ 500 m. A segment whose two ends project to places further
+apart than it could span (the route folding back on itself) is dropped rather than counted twice over.
+
+Rest days are skipped by the riding rules (§6); continuity and rest-day suggestions look at every day.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from trips.enrich.alerts import terrain as A
+from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
+from trips.osm import geometry as G
+from trips.osm import queries as Q
+
+NAME = "terrain"
+GROUP = A.GROUP
+
+CORRIDOR_M = 20.0                      # §5.1: OSM ways in a 20 m corridor
+CONTINUITY_CRITICAL_M = 500.0          # gap > 500 m: critical
+CONTINUITY_WARNING_M = 100.0           # gap > 100 m and ≤ 500 m: warning
+ELEVATION_GAIN_M = 1200.0              # stage D+ > 1200 m
+STEEP_GRADIENT_PCT = 8.0               # a segment is steep at Δele/dist·100 ≥ 8 %
+STEEP_SECTION_M = 500.0                # a section of steep segments counts from 500 m
+ROUGH_TOTAL_M = 500.0                  # summed rough length ≥ 500 m: one alert
+TRAFFIC_WAY_M = 500.0                  # a main/secondary way counts from 500 m
+SECONDARY_FAST_KMH = 50.0              # parsed maxspeed > 50: fast; ≤ 50 or unknown: slow
+EBIKE_RANGE_KM = 80.0                  # range = max(0, 80 − D+/25) km
+EBIKE_GAIN_M_PER_KM = 25.0
+CHARGING_CORRIDOR_M = 2000.0           # the charging station the ebike alert navigates to
+REST_DAY_EVERY = 3                     # a streak of 3, 6, 9 … riding days
+
+ROUGH_SURFACES = frozenset((
+    "unpaved", "gravel", "dirt", "ground", "grass", "sand", "mud", "compacted", "fine_gravel", "pebblestone",
+    "earth", "clay", "rock", "stone", "woodchips", "wood", "metal", "sett", "cobblestone", "unhewn_cobblestone",
+    "paving_stones"))
+ROUGH_TRACKTYPES = frozenset(("grade3", "grade4", "grade5"))
+ROUGH_SMOOTHNESS = frozenset(("bad", "very_bad", "horrible", "very_horrible", "impassable"))
+MAIN_ROADS = frozenset(("primary", "trunk"))
+CYCLEWAY_KEYS = ("cycleway", "cycleway:right", "cycleway:left", "cycleway:both")
+CYCLE_BICYCLE = frozenset(("designated", "use_sidepath"))
+# §6 says "non-empty"; `cycleway=no` (very common) is a statement that there is none, so it does not count.
+NO_CYCLEWAY = frozenset(("no", "none"))
+
+MAX_SEGMENTS, MAX_SEGMENT_POINTS = 10, 32   # polylines an alert's action carries (kept small for get_stage)
+_SPEED = re.compile(r"^(?:[a-z]{2}:)?(\d{1,3}(?:\.\d+)?)\s*(km/h|kmh|kph|mph|knots)?$")
+_UNIT = {"mph": 1.609344, "knots": 1.852}
+
+
+def parse_maxspeed(value) -> float | None:
+    """km/h from an OSM maxspeed (`50`, `50 km/h`, `FR:50`, `30 mph`); several `;` values give the highest;
+    `none`, `signals`, zone codes (`FR:urban`) and anything else give None."""
+    if value is None:
+        return None
+    best = None
+    for part in str(value)[:64].lower().split(";"):
+        m = _SPEED.match(part.strip())
+        if m:
+            kmh = float(m.group(1)) * _UNIT.get(m.group(2) or "", 1.0)
+            best = kmh if best is None else max(best, kmh)
+    return best
+
+
+def rough_values(tags: dict) -> list[str]:
+    """The values that make a way rough (§6): its rough `surface` values; only when `surface` is absent, a
+    rough `tracktype` or `smoothness`. Empty when the way is not rough."""
+    surface = tags.get("surface")
+    if surface:
+        return [v for v in (s.strip().lower() for s in str(surface).split(";")) if v in ROUGH_SURFACES]
+    return [v for v in (tags.get("tracktype"), tags.get("smoothness"))
+            if v in ROUGH_TRACKTYPES or v in ROUGH_SMOOTHNESS][:1]
+
+
+def has_cycle_infra(tags: dict) -> bool:
+    return any(str(tags.get(k) or "").strip().lower() not in ("", *NO_CYCLEWAY) for k in CYCLEWAY_KEYS) \
+        or tags.get("bicycle") in CYCLE_BICYCLE
+
+
+def compute(snap: TripSnap, engine) -> Result:
+    """Terrain facts and per-day data (`data[stage]["terrain"]` on riding days) for every day of `snap`.
+    Raises only what the map queries raise (database errors)."""
+    result = Result()
+    stages = sorted(snap.stages, key=lambda s: s.index)
+    covered = False
+    for stage in stages:
+        result.ran_on(stage.id)
+        fraction, _parts = Q.coverage(stage.line, engine=engine)
+        covered = covered or fraction > 0
+        if stage.is_rest_day:
+            continue
+        _elevation(stage, result)
+        steepest = _steep(stage, result)
+        summary = _ways(stage, Q.ways_along(stage.line, CORRIDOR_M, engine=engine), result)
+        _ebike(snap, stage, result, engine)
+        result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, "mapCoverage": round(fraction, 2)}}
+    _continuity(stages, result)
+    _rest_days(stages, result)
+    result.covered = covered
+    return result
+
+
+def _continuity(stages: list[StageSnap], result: Result) -> None:
+    if len(stages) < 2:
+        return
+    ends, starts = np.array([s.end for s in stages[:-1]]), np.array([s.start for s in stages[1:]])
+    gaps = G.GEOD.inv(ends[:, 1], ends[:, 0], starts[:, 1], starts[:, 0])[2]
+    for stage, nxt, gap in zip(stages, stages[1:], gaps):
+        action = {"kind": "navigate", "lat": stage.end[0], "lon": stage.end[1]}
+        if gap > CONTINUITY_CRITICAL_M:
+            result.add(AlertFact(A.CONTINUITY_GAP_CRITICAL.code, stage.id,
+                                 {"distance": round(gap / 1000, 2), "next": nxt.day_number}, action))
+        elif gap > CONTINUITY_WARNING_M:
+            result.add(AlertFact(A.CONTINUITY_GAP_WARNING.code, stage.id,
+                                 {"gap": int(round(gap)), "next": nxt.day_number}, action))
+
+
+def _elevation(stage: StageSnap, result: Result) -> None:
+    if stage.elevation_gain_m > ELEVATION_GAIN_M:
+        result.add(AlertFact(A.ELEVATION_GAIN.code, stage.id, {"elevation": int(round(stage.elevation_gain_m))},
+                             {"kind": "auto_fix", "splitAtKm": round(stage.distance_km / 2, 1)}))
+
+
+def _steep(stage: StageSnap, result: Result) -> float | None:
+    """steep_gradient per section of consecutive steep segments ≥ 500 m; returns the steepest average gradient
+    over any stretch of at least 500 m of the day (None when the day is shorter or has no elevation)."""
+    pts = np.array(stage.geometry, dtype=float).reshape(-1, 3)  # an unknown elevation (None) becomes NaN
+    if len(pts) < 2:
+        return None
+    dist = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
+    rise = np.diff(pts[:, 2])
+    keep = dist > 0  # a repeated vertex is neither steep nor a break in a section
+    dist, rise, first = dist[keep], rise[keep], np.flatnonzero(keep)
+    with np.errstate(invalid="ignore"):
+        steep = np.isfinite(rise) & (rise / np.where(dist > 0, dist, 1) * 100 >= STEEP_GRADIENT_PCT)
+    edges = np.diff(np.concatenate(([0], steep.astype(np.int8), [0])))
+    for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+        length = float(dist[a:b].sum())
+        if length >= STEEP_SECTION_M:
+            start = pts[first[a]]
+            result.add(AlertFact(A.STEEP_GRADIENT.code, stage.id, {
+                "gradient": round(float(rise[a:b].sum()) / length * 100, 1), "distance": round(length / 1000, 2)},
+                {"kind": "navigate", "lat": float(start[0]), "lon": float(start[1])}))
+    return _steepest(np.concatenate(([0.0], np.cumsum(dist))), np.concatenate(([pts[0, 2]], pts[1:, 2][keep])))
+
+
+def _steepest(cum: np.ndarray, ele: np.ndarray) -> float | None:
+    """The highest average gradient from any vertex to the first one at least STEEP_SECTION_M further."""
+    j = np.searchsorted(cum, cum + STEEP_SECTION_M)
+    ok = j < len(cum)
+    if not ok.any():
+        return None
+    i, j = np.flatnonzero(ok), j[ok]
+    grad = (ele[j] - ele[i]) / (cum[j] - cum[i]) * 100
+    grad = grad[np.isfinite(grad)]
+    return round(max(0.0, float(grad.max())), 1) if len(grad) else None
+
+
+def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
+    """surface_rough and the traffic codes from the ways in the corridor; returns the day's summary."""
+    runs = _corridor_segments(np.asarray(stage.line, dtype=float), ways)
+    rough, surfaces, main, fast, slow = [], {}, [], [], []
+    for k, way in enumerate(ways):
+        mask = runs["way"] == k
+        if not mask.any():
+            continue
+        seg = {key: value[mask] for key, value in runs.items()}
+        values = rough_values(way.tags)
+        if values:
+            rough.append(seg)
+            for v in values:
+                surfaces[v] = surfaces.get(v, 0.0) + _union(seg["lo"], seg["hi"])
+        highway = way.tags.get("highway")
+        if (highway not in MAIN_ROADS and highway != "secondary") or has_cycle_infra(way.tags):
+            continue
+        if highway in MAIN_ROADS:
+            main.append(seg)
+        if _union(seg["lo"], seg["hi"]) >= TRAFFIC_WAY_M and highway == "secondary":
+            speed = parse_maxspeed(way.tags.get("maxspeed"))
+            (fast if speed is not None and speed > SECONDARY_FAST_KMH else slow).append((seg, speed))
+    rough_m = _union_of(rough)
+    if rough_m >= ROUGH_TOTAL_M:
+        names = sorted(surfaces, key=lambda v: (-surfaces[v], v))[:3]
+        result.add(AlertFact(A.SURFACE_ROUGH.code, stage.id, {"length": round(rough_m / 1000, 2),
+                                                              "surface": ", ".join(names)}, _navigate(rough)))
+    main_long = [s for s in main if _union(s["lo"], s["hi"]) >= TRAFFIC_WAY_M]
+    if main_long:
+        result.add(AlertFact(A.TRAFFIC_MAIN_ROAD.code, stage.id, {
+            "count": len(main_long), "length": round(_union_of(main_long) / 1000, 2)}, _navigate(main_long)))
+    for kind, found in ((A.TRAFFIC_SECONDARY_FAST, fast), (A.TRAFFIC_SECONDARY_SLOW, slow)):
+        if found:
+            segs = [s for s, _ in found]
+            known = [v for _, v in found if v is not None]
+            speed = max(known) if known else SECONDARY_FAST_KMH  # "≤ 50" when no way says its limit
+            result.add(AlertFact(kind.code, stage.id, {
+                "count": len(found), "length": round(_union_of(segs) / 1000, 2), "maxspeed": int(round(speed))},
+                _navigate(segs)))
+    return {"roughKm": round(rough_m / 1000, 2), "mainRoadKm": round(_union_of(main) / 1000, 2)}
+
+
+def _corridor_segments(line: np.ndarray, ways: list) -> dict[str, np.ndarray]:
+    """Every way segment lying wholly in the corridor, as arrays: `way` (index in `ways`), `a`/`b` (its
+    vertices, (n, 2) lat, lon; `i` the index of `a` among all the ways' vertices) and `lo`/`hi` (metres along
+    the route its ends project to, ordered)."""
+    empty = {"way": np.zeros(0, int), "i": np.zeros(0, int), "a": np.zeros((0, 2)), "b": np.zeros((0, 2)),
+             "lo": np.zeros(0), "hi": np.zeros(0)}
+    if not ways:
+        return empty
+    verts = np.vstack([w.points for w in ways])
+    owner = np.repeat(np.arange(len(ways)), [len(w.points) for w in ways])
+    dist, along = _project(verts, line)
+    inside = dist <= CORRIDOR_M
+    seg = inside[:-1] & inside[1:] & (owner[:-1] == owner[1:])
+    i = np.flatnonzero(seg)
+    if not len(i):
+        return empty
+    a, b = verts[i], verts[i + 1]
+    length = G.GEOD.inv(a[:, 1], a[:, 0], b[:, 1], b[:, 0])[2]
+    lo, hi = np.minimum(along[i], along[i + 1]), np.maximum(along[i], along[i + 1])
+    ok = hi - lo <= length + 2 * CORRIDOR_M  # more would mean the ends sit on two passes of a folded route
+    return {"way": owner[i][ok], "i": i[ok], "a": a[ok], "b": b[ok], "lo": lo[ok], "hi": hi[ok]}
+
+
+def _project(verts: np.ndarray, line: np.ndarray, per_chunk: int = 32) -> tuple[np.ndarray, np.ndarray]:
+    """(distance to the line, metres along it) of each vertex, the line taken a few segments at a time so
+    that each vertex is measured only against the stretches whose box (grown by the corridor) holds it."""
+    dist, along = np.full(len(verts), np.inf), np.zeros(len(verts))
+    if len(line) == 1:
+        line = np.vstack((line, line))
+    seglen = G.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2]
+    cum = np.concatenate(([0.0], np.cumsum(seglen)))
+    for s in range(0, len(line) - 1, per_chunk):
+        chunk = line[s:s + per_chunk + 1, :2]
+        lo = G.box_around(float(chunk[:, 0].min()), float(chunk[:, 1].min()), CORRIDOR_M)
+        hi = G.box_around(float(chunk[:, 0].max()), float(chunk[:, 1].max()), CORRIDOR_M)
+        near = np.flatnonzero((verts[:, 0] >= lo[0]) & (verts[:, 0] <= hi[2]) & (verts[:, 1] >= lo[1])
+                              & (verts[:, 1] <= hi[3]))
+        if not len(near):
+            continue
+        d, k, t, _, _ = G.nearest_on_line(verts[near, 0], verts[near, 1], chunk)
+        better = d < dist[near]
+        dist[near[better]] = d[better]
+        along[near[better]] = cum[s + k[better]] + t[better] * seglen[s + k[better]]
+    return dist, along
+
+
+def _union(lo: np.ndarray, hi: np.ndarray) -> float:
+    """The length of the union of the intervals [lo, hi]."""
+    if not len(lo):
+        return 0.0
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    new = np.concatenate(([True], lo[1:] > hi[:-1]))  # a run of overlapping intervals starts here
+    starts = np.flatnonzero(new)
+    ends = np.concatenate((starts[1:] - 1, [len(lo) - 1]))
+    return float((hi[ends] - lo[starts]).sum())
+
+
+def _union_of(parts: list[dict]) -> float:
+    if not parts:
+        return 0.0
+    return _union(np.concatenate([p["lo"] for p in parts]), np.concatenate([p["hi"] for p in parts]))
+
+
+def _navigate(parts: list[dict]) -> dict:
+    """Navigate to where the route first meets these segments, with their polylines (at most MAX_SEGMENTS,
+    first along the route, each of at most MAX_SEGMENT_POINTS vertices, 1e-5° ≈ 1 m)."""
+    lo = np.concatenate([p["lo"] for p in parts])
+    a = np.vstack([p["a"] for p in parts])
+    first = a[int(np.argmin(lo))]
+    pieces = []
+    for p in parts:  # one piece per run of consecutive segments of a way (they share their vertices)
+        cuts = np.flatnonzero(np.diff(p["i"]) != 1) + 1
+        for run in np.split(np.arange(len(p["i"])), cuts):
+            pieces.append((float(p["lo"][run].min()), np.vstack((p["a"][run[:1]], p["b"][run]))))
+    polylines = []
+    for _lo, pts in sorted(pieces, key=lambda x: x[0])[:MAX_SEGMENTS]:
+        if len(pts) > MAX_SEGMENT_POINTS:
+            pts = pts[np.unique(np.linspace(0, len(pts) - 1, MAX_SEGMENT_POINTS).round().astype(int))]
+        polylines.append([[round(float(x), 5), round(float(y), 5)] for x, y in pts])
+    return {"kind": "navigate", "lat": float(first[0]), "lon": float(first[1]), "segments": polylines}
+
+
+def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
+    if not snap.ebike_mode:
+        return
+    reach = max(0.0, EBIKE_RANGE_KM - stage.elevation_gain_m / EBIKE_GAIN_M_PER_KM)
+    if stage.distance_km <= reach:
+        return
+    stations = Q.points_along(stage.line, CHARGING_CORRIDOR_M, kinds=["charging"], engine=engine)
+    if stations:
+        best = min(stations, key=lambda p: (p.distance_m, p.along_m))
+        action = {"kind": "navigate", "lat": best.lat, "lon": best.lon}
+    else:
+        action = {"kind": "auto_fix", "maxDistance": math.floor(reach * 10) / 10}
+    result.add(AlertFact(A.EBIKE_RANGE_EXCEEDED.code, stage.id, {
+        "distance": round(stage.distance_km, 1), "range": round(reach, 1)}, action))
+
+
+def _rest_days(stages: list[StageSnap], result: Result) -> None:
+    streak = 0
+    for k, stage in enumerate(stages):
+        streak = 0 if stage.is_rest_day else streak + 1
+        last = k == len(stages) - 1
+        if streak >= REST_DAY_EVERY and streak % REST_DAY_EVERY == 0 and not last and not stages[k + 1].is_rest_day:
+            result.add(AlertFact(A.REST_DAY_SUGGESTED.code, stage.id, {"days": streak},
+                                 {"kind": "auto_fix", "afterStage": stage.day_number}))
