@@ -1,0 +1,306 @@
+"""Accommodation candidates near each day's end (domain.md §7.1–§7.3): discovery, dedup, ranking, heuristic
+pricing and seasonality, from the local map (kind `accommodation`, trips/osm/tags.py).
+
+For the days it scans, `compute` looks for lodgings within the radius of each day's end point, keeps the
+types the trip enables (never `shelter`), gives each candidate to the nearest of those end points (an exact
+tie, such as a rest day sharing the end point, gives it to every tied day), drops a second copy of the same
+name within 200 m, ranks by completeness then price with a per-family cap, prices it, and, when the day has a
+date, says whether it may be closed then. `data[stage_id]["accommodations"]` is the day's list (≤ 5).
+
+A day with a `selected_accommodation` is not scanned at all (§7.4: the rider's choice is never overwritten):
+it gets neither data nor `ran_on`, so the registry leaves that day's stored group as it is.
+
+Distances are WGS-84 geodesics (the map queries' measure) rather than the digest's haversine: the radius
+filter and the reported `distanceToEndPoint` then agree; the two differ by under 0.5 %.
+"""
+from __future__ import annotations
+
+import math
+import re
+from datetime import date
+
+import numpy as np
+
+from trips.enrich.alerts.accommodations import ACCOMMODATION_SEASONAL_CLOSURE
+from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
+from trips.osm import queries as Q
+from trips.osm.geometry import GEOD
+
+NAME = "accommodations"
+GROUP = "accommodations"
+
+DEFAULT_RADIUS_KM = 5.0            # AccommodationScanRequest::DEFAULT_ACCOMMODATION_RADIUS_METERS = 5000
+MIN_RADIUS_KM, MAX_RADIUS_KM = 1.0, 15.0   # the rider's re-scan range (§7.1)
+DEDUP_M = 200.0                    # same lowercased, trimmed name within 200 m is one place
+MAX_CANDIDATES_PER_STAGE = 5       # CandidateRanker
+FAMILY_CAP = max(1, MAX_CANDIDATES_PER_STAGE - 1)   # per family, before backfill
+OUTDOOR = frozenset({"camp_site", "wilderness_hut"})  # every other type is the indoor family
+EXCLUDED_TYPES = frozenset({"shelter"})             # never lodging, whatever the trip enables
+SAME_PLACE_DEG = 1e-6              # a merged candidate at the same coordinates is the same place (§7.4)
+
+# € per night (PricingHeuristicEngine); an unknown type is priced as a hotel.
+PRICE_BRACKETS = {
+    "camp_site": (8.0, 25.0), "hostel": (20.0, 35.0), "alpine_hut": (25.0, 45.0), "chalet": (30.0, 70.0),
+    "guest_house": (40.0, 80.0), "hotel": (50.0, 120.0), "wilderness_hut": (0.0, 10.0),
+}
+DEFAULT_BRACKET = PRICE_BRACKETS["hotel"]
+PRICE_NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
+FREE_FEES = frozenset({"no", "false"})
+BACKPACK_CAMP_MAX = 15.0           # a camp site taking backpackers or tents tops out lower
+STARS_FLOOR, STARS_STEP, STARS_MAX_LIFT = 2, 0.25, 0.75
+STARS_NUMBER = re.compile(r"^\s*(\d+(?:[.,]\d+)?)")
+
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+# SeasonalityChecker: the first `;` rule of opening_hours, when it is a month range `Mmm-Mmm` (a time or
+# other selector after it is ignored). This reads only that season form, by rule: the full opening_hours
+# grammar (opening-hours-py) answers a different question, "open at this hour".
+MONTH_RANGE = re.compile(r"^\s*([A-Za-z]{3})\s*-\s*([A-Za-z]{3})(?=$|[\s:])")
+SEASONAL_CLOSED_MONTHS = frozenset({11, 12, 1, 2, 3})   # seasonal=yes: closed November to March
+
+OSM_TYPES = {"n": "node", "w": "way", "r": "relation"}
+
+
+def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_ids=None) -> Result:
+    """Scan the days of `snap` (only those in `stage_ids` when given; ids not in the snapshot are ignored,
+    a day deleted since the scan was asked for) around their end points within `radius_km`.
+
+    Raises ValueError if radius_km is not a number from 1 to 15.
+    """
+    if isinstance(radius_km, bool) or not isinstance(radius_km, (int, float)) or not math.isfinite(radius_km) \
+            or not MIN_RADIUS_KM <= radius_km <= MAX_RADIUS_KM:
+        raise ValueError(f"radius_km must be a number from {MIN_RADIUS_KM:g} to {MAX_RADIUS_KM:g}")
+    wanted = None if stage_ids is None else set(stage_ids)
+    days = [s for s in snap.stages if (wanted is None or s.id in wanted) and s.selected_accommodation is None]
+    result = Result()
+    if not days:
+        return result
+    if not _touches_map(days, engine):
+        result.covered = False
+        return result
+    types = frozenset(snap.enabled_accommodation_types) - EXCLUDED_TYPES
+    found = _discover(days, radius_km * 1000.0, types, engine)
+    for day in days:
+        result.ran_on(day.id)
+        ranked = rank(dedup(found.get(day.id, [])))
+        out = [_describe(c, day.date) for c in ranked]
+        result.data[day.id] = {"accommodations": out}
+        if out and all(c["possibleClosed"] for c in out):
+            result.add(AlertFact(ACCOMMODATION_SEASONAL_CLOSURE.code, day.id, {"count": len(out)}))
+    return result
+
+
+def merge(existing: list[dict], found: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]:
+    """An "expand" scan (§7.1): the day's `existing` candidates stay, in their order, and the `found` ones
+    (a wider scan's ranked list) that are not already there follow, up to `limit` in all. The same place is
+    the same OSM object, the same coordinates (to 1e-6°, a manual entry), or the same name within 200 m."""
+    out = [dict(c) for c in existing]
+    for cand in found:
+        if len(out) >= limit:
+            break
+        if not any(_same_place(cand, have) for have in out):
+            out.append(dict(cand))
+    return out
+
+
+# --- discovery ------------------------------------------------------------------------------------------
+
+def _touches_map(days: list[StageSnap], engine) -> bool:
+    pts = [p for d in days for p in d.line] + [d.end for d in days]
+    fraction, parts = Q.coverage(pts, engine=engine)
+    return fraction > 0 or bool(parts) or any(Q.coverage([d.end], engine=engine)[0] > 0 for d in days)
+
+
+def _discover(days: list[StageSnap], radius_m: float, types: frozenset, engine) -> dict[str, list[dict]]:
+    """{stage id: its candidates (nearest end first)}: each lodging goes to the nearest end point among
+    `days`, to every one of them on an exact tie."""
+    ends = sorted({d.end for d in days})
+    points: dict[tuple, object] = {}
+    for lat, lon in ends:
+        for p in Q.points_near(lat, lon, radius_m, kinds=["accommodation"], engine=engine):
+            if lodging(p.subkind, types):
+                points.setdefault((p.osm_type, p.osm_id), p)
+    out: dict[str, list[dict]] = {}
+    if not points:
+        return out
+    cands = list(points.values())
+    elat = np.array([e[0] for e in ends])
+    elon = np.array([e[1] for e in ends])
+    plat = np.array([p.lat for p in cands])
+    plon = np.array([p.lon for p in cands])
+    n, m = len(cands), len(ends)
+    dist = GEOD.inv(np.repeat(plon, m), np.repeat(plat, m), np.tile(elon, n), np.tile(elat, n))[2].reshape(n, m)
+    by_end: dict[tuple, list[tuple[float, dict]]] = {}
+    for i, p in enumerate(cands):
+        best = dist[i].min()
+        if best > radius_m:
+            continue
+        for j in np.flatnonzero(dist[i] == best):   # exact ties only (§7.1)
+            by_end.setdefault(ends[j], []).append((float(best), _candidate(p, float(best))))
+    for d in days:
+        rows = sorted(by_end.get(d.end, []), key=lambda r: (r[0], r[1]["osmType"], r[1]["osmId"]))
+        out[d.id] = [dict(c) for _, c in rows]
+    return out
+
+
+def lodging(subkind: str, types) -> bool:
+    """Whether a map object of this accommodation subkind is offered: enabled by the trip, never shelter."""
+    return subkind in types and subkind not in EXCLUDED_TYPES
+
+
+def _candidate(p, distance_m: float) -> dict:
+    """The working form of a map lodging: its tags kept aside for ranking, pricing and seasonality."""
+    return {"name": p.name, "type": p.subkind, "lat": p.lat, "lon": p.lon, "osmType": OSM_TYPES.get(p.osm_type,
+            p.osm_type), "osmId": p.osm_id, "distance_m": distance_m, "tags": dict(p.tags),
+            "tag_count": p.tag_count}
+
+
+# --- dedup and ranking ----------------------------------------------------------------------------------
+
+def _key(name) -> str:
+    return (name or "").strip().lower()
+
+
+def dedup(cands: list[dict]) -> list[dict]:
+    """Drop a candidate whose lowercased, trimmed name an earlier one has within 200 m (nameless ones are
+    never duplicates). The first copy stays: callers pass the nearest first."""
+    kept: list[dict] = []
+    for c in cands:
+        key = _key(c.get("name"))
+        if key and any(_key(k.get("name")) == key and _metres(c, k) <= DEDUP_M for k in kept):
+            continue
+        kept.append(c)
+    return kept
+
+
+def completeness(c: dict) -> int:
+    """CandidateRanker's score of how much the map says about a place (§7.2)."""
+    t = c["tags"]
+    return (3 * bool(_url(t)) + 3 * bool(t.get("description")) + 2 * bool(t.get("opening_hours"))
+            + 2 * bool(t.get("wikidata")) + 2 * (stars(t) is not None) + 1 * (t.get("capacity") is not None)
+            + min(2, int(c.get("tag_count") or 0) // 3))
+
+
+def family(kind: str) -> str:
+    return "outdoor" if kind in OUTDOOR else "indoor"
+
+
+def rank(cands: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]:
+    """The `limit` best by completeness (desc) then minimum price (asc), stable; at most FAMILY_CAP of one
+    family while the other has candidates left, the capped ones backfilling any slot still free."""
+    order = sorted(cands, key=lambda c: (-completeness(c), price(c)[0]))
+    cap = max(1, limit - 1)
+    picked, capped, per = [], [], {"outdoor": 0, "indoor": 0}
+    for c in order:
+        if len(picked) >= limit:
+            break
+        fam = family(c["type"])
+        if per[fam] >= cap:
+            capped.append(c)
+            continue
+        per[fam] += 1
+        picked.append(c)
+    picked += capped[:limit - len(picked)]
+    position = {id(c): i for i, c in enumerate(order)}
+    return sorted(picked, key=lambda c: position[id(c)])
+
+
+# --- pricing and seasonality ----------------------------------------------------------------------------
+
+def _number(text, pattern=PRICE_NUMBER) -> float | None:
+    m = pattern.search(text) if text else None
+    return float(m.group(1).replace(",", ".")) if m else None
+
+
+def stars(tags: dict) -> float | None:
+    """The leading number of `stars` (`4`, `3S` → 3), or None."""
+    return _number(tags.get("stars"), STARS_NUMBER)
+
+
+def price(c: dict) -> tuple[float, float, bool]:
+    """(min, max, exact) in € per night (§7.3): a number in `charge` (else `fee`) is exact; `fee=no` is
+    free; otherwise the type's bracket, a backpack/tent camp site capped at 15, stars above 2 lifting the
+    floor."""
+    t = c["tags"]
+    for key in ("charge", "fee"):
+        value = _number(t.get(key))
+        if value is not None:
+            return value, value, True
+    if (t.get("fee") or "").strip().lower() in FREE_FEES:
+        return 0.0, 0.0, True
+    low, high = PRICE_BRACKETS.get(c["type"], DEFAULT_BRACKET)
+    if c["type"] == "camp_site" and (t.get("backpack") == "yes" or t.get("tents") == "yes"):
+        high = BACKPACK_CAMP_MAX
+    s = stars(t)
+    if s is not None and s > STARS_FLOOR:
+        lift = min(STARS_MAX_LIFT, (s - STARS_FLOOR) * STARS_STEP)
+        low = round(low + (high - low) * lift, 2)
+    return low, high, False
+
+
+def likely_open(tags: dict, day: date | None) -> bool | None:
+    """SeasonalityChecker (§7.3): True or False from an `Mmm-Mmm` opening_hours season (wrap-around allowed,
+    Oct-Mar) or `seasonal=yes` (closed November to March); None when undated or undetermined."""
+    if day is None:
+        return None
+    rule = (tags.get("opening_hours") or "").split(";")[0]
+    m = MONTH_RANGE.match(rule)
+    if m and m.group(1).lower() in MONTHS and m.group(2).lower() in MONTHS:
+        first, last = MONTHS.index(m.group(1).lower()) + 1, MONTHS.index(m.group(2).lower()) + 1
+        if first <= last:
+            return first <= day.month <= last
+        return day.month >= first or day.month <= last
+    if (tags.get("seasonal") or "").strip().lower() == "yes":
+        return day.month not in SEASONAL_CLOSED_MONTHS
+    return None
+
+
+# --- the stored shape -----------------------------------------------------------------------------------
+
+def _url(tags: dict) -> str | None:
+    return tags.get("website") or tags.get("url") or tags.get("contact:website")
+
+
+def _wikipedia(value: str | None) -> str | None:
+    """`fr:Titre` → its article URL; anything else is left out."""
+    if not value or ":" not in value:
+        return None
+    lang, title = value.split(":", 1)
+    if not re.fullmatch(r"[a-z]{2,3}(?:-[a-z]+)?", lang) or not title.strip():
+        return None
+    return f"https://{lang}.wikipedia.org/wiki/{title.strip().replace(' ', '_')}"
+
+
+def _address(tags: dict) -> str | None:
+    street = " ".join(x for x in (tags.get("addr:housenumber"), tags.get("addr:street")) if x)
+    town = " ".join(x for x in (tags.get("addr:postcode"), tags.get("addr:city")) if x)
+    return ", ".join(x for x in (street, town) if x) or None
+
+
+def _describe(c: dict, day: date | None) -> dict:
+    """The §7.3 `Accommodation` of a ranked candidate; None values are left out."""
+    t = c["tags"]
+    low, high, exact = price(c)
+    out = {
+        "name": c["name"], "type": c["type"], "lat": c["lat"], "lon": c["lon"],
+        "estimatedPriceMin": low, "estimatedPriceMax": high, "isExactPrice": exact, "url": _url(t),
+        "possibleClosed": likely_open(t, day) is False,
+        "distanceToEndPoint": round(c["distance_m"] / 1000.0, 3), "source": "osm",
+        "description": t.get("description"), "imageUrl": t.get("image"),
+        "wikipediaUrl": _wikipedia(t.get("wikipedia")), "openingHours": t.get("opening_hours"),
+        "phone": t.get("phone") or t.get("contact:phone"), "address": _address(t),
+        "osmType": c["osmType"], "osmId": c["osmId"],
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _metres(a: dict, b: dict) -> float:
+    return float(GEOD.inv(a["lon"], a["lat"], b["lon"], b["lat"])[2])
+
+
+def _same_place(a: dict, b: dict) -> bool:
+    if a.get("osmId") is not None and (a.get("osmType"), a.get("osmId")) == (b.get("osmType"), b.get("osmId")):
+        return True
+    if abs(a["lat"] - b["lat"]) <= SAME_PLACE_DEG and abs(a["lon"] - b["lon"]) <= SAME_PLACE_DEG:
+        return True
+    key = _key(a.get("name"))
+    return bool(key) and key == _key(b.get("name")) and _metres(a, b) <= DEDUP_M
