@@ -62,7 +62,7 @@ def trip_east(lat: float, lon: float, kms, *, rest=(), step_m: float = 200.0, **
 def import_map(builder: MapBuilder, tmp_path, name: str = "region") -> dict:
     """Write `builder` as .osm.pbf under tmp_path and import it into the test database (skips on a
     PostgreSQL without PostGIS). Needs an app context (the `ctx` fixture). Returns the import summary."""
-    from trips.db import db
+    from trips.core.db import db
     from trips.osm.importer import import_file
 
     map_support_or_skip(db.engine)
@@ -71,6 +71,14 @@ def import_map(builder: MapBuilder, tmp_path, name: str = "region") -> dict:
 
 def engine():
     """The test database's engine (inside an app context)."""
-    from trips.db import db
+    from trips.core.db import db
 
     return db.engine
+
+
+def bounds_around(snap: TripSnap, margin_deg: float = 0.3) -> tuple[float, float, float, float]:
+    """A MapBuilder `bounds` box holding every day of `snap` with a margin, so the import's recorded area
+    covers the trip whatever few objects the test map holds (a map's area is otherwise its data's box)."""
+    lats = [p[0] for s in snap.stages for p in s.line]
+    lons = [p[1] for s in snap.stages for p in s.line]
+    return min(lats) - margin_deg, min(lons) - margin_deg, max(lats) + margin_deg, max(lons) + margin_deg
