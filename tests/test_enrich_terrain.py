@@ -191,7 +191,11 @@ def test_traffic_on_main_roads_without_cycle_infrastructure(ctx, tmp_path):
     alongside(m, 5000 + 500, 480, {"highway": "primary"}, north_m=5)  # day 2: 480 m only
     m.way([offset_north(LAT, east(5000 + 2500), -5000), offset_north(LAT, east(5000 + 2500), 5000)],
           {"highway": "trunk"})  # and a 10 km trunk crossing it
-    alongside(m, 10_000 + 500, 2000, {"highway": "primary"}, north_m=35)  # day 3: outside the corridor
+    alongside(m, 10_000 + 500, 2000, {"highway": "primary"}, north_m=35)  # day 3: outside the corridor,
+    alongside(m, 10_000 + 2500, 300, {"highway": "primary"}, north_m=5)  # one road drawn as two 300 m ways,
+    alongside(m, 10_000 + 2800, 300, {"highway": "primary", "maxspeed": "70"}, north_m=5)
+    alongside(m, 10_000 + 4000, 250, {"highway": "primary"}, north_m=5)  # and two 250 m stretches apart
+    alongside(m, 10_000 + 4350, 250, {"highway": "primary"}, north_m=5)
     import_map(m, tmp_path)
     result = T.compute(snap, engine=engine())
     (main,) = facts(result, "s1", "traffic_main_road")
@@ -201,7 +205,10 @@ def test_traffic_on_main_roads_without_cycle_infrastructure(ctx, tmp_path):
     assert result.data["s1"]["terrain"]["mainRoadKm"] == pytest.approx(1.3, abs=0.01)
     assert facts(result, "s2", "traffic_main_road") == []
     assert result.data["s2"]["terrain"]["mainRoadKm"] == pytest.approx(0.48, abs=0.01)  # the crossing: ~0
-    assert codes(result, "s3") == [] and result.data["s3"]["terrain"]["mainRoadKm"] == 0
+    (chain,) = facts(result, "s3", "traffic_main_road")
+    assert chain.params == {"count": 1, "length": pytest.approx(0.6, abs=0.01)}
+    assert len(chain.action["segments"]) == 2  # drawn as its two ways
+    assert result.data["s3"]["terrain"]["mainRoadKm"] == pytest.approx(1.1, abs=0.01)
 
 
 def test_secondary_roads_fast_and_slow_by_parsed_speed_limit(ctx, tmp_path):

@@ -8,7 +8,8 @@ within 20 m of the line) covers the interval of route between the places its two
 segment crossing the route projects to (almost) one place and covers (almost) nothing; a parallel segment
 covers its own length; two parallel ways (a road and its service road, both carriageways) cover the same
 stretch once, because lengths are the union of those intervals. Rough km and main-road km are such unions;
-a traffic way qualifies when its own union is ≥ 500 m. A segment whose two ends project to places further
+a traffic road qualifies on a stretch of ≥ 500 m of route it accompanies, whatever number of OSM ways it is
+drawn as (see `_stretches`). A segment whose two ends project to places further
 apart than it could span (the route folding back on itself) is dropped rather than counted twice over.
 
 Rest days are skipped by the riding rules (§6); continuity and rest-day suggestions look at every day.
@@ -35,7 +36,8 @@ ELEVATION_GAIN_M = 1200.0              # stage D+ > 1200 m
 STEEP_GRADIENT_PCT = 8.0               # a segment is steep at Δele/dist·100 ≥ 8 %
 STEEP_SECTION_M = 500.0                # a section of steep segments counts from 500 m
 ROUGH_TOTAL_M = 500.0                  # summed rough length ≥ 500 m: one alert
-TRAFFIC_WAY_M = 500.0                  # a main/secondary way counts from 500 m
+TRAFFIC_WAY_M = 500.0                  # a main/secondary road counts from 500 m (see _stretches)
+STRETCH_GAP_M = 2 * CORRIDOR_M         # two ways further apart than this along the route are two stretches
 SECONDARY_FAST_KMH = 50.0              # parsed maxspeed > 50: fast; ≤ 50 or unknown: slow
 EBIKE_RANGE_KM = 80.0                  # range = max(0, 80 − D+/25) km
 EBIKE_GAIN_M_PER_KM = 25.0
@@ -170,7 +172,7 @@ def _steepest(cum: np.ndarray, ele: np.ndarray) -> float | None:
 def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
     """surface_rough and the traffic codes from the ways in the corridor; returns the day's summary."""
     runs = _corridor_segments(np.asarray(stage.line, dtype=float), ways)
-    rough, surfaces, main, fast, slow = [], {}, [], [], []
+    rough, surfaces, main, secondary = [], {}, [], []
     for k, way in enumerate(ways):
         mask = runs["way"] == k
         if not mask.any():
@@ -182,31 +184,59 @@ def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
             for v in values:
                 surfaces[v] = surfaces.get(v, 0.0) + _union(seg["lo"], seg["hi"])
         highway = way.tags.get("highway")
-        if (highway not in MAIN_ROADS and highway != "secondary") or has_cycle_infra(way.tags):
+        if has_cycle_infra(way.tags):
             continue
         if highway in MAIN_ROADS:
             main.append(seg)
-        if _union(seg["lo"], seg["hi"]) >= TRAFFIC_WAY_M and highway == "secondary":
+        elif highway == "secondary":
             speed = parse_maxspeed(way.tags.get("maxspeed"))
-            (fast if speed is not None and speed > SECONDARY_FAST_KMH else slow).append((seg, speed))
+            secondary.append({**seg, "speed": np.full(len(seg["lo"]), np.nan if speed is None else speed)})
     rough_m = _union_of(rough)
     if rough_m >= ROUGH_TOTAL_M:
         names = sorted(surfaces, key=lambda v: (-surfaces[v], v))[:3]
         result.add(AlertFact(A.SURFACE_ROUGH.code, stage.id, {"length": round(rough_m / 1000, 2),
                                                               "surface": ", ".join(names)}, _navigate(rough)))
-    main_long = [s for s in main if _union(s["lo"], s["hi"]) >= TRAFFIC_WAY_M]
-    if main_long:
+    long_main = _stretches(main)
+    if long_main:
         result.add(AlertFact(A.TRAFFIC_MAIN_ROAD.code, stage.id, {
-            "count": len(main_long), "length": round(_union_of(main_long) / 1000, 2)}, _navigate(main_long)))
+            "count": len(long_main), "length": round(sum(s["length"] for s in long_main) / 1000, 2)},
+            _navigate([s["segs"] for s in long_main])))
+    fast, slow = [], []
+    for s in _stretches(secondary):
+        (fast if s["speed"] > SECONDARY_FAST_KMH else slow).append(s)  # an unknown limit (NaN) is slow
     for kind, found in ((A.TRAFFIC_SECONDARY_FAST, fast), (A.TRAFFIC_SECONDARY_SLOW, slow)):
         if found:
-            segs = [s for s, _ in found]
-            known = [v for _, v in found if v is not None]
+            known = [s["speed"] for s in found if not math.isnan(s["speed"])]
             speed = max(known) if known else SECONDARY_FAST_KMH  # "≤ 50" when no way says its limit
             result.add(AlertFact(kind.code, stage.id, {
-                "count": len(found), "length": round(_union_of(segs) / 1000, 2), "maxspeed": int(round(speed))},
-                _navigate(segs)))
+                "count": len(found), "length": round(sum(s["length"] for s in found) / 1000, 2),
+                "maxspeed": int(round(speed))}, _navigate([s["segs"] for s in found])))
     return {"roughKm": round(rough_m / 1000, 2), "mainRoadKm": round(_union_of(main) / 1000, 2)}
+
+
+def _stretches(parts: list[dict]) -> list[dict]:
+    """The stretches of route at least TRAFFIC_WAY_M long that these ways' segments accompany without a
+    break (of more than STRETCH_GAP_M): {length, speed (highest known, NaN if none), segs}.
+
+    §6 asks for a *way* of 500 m; OpenStreetMap splits a road into ways at every junction, bridge or change
+    of tags (a main road is often a chain of 100–400 m ways), so the unit here is the stretch of road the
+    route rides, whichever ways it is drawn as."""
+    if not parts:
+        return []
+    cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    order = np.argsort(cat["lo"], kind="stable")
+    lo, hi = cat["lo"][order], np.maximum.accumulate(cat["hi"][order])
+    starts = np.flatnonzero(np.concatenate(([True], lo[1:] > hi[:-1] + STRETCH_GAP_M)))
+    ends = np.concatenate((starts[1:], [len(lo)]))
+    out = []
+    for s, e in zip(starts, ends):
+        length = float(hi[e - 1] - lo[s])
+        if length >= TRAFFIC_WAY_M:
+            members = order[s:e][np.argsort(cat["i"][order[s:e]], kind="stable")]  # in drawing order
+            speeds = cat["speed"][members] if "speed" in cat else np.full(1, np.nan)
+            out.append({"length": length, "speed": float(np.nanmax(speeds)) if np.isfinite(speeds).any()
+                        else math.nan, "segs": {k: v[members] for k, v in cat.items()}})
+    return out
 
 
 def _corridor_segments(line: np.ndarray, ways: list) -> dict[str, np.ndarray]:
