@@ -156,7 +156,8 @@ def test_a_day_with_a_chosen_lodging_is_not_scanned(mapped):
     found = A.compute(snap, eng)
     assert "s1" not in found.alerts and "s1" not in found.data  # no ran_on: the stored group stays
     assert names(found, "s2") == ["Day two"]
-    assert A.compute(snap, eng, stage_ids=["s1"]).alerts == {}
+    only_chosen = A.compute(snap, eng, stage_ids=["s1"])
+    assert only_chosen.alerts == only_chosen.data == {} and only_chosen.covered is True
 
 
 def test_a_trip_the_map_does_not_reach_is_not_covered(mapped):
@@ -166,6 +167,9 @@ def test_a_trip_the_map_does_not_reach_is_not_covered(mapped):
     away = A.compute(trip_east(LAT + 2, LON, [20]), eng)
     assert away.covered is False and away.alerts == {} and away.data == {}
     assert A.compute(trip_east(LAT, LON, [20]), eng).covered is True
+    # a day that ends beyond the map's edge is not looked at: "never ran", not "nothing found"
+    edge = A.compute(trip_east(LAT, LON, [20, 60]), eng)
+    assert edge.covered is True and set(edge.alerts) == set(edge.data) == {"s1"}
 
 
 def test_the_stored_shape(mapped):

@@ -8,23 +8,23 @@ name within 200 m, ranks by completeness then price with a per-family cap, price
 date, says whether it may be closed then. `data[stage_id]["accommodations"]` is the day's list (≤ 5).
 
 A day with a `selected_accommodation` is not scanned at all (§7.4: the rider's choice is never overwritten):
-it gets neither data nor `ran_on`, so the registry leaves that day's stored group as it is.
+it gets neither data nor `ran_on`, so the registry leaves that day's stored group as it is. Nor is a day whose
+end point no imported map area holds (trips/enrich/corridor.py coverage rule: "never ran", not "none found").
 
-Distances are WGS-84 geodesics (the map queries' measure) rather than the digest's haversine: the radius
-filter and the reported `distanceToEndPoint` then agree; the two differ by under 0.5 %.
+The radius is the map query's (a WGS-84 geodesic, as PostGIS' ST_DWithin on geography); the nearest end,
+the 200 m dedup and `distanceToEndPoint` are haversine, as §7.1/§7.3 say.
 """
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from datetime import date
 
-import numpy as np
-
+from trips.enrich import corridor as C
 from trips.enrich.alerts.accommodations import ACCOMMODATION_SEASONAL_CLOSURE
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
 from trips.osm import queries as Q
-from trips.osm.geometry import GEOD
 
 NAME = "accommodations"
 GROUP = "accommodations"
@@ -71,12 +71,12 @@ def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_
         raise ValueError(f"radius_km must be a number from {MIN_RADIUS_KM:g} to {MAX_RADIUS_KM:g}")
     wanted = None if stage_ids is None else set(stage_ids)
     days = [s for s in snap.stages if (wanted is None or s.id in wanted) and s.selected_accommodation is None]
-    result = Result()
     if not days:
+        return Result()   # every asked-for day has the rider's choice: nothing to scan, nothing failed
+    result, _cover = C.start(replace(snap, stages=tuple(days)), engine)
+    if not result.covered:
         return result
-    if not _touches_map(days, engine):
-        result.covered = False
-        return result
+    days = [d for d in days if Q.coverage([d.end], engine=engine)[0] > 0]
     types = frozenset(snap.enabled_accommodation_types) - EXCLUDED_TYPES
     found = _discover(days, radius_km * 1000.0, types, engine)
     for day in days:
@@ -104,42 +104,23 @@ def merge(existing: list[dict], found: list[dict], limit: int = MAX_CANDIDATES_P
 
 # --- discovery ------------------------------------------------------------------------------------------
 
-def _touches_map(days: list[StageSnap], engine) -> bool:
-    pts = [p for d in days for p in d.line] + [d.end for d in days]
-    fraction, parts = Q.coverage(pts, engine=engine)
-    return fraction > 0 or bool(parts) or any(Q.coverage([d.end], engine=engine)[0] > 0 for d in days)
-
-
 def _discover(days: list[StageSnap], radius_m: float, types: frozenset, engine) -> dict[str, list[dict]]:
     """{stage id: its candidates (nearest end first)}: each lodging goes to the nearest end point among
     `days`, to every one of them on an exact tie."""
-    ends = sorted({d.end for d in days})
-    points: dict[tuple, object] = {}
-    for lat, lon in ends:
-        for p in Q.points_near(lat, lon, radius_m, kinds=["accommodation"], engine=engine):
+    points: dict[tuple, tuple[object, list]] = {}   # (osm type, id) -> (point, the ends it is near)
+    for end in sorted({d.end for d in days}):   # a rest day sharing an end point is searched once
+        for p in Q.points_near(*end, radius_m, kinds=["accommodation"], engine=engine):
             if lodging(p.subkind, types):
-                points.setdefault((p.osm_type, p.osm_id), p)
-    out: dict[str, list[dict]] = {}
-    if not points:
-        return out
-    cands = list(points.values())
-    elat = np.array([e[0] for e in ends])
-    elon = np.array([e[1] for e in ends])
-    plat = np.array([p.lat for p in cands])
-    plon = np.array([p.lon for p in cands])
-    n, m = len(cands), len(ends)
-    dist = GEOD.inv(np.repeat(plon, m), np.repeat(plat, m), np.tile(elon, n), np.tile(elat, n))[2].reshape(n, m)
-    by_end: dict[tuple, list[tuple[float, dict]]] = {}
-    for i, p in enumerate(cands):
-        best = dist[i].min()
-        if best > radius_m:
-            continue
-        for j in np.flatnonzero(dist[i] == best):   # exact ties only (§7.1)
-            by_end.setdefault(ends[j], []).append((float(best), _candidate(p, float(best))))
-    for d in days:
-        rows = sorted(by_end.get(d.end, []), key=lambda r: (r[0], r[1]["osmType"], r[1]["osmId"]))
-        out[d.id] = [dict(c) for _, c in rows]
-    return out
+                points.setdefault((p.osm_type, p.osm_id), (p, []))[1].append(end)
+    by_end: dict[tuple, list[dict]] = {}
+    for p, ends in points.values():
+        dist = [C.haversine_m(p.lat, p.lon, *end) for end in ends]
+        best = min(dist)
+        for end, d in zip(ends, dist):
+            if d == best:   # exact ties only (§7.1)
+                by_end.setdefault(end, []).append(_candidate(p, d))
+    return {d.id: sorted((dict(c) for c in by_end.get(d.end, [])),
+                         key=lambda c: (c["distance_m"], c["osmType"], c["osmId"])) for d in days}
 
 
 def lodging(subkind: str, types) -> bool:
@@ -294,7 +275,7 @@ def _describe(c: dict, day: date | None) -> dict:
 
 
 def _metres(a: dict, b: dict) -> float:
-    return float(GEOD.inv(a["lon"], a["lat"], b["lon"], b["lat"])[2])
+    return C.haversine_m(a["lat"], a["lon"], b["lat"], b["lon"])
 
 
 def _same_place(a: dict, b: dict) -> bool:
