@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from flask import Flask
 
-from trips import limits
-from trips.db import db, migrate
+from trips.core import limits
+from trips.core.db import db, migrate
 
 # Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
 KNOWN_ENV = (
@@ -19,7 +19,7 @@ KNOWN_ENV = (
     "BTP_NOMINATIM_URL", "BTP_OPENMETEO_URL", "BTP_VALHALLA_URL",
     "BTP_HOST", "BTP_PORT",  # read by `make run` / `flask serve`
     "BTP_TRUSTED_PROXIES", "BTP_METRICS_TOKEN",
-    *limits.ENV_NAMES,  # BTP_LIMIT_<BUCKET>=COUNT/SECONDS, one per rate limit and budget (trips/limits.py)
+    *limits.ENV_NAMES,  # BTP_LIMIT_<BUCKET>=COUNT/SECONDS, one per rate limit and budget (trips/core/limits.py)
 )
 
 DEFAULTS = {
@@ -39,7 +39,7 @@ DEFAULTS = {
     "BTP_PORT": "8000",
     "BTP_TRUSTED_PROXIES": "0",  # reverse proxies in front that set X-Forwarded-For/-Proto (nginx: 1)
     "BTP_METRICS_TOKEN": None,  # bearer secret for /metrics; unset: loopback only, and never behind a proxy
-    **{name: None for name in limits.ENV_NAMES},  # unset: the defaults of trips/limits.py
+    **{name: None for name in limits.ENV_NAMES},  # unset: the defaults of trips/core/limits.py
     "DATABASE_URL": None,
     "REDIS_URL": None,
 }
@@ -97,7 +97,7 @@ def _trusted_proxies(value) -> int:
 
 
 def _check_metrics_token(token: str | None) -> None:
-    # A bearer secret compared in constant time (trips/ops.py); long enough that it cannot be guessed online.
+    # A bearer secret compared in constant time (trips/core/ops.py); long enough that it cannot be guessed online.
     if token is not None and (len(token) < MIN_METRICS_TOKEN or len(token) > 512 or not token.isprintable()
                               or " " in token):
         raise ConfigError(f"BTP_METRICS_TOKEN must be {MIN_METRICS_TOKEN} to 512 printable characters without "
@@ -145,12 +145,12 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
         MAX_CONTENT_LENGTH=MAX_CONTENT_LENGTH,
         MCP_RESOURCE=conf["BTP_BASE_URL"] + "/mcp",
     )
-    from trips.jsonio import StrictJSONProvider
+    from trips.core.jsonio import StrictJSONProvider
 
-    app.json = StrictJSONProvider(app)  # request JSON refuses lone surrogates (trips/jsonio.py)
+    app.json = StrictJSONProvider(app)  # request JSON refuses lone surrogates (trips/core/jsonio.py)
     app.json.sort_keys = False  # answers keep the read models' order
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
-    from trips import observability
+    from trips.core import observability
 
     observability.configure_logging(logging.INFO)
     observability.init_app(app)
@@ -162,7 +162,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
         hops = conf["BTP_TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=0, x_port=0, x_prefix=0)
 
-    from trips.db import configure_engine_options
+    from trips.core.db import configure_engine_options
 
     configure_engine_options(app)
     db.init_app(app)

@@ -7,14 +7,14 @@ timeout = 120
 # otherwise take X-Forwarded-Proto from any loopback caller, even with no proxy configured.
 forwarded_allow_ips = ""
 
-# One JSON line per record, gunicorn's own lines included (trips/observability.py). No gunicorn access log:
+# One JSON line per record, gunicorn's own lines included (trips/core/observability.py). No gunicorn access log:
 # the app writes one line per request, with the route, the user and the request id. (Any logconfig_dict turns
 # gunicorn's access log on, so its logger goes to a NullHandler.)
 accesslog = None
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "trips.observability.JsonFormatter"}},
+    "formatters": {"json": {"()": "trips.core.observability.JsonFormatter"}},
     "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"},
                  "drop": {"class": "logging.NullHandler"}},
     "root": {"level": "INFO", "handlers": ["stderr"]},
@@ -33,6 +33,6 @@ def post_worker_init(worker):
 
     app = worker.wsgi
     if not app.config.get("BTP_NOMINATIM_URL"):
-        from trips.gazetteer import get_gazetteer
+        from trips.places.gazetteer import get_gazetteer
 
         threading.Thread(target=get_gazetteer, name="gazetteer-warmup", daemon=True).start()

@@ -29,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from trips import pacing  # noqa: E402
-from trips.gpx import MAX_BYTES, parse_gpx  # noqa: E402
+from trips.route import pacing  # noqa: E402
+from trips.route.gpx import MAX_BYTES, parse_gpx  # noqa: E402
 
 _HEADER = ('<?xml version="1.0" encoding="UTF-8"?>\n<gpx version="1.1" creator="btp-bench" '
            'xmlns="http://www.topografix.com/GPX/1/1">\n <metadata><name>Bench</name></metadata>\n'
@@ -79,7 +79,7 @@ def prepare_btp_upload(path: str | os.PathLike, tmp: str):
 
     from app import create_app
     from oauth.tokens import API_AUDIENCE, create_user, issue_token
-    from trips.db import atomic
+    from trips.core.db import atomic
 
     from jobs.embedded import ensure_embedded_redis
 

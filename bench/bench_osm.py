@@ -140,7 +140,7 @@ def worker(path: str, database_url: str | None, instance: str) -> None:
     from flask_migrate import upgrade
 
     from app import create_app
-    from trips.db import db
+    from trips.core.db import db
     from trips.osm.importer import import_file
 
     url = database_url or f"sqlite:///{instance}/bench.sqlite3"

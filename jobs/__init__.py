@@ -67,13 +67,13 @@ def redis_unavailable():
 
 def enqueue(func, *ids, job_id: str | None = None):
     """Enqueue `func(*ids)` (ids and primitives only) with retries and the failure callback; the job's meta
-    carries the current request id (trips.observability), so the worker's log lines name the request.
+    carries the current request id (trips.core.observability), so the worker's log lines name the request.
 
     Called after a commit: when Redis is unreachable the change stands, the job is not queued (logged) and the
     reconciler fails the computation it would have run, with a reason, within its bound (jobs/reconcile.py).
     Returns the job, or None when it could not be queued."""
     from jobs.tasks import on_job_failure
-    from trips.observability import job_meta
+    from trips.core.observability import job_meta
 
     try:
         return get_queue().enqueue(

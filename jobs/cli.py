@@ -20,8 +20,8 @@ def worker_command(burst, name):
     from jobs import get_queue, get_redis
     from jobs.tasks import bind_app
     from jobs.worker import BTPWorker
-    from trips.db import engine_pid_guard
-    from trips.observability import ObservedJob
+    from trips.core.db import engine_pid_guard
+    from trips.core.observability import ObservedJob
 
     bind_app(current_app._get_current_object())
     engine_pid_guard()
@@ -60,7 +60,7 @@ def serve_command():
             click.echo("The embedded Redis had stopped; started it again.")
             started_redis = url
 
-    # No gunicorn access log: the app writes one JSON line per request (trips/observability.py).
+    # No gunicorn access log: the app writes one JSON line per request (trips/core/observability.py).
     web = Child("gunicorn", lambda: [str(bin_dir / "gunicorn"), "--workers", "2", "--bind", f"{host}:{port}",
                                      "wsgi:app"], restart_for_ever=False)
     supervisor = Supervisor([web, worker_child(bin_dir, get_redis)], env, echo=click.echo,

@@ -67,9 +67,9 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
     Redis is read before the database: a computation set pending after the snapshot is younger than GRACE_S,
     and a job moving on enqueues its successor before it leaves the started registry."""
     from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES, app_context
-    from oauth.models import utcnow
+    from trips.core.db import utcnow
     from trips.computations import ACTIVE
-    from trips.db import atomic, db
+    from trips.core.db import atomic, db
     from trips.models import Computation, TripRoute
 
     with app_context():

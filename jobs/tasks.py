@@ -9,11 +9,13 @@ from contextlib import contextmanager
 
 from flask import current_app, has_app_context
 
-from trips import computations, pipeline
-from trips.db import after_commit, atomic, db, engine_pid_guard
+from trips import computations
+
+from trips.route import pipeline
+from trips.core.db import after_commit, atomic, db, engine_pid_guard
 from trips.guards import trip_lock
 from trips.models import Stage, Trip
-from trips.pacing import TooLarge
+from trips.route.pacing import TooLarge
 
 log = logging.getLogger(__name__)
 ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
@@ -46,7 +48,7 @@ def app_context():
 
 
 def source_config():
-    from trips.sources import SourceConfig
+    from trips.route.sources import SourceConfig
 
     conf = current_app.config
     return SourceConfig(komoot_url=conf["BTP_KOMOOT_URL"], strava_url=conf["BTP_STRAVA_URL"],
@@ -56,7 +58,7 @@ def source_config():
 def fetch_route(trip_id: str, generation: int) -> None:
     """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
     from jobs import enqueue, get_redis
-    from trips.sources import FetchError, UnsupportedSource, fetch_route as fetch, parse_source_url
+    from trips.route.sources import FetchError, UnsupportedSource, fetch_route as fetch, parse_source_url
 
     with app_context():
         with atomic():
@@ -109,7 +111,7 @@ def generate_stages(trip_id: str, generation: int) -> None:
 
 
 def routing_config():
-    from trips.routing import RoutingConfig
+    from trips.route.routing import RoutingConfig
 
     return RoutingConfig(valhalla_url=current_app.config["BTP_VALHALLA_URL"])
 
@@ -122,8 +124,8 @@ def _current_waypoint(stage_id: str, request_id: str):
 
 def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
     """Reroute a day through its waypoint; a newer request for the day, or a regeneration, wins."""
-    from trips.routing import RoutingError, reroute
-    from trips.waypoints import apply_reroute
+    from trips.route.routing import RoutingError, reroute
+    from trips.services.waypoints import apply_reroute
 
     with app_context():
         with atomic():

@@ -1,11 +1,12 @@
 """What the tools answer: compact digests built from the same records as REST, labels cleaned and bounded."""
 from __future__ import annotations
 
-from trips.text import label
+from trips.core.text import label
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Stage, Trip
-from trips.readmodels import next_action, partial, settings, stage_summary, trip_list_item
+from trips.readmodels.day import stage_summary
+from trips.readmodels.trip import next_action, partial, settings, trip_list_item
 
 DIGEST_LABEL = 40  # one line per day: the 30-day digest must stay under 12 KB (the full text is in get_stage)
 

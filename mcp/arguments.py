@@ -7,7 +7,7 @@ import sys
 
 from jsonschema import Draft202012Validator
 
-from trips.text import bounded, quote
+from trips.core.text import bounded, quote
 from trips.errors import Invalid
 
 VERSION_MISSING = ('This tool requires a "version" argument: the trip version you are editing, as returned by '

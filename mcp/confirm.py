@@ -66,7 +66,7 @@ def confirmer(ctx, arguments: dict, action: str):
 
 
 def share_link(trip: Trip) -> str | None:
-    from trips.sharing import active_share, share_url
+    from trips.services.sharing import active_share, share_url
 
     share = active_share(trip.id)
     return share_url(share) if share else None

@@ -14,7 +14,7 @@ from flask import current_app
 
 from jobs import REDIS_DOWN, get_redis, redis_unavailable
 from mcp.arguments import check_arguments
-from trips.text import clean_answer, quote
+from trips.core.text import clean_answer, quote
 from mcp.protocol import (
     HANDSHAKE_VERSIONS, INSUFFICIENT_SCOPE, INSTRUCTIONS, INTERNAL_ERROR, INVALID_PARAMS, LATEST_HANDSHAKE,
     META_CAPABILITIES, META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,
@@ -24,12 +24,12 @@ from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
 from mcp.confirm import ConfirmationRequired, InputRequired
 from oauth.resource import touch_grant
-from trips.db import db
-from trips.observability import current_request_id
+from trips.core.db import db
+from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
-from trips.metrics import counted_tool_calls
-from trips.ratelimit import limit
+from trips.core.metrics import counted_tool_calls
+from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
 TOOLS_TTL_MS = 300_000
@@ -151,7 +151,7 @@ def _admit(tool, arguments, principal) -> None:
 
 def _spend_budget(principal, tool) -> None:
     key = f"{principal.user.id}|{principal.client_id or 'cli'}"
-    limit(get_redis(), "mcp_calls", key)  # budgets: trips/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES
+    limit(get_redis(), "mcp_calls", key)  # budgets: trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES
     if tool.writes:
         limit(get_redis(), "mcp_writes", key)
 

@@ -22,9 +22,9 @@ from mcp.protocol import (
 )
 from oauth.principal import Principal
 from oauth.resource import McpInsufficientScope, challenge, mcp_principal
-from trips import jsonio
+from trips.core import jsonio
 from trips.errors import RateLimited
-from trips.ratelimit import limit
+from trips.core.ratelimit import limit
 
 bp = Blueprint("mcp", __name__)
 MAX_BATCH = 100
@@ -57,7 +57,7 @@ def check_origin(ex: Exchange) -> None:
 
 def limit_address(ex: Exchange) -> None:
     try:
-        # Per client address, before authentication (trips/limits.py "mcp_address"; behind nginx the address
+        # Per client address, before authentication (trips/core/limits.py "mcp_address"; behind nginx the address
         # is the real client's: BTP_TRUSTED_PROXIES).
         limit(get_redis(), "mcp_address", request.remote_addr or "?")
     except RateLimited as exc:

@@ -11,12 +11,13 @@ from flask import current_app
 
 from jobs import get_redis
 from oauth.mail import MailConfig, send_mail
-from oauth.models import AccessToken, Grant, LoginLink, OAuthClient, RefreshToken, User, utcnow
+from oauth.models import AccessToken, Grant, LoginLink, OAuthClient, RefreshToken, User
+from trips.core.db import utcnow
 from oauth.server import revoke_client_for_user
 from oauth.tokens import create_user, find_user, hash_token, normalize_email
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.errors import Invalid, NotFound
-from trips.ratelimit import limit
+from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
 LINK_TTL = timedelta(minutes=15)

@@ -6,7 +6,7 @@ from flask import Blueprint, g, jsonify
 from oauth import accounts
 from oauth.principal import require_api_scope
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
-from trips.db import atomic
+from trips.core.db import atomic
 
 bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
 

@@ -28,7 +28,7 @@ from oauth.models import OAuthClient
 from oauth.redirects import check_redirect_uri
 from oauth.server import (PKCE_REQUIRED, REDIRECT_REQUIRED, REDIRECT_UNREGISTERED, SCOPE_REQUIRED,
                           InvalidTargetError, authorization_server)
-from trips.db import db
+from trips.core.db import db
 
 CLIENT_UNRESOLVED = "The client identifier could not be resolved."
 GENERIC = "The authorization request cannot be processed."

@@ -29,7 +29,7 @@ import certifi
 import urllib3
 
 from oauth.redirects import check_redirect_uri
-from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 
 MAX_CLIENT_ID_LENGTH = 2048
 MAX_CLIENT_NAME_LENGTH = 128

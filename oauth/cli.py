@@ -6,9 +6,9 @@ from flask.cli import AppGroup
 
 from oauth.tokens import (API_AUDIENCE, DEFAULT_TTL, audience_name, create_user, issue_token, personal_tokens,
                           revoke_personal_token, revoke_personal_tokens, user_by_email_or_404)
-from trips.db import atomic
+from trips.core.db import atomic
 from trips.errors import DomainError, Invalid
-from trips.text import quote
+from trips.core.text import quote
 
 users_cli = AppGroup("users", help="Manage accounts.")
 tokens_cli = AppGroup("tokens", help="Issue, list and revoke personal bearer tokens.")

@@ -1,16 +1,12 @@
 """Accounts and bearer tokens. The OAuth server (step 3) reuses these tables."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from trips.db import db, new_id
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+from trips.core.db import db, new_id, utcnow
 
 
 class User(db.Model):

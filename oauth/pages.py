@@ -7,7 +7,7 @@ from oauth import accounts
 from oauth.scopes import SCOPES
 from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
-from trips.db import atomic
+from trips.core.db import atomic
 from trips.errors import Invalid, NotFound, RateLimited
 
 bp = Blueprint("pages", __name__)

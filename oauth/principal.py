@@ -8,7 +8,7 @@ from flask import g, request
 
 from oauth.models import User
 from oauth.tokens import API_AUDIENCE, lookup_token
-from trips.db import db
+from trips.core.db import db
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import time
 
 from oauth.models import OAuthClient
 from oauth.redirects import check_redirect_uri
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 
 log = logging.getLogger(__name__)
 GRANTS = {"authorization_code", "refresh_token"}

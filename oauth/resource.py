@@ -8,11 +8,12 @@ from __future__ import annotations
 from flask import current_app, g
 
 from jobs import get_redis
-from oauth.models import Grant, User, utcnow
+from oauth.models import Grant, User
+from trips.core.db import utcnow
 from oauth.principal import Principal, bearer_token
 from oauth.scopes import SCOPES
 from oauth.tokens import lookup_token
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 
 LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
 
@@ -51,7 +52,7 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     if required_scope and required_scope not in row.scopes:
         raise McpInsufficientScope(required_scope)
     g.principal = Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
-    return g.principal  # g: the access log names the user (trips/observability.py)
+    return g.principal  # g: the access log names the user (trips/core/observability.py)
 
 
 def touch_grant(principal: Principal) -> None:

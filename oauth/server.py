@@ -16,10 +16,12 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc9207 import IssuerParameter
 from flask import current_app
 
-from oauth.models import AccessToken, AuthorizationCode, Grant, OAuthClient, RefreshToken, User, utcnow
+from oauth.models import AccessToken, AuthorizationCode, Grant, OAuthClient, RefreshToken, User
+
+from trips.core.db import utcnow
 from oauth.scopes import SCOPES
 from oauth.tokens import ACCESS_PREFIX, hash_token
-from trips.db import db, new_id
+from trips.core.db import db, new_id
 
 ACCESS_TTL = 15 * 60
 REFRESH_TTL = 30 * 24 * 3600

@@ -11,8 +11,10 @@ from urllib.parse import urlsplit
 
 from flask import session
 
-from oauth.models import User, utcnow
-from trips.db import db
+from oauth.models import User
+
+from trips.core.db import utcnow
+from trips.core.db import db
 
 SESSION_DAYS = 30
 

@@ -8,9 +8,11 @@ from datetime import timedelta
 import sqlalchemy as sa
 from flask import current_app
 
-from oauth.models import AccessToken, User, utcnow
+from oauth.models import AccessToken, User
+
+from trips.core.db import utcnow
 from oauth.scopes import SCOPES
-from trips.db import db
+from trips.core.db import db
 from trips.errors import Invalid, NotFound
 
 ACCESS_PREFIX = "btp_at_"

@@ -12,15 +12,16 @@ from jobs import get_redis
 from oauth.authorize_errors import CLIENT_UNRESOLVED, authorize_error, error_page
 from oauth.cimd import CimdError, fetch_client_metadata, is_metadata_client_id
 from oauth.consent import consent_view, issue_decision_token, spend_decision_token
-from oauth.models import OAuthClient, utcnow
+from oauth.models import OAuthClient
+from trips.core.db import utcnow
 from oauth.registration import register_client
 from oauth.scopes import SCOPES
 from oauth.server import authorization_server
 from oauth.session import csrf_ok, csrf_token, current_user
 from oauth.tokens import hash_token
-from trips.db import atomic, db
-from trips.problems import SECURITY_HEADERS
-from trips.ratelimit import limit
+from trips.core.db import atomic, db
+from trips.core.problems import SECURITY_HEADERS
+from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
 bp = Blueprint("oauth", __name__)

@@ -79,7 +79,7 @@ def app(app_config):
 
     from app import create_app
 
-    from trips.db import db
+    from trips.core.db import db
 
     application = create_app(app_config, environ={})
     with application.app_context():
@@ -96,7 +96,7 @@ def _clean_state(request):
     if "app" not in request.fixturenames:
         return
     application = request.getfixturevalue("app")
-    from trips.db import db
+    from trips.core.db import db
 
     with application.app_context():
         db.session.remove()

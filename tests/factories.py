@@ -4,7 +4,7 @@ from __future__ import annotations
 import secrets
 
 from oauth.tokens import API_AUDIENCE, create_user, issue_token
-from trips.db import atomic
+from trips.core.db import atomic
 
 BOTH = "trips:read trips:write"
 

@@ -11,7 +11,7 @@ _ids = itertools.count(1)
 
 def mcp_token(app, user, scope="trips:read trips:write", client_id="test-client") -> str:
     from oauth.tokens import issue_token
-    from trips.db import atomic
+    from trips.core.db import atomic
 
     with atomic():
         return issue_token(user, app.config["MCP_RESOURCE"], scope, 3600, client_id=client_id)

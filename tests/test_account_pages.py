@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from oauth.models import AccessToken, Grant, LoginLink, User
 from tests.factories import auth, make_token, make_user
 from tests.test_oauth_flow import csrf_of, full_flow, outbox_link, sign_in
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 
 
 def outbox(app) -> list[Path]:
@@ -51,7 +51,7 @@ def test_a_link_signs_in_once_and_creates_the_account(app, client, ctx):
 def test_an_expired_link_does_nothing(app, client, ctx):
     from datetime import timedelta
 
-    from oauth.models import utcnow
+    from trips.core.db import utcnow
 
     ask_link(client, "late@example.org")
     path = "/login/" + outbox_link(app).rsplit("/", 1)[1]
@@ -148,7 +148,7 @@ def test_rest_twins_of_connected_agents(app, client, ctx):
 def test_an_agent_is_listed_while_only_its_refresh_token_lives(app, client, ctx):
     from datetime import timedelta
 
-    from oauth.models import utcnow
+    from trips.core.db import utcnow
     from tests.test_oauth_flow import REDIRECT
 
     registered = client.post("/oauth/register", json={"client_name": "Agent", "redirect_uris": [REDIRECT]})

@@ -12,11 +12,11 @@ from tests.fakes.thirdparty import gpx_from_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_gpx_upload import count_trips, upload
 from tests.test_pipeline import post, reload, run_jobs, statuses
-from trips import pacing
+from trips.route import pacing
 from trips.models import Stage
-from trips.pacing import MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, PacingSettings, TooLarge
-from trips.services import import_gpx
-from trips.stage_ops import set_geometry
+from trips.route.pacing import MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, PacingSettings, TooLarge
+from trips.services.trips import import_gpx
+from trips.services.stages import set_geometry
 
 KM_PER_DEG = 111.32  # along the equator, near enough to lay out test routes
 

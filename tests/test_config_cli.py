@@ -4,7 +4,7 @@ import sqlalchemy as sa
 
 from app import ConfigError, load_config
 from oauth.models import AccessToken, User
-from trips.db import db
+from trips.core.db import db
 
 SAFE = {"BTP_ENV": "production", "BTP_SECRET_KEY": "s" * 40, "BTP_BASE_URL": "https://btp.example.org",
         "REDIS_URL": "redis://127.0.0.1:6379/0"}
@@ -105,9 +105,9 @@ def test_tokens_issue_refuses_bad_options(app, ctx, args, words):
 def test_purge_removes_expired_idempotency_records(app, ctx):
     from datetime import timedelta
 
-    from oauth.models import utcnow
+    from trips.core.db import utcnow
     from tests.factories import make_user
-    from trips.db import atomic
+    from trips.core.db import atomic
     from trips.models import IdempotencyRecord
 
     user = make_user()

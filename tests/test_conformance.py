@@ -39,7 +39,7 @@ def expected(target: str, revision: str) -> dict[str, str]:
 
 def token_for(audience: str) -> str:
     from oauth.tokens import issue_token
-    from trips.db import atomic
+    from trips.core.db import atomic
 
     user = make_user(f"conformance-{secrets.token_hex(4)}@example.org")
     with atomic():
@@ -58,7 +58,7 @@ def btp(app, app_config, tmp_path_factory):
 @pytest.fixture(scope="module")
 def fixtures(app, app_config):
     from tests.conformance.fixture_app import fixture_app, served
-    from trips.db import db
+    from trips.core.db import db
 
     public = f"http://127.0.0.1:{free_port()}"
     application = fixture_app({**app_config, **UNLIMITED, "BTP_BASE_URL": public})

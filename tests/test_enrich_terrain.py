@@ -21,6 +21,10 @@ def codes(result, sid):
     return [f.code for f in result.alerts[sid]]
 
 
+def traffic(result, sid):
+    return [c for c in codes(result, sid) if c.startswith("traffic_")]
+
+
 def facts(result, sid, code):
     return [f for f in result.alerts[sid] if f.code == code]
 
@@ -212,7 +216,7 @@ def test_traffic_on_main_roads_without_cycle_infrastructure(ctx, tmp_path):
 
 
 def test_secondary_roads_fast_and_slow_by_parsed_speed_limit(ctx, tmp_path):
-    snap = trip_east(LAT, LON, [5, 5, 5])
+    snap = trip_east(LAT, LON, [5, 5, 5, 5])
     m = MapBuilder()
     alongside(m, 500, 600, {"highway": "secondary", "maxspeed": "FR:70"})  # day 1: fast
     alongside(m, 2000, 600, {"highway": "secondary", "maxspeed": "80 km/h", "cycleway:both": "track"})
@@ -220,18 +224,36 @@ def test_secondary_roads_fast_and_slow_by_parsed_speed_limit(ctx, tmp_path):
     alongside(m, 5000 + 2000, 600, {"highway": "secondary", "maxspeed": "50"})  # 50 is not above 50
     alongside(m, 10_000 + 500, 600, {"highway": "secondary", "maxspeed": "none"})  # day 3: slow, no limit known
     alongside(m, 10_000 + 2000, 480, {"highway": "secondary", "maxspeed": "90"})  # too short to count
+    alongside(m, 15_000 + 500, 480, {"highway": "secondary"})  # day 4: too short to count
     import_map(m, tmp_path)
     result = T.compute(snap, engine=engine())
     (fast,) = facts(result, "s1", "traffic_secondary_road_fast")
     assert fast.params == {"count": 1, "length": pytest.approx(0.6, abs=0.01), "maxspeed": 70}
-    assert codes(result, "s1") == ["traffic_secondary_road_fast"]
+    assert traffic(result, "s1") == ["traffic_secondary_road_fast"]
     (slow,) = facts(result, "s2", "traffic_secondary_road_slow")
     assert slow.params == {"count": 2, "length": pytest.approx(1.2, abs=0.01), "maxspeed": 50}
-    assert codes(result, "s2") == ["traffic_secondary_road_slow"]
+    assert traffic(result, "s2") == ["traffic_secondary_road_slow"]
     (unknown,) = facts(result, "s3", "traffic_secondary_road_slow")
     assert unknown.params["count"] == 1 and unknown.params["maxspeed"] == 50
-    assert codes(result, "s3") == ["traffic_secondary_road_slow"]
+    assert traffic(result, "s3") == ["traffic_secondary_road_slow"]
+    assert traffic(result, "s4") == []
     assert CATALOGUE["traffic_secondary_road_slow"].severity == "nudge"
+
+
+def test_an_alert_carries_at_most_ten_short_polylines_first_along_the_route(ctx, tmp_path):
+    m = MapBuilder()
+    for k in range(14):  # 14 rough pieces of 60 m, 100 m apart: 840 m in all
+        alongside(m, 300 + k * 160, 60, {"highway": "track", "surface": "sand"}, step_m=2)
+    import_map(m, tmp_path)
+    result = T.compute(trip_east(LAT, LON, [5]), engine=engine())
+    (rough,) = facts(result, "s1", "surface_rough")
+    assert rough.params["length"] == pytest.approx(0.84, abs=0.01)
+    segments = rough.action["segments"]
+    assert len(segments) == T.MAX_SEGMENTS and all(len(s) <= T.MAX_SEGMENT_POINTS for s in segments)
+    assert [s[0][1] for s in segments] == sorted(s[0][1] for s in segments)
+    assert segments[0][0][1] == pytest.approx(east(300), abs=2e-5) and segments[-1][-1][1] == pytest.approx(
+        east(300 + 9 * 160 + 60), abs=2e-5)
+    assert len(str(rough.as_json())) < 8000
 
 
 @pytest.mark.parametrize("raw, kmh", [

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from pyproj import Geod
 
-from trips import geo
+from trips.route import geo
 
 GEOD = Geod(ellps="WGS84")
 M_PER_DEG_EQUATOR = 111_319.490793  # WGS-84 degree of longitude on the equator

@@ -1,12 +1,12 @@
-"""trips.geocode: validation, the offline gazetteer, and Nominatim through a local fake."""
+"""trips.places.geocode: validation, the offline gazetteer, and Nominatim through a local fake."""
 import time
 
 import pytest
 
-from trips import geocode
+from trips.places import geocode
 from trips.errors import Invalid, RateLimited, Unavailable
-from trips.gazetteer import get_gazetteer
-from trips.geocode import GeocodeConfig, search_places
+from trips.places.gazetteer import get_gazetteer
+from trips.places.geocode import GeocodeConfig, search_places
 
 # The `fake_nominatim` fixture. (Not imported by name: pytest must load the module itself to rewrite it.)
 

@@ -7,8 +7,8 @@ import pytest
 from lxml import etree
 from werkzeug.datastructures import FileStorage
 
-from trips import gpx as gpx_module
-from trips.gpx import MAX_BYTES, GpxError, parse_gpx
+from trips.route import gpx as gpx_module
+from trips.route.gpx import MAX_BYTES, GpxError, parse_gpx
 
 NS11 = "http://www.topografix.com/GPX/1/1"
 NS10 = "http://www.topografix.com/GPX/1/0"

@@ -1,4 +1,4 @@
-"""trips.gpx_export: GPX 1.1 validity (schema in tests/data/gpx11.xsd), round trip through trips.gpx,
+"""trips.route.gpx_export: GPX 1.1 validity (schema in tests/data/gpx11.xsd), round trip through trips.route.gpx,
 escaping and cleaning of text, links, rest days and empty trips."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from lxml import etree
 
 from tests.fakes.thirdparty import make_points
-from trips.gpx import NO_POINTS, GpxError, parse_gpx
-from trips.gpx_export import GPX_NS, DayExport, clean_text, write_gpx
+from trips.route.gpx import NO_POINTS, GpxError, parse_gpx
+from trips.route.gpx_export import GPX_NS, DayExport, clean_text, write_gpx
 
 NS = {"g": GPX_NS}
 XSD = Path(__file__).parent / "data" / "gpx11.xsd"

@@ -7,7 +7,7 @@ from werkzeug.test import stream_encode_multipart
 
 from tests.factories import auth, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import db
+from trips.core.db import db
 from trips.models import Trip
 
 GPX = gpx_from_points(make_points(2000, step_m=100.0), name="Chartreuse")

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import MODERN, mcp_token
-from trips import jsonio
-from trips.db import db
+from trips.core import jsonio
+from trips.core.db import db
 from trips.models import Trip
-from trips.services import import_gpx
-from trips.text import floor
+from trips.services.trips import import_gpx
+from trips.core.text import floor
 
 LONE = "\\ud800"  # as it is written inside a JSON string: six characters, backslash included
 
@@ -61,7 +61,7 @@ def test_a_deep_body_is_walked_without_recursion():
 
 @pytest.mark.parametrize("name", [b"a&#xD800;b", b"a\xed\xa0\x80b"])
 def test_gpx_text_cannot_carry_a_surrogate(name):
-    from trips.gpx import INVALID, GpxError, parse_gpx
+    from trips.route.gpx import INVALID, GpxError, parse_gpx
 
     with pytest.raises(GpxError, match=INVALID):  # XML 1.0 Char excludes them; lxml refuses both forms
         parse_gpx(b'<gpx><trk><name>' + name + b'</name><trkseg><trkpt lat="1" lon="2"/></trkseg></trk></gpx>')

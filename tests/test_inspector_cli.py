@@ -19,7 +19,7 @@ from tests.live import Live
 from tests.node_tools import package_bin
 from tests.ts_client.old_refusal_server import old_refusal_server
 from tests.ts_client.scene import THIRTEEN, UNKNOWN, Scene, btp, last_json_line, node_folder, run_node, scene
-from trips.db import db
+from trips.core.db import db
 from trips.models import Trip
 
 pytestmark = pytest.mark.slow

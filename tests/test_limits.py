@@ -1,8 +1,8 @@
-"""Rate limits and budgets from configuration (trips/limits.py), and BTP_TRUSTED_PROXIES (ProxyFix)."""
+"""Rate limits and budgets from configuration (trips/core/limits.py), and BTP_TRUSTED_PROXIES (ProxyFix)."""
 import pytest
 
 from app import KNOWN_ENV, ConfigError, create_app, load_config
-from trips import limits, ratelimit
+from trips.core import limits, ratelimit
 from trips.errors import RateLimited
 
 

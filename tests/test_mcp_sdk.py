@@ -30,9 +30,9 @@ from oauth.tokens import find_user
 from tests.factories import make_user
 from tests.live import BIN, ROOT, Live, gunicorn
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import db
+from trips.core.db import db
 from trips.models import Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 pytestmark = pytest.mark.slow
 

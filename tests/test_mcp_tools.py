@@ -13,9 +13,9 @@ from oauth.scopes import SCOPES
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.models import Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 NAMES = ["list_trips", "get_trip", "get_stage", "search_places", "create_trip", "update_trip_settings",
          "edit_stages", "add_waypoint", "choose_accommodation", "analyze_trip", "share_trip", "unshare_trip",

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from tests.factories import auth, make_token, make_user
 from tests.mcp_helpers import MODERN, b64, call, legacy, mcp_token, modern, payload
-from trips.db import db
+from trips.core.db import db
 
 
 @pytest.fixture
@@ -171,7 +171,7 @@ def test_a_batch_answers_every_element_whatever_a_sibling_does(app, client, user
     from mcp.tools.base import Content
     from tests.fakes.thirdparty import gpx_from_points, make_points
     from trips.models import Trip
-    from trips.services import import_gpx
+    from trips.services.trips import import_gpx
 
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400))), {})
     stage = trip.stages[0].id
@@ -204,7 +204,8 @@ def test_a_batch_answers_every_element_whatever_a_sibling_does(app, client, user
 def test_every_401_is_the_same(app, client, user):
     rest_token = make_token(user)
     expired = mcp_token(app, user)
-    from oauth.models import AccessToken, utcnow
+    from oauth.models import AccessToken
+    from trips.core.db import utcnow
 
     db.session.execute(sa.update(AccessToken).where(AccessToken.client_id == "test-client")
                        .values(expires_at=utcnow()))

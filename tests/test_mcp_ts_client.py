@@ -25,7 +25,7 @@ from tests.live import ROOT, Live
 from tests.ts_client.old_refusal_server import old_refusal_server
 from tests.ts_client.scene import (THIRTEEN, UNKNOWN, Scene, btp, last_json_line, node_folder, require_node_tools,
                                    run_node, scene)
-from trips.db import db
+from trips.core.db import db
 from trips.models import Trip
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ from alembic.migration import MigrationContext
 from flask_migrate import downgrade, upgrade
 
 from tests.conftest import pg_url_with_schema, reset_pg_schema
-from trips.db import db
+from trips.core.db import db
 from trips.osm.tables import SPATIAL, spatial_index_object
 
 

@@ -105,8 +105,10 @@ def test_only_an_approval_in_force_by_this_person_counts(app, client, registered
 def test_an_approval_whose_tokens_all_ended_no_longer_counts(app, client, registered, ctx):
     from datetime import timedelta
 
-    from oauth.models import AccessToken, RefreshToken, utcnow
-    from trips.db import atomic, db
+    from oauth.models import AccessToken, RefreshToken
+
+    from trips.core.db import utcnow
+    from trips.core.db import atomic, db
 
     full_flow(app, client, registered)
     with atomic():

@@ -12,7 +12,7 @@ from jobs import get_queue, get_redis
 from jobs.tasks import bind_app
 from tests.factories import idem
 from tests.mcp_helpers import call, mcp_token
-from trips.observability import JsonFormatter, ObservedJob
+from trips.core.observability import JsonFormatter, ObservedJob
 
 TOKEN = "m" * 40
 

@@ -13,10 +13,11 @@ from oauth.models import Grant, OAuthClient
 from oauth.tokens import issue_token
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips import openapi, sharing
-from trips.db import atomic, db
+from trips.api import openapi
+from trips.services import sharing
+from trips.core.db import atomic, db
 from trips.models import Stage
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 DOC = "/api/openapi.json"
 KOMOOT = "https://www.komoot.com/tour/123456"
@@ -74,7 +75,7 @@ def test_the_document_is_valid_openapi_3_1(doc):
 def test_every_api_route_of_the_url_map_is_documented_and_nothing_else(app, doc):
     routes = {(method, path) for method, path, _ in openapi.api_routes(app)}
     documented = {(m, p) for p, item in doc["paths"].items() for m in item if m in METHODS}
-    assert routes - documented == set(), "routes under /api without documentation (trips/openapi.py OPERATIONS)"
+    assert routes - documented == set(), "routes under /api without documentation (trips/api/openapi.py OPERATIONS)"
     assert documented - routes == set()
     assert set(openapi.OPERATIONS) == {endpoint for _, _, endpoint in openapi.api_routes(app)}
 

@@ -26,9 +26,9 @@ from oauth.tokens import hash_token, issue_token
 from tests.factories import make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.live import gunicorn
-from trips import sharing
-from trips.db import atomic, db
-from trips.services import import_gpx
+from trips.services import sharing
+from trips.core.db import atomic, db
+from trips.services.trips import import_gpx
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north
-from trips.db import db
+from trips.core.db import db
 from trips.osm import store
 from trips.osm.importer import import_file
 from trips.osm.queries import points_near

@@ -7,8 +7,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north
-from trips.db import db
-from trips.geo import distance_m
+from trips.core.db import db
+from trips.route.geo import distance_m
 from trips.osm import queries as Q
 from trips.osm.importer import import_file
 

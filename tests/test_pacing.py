@@ -4,8 +4,8 @@ from datetime import date
 import numpy as np
 import pytest
 
-from trips import geo, pacing
-from trips.pacing import PacingSettings
+from trips.route import geo, pacing
+from trips.route.pacing import PacingSettings
 
 M_PER_DEG_LAT = 111_132.0  # near 45°; only used to lay out synthetic routes
 

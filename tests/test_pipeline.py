@@ -6,7 +6,7 @@ from jobs import get_queue, get_redis
 from jobs.tasks import INTERNAL_FAILURE, bind_app, generate_stages, on_job_failure
 from tests.factories import idem
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import db
+from trips.core.db import db
 from trips.models import Trip
 
 # ~240 km north-east with a climb: 2 400 points 100 m apart.
@@ -170,7 +170,7 @@ def test_a_crashing_job_is_retried_then_failed(app, client, rider, fake_thirdpar
     def explode(*_):
         raise RuntimeError("pacing bug")
 
-    monkeypatch.setattr("trips.pipeline.plan_days", explode)
+    monkeypatch.setattr("trips.route.pipeline.plan_days", explode)
     run_jobs(app)  # fetch ok, stages raise: retried after 1 s, then 5 s
     assert statuses(reload(trip_id))["stages"][0] == "running"
     time.sleep(1.2)

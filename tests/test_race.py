@@ -10,7 +10,7 @@ from tests.factories import make_token, make_user
 from tests.live import gunicorn
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_pipeline import reload
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 THREADS = 20
 

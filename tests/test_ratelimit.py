@@ -1,4 +1,4 @@
-"""trips.ratelimit: a sliding window per key in Redis, atomic across threads and processes."""
+"""trips.core.ratelimit: a sliding window per key in Redis, atomic across threads and processes."""
 import logging
 import threading
 import time
@@ -8,7 +8,7 @@ import redis as redis_lib
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from trips import ratelimit
+from trips.core import ratelimit
 from trips.errors import RateLimited
 
 
@@ -102,7 +102,7 @@ def test_limit_uses_the_configured_buckets(redis_client):
 def test_unreachable_redis_fails_open(caplog):
     down = redis_lib.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2, socket_timeout=0.2,
                            retry=Retry(NoBackoff(), 0))
-    with caplog.at_level(logging.WARNING, logger="trips.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="trips.core.ratelimit"):
         for _ in range(3):
             ratelimit.hit(down, "b", "k", 1, 60)
         ratelimit.hit(None, "b", "k", 1, 60)

@@ -6,7 +6,7 @@ from rq.registry import FailedJobRegistry
 from jobs import get_queue, get_redis
 from jobs.reconcile import GRACE_S, live_claims, sweep
 from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
-from oauth.models import utcnow
+from trips.core.db import utcnow
 from tests.fakes.thirdparty import make_points
 from tests.test_pipeline import post, reload, statuses
 

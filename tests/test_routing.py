@@ -1,4 +1,4 @@
-"""trips.routing: polyline6 decoding, the Valhalla request and answer, failures, the straight fallback."""
+"""trips.route.routing: polyline6 decoding, the Valhalla request and answer, failures, the straight fallback."""
 from __future__ import annotations
 
 import random
@@ -8,8 +8,8 @@ import pytest
 
 from tests.fakes.thirdparty import make_points
 from tests.fakes.valhalla import encode_polyline6, geodesic_km
-from trips.geo import distance_m
-from trips.routing import (
+from trips.route.geo import distance_m
+from trips.route.routing import (
     MAX_RESPONSE_BYTES, NO_ROUTE, REDIRECTED, TIMEOUT, TOO_LARGE, TOO_LONG, UNAVAILABLE, UNREADABLE,
     RoutingConfig, RoutingError, decode_polyline6, reroute,
 )

@@ -1,14 +1,14 @@
 """The public share page shows the owner's and third parties' words through the text floor of the MCP
-answers (trips/text.py): no bidi override, invisible or control character reaches the page."""
+answers (trips/core/text.py): no bidi override, invisible or control character reaches the page."""
 import io
 import unicodedata
 
 import pytest
 
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.models import Stage, Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 RLO, LRI, ZWSP, BOM = "\u202e", "\u2066", "\u200b", "\ufeff"
 

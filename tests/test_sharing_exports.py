@@ -9,10 +9,10 @@ from lxml import etree
 
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import atomic, db
-from trips.gpx import parse_gpx
+from trips.core.db import atomic, db
+from trips.route.gpx import parse_gpx
 from trips.models import Stage, Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Shared <ride> & co")
 SCHEMA = etree.XMLSchema(etree.parse(str(Path(__file__).parent / "data" / "gpx11.xsd")))

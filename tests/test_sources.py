@@ -7,8 +7,8 @@ import pytest
 import redis as redis_lib
 
 from tests.fakes.thirdparty import gpx_from_points, komoot_html, make_points
-from trips import source_formats, sources
-from trips.sources import (
+from trips.route import source_formats, sources
+from trips.route.sources import (
     FetchError,
     SourceConfig,
     SourceRef,
@@ -386,7 +386,7 @@ def test_redis_down_does_not_break_the_fetch(fake_thirdparty, caplog):
     fake_thirdparty.add_komoot_tour(1, "no cache", make_points(3))
     down = redis_lib.Redis(host="127.0.0.1", port=_closed_port(), socket_connect_timeout=0.2, retry=None)
     try:
-        with caplog.at_level(logging.WARNING, logger="trips.sources"):
+        with caplog.at_level(logging.WARNING, logger="trips.route.sources"):
             route = fetch_route(SourceRef("komoot_tour", "1"), fake_thirdparty.source_config(), down)
     finally:
         down.close()

@@ -6,10 +6,10 @@ import pytest
 
 from tests.factories import auth, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.guards import FAIL_FAST_CHAIN, WRITE_CHAIN
 from trips.models import Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Four days")  # 239.9 km → 3 days of ≤ 80 km
 

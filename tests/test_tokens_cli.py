@@ -5,10 +5,12 @@ from datetime import datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from oauth.models import AccessToken, utcnow
+from oauth.models import AccessToken
+
+from trips.core.db import utcnow
 from oauth.tokens import hash_token, issue_token
 from tests.factories import auth, make_token, make_user
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from rq import Queue
 
 from jobs import QUEUE_NAME
 from tests.factories import auth, idem, make_token, make_user
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.models import Trip
 
 KOMOOT = "https://www.komoot.com/tour/123456"

@@ -7,9 +7,9 @@ from jobs.tasks import reroute_stage, run_enrichment
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_pipeline import reload, run_jobs, statuses
 from trips import analysis
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.models import Stage
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Waypoints")
 

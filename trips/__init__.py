@@ -4,7 +4,8 @@ from flask import Flask
 
 def init_app(app: Flask) -> None:
     from trips import models  # noqa: F401  (tables known to migrations)
-    from trips import api, api_share, api_stages, openapi, ops, problems
+    from trips.api import trips as api, share as api_share, stages as api_stages, openapi
+    from trips.core import ops, problems
     from trips.cli import purge_command, trips_cli
 
     app.register_blueprint(api.bp)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from jobs import enqueue
 from oauth.models import User
 from trips import computations
-from trips.db import after_commit
+from trips.core.db import after_commit
 from trips.errors import Conflict, Invalid
 from trips.guards import WriteContext, guarded_write
 from trips.models import Trip

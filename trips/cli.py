@@ -5,12 +5,15 @@ import click
 import sqlalchemy as sa
 from flask.cli import AppGroup, with_appcontext
 
-from oauth.models import AccessToken, AuthorizationCode, LoginLink, RefreshToken, utcnow
+from oauth.models import AccessToken, AuthorizationCode, LoginLink, RefreshToken
+
+from trips.core.db import utcnow
 from oauth.tokens import user_by_email_or_404
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.errors import DomainError, Invalid
 from trips.models import IdempotencyRecord
-from trips.services import IDEMPOTENCY_TTL, import_gpx
+from trips.services.idempotency import IDEMPOTENCY_TTL
+from trips.services.trips import import_gpx
 
 trips_cli = AppGroup("trips", help="Manage trips.")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from oauth.models import utcnow
-from trips.db import db
+from trips.core.db import utcnow
+from trips.core.db import db
 from trips.models import Computation, Trip
 
 CATEGORIES = {

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.errors import BadRequest, Locked, NotFound, PreconditionFailed, PreconditionRequired
 from trips.models import Trip
 

@@ -6,8 +6,8 @@ from datetime import date, datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from oauth.models import utcnow
-from trips.db import db, new_id
+from trips.core.db import utcnow
+from trips.core.db import db, new_id
 
 ACCOMMODATION_TYPES = (
     "camp_site", "hostel", "alpine_hut", "chalet", "guest_house", "hotel", "wilderness_hut",

@@ -7,8 +7,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
-from trips.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
-from trips.text import bounded
+from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
+from trips.core.text import bounded
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
 WRITABLE = {
@@ -52,7 +52,7 @@ class TripCreate(_Settings):
 
     @validates("source_url")
     def _source(self, value, **_):
-        from trips.sources import UnsupportedSource, parse_source_url
+        from trips.route.sources import UnsupportedSource, parse_source_url
 
         try:
             parse_source_url(value)

@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
-from trips.waypoints import add_waypoint
+from trips.services.waypoints import add_waypoint
 
 
 def run(ctx, args: dict) -> dict:

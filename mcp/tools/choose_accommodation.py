@@ -1,13 +1,13 @@
 from mcp import schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
-from trips import stage_ops
+from trips.services import accommodations
 from trips.guards import Precondition
 
 
 def run(ctx, args: dict) -> dict:
     body = {"lat": args.get("selectedAccommodationLat"), "lon": args.get("selectedAccommodationLon")}
-    trip = stage_ops.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
+    trip = accommodations.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
                                           Precondition.exact(args["version"]), body)
     if body["lat"] is None:
         return ack("The choice has been cleared.", trip.version)

@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.idempotency import check_explicit_key, derived_keys
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import idempotency, trips as services
 
 RESULT = "The trip has been created. Its route is being fetched and its days worked out."
 
@@ -12,7 +12,7 @@ def run(ctx, args: dict) -> dict:
         key = check_explicit_key(args["idempotencyKey"])
     else:
         key, previous = derived_keys(ctx.user.id, ctx.tool, data)
-        earlier = services.created_before(ctx.user, data, previous)  # a retry just past a bucket boundary
+        earlier = idempotency.created_before(ctx.user, data, previous)  # a retry just past a bucket boundary
         if earlier is not None:
             return answer(earlier.id)
     trip, _ = services.create_trip(ctx.user, data, key)

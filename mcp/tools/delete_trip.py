@@ -2,7 +2,7 @@ from mcp import schemas as s
 from mcp.answers import ack
 from mcp.confirm import confirmer
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import trips as services
 
 ACTION = ("Delete this trip for good, with every day computed for it and any public link to it. Nothing of "
           "it can be recovered afterwards.")

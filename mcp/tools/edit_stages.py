@@ -1,8 +1,8 @@
 from mcp import schemas as s
 from mcp.answers import ack
-from trips.text import quote
+from trips.core.text import quote
 from mcp.tools.base import Tool
-from trips import stage_ops
+from trips.services import stages as stage_ops
 from trips.errors import Invalid
 from trips.guards import Precondition
 

@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import stage_detail
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import stages
 
 PLACE = s.obj({"name": s.nullable(s.string("Its name." + s.DATA)), "type": s.string("Its kind."),
                "lat": s.number("Latitude."), "lon": s.number("Longitude.")})
@@ -25,7 +25,7 @@ OUTPUT = s.obj({
 
 
 def run(ctx, args: dict) -> dict:
-    stage = services.get_stage(ctx.user, args["tripId"], args["stageId"])
+    stage = stages.get_stage(ctx.user, args["tripId"], args["stageId"])
     return stage_detail(stage.trip, stage)
 
 

@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import trip_digest
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import trips as services
 
 DAY = s.obj({
     "stageId": s.string("The day's id, for get_stage and the edits."), "dayNumber": s.integer("1-based."),

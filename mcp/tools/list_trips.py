@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import list_item
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import trips as services
 
 ITEM = s.obj({
     "id": s.string("The trip's id."), "title": s.nullable(s.string("The trip's title." + s.DATA)),

@@ -1,6 +1,6 @@
 from mcp import schemas as s
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import places
 
 PLACE = s.obj({"name": s.string("The place's name." + s.DATA), "lat": s.number("Latitude."),
                "lon": s.number("Longitude."), "displayName": s.string("Its full name." + s.DATA),
@@ -8,7 +8,7 @@ PLACE = s.obj({"name": s.string("The place's name." + s.DATA), "lat": s.number("
 
 
 def run(ctx, args: dict) -> dict:
-    return services.search_places(ctx.user, {k: v for k, v in args.items()})
+    return places.search_places(ctx.user, {k: v for k, v in args.items()})
 
 
 TOOL = Tool(

@@ -1,6 +1,6 @@
 from mcp import schemas as s
 from mcp.tools.base import Tool
-from trips import sharing
+from trips.services import sharing
 
 
 def run(ctx, args: dict) -> dict:

@@ -2,7 +2,7 @@ from mcp import schemas as s
 from mcp.answers import ack
 from mcp.confirm import confirmer
 from mcp.tools.base import Tool
-from trips import sharing
+from trips.services import sharing
 
 ACTION = ("Revoke the public link to this trip: anyone holding the address loses access at once. The trip "
           "itself is untouched; a new link can be made later, at a different address.")

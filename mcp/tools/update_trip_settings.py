@@ -2,7 +2,7 @@ from mcp import schemas as s
 from mcp.answers import ack
 from mcp.confirm import confirmer
 from mcp.tools.base import Tool
-from trips import services
+from trips.services import trips as services
 from trips.guards import Precondition
 
 ACTION = ("Replan this trip with new settings. Changing the pacing or the dates cuts every day again, which "

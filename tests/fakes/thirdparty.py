@@ -12,7 +12,7 @@ Unknown ids answer 404. Failure modes are programmed per path (query string igno
     fake.requests_to("/tour/1") == 3
 
 Use the `fake_thirdparty` fixture (one server for the session, reset before each test), and
-`fake.source_config(**overrides)` for a trips.sources.SourceConfig whose three base URLs point here.
+`fake.source_config(**overrides)` for a trips.route.sources.SourceConfig whose three base URLs point here.
 """
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ class FakeThirdParty(FakeServer):
     thread_name = "fake-thirdparty"
 
     def source_config(self, **overrides: Any):
-        """A trips.sources.SourceConfig aimed at this server, with no retry backoff and a 2 s timeout."""
-        from trips.sources import SourceConfig
+        """A trips.route.sources.SourceConfig aimed at this server, with no retry backoff and a 2 s timeout."""
+        from trips.route.sources import SourceConfig
 
         return configured(SourceConfig, overrides, komoot_url=self.base_url, strava_url=self.base_url,
                           ridewithgps_url=self.base_url, timeout=2.0, backoff=0.0)

@@ -19,9 +19,9 @@ from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.live import gunicorn
 from tests.node_tools import NodeToolsUnavailable, node_binary, node_env, node_tools
-from trips.db import atomic, db
+from trips.core.db import atomic, db
 from trips.models import Trip
-from trips.services import import_gpx
+from trips.services.trips import import_gpx
 
 NODE_TIMEOUT = 90  # seconds for one whole node run (start, connect, list, every step)
 UNKNOWN = "0192f000-0000-7000-8000-000000000000"

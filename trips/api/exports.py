@@ -5,7 +5,7 @@ import re
 
 from flask import Response
 
-from trips.gpx_export import DayExport, write_gpx
+from trips.route.gpx_export import DayExport, write_gpx
 from trips.models import Stage, Trip
 
 

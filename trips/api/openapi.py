@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of /api, served at GET /api/openapi.json (public, cacheable).
 
 Built by apispec (+ its marshmallow plugin) from the schemas the code runs: request bodies and query strings
-from trips/schemas.py (the very schemas the services load with), answers from trips/api_schemas.py, paths and
+from trips/schemas.py (the very schemas the services load with), answers from trips/api/schemas.py, paths and
 path parameters from the Flask url_map. `OPERATIONS` says, per view, what the url_map cannot: summary, scope,
 headers, answers and refusals. tests/test_openapi.py fails when an /api route has no entry here, and checks
 real answers of every operation against the document.
@@ -19,8 +19,10 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import validate
 
-from trips import api_schemas, schemas
-from trips.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
+from trips import schemas
+
+from trips.api import schemas as api_schemas
+from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
 
 log = logging.getLogger(__name__)
 bp = Blueprint("openapi", __name__, url_prefix="/api")
@@ -29,7 +31,7 @@ PROBLEM = "application/problem+json"
 CACHE_SECONDS = 300
 METHOD_ORDER = ("get", "post", "put", "patch", "delete")
 
-# The refusals, as RFC 9457 problem documents (trips/problems.py); the operations name the ones they give.
+# The refusals, as RFC 9457 problem documents (trips/core/problems.py); the operations name the ones they give.
 PROBLEMS = {
     400: ("BadRequest", "The request is malformed: not JSON, a bad query parameter (named in `errors`), a "
                         "malformed If-Match or Idempotency-Key."),

@@ -1,6 +1,6 @@
 """What the REST answers look like, as marshmallow schemas: the source of the OpenAPI document's responses.
 
-The read models (trips/readmodels.py, oauth/api.py) build plain dicts; these schemas describe them key for key.
+The read models (trips/readmodels/trip.py, oauth/api.py) build plain dicts; these schemas describe them key for key.
 Every schema is closed (`unknown = RAISE` becomes `additionalProperties: false`) and every key is required
 (a read model always writes every key, null when empty), so a key added, renamed or dropped in a read model
 without its schema here fails tests/test_openapi.py (real answers checked against the document) and the

@@ -6,11 +6,12 @@ from datetime import timedelta
 from flask import Blueprint, g, jsonify, render_template
 
 from oauth.principal import require_api_scope
-from trips import readmodels, sharing
-from trips.api import READ, WRITE
-from trips.exports import gpx_download
-from trips.problems import conditional_json
-from trips.text import clean_answer
+from trips.readmodels import trip as readmodels
+from trips.services import sharing
+from trips.api.trips import READ, WRITE
+from trips.api.exports import gpx_download
+from trips.core.problems import conditional_json
+from trips.core.text import clean_answer
 
 api = Blueprint("share_api", __name__, url_prefix="/api")
 pages = Blueprint("share_pages", __name__)
@@ -52,7 +53,7 @@ def shared_page(code):
     trip = sharing.shared_trip(code)
     # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
     # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
-    # (trips/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
+    # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
     text = clean_answer({
         "title": trip.title, "detail": readmodels.trip_detail(trip),
         "stays": {s.id: s.selected_accommodation for s in trip.stages},

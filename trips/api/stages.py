@@ -4,11 +4,13 @@ from __future__ import annotations
 from flask import Blueprint, g, url_for
 
 from oauth.principal import require_api_scope
-from trips import readmodels, stage_ops
-from trips.api import READ, WRITE, if_match, trip_answer, versioned
-from trips.problems import json_body
-from trips.services import get_stage
-from trips.waypoints import add_waypoint
+from trips.readmodels.day import stage_detail
+from trips.services import stages as stage_ops
+from trips.api.trips import READ, WRITE, if_match, trip_answer, versioned
+from trips.core.problems import json_body
+from trips.services.accommodations import choose_accommodation
+from trips.services.stages import get_stage
+from trips.services.waypoints import add_waypoint
 
 bp = Blueprint("stages_api", __name__, url_prefix="/api/trips/<trip_id>/stages")
 
@@ -24,7 +26,7 @@ def add(trip_id):
 @require_api_scope(READ)
 def read(trip_id, stage_id):
     stage = get_stage(g.principal.user, trip_id, stage_id)
-    return versioned(readmodels.stage_detail(stage.trip, stage), stage.trip.version)
+    return versioned(stage_detail(stage.trip, stage), stage.trip.version)
 
 
 @bp.patch("/<stage_id>")
@@ -54,7 +56,7 @@ def rest_day(trip_id, stage_id):
 @bp.patch("/<stage_id>/accommodation")
 @require_api_scope(WRITE)
 def accommodation(trip_id, stage_id):
-    trip = stage_ops.choose_accommodation(g.principal.user, trip_id, stage_id, if_match(), json_body())
+    trip = choose_accommodation(g.principal.user, trip_id, stage_id, if_match(), json_body())
     return trip_answer(trip)
 
 

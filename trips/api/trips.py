@@ -5,12 +5,15 @@ from flask import Blueprint, g, jsonify, request, url_for
 from marshmallow import fields
 
 from oauth.principal import require_api_scope
-from trips import readmodels, services
+from trips.readmodels import trip as readmodels
+from trips.services import trips as services
+from trips.services.places import search_places
+from trips.services.stages import get_stage
 from trips.analysis import analyze_trip
 from trips.errors import Invalid
-from trips.exports import gpx_download
+from trips.api.exports import gpx_download
 from trips.guards import Precondition
-from trips.problems import conditional_json, json_body
+from trips.core.problems import conditional_json, json_body
 from trips.schemas import GpxUploadSettings
 
 bp = Blueprint("trips_api", __name__, url_prefix="/api")
@@ -112,11 +115,11 @@ def trip_gpx(trip_id):
 @bp.get("/trips/<trip_id>/stages/<stage_id>.gpx")
 @require_api_scope(READ)
 def stage_gpx(trip_id, stage_id):
-    stage = services.get_stage(g.principal.user, trip_id, stage_id)
+    stage = get_stage(g.principal.user, trip_id, stage_id)
     return gpx_download(stage.trip, [stage])
 
 
 @bp.get("/geocode/search")
 @require_api_scope(READ)
 def geocode():
-    return jsonify(services.search_places(g.principal.user, request.args))
+    return jsonify(search_places(g.principal.user, request.args))

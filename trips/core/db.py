@@ -11,6 +11,7 @@ import secrets
 import time
 import uuid
 from contextlib import contextmanager
+from datetime import datetime, timezone
 
 from flask import Flask, current_app
 from flask_migrate import Migrate
@@ -33,6 +34,11 @@ migrate = Migrate()
 # one failing with SQLITE_BUSY_SNAPSHOT when it upgrades a read snapshot (https://sqlite.org/wal.html).
 _immediate = contextvars.ContextVar("btp_sqlite_immediate", default=False)
 _pending_jobs: contextvars.ContextVar[list | None] = contextvars.ContextVar("btp_pending_jobs", default=None)
+
+
+def utcnow() -> datetime:
+    """Now in UTC, naive: the columns are `DateTime` without a zone and every stored time is UTC."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
 def new_id() -> str:

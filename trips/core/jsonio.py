@@ -19,7 +19,7 @@ from typing import Any
 
 from flask.json.provider import DefaultJSONProvider
 
-from trips.text import SURROGATE, bounded, mend
+from trips.core.text import SURROGATE, bounded, mend
 
 __all__ = ["InvalidText", "StrictJSONProvider", "find_surrogate", "loads"]
 

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from flask import Flask, g, request, session
 from rq.job import Job
 
-from trips import metrics
+from trips.core import metrics
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("btp_request_id", default=None)
 HEADER = "X-Request-Id"

@@ -12,8 +12,8 @@ from jobs import get_queue, get_redis
 from jobs.worker import live_workers
 from oauth.models import User
 from oauth.principal import bearer_token
-from trips import metrics as observed
-from trips.db import db
+from trips.core import metrics as observed
+from trips.core.db import db
 from trips.models import Computation, Trip
 
 bp = Blueprint("ops", __name__)
@@ -71,7 +71,7 @@ def _may_scrape() -> None:
 
 @bp.get("/metrics")
 def metrics():
-    """Prometheus text format (0.0.4): state gauges read now, and the counters of trips/metrics.py."""
+    """Prometheus text format (0.0.4): state gauges read now, and the counters of trips/core/metrics.py."""
     _may_scrape()
     queue = get_queue()
     lines = []

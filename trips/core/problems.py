@@ -9,7 +9,8 @@ from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from oauth.principal import InsufficientScope, Unauthorized
-from trips import errors, jsonio
+from trips import errors
+from trips.core import jsonio
 
 log = logging.getLogger(__name__)
 

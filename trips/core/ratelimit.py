@@ -20,13 +20,13 @@ import uuid
 import redis as redis_lib
 
 from trips.errors import RateLimited
-from trips.limits import DEFAULTS, configured
+from trips.core.limits import DEFAULTS, configured
 
 log = logging.getLogger(__name__)
 
 KEY_PREFIX = "btp:rl"
 
-# bucket -> (hits allowed, window in seconds): the defaults; trips.limits is the registry and its configuration.
+# bucket -> (hits allowed, window in seconds): the defaults; trips.core.limits is the registry and its configuration.
 LIMITS = DEFAULTS
 
 # KEYS[1] = the sorted set; ARGV = window in ms, limit, unique member.
@@ -83,7 +83,7 @@ def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window
 
 
 def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
-    """`hit` with the limit and window configured for `bucket` (trips.limits: the default or BTP_LIMIT_*).
+    """`hit` with the limit and window configured for `bucket` (trips.core.limits: the default or BTP_LIMIT_*).
 
     Raises RateLimited when the limit is reached, KeyError for a bucket missing from the registry."""
     allowed, window_s = configured(bucket)

@@ -12,7 +12,7 @@ the stored text as it is.
 - Every other Cc (control) and Cf (format: zero-width, bidi, BOM, soft hyphen, ZWJ…) character is removed.
 - A lone UTF-16 surrogate (Cs, U+D800–U+DFFF) becomes U+FFFD. No UTF-8 text holds one, but a Python str can
   (a JSON `\ud800` escape, bytes decoded with `surrogatepass`), and it cannot be encoded: input refuses it
-  where it enters (trips/jsonio.py), and the floor keeps any that slipped through from breaking an answer.
+  where it enters (trips/core/jsonio.py), and the floor keeps any that slipped through from breaking an answer.
 - Nothing else changes: a clean string is returned as it is (no trim, no cap, the same object).
 """
 from __future__ import annotations

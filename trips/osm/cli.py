@@ -3,7 +3,7 @@ import click
 import sqlalchemy as sa
 from flask.cli import AppGroup
 
-from trips.db import db
+from trips.core.db import db
 from trips.osm.importer import import_file
 from trips.osm.store import MapImportError
 from trips.osm.tables import osm_area

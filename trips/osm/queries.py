@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sqlalchemy as sa
 
-from trips.gazetteer import normalise
+from trips.places.gazetteer import normalise
 from trips.osm import geometry as G
 from trips.osm.store import postgis_schema
 from trips.osm.tables import PLACE_RANKS, osm_boundary, osm_ferry, osm_place, osm_point, osm_way
@@ -78,7 +78,7 @@ class CountryRun:
 def _engine(engine):
     if engine is not None:
         return engine
-    from trips.db import db
+    from trips.core.db import db
 
     return db.engine
 

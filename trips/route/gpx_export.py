@@ -14,7 +14,7 @@ Layout:
 - `<trk>` per riding day with a geometry: `<name>` "Day N: label", `<number>` N, `<type>cycling</type>`,
   one `<trkseg>`; coordinates with 7 decimals, elevation with 1 decimal.
 
-Note that trips.gpx.parse_gpx reads the title of the *first track* ("Day 1: …"), not `<metadata><name>`.
+Note that trips.route.gpx.parse_gpx reads the title of the *first track* ("Day 1: …"), not `<metadata><name>`.
 """
 from __future__ import annotations
 

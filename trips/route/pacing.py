@@ -27,7 +27,7 @@ from datetime import date
 
 import numpy as np
 
-from trips import geo
+from trips.route import geo
 
 __all__ = [
     "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",

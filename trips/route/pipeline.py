@@ -6,12 +6,12 @@ import zlib
 import numpy as np
 
 from trips.computations import initialize
-from trips.db import db
-from trips.geo import elevation_gain_loss, total_distance_km
-from trips.gpx import ParsedRoute
+from trips.core.db import db
+from trips.route.geo import elevation_gain_loss, total_distance_km
+from trips.route.gpx import ParsedRoute
 from trips.models import Stage, Trip, TripRoute
-from trips.pacing import PacingSettings, StagePlan, day_count, plan_collection, plan_stages
-from trips.stage_ops import set_geometry
+from trips.route.pacing import PacingSettings, StagePlan, day_count, plan_collection, plan_stages
+from trips.services.stages import set_geometry
 
 MIN_STAGES = 2
 
@@ -57,7 +57,7 @@ def check_day_count(trip: Trip, changes: dict) -> None:
     """Raises TooLarge (naming the setting to change) when the stored route, paced with the trip's settings
     and `changes`, would make more days than BTP plans. Without a stored route (still being fetched) or for
     a collection (a day per tour, whatever the settings) there is nothing to check yet; the cutting checks
-    again (trips/pacing.py)."""
+    again (trips/route/pacing.py)."""
     route = trip.route
     if route is None or _is_collection(trip, len(route.track_ends)):
         return
@@ -66,7 +66,7 @@ def check_day_count(trip: Trip, changes: dict) -> None:
 
 def plan_days(trip: Trip) -> list[StagePlan]:
     """The days of the stored route: one per tour for a Komoot collection, else the pacing engine's cut.
-    Raises TooLarge when they would be more, or longer, than BTP plans (trips/pacing.py)."""
+    Raises TooLarge when they would be more, or longer, than BTP plans (trips/route/pacing.py)."""
     tracks = unpack_tracks(trip.route)
     if _is_collection(trip, len(tracks)):
         return plan_collection(tracks)

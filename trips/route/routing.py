@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from trips.geo import total_distance_km
-from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.route.geo import total_distance_km
+from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 
 __all__ = ["MAX_RESPONSE_BYTES", "Reroute", "RoutingConfig", "RoutingError", "decode_polyline6", "reroute"]
 

@@ -3,7 +3,7 @@
 Only the numeric id is taken from the user's link. Every request goes to the operator-configured base URL
 plus a fixed path, so the link never chooses the host; redirects are followed only on that same origin.
 
-`fetch_route` returns a `trips.gpx.ParsedRoute` whose `title` carries the route's name (no separate tuple).
+`fetch_route` returns a `trips.route.gpx.ParsedRoute` whose `title` carries the route's name (no separate tuple).
 Non-collection routes have one track; a Komoot collection has one track per tour that could be fetched.
 Results are cached in Redis for 24 h as zlib-compressed arrays (key `btp:route_fetch:{kind}:{id}`).
 """
@@ -24,10 +24,10 @@ import numpy as np
 import redis as redis_lib
 import requests
 
-from trips.gpx import ParsedRoute
-from trips.pacing import TooLarge, check_route
-from trips.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
-from trips.source_formats import (
+from trips.route.gpx import ParsedRoute
+from trips.route.pacing import TooLarge, check_route
+from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.route.source_formats import (
     ID_RE, NO_POINTS, FetchError, checked, failed, parse_collection, parse_komoot_tour, parse_rwgps, parse_strava,
 )
 
@@ -279,7 +279,7 @@ def fetch_route(
 
     `sleep` waits between retries (tests inject a no-op). Raises UnsupportedSource for an unknown kind or a
     malformed id, FetchError for every fetch or parse failure, including FetchError(NO_POINTS), and for a
-    route BTP cannot plan (a jump between consecutive points, a length beyond 90 days; trips/pacing.py)."""
+    route BTP cannot plan (a jump between consecutive points, a length beyond 90 days; trips/route/pacing.py)."""
     if ref.kind not in SOURCE_KINDS or not isinstance(ref.route_id, str) or not ID_RE.fullmatch(ref.route_id):
         raise UnsupportedSource()
     cache = _Cache(redis)
@@ -304,7 +304,7 @@ def fetch_route(
 
 def _bounded(kind: str, route: ParsedRoute) -> ParsedRoute:
     """The route, if BTP can plan it: raises FetchError with the reason for a jump between consecutive points
-    or a length beyond what 90 days cover (trips/pacing.py); a collection's tours are checked one by one."""
+    or a length beyond what 90 days cover (trips/route/pacing.py); a collection's tours are checked one by one."""
     try:
         check_route(route.tracks, joined=kind != KOMOOT_COLLECTION)
     except TooLarge as exc:

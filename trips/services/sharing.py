@@ -7,8 +7,10 @@ import secrets
 import sqlalchemy as sa
 from flask import current_app
 
-from oauth.models import User, utcnow
-from trips.db import atomic, db
+from oauth.models import User
+
+from trips.core.db import utcnow
+from trips.core.db import atomic, db
 from trips.errors import NotFound
 from trips.guards import load_owned_trip, trip_lock
 from trips.models import Trip, TripShare

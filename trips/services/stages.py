@@ -12,13 +12,13 @@ import numpy as np
 
 from oauth.models import User
 from trips import computations
-from trips.db import new_id
+from trips.core.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
-from trips.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
-from trips.guards import Precondition, WriteContext, guarded_write
+from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
+from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
-from trips.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
-from trips.schemas import AccommodationChoice, StageAdd, StageMove, StageUpdate, load
+from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
+from trips.schemas import StageAdd, StageMove, StageUpdate, load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."
@@ -77,7 +77,7 @@ def _contiguous(a: Stage, b: Stage) -> bool:
     return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
 
 
-def _write(actor: User, trip_id: str, precondition: Precondition, validate, apply) -> Trip:
+def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering and the version."""
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate)
     with guarded_write(ctx) as trip:
@@ -111,7 +111,7 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         set_geometry(stage, [_point(fields["start_point"]), _point(fields["end_point"])])
         trip.stages.insert(fields["position"], stage)
 
-    return _write(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply)
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
@@ -148,7 +148,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             set_geometry(stage, [start, end])
             stage.approximate = False
 
-    return _write(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply)
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
@@ -190,7 +190,7 @@ def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondit
         trip.stages.remove(stage)
         trip.stages.insert(to_index, stage)
 
-    return _write(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply)
 
 
 def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition) -> Trip:
@@ -216,7 +216,7 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         elif before is not None and not before.is_rest_day:
             _merge(before, before.geometry + stage.geometry[1:], before, stage)
 
-    return _write(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply)
 
 
 def _merge(target: Stage, geometry: list, first: Stage, second: Stage) -> None:
@@ -247,42 +247,9 @@ def insert_rest_day(actor: User, trip_id: str, stage_id: str, precondition: Prec
         rest.distance = rest.elevation = rest.elevation_loss = 0.0
         trip.stages.insert(trip.stages.index(stage) + 1, rest)
 
-    return _write(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply)
 
 
-ACCOMMODATION_MATCH_DEG = 1e-6
-
-
-def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
-    """Choose one of the day's candidates (by coordinates): the day ends there and the next day starts
-    there. Both coordinates null clears the choice (the end point stays). The choice is the rider's: a
-    later scan keeps it. Raises Conflict when the coordinates match no candidate (the list changed)."""
-
-    def validate(trip):
-        choice = load(AccommodationChoice(), data)
-        stage = find_stage(trip, stage_id)
-        if stage.is_rest_day:
-            raise Invalid({"stageId": "a rest day has no accommodation of its own"})
-        if choice["lat"] is None:
-            return None
-        for candidate in [*stage.accommodations, stage.selected_accommodation]:
-            if candidate and abs(candidate["lat"] - choice["lat"]) <= ACCOMMODATION_MATCH_DEG \
-                    and abs(candidate["lon"] - choice["lon"]) <= ACCOMMODATION_MATCH_DEG:
-                return candidate
-        raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
-                       "current candidates.")
-
-    def apply(trip, chosen):
-        stage = find_stage(trip, stage_id)
-        stage.selected_accommodation = chosen
-        if chosen is None:
-            return
-        stage.end_lat, stage.end_lon = chosen["lat"], chosen["lon"]
-        index = trip.stages.index(stage)
-        if index + 1 < len(trip.stages):
-            following = trip.stages[index + 1]
-            following.start_lat, following.start_lon = chosen["lat"], chosen["lon"]
-            if following.is_rest_day:
-                following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
-
-    return _write(actor, trip_id, precondition, validate, apply)
+def get_stage(actor: User, trip_id: str, stage_id: str) -> Stage:
+    """Raises NotFound for an unknown or foreign trip, and for a stage that is not one of its days."""
+    return find_stage(load_owned_trip(actor.id, trip_id), stage_id)

@@ -1,42 +1,28 @@
-"""The use cases of trips. REST views (and later MCP tools) are thin adapters over these functions.
+"""The use cases of a trip as a whole: create (link or GPX), duplicate, list, read, settings, delete.
 
 Every function takes the acting user explicitly, checks ownership itself and raises domain errors only.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from datetime import timedelta
-
 import sqlalchemy as sa
 from marshmallow import ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import selectinload
 
 from jobs import enqueue, get_redis
-from oauth.models import User, utcnow
-from trips import computations, pipeline
-from trips.db import after_commit, atomic, db, new_id
-from trips.errors import BadRequest, Conflict, Invalid, InvalidQuery
-from trips.gpx import GpxError, parse_gpx
-from trips.ratelimit import limit
+from oauth.models import User
+from trips import computations
+from trips.route import pipeline
+from trips.core.db import after_commit, atomic, db, new_id
+from trips.errors import Conflict, Invalid, InvalidQuery
+from trips.route.gpx import GpxError, parse_gpx
+from trips.core.ratelimit import limit
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
-from trips.models import IdempotencyRecord, Stage, Trip
-from trips.pacing import TooLarge
-from trips.stage_ops import find_stage
-from trips.text import bounded
+from trips.models import Stage, Trip
+from trips.route.pacing import TooLarge
+from trips.services.idempotency import digest, idempotent
 from trips.schemas import (
     PACING, WRITABLE, GpxUploadSettings, TripCreate, TripListQuery, TripUpdate, check_dates, load,
 )
-
-IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{16,255}")
-IDEMPOTENCY_TTL = timedelta(hours=24)
-
-
-def _digest(data) -> str:
-    return hashlib.sha256(json.dumps(data, sort_keys=True, separators=(",", ":"), default=str).encode()).hexdigest()
-
 
 def create_trip(actor: User, data, idempotency_key: str | None, operation: str = "create_trip") -> tuple[Trip, bool]:
     """Create a trip from a route link and dispatch the route fetch. Returns (trip, created).
@@ -53,7 +39,7 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
         after_commit(_dispatch_fetch, trip.id)
         return trip
 
-    return _idempotent(actor, operation, idempotency_key, _digest(data), build)
+    return idempotent(actor, operation, idempotency_key, digest(data), build)
 
 
 def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tuple[Trip, bool]:
@@ -71,36 +57,11 @@ def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tu
         return trip
 
     # The key names the request, path included: the same key for another trip is another body (409).
-    return _idempotent(actor, "duplicate_trip", idempotency_key, _digest({"tripId": source.id}), build)
+    return idempotent(actor, "duplicate_trip", idempotency_key, digest({"tripId": source.id}), build)
 
 
 def _copy_title(title: str | None) -> str | None:
     return None if title is None else (title[:248] + " (copy)")
-
-
-def _idempotent(actor: User, operation: str, key: str | None, digest: str, build) -> tuple[Trip, bool]:
-    """Run `build` once per (user, operation, key); a replay answers the first result (ADR-077)."""
-    if key is None:
-        raise BadRequest("The Idempotency-Key header is required (16 to 255 letters, digits, '-' or '_').")
-    if not IDEMPOTENCY_KEY.fullmatch(key):
-        raise BadRequest("The Idempotency-Key must be 16 to 255 letters, digits, '-' or '_'.")
-    key_lock = f"idem:{actor.id}:{operation}:{hashlib.sha256(key.encode()).hexdigest()}"
-    try:
-        with atomic(lock=key_lock, lock_timeout=10):
-            replay = _replay(actor, operation, key, digest)
-            if replay is not None:
-                return replay, False
-            limit(get_redis(), "trip_create", actor.id)
-            trip = build()
-            db.session.add(IdempotencyRecord(user_id=actor.id, operation=operation, key=key,
-                                             request_digest=digest, trip_id=trip.id))
-    except IntegrityError:  # a concurrent request with the same key won the unique constraint
-        with atomic():
-            replay = _replay(actor, operation, key, digest)
-        if replay is None:
-            raise
-        return replay, False
-    return trip, True
 
 
 def new_trip(actor: User, fields: dict) -> Trip:
@@ -114,23 +75,6 @@ def _dispatch_fetch(trip_id: str) -> None:
     from jobs.tasks import fetch_route
 
     enqueue(fetch_route, trip_id, 1)
-
-
-def _replay(actor: User, operation: str, key: str, digest: str) -> Trip | None:
-    record = db.session.scalar(sa.select(IdempotencyRecord).where(
-        IdempotencyRecord.user_id == actor.id, IdempotencyRecord.operation == operation,
-        IdempotencyRecord.key == key))
-    if record is None:
-        return None
-    if record.created_at < utcnow() - IDEMPOTENCY_TTL:
-        db.session.delete(record)
-        db.session.flush()
-        return None
-    if record.request_digest != digest:
-        raise Conflict("This Idempotency-Key was already used with a different request body.")
-    if record.trip_id is None:
-        raise Conflict("The trip created with this Idempotency-Key has since been deleted; use a new key.")
-    return db.session.get(Trip, record.trip_id)
 
 
 def import_gpx(actor: User, stream, form: dict) -> Trip:
@@ -183,11 +127,6 @@ def list_trips(actor: User, query) -> dict:
 def get_trip(actor: User, trip_id: str) -> Trip:
     """Raises NotFound alike for an unknown trip and someone else's."""
     return load_owned_trip(actor.id, trip_id)
-
-
-def get_stage(actor: User, trip_id: str, stage_id: str) -> Stage:
-    """Raises NotFound for an unknown or foreign trip, and for a stage that is not one of its days."""
-    return find_stage(load_owned_trip(actor.id, trip_id), stage_id)
 
 
 def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, data, confirm=None) -> Trip:
@@ -254,33 +193,3 @@ def delete_trip(actor: User, trip_id: str, confirm=None) -> None:
     with atomic(lock=trip_lock(trip.id)):
         trip = load_owned_trip(actor.id, trip_id)
         db.session.delete(trip)
-
-
-
-def search_places(actor: User, query) -> dict:
-    """Places matching `q` (Nominatim when configured, else the offline gazetteer).
-
-    Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
-    or is down: never an empty list in that case).
-    """
-    from flask import current_app
-
-    from trips.geocode import GeocodeConfig, search_places as search
-
-    extra = sorted(set(query) - {"q", "limit"})
-    if extra:
-        raise InvalidQuery({bounded(extra[0]): "Unknown field."})
-    config = GeocodeConfig(nominatim_url=current_app.config["BTP_NOMINATIM_URL"])
-    try:
-        return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)
-    except Invalid as exc:
-        raise InvalidQuery(exc.errors) from None
-
-
-def created_before(actor: User, data, idempotency_key: str, operation: str = "create_trip") -> Trip | None:
-    """The trip an earlier request with this key and body created (within 24 h), or None.
-
-    Raises Conflict when the key was used with another body.
-    """
-    with atomic():
-        return _replay(actor, operation, idempotency_key, _digest(data))

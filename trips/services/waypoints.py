@@ -7,13 +7,13 @@ import numpy as np
 from jobs import enqueue
 from oauth.models import User
 from trips import computations
-from trips.db import after_commit, new_id
+from trips.core.db import after_commit, new_id
 from trips.errors import Invalid
-from trips.geo import haversine_m
+from trips.route.geo import haversine_m
 from trips.guards import WriteContext, guarded_write
 from trips.models import Stage, Trip
 from trips.schemas import WaypointIn, load
-from trips.stage_ops import find_stage, set_geometry
+from trips.services.stages import find_stage, set_geometry
 
 MAX_DETOUR_KM = 30.0
 

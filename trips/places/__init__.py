@@ -1,0 +1,1 @@
+"""Place search: Nominatim when configured, else the offline gazetteer."""

@@ -1,0 +1,27 @@
+"""Place search for riders and agents: the query checked, then Nominatim or the offline gazetteer."""
+from __future__ import annotations
+
+from jobs import get_redis
+from oauth.models import User
+from trips.core.text import bounded
+from trips.errors import Invalid, InvalidQuery
+
+
+def search_places(actor: User, query) -> dict:
+    """Places matching `q` (Nominatim when configured, else the offline gazetteer).
+
+    Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
+    or is down: never an empty list in that case).
+    """
+    from flask import current_app
+
+    from trips.places.geocode import GeocodeConfig, search_places as search
+
+    extra = sorted(set(query) - {"q", "limit"})
+    if extra:
+        raise InvalidQuery({bounded(extra[0]): "Unknown field."})
+    config = GeocodeConfig(nominatim_url=current_app.config["BTP_NOMINATIM_URL"])
+    try:
+        return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)
+    except Invalid as exc:
+        raise InvalidQuery(exc.errors) from None
