@@ -49,7 +49,8 @@ def test_continuity_gaps_are_placed_on_the_earlier_day_even_a_rest_day(nomap):
         return stage(sid, i, [a, (a[0], a[1] + 1000 / PER_DEG_LON)], rest=rest)
 
     snap = trip([day("s1", 0, 0), day("s2", 1, 1000, 501), day("s3", 2, 2000, 501 + 499),
-                 day("s4", 3, 3000, 1000 + 100.5, rest=True), day("s5", 4, 4000, 1100.5 + 99.5)])
+                 day("s4", 3, 3000, 1000 + 100.5, rest=True), day("s5", 4, 4000, 1100.5 + 200),
+                 day("s6", 5, 5000, 1300.5 + 99.5)])
     result = T.compute(snap, engine=nomap)
     (crit,) = facts(result, "s1", "continuity_gap_critical")
     assert crit.params["distance"] == pytest.approx(0.501, abs=0.002) and crit.params["next"] == 2
@@ -57,8 +58,9 @@ def test_continuity_gaps_are_placed_on_the_earlier_day_even_a_rest_day(nomap):
     assert codes(result, "s2") == ["continuity_gap_warning"]  # 499 m: a warning, not critical
     assert facts(result, "s2", "continuity_gap_warning")[0].params["gap"] == 499
     assert codes(result, "s3") == ["continuity_gap_warning"]  # 100.5 m
-    assert codes(result, "s4") == []  # 99.5 m, and a rest day is looked at all the same
-    assert codes(result, "s5") == []  # the last day has no next one
+    assert codes(result, "s4") == ["continuity_gap_warning"]  # 200 m after a rest day: still checked
+    assert codes(result, "s5") == []  # 99.5 m
+    assert codes(result, "s6") == []  # the last day has no next one
     text = render(crit.as_json(), 1)["message"]
     assert text == "Discontinuity: 0.5 km between stage 1 and 2."
 
