@@ -19,7 +19,10 @@ from trips.osm.queries import MapPoint
 
 EARTH_RADIUS_M = 6_371_000.0  # domain.md §3.2: haversine for proximity checks
 FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that counts as wholly covered
-NAVIGATE_SEARCH_M = 30_000.0  # how far a `navigate` hint looks for the nearest service once a check failed
+NAVIGATE_SEARCH_M = 30_000.0
+# Two days meeting at a point are equally close to what stands there, but stored coordinates are rounded to
+# the microdegree (about 0.1 m): distances within 1 m are a tie.
+TIE_M = 1.0  # how far a `navigate` hint looks for the nearest service once a check failed
 
 
 def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
@@ -68,16 +71,16 @@ def nearest_vertex_km(stage: StageSnap, cum_km: np.ndarray, lat: float, lon: flo
 
 def assign_along(stages, buffer_m: float, kinds, engine) -> dict[str, list[MapPoint]]:
     """Points within buffer_m of each day's line, each given to the one day whose geometry passes closest
-    (the earlier day on a tie), so that a shop at a day's end is not counted on the next day too. Per day,
-    in the order the line passes them."""
-    best: dict[tuple, tuple[float, int, str, MapPoint]] = {}
-    for order, stage in enumerate(stages):
+    (the earlier day on a tie, within TIE_M), so that a shop at a day's end is not counted on the next day
+    too. Per day, in the order the line passes them."""
+    best: dict[tuple, tuple[float, str, MapPoint]] = {}
+    for stage in stages:  # in trip order: a later day takes a point only when clearly closer
         for p in Q.points_along(stage.line, buffer_m, kinds=kinds, engine=engine):
             key = (p.osm_type, p.osm_id, p.kind)
-            if key not in best or (p.distance_m, order) < best[key][:2]:
-                best[key] = (p.distance_m, order, stage.id, p)
+            if key not in best or p.distance_m < best[key][0] - TIE_M:
+                best[key] = (p.distance_m, stage.id, p)
     out: dict[str, list[MapPoint]] = {s.id: [] for s in stages}
-    for _d, _o, sid, p in best.values():
+    for _d, sid, p in best.values():
         out[sid].append(p)
     for pts in out.values():
         pts.sort(key=lambda p: (p.along_m, p.distance_m))
