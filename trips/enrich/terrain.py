@@ -13,6 +13,12 @@ drawn as (see `_stretches`). A segment whose two ends project to places further
 apart than it could span (the route folding back on itself) is dropped rather than counted twice over.
 
 Rest days are skipped by the riding rules (§6); continuity and rest-day suggestions look at every day.
+
+Map coverage (trips/enrich/corridor.py): a trip no imported area touches is not covered (the registry fails
+the computation). On a partly covered trip every day is looked at: the rules that read the map only raise
+what they find (rough, busy roads), so a day outside the map raises no false alarm, and its rules on the
+geometry alone (continuity, climbs, e-bike range, rest days) still hold; `mapCoverage` in the day's data
+says how much of it the map-based figures saw.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import re
 
 import numpy as np
 
+from trips.enrich import corridor as C
 from trips.enrich.alerts import terrain as A
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
 from trips.osm import geometry as G
@@ -93,23 +100,19 @@ def has_cycle_infra(tags: dict) -> bool:
 def compute(snap: TripSnap, engine) -> Result:
     """Terrain facts and per-day data (`data[stage]["terrain"]` on riding days) for every day of `snap`.
     Raises only what the map queries raise (database errors)."""
-    result = Result()
+    result, cover = C.start(snap, engine)
     stages = sorted(snap.stages, key=lambda s: s.index)
-    covered = False
     for stage in stages:
         result.ran_on(stage.id)
-        fraction, _parts = Q.coverage(stage.line, engine=engine)
-        covered = covered or fraction > 0
         if stage.is_rest_day:
             continue
         _elevation(stage, result)
         steepest = _steep(stage, result)
         summary = _ways(stage, Q.ways_along(stage.line, CORRIDOR_M, engine=engine), result)
         _ebike(snap, stage, result, engine)
-        result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, "mapCoverage": round(fraction, 2)}}
+        result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, "mapCoverage": round(cover[stage.id], 2)}}
     _continuity(stages, result)
     _rest_days(stages, result)
-    result.covered = covered
     return result
 
 
@@ -119,7 +122,7 @@ def _continuity(stages: list[StageSnap], result: Result) -> None:
     ends, starts = np.array([s.end for s in stages[:-1]]), np.array([s.start for s in stages[1:]])
     gaps = G.GEOD.inv(ends[:, 1], ends[:, 0], starts[:, 1], starts[:, 0])[2]
     for stage, nxt, gap in zip(stages, stages[1:], gaps):
-        action = {"kind": "navigate", "lat": stage.end[0], "lon": stage.end[1]}
+        action = C.navigate(*stage.end)
         if gap > CONTINUITY_CRITICAL_M:
             result.add(AlertFact(A.CONTINUITY_GAP_CRITICAL.code, stage.id,
                                  {"distance": round(gap / 1000, 2), "next": nxt.day_number}, action))
@@ -153,7 +156,7 @@ def _steep(stage: StageSnap, result: Result) -> float | None:
             start = pts[first[a]]
             result.add(AlertFact(A.STEEP_GRADIENT.code, stage.id, {
                 "gradient": round(float(rise[a:b].sum()) / length * 100, 1), "distance": round(length / 1000, 2)},
-                {"kind": "navigate", "lat": float(start[0]), "lon": float(start[1])}))
+                C.navigate(start[0], start[1])))
     return _steepest(np.concatenate(([0.0], np.cumsum(dist))), np.concatenate(([pts[0, 2]], pts[1:, 2][keep])))
 
 
@@ -319,7 +322,7 @@ def _navigate(parts: list[dict]) -> dict:
         if len(pts) > MAX_SEGMENT_POINTS:
             pts = pts[np.unique(np.linspace(0, len(pts) - 1, MAX_SEGMENT_POINTS).round().astype(int))]
         polylines.append([[round(float(x), 5), round(float(y), 5)] for x, y in pts])
-    return {"kind": "navigate", "lat": float(first[0]), "lon": float(first[1]), "segments": polylines}
+    return {**C.navigate(first[0], first[1]), "segments": polylines}
 
 
 def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
@@ -331,7 +334,7 @@ def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
     stations = Q.points_along(stage.line, CHARGING_CORRIDOR_M, kinds=["charging"], engine=engine)
     if stations:
         best = min(stations, key=lambda p: (p.distance_m, p.along_m))
-        action = {"kind": "navigate", "lat": best.lat, "lon": best.lon}
+        action = C.navigate(best.lat, best.lon)
     else:
         action = {"kind": "auto_fix", "maxDistance": math.floor(reach * 10) / 10}
     result.add(AlertFact(A.EBIKE_RANGE_EXCEEDED.code, stage.id, {
