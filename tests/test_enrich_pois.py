@@ -158,3 +158,16 @@ def test_a_trip_off_the_map_is_not_covered(ctx, tmp_path):
     result = pois.compute(partly, engine())
     assert result.covered is True and set(result.alerts) == set(result.data) == {"s1", "s2"}
     assert codes(result, "s2") == []  # a day the map covers only in part is not said to have no food
+
+
+@pytest.mark.parametrize("last_hours, raised", [("Mo-Sa 06:00-07:00", True), ("Mo-Sa 06:00-20:00", False)])
+def test_every_place_counts_not_only_the_six_kept(ctx, tmp_path, last_hours, raised):
+    """Seven shops around km 15; the six nearest the line are closed; the seventh decides."""
+    snap = trip_east(LAT, LON, [45], start_date=TUESDAY)
+    nodes = [((15 + i / 20, 10 * (i + 1)), {"shop": "bakery", "opening_hours": "Mo-Sa 06:00-07:00"}) for i in range(6)]
+    nodes.append(((15.35, 70), {"shop": "bakery", "name": "Last", "opening_hours": last_hours}))
+    result = run(tmp_path, snap, nodes)
+    kept = result.data["s1"]["resupply"]
+    assert len(kept) == 6 and "Last" not in [r["name"] for r in kept]
+    assert all(r["openAtPassage"] is False for r in kept)
+    assert codes(result, "s1") == (["resupply_closed_at_passage"] if raised else [])

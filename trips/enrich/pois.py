@@ -5,7 +5,6 @@ the rider passes it (opening_hours read with opening-hours-py, at the passage ti
 """
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 import opening_hours
@@ -14,6 +13,7 @@ from trips.enrich import corridor as C
 from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_ON_STAGE
 from trips.enrich.contract import AlertFact, StageSnap, TripSnap
 from trips.osm.queries import MapPoint
+from trips.route.pacing import rider_time
 
 NAME = "pois"
 GROUP = "pois"
@@ -41,14 +41,14 @@ def compute(snap: TripSnap, engine):
             continue  # not on the map: never looked at
         result.ran_on(stage.id)
         pois = [p for p in assigned.get(stage.id, []) if p.subkind in RESUPPLY_CATEGORIES]
-        passage = _passage_states(snap, stage, pois)
+        passage = Passage(snap, stage, pois)
         result.data[stage.id] = {"resupply": [_item(p, passage[i]) for i, p in _kept(pois)],
                                  "supplyTimeline": timeline(pois)}
         if stage.is_rest_day:
             continue
         if not pois and stage.distance_km >= NONE_MIN_DISTANCE_KM and C.whole(cover, stage):
             result.add(AlertFact(RESUPPLY_NONE_ON_STAGE.code, stage.id))
-        elif pois and all(state is False for state in passage) and C.whole(cover, stage):
+        elif pois and all(passage[i] is False for i in range(len(pois))) and C.whole(cover, stage):
             result.add(AlertFact(RESUPPLY_CLOSED_AT_PASSAGE.code, stage.id, {"count": len(pois)}))
     return result
 
@@ -89,31 +89,32 @@ def _item(p: MapPoint, open_at_passage: bool | None) -> dict:
 
 
 def time_at(stage: StageSnap, departure_hour: float, average_speed: float, d_km: float) -> float:
-    """Decimal local hour at which the rider reaches d_km of the day (domain.md §3.7 rider time estimate:
-    effective speed max(5, v − 2·D+/500), a 10 min break per 2 full riding hours, 1 h lunch when the ride
-    starts before noon and crosses it)."""
-    speed = max(5.0, average_speed - 2.0 * (stage.elevation_gain_m / 500.0))
-    riding = stage.distance_km / speed
-    breaks = math.floor(riding / 2) * (10 / 60) + (1.0 if departure_hour < 12 < departure_hour + riding else 0.0)
-    share = min(max(d_km / stage.distance_km, 0.0), 1.0) if stage.distance_km > 0 else 1.0
-    return departure_hour + share * (riding + breaks)
+    """Decimal local hour at which the rider reaches d_km of the day (domain.md §3.7, trips/route/pacing.py)."""
+    return rider_time(stage.distance_km, stage.elevation_gain_m, average_speed, departure_hour).time_at(d_km)
 
 
-def _passage_states(snap: TripSnap, stage: StageSnap, pois: list[MapPoint]) -> list[bool | None]:
-    """Per POI: open (True), closed (False) or unknown (None) when the rider passes it. Unknown on an undated
-    trip, without opening_hours, when they do not parse or say `unknown`."""
-    if stage.date is None:
-        return [None] * len(pois)
-    midnight = datetime(stage.date.year, stage.date.month, stage.date.day)
-    out = []
-    for p in pois:
-        hours = p.tags.get("opening_hours")
-        if not hours:
-            out.append(None)
-            continue
-        when = midnight + timedelta(hours=time_at(stage, snap.departure_hour, snap.average_speed, p.along_m / 1000))
-        out.append(open_at(hours, p.lat, p.lon, when))
-    return out
+class Passage:
+    """Per POI (by index): open (True), closed (False) or unknown (None) when the rider passes it; unknown on
+    an undated trip, without opening_hours, when they do not parse or say `unknown`. Evaluated on demand
+    (about 0.7 ms each, the timezone and holidays looked up from the coordinates), so the closed-at-passage
+    check stops at the first place that is not known closed."""
+
+    def __init__(self, snap: TripSnap, stage: StageSnap, pois: list[MapPoint]):
+        self.pois, self.known = pois, {}
+        self.day = None if stage.date is None else datetime(stage.date.year, stage.date.month, stage.date.day)
+        self.estimate = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed,
+                                   snap.departure_hour)
+
+    def __getitem__(self, i: int) -> bool | None:
+        if i not in self.known:
+            p = self.pois[i]
+            hours = p.tags.get("opening_hours")
+            if self.day is None or not hours:
+                self.known[i] = None
+            else:
+                when = self.day + timedelta(hours=self.estimate.time_at(p.along_m / 1000))
+                self.known[i] = open_at(hours, p.lat, p.lon, when)
+        return self.known[i]
 
 
 def open_at(hours: str, lat: float, lon: float, when: datetime) -> bool | None:
