@@ -1,6 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
+from trips.schemas import WaypointIn
 from trips.services.waypoints import add_waypoint
 
 
@@ -18,8 +19,8 @@ TOOL = Tool(
     description="Reroute one day through a place (within 30 km of it), in the background. The trip version "
                 "does not move.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID,
-                        "waypointLat": s.number("Latitude of the place.", minimum=-90, maximum=90),
-                        "waypointLon": s.number("Longitude of the place.", minimum=-180, maximum=180)},
+                        "waypointLat": s.number("Latitude of the place.", **s.rules(WaypointIn, "lat")),
+                        "waypointLon": s.number("Longitude of the place.", **s.rules(WaypointIn, "lon"))},
                        required=("tripId", "stageId", "waypointLat", "waypointLon")),
     output_schema=s.ACK,
 )

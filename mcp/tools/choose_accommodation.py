@@ -1,6 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
+from trips.schemas import AccommodationChoice
 from trips.services import accommodations
 from trips.guards import Precondition
 
@@ -21,8 +22,8 @@ TOOL = Tool(
     description="Choose one of a day's accommodations by its coordinates (from get_stage), or leave both "
                 "coordinates out to clear the choice. Needs the trip's version; answers the new one.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID, "version": s.VERSION,
-                        "selectedAccommodationLat": s.number("The place's latitude.", minimum=-90, maximum=90),
-                        "selectedAccommodationLon": s.number("The place's longitude.", minimum=-180, maximum=180)},
+                        "selectedAccommodationLat": s.number("The place's latitude.", **s.rules(AccommodationChoice, "lat")),
+                        "selectedAccommodationLon": s.number("The place's longitude.", **s.rules(AccommodationChoice, "lon"))},
                        required=("tripId", "stageId", "version")),
     output_schema=s.ACK,
 )

@@ -1,6 +1,7 @@
 from mcp import schemas as s
 from mcp.idempotency import check_explicit_key, derived_keys
 from mcp.tools.base import Tool
+from trips.schemas import TripCreate
 from trips.services import idempotency, trips as services
 
 RESULT = "The trip has been created. Its route is being fetched and its days worked out."
@@ -32,7 +33,7 @@ TOOL = Tool(
                 "RideWithGPS route. Answers at once; the days are worked out in the background. Calling again "
                 "with the same arguments within a few minutes answers the same trip.",
     input_schema=s.obj({
-        "sourceUrl": s.string("The route link (https).", maxLength=2048), **s.SETTINGS,
+        "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")), **s.SETTINGS,
         "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _. The same key answers the "
                                    "same trip for 24 h. Without it, identical calls within 5 minutes do."),
     }, required=("sourceUrl",)),

@@ -2,6 +2,7 @@ from mcp import schemas as s
 from mcp.answers import ack
 from trips.core.text import quote
 from mcp.tools.base import Tool
+from trips.schemas import StageAdd, StageUpdate
 from trips.services import stages as stage_ops
 from trips.errors import Invalid
 from trips.guards import Precondition
@@ -48,10 +49,12 @@ TOOL = Tool(
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
         "stageId": s.STAGE_ID, "position": s.integer("add: 0-based place of the new day (default: last).",
-                                                     minimum=0),
+                                                     **s.rules(StageAdd, "position")),
         "toIndex": s.integer("move: the day's new 0-based place.", minimum=0),
-        "startPoint": s.POINT, "endPoint": s.POINT, "label": s.string("add, update: the day's label.", maxLength=255),
-        "distance": s.number("update: cut the day this many km from its start.", exclusiveMinimum=0),
+        "startPoint": s.POINT, "endPoint": s.POINT, "label": s.string("add, update: the day's label.",
+                                                                                  **s.rules(StageUpdate, "label")),
+        "distance": s.number("update: cut the day this many km from its start.",
+                             **s.rules(StageUpdate, "distance")),
     }, required=("tripId", "action", "version")),
     output_schema=s.ACK, annotations={"destructiveHint": True},
 )
