@@ -214,7 +214,8 @@ def test_traffic_on_main_roads_without_cycle_infrastructure(ctx, tmp_path):
     assert result.data["s2"]["terrain"]["mainRoadKm"] == pytest.approx(0.48, abs=0.01)  # the crossing: ~0
     (chain,) = facts(result, "s3", "traffic_main_road")
     assert chain.params == {"count": 1, "length": pytest.approx(0.6, abs=0.01)}
-    assert len(chain.action["segments"]) == 2  # drawn as its two ways
+    assert len(chain.action["segments"]) == 1  # one stretch of route, though drawn as two ways
+    assert chain.action["segments"][0][0] == [LAT, pytest.approx(east(10_000 + 2500), abs=2e-5)]  # on the route
     assert result.data["s3"]["terrain"]["mainRoadKm"] == pytest.approx(1.1, abs=0.01)
 
 

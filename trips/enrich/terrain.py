@@ -174,7 +174,10 @@ def _steepest(cum: np.ndarray, ele: np.ndarray) -> float | None:
 
 def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
     """surface_rough and the traffic codes from the ways in the corridor; returns the day's summary."""
-    runs = _corridor_segments(np.asarray(stage.line, dtype=float), ways)
+    route = np.asarray(stage.line, dtype=float)
+    route = route if len(route) > 1 else np.vstack((route, route))
+    cum = np.concatenate(([0.0], np.cumsum(G.GEOD.inv(route[:-1, 1], route[:-1, 0], route[1:, 1], route[1:, 0])[2])))
+    runs = _corridor_segments(route, cum, ways)
     rough, surfaces, main, secondary = [], {}, [], []
     for k, way in enumerate(ways):
         mask = runs["way"] == k
@@ -198,12 +201,12 @@ def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
     if rough_m >= ROUGH_TOTAL_M:
         names = sorted(surfaces, key=lambda v: (-surfaces[v], v))[:3]
         result.add(AlertFact(A.SURFACE_ROUGH.code, stage.id, {"length": round(rough_m / 1000, 2),
-                                                              "surface": ", ".join(names)}, _navigate(rough)))
+                                                              "surface": ", ".join(names)}, _navigate(route, cum, rough)))
     long_main = _stretches(main)
     if long_main:
         result.add(AlertFact(A.TRAFFIC_MAIN_ROAD.code, stage.id, {
             "count": len(long_main), "length": round(sum(s["length"] for s in long_main) / 1000, 2)},
-            _navigate([s["segs"] for s in long_main])))
+            _navigate(route, cum, [s["segs"] for s in long_main])))
     fast, slow = [], []
     for s in _stretches(secondary):
         (fast if s["speed"] > SECONDARY_FAST_KMH else slow).append(s)  # an unknown limit (NaN) is slow
@@ -213,7 +216,7 @@ def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
             speed = max(known) if known else SECONDARY_FAST_KMH  # "≤ 50" when no way says its limit
             result.add(AlertFact(kind.code, stage.id, {
                 "count": len(found), "length": round(sum(s["length"] for s in found) / 1000, 2),
-                "maxspeed": int(round(speed))}, _navigate([s["segs"] for s in found])))
+                "maxspeed": int(round(speed))}, _navigate(route, cum, [s["segs"] for s in found])))
     return {"roughKm": round(rough_m / 1000, 2), "mainRoadKm": round(_union_of(main) / 1000, 2)}
 
 
@@ -227,32 +230,26 @@ def _stretches(parts: list[dict]) -> list[dict]:
     if not parts:
         return []
     cat = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    order = np.argsort(cat["lo"], kind="stable")
-    lo, hi = cat["lo"][order], np.maximum.accumulate(cat["hi"][order])
-    starts = np.flatnonzero(np.concatenate(([True], lo[1:] > hi[:-1] + STRETCH_GAP_M)))
-    ends = np.concatenate((starts[1:], [len(lo)]))
+    order, first, last, start, end = _spans(cat["lo"], cat["hi"], STRETCH_GAP_M)
     out = []
-    for s, e in zip(starts, ends):
-        length = float(hi[e - 1] - lo[s])
-        if length >= TRAFFIC_WAY_M:
-            members = order[s:e][np.argsort(cat["i"][order[s:e]], kind="stable")]  # in drawing order
+    for f, la, a, b in zip(first, last, start, end):
+        if b - a >= TRAFFIC_WAY_M:
+            members = order[f:la + 1]
             speeds = cat["speed"][members] if "speed" in cat else np.full(1, np.nan)
-            out.append({"length": length, "speed": float(np.nanmax(speeds)) if np.isfinite(speeds).any()
+            out.append({"length": float(b - a), "speed": float(np.nanmax(speeds)) if np.isfinite(speeds).any()
                         else math.nan, "segs": {k: v[members] for k, v in cat.items()}})
     return out
 
 
-def _corridor_segments(line: np.ndarray, ways: list) -> dict[str, np.ndarray]:
-    """Every way segment lying wholly in the corridor, as arrays: `way` (index in `ways`), `a`/`b` (its
-    vertices, (n, 2) lat, lon; `i` the index of `a` among all the ways' vertices) and `lo`/`hi` (metres along
-    the route its ends project to, ordered)."""
-    empty = {"way": np.zeros(0, int), "i": np.zeros(0, int), "a": np.zeros((0, 2)), "b": np.zeros((0, 2)),
-             "lo": np.zeros(0), "hi": np.zeros(0)}
+def _corridor_segments(line: np.ndarray, cum: np.ndarray, ways: list) -> dict[str, np.ndarray]:
+    """Every way segment lying wholly in the corridor of `line` (metres from its start at each vertex:
+    `cum`), as arrays: `way` (index in `ways`) and `lo`/`hi` (metres along the route its ends project to)."""
+    empty = {"way": np.zeros(0, int), "lo": np.zeros(0), "hi": np.zeros(0)}
     if not ways:
         return empty
     verts = np.vstack([w.points for w in ways])
     owner = np.repeat(np.arange(len(ways)), [len(w.points) for w in ways])
-    dist, along = _project(verts, line)
+    dist, along = _project(verts, line, cum)
     inside = dist <= CORRIDOR_M
     seg = inside[:-1] & inside[1:] & (owner[:-1] == owner[1:])
     i = np.flatnonzero(seg)
@@ -262,17 +259,14 @@ def _corridor_segments(line: np.ndarray, ways: list) -> dict[str, np.ndarray]:
     length = G.GEOD.inv(a[:, 1], a[:, 0], b[:, 1], b[:, 0])[2]
     lo, hi = np.minimum(along[i], along[i + 1]), np.maximum(along[i], along[i + 1])
     ok = hi - lo <= length + 2 * CORRIDOR_M  # more would mean the ends sit on two passes of a folded route
-    return {"way": owner[i][ok], "i": i[ok], "a": a[ok], "b": b[ok], "lo": lo[ok], "hi": hi[ok]}
+    return {"way": owner[i][ok], "lo": lo[ok], "hi": hi[ok]}
 
 
-def _project(verts: np.ndarray, line: np.ndarray, per_chunk: int = 32) -> tuple[np.ndarray, np.ndarray]:
+def _project(verts: np.ndarray, line: np.ndarray, cum: np.ndarray, per_chunk: int = 32):
     """(distance to the line, metres along it) of each vertex, the line taken a few segments at a time so
     that each vertex is measured only against the stretches whose box (grown by the corridor) holds it."""
     dist, along = np.full(len(verts), np.inf), np.zeros(len(verts))
-    if len(line) == 1:
-        line = np.vstack((line, line))
-    seglen = G.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2]
-    cum = np.concatenate(([0.0], np.cumsum(seglen)))
+    seglen = np.diff(cum)
     for s in range(0, len(line) - 1, per_chunk):
         chunk = line[s:s + per_chunk + 1, :2]
         lo = G.box_around(float(chunk[:, 0].min()), float(chunk[:, 1].min()), CORRIDOR_M)
@@ -288,16 +282,22 @@ def _project(verts: np.ndarray, line: np.ndarray, per_chunk: int = 32) -> tuple[
     return dist, along
 
 
+def _spans(lo: np.ndarray, hi: np.ndarray, gap: float = 0.0):
+    """The intervals [lo, hi] merged where they overlap (or are less than `gap` apart): (order that sorts
+    them, index in that order of each span's first and last interval, each span's start and end metres)."""
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    first = np.flatnonzero(np.concatenate(([True], lo[1:] > hi[:-1] + gap)))
+    last = np.concatenate((first[1:], [len(lo)])) - 1
+    return order, first, last, lo[first], hi[last]
+
+
 def _union(lo: np.ndarray, hi: np.ndarray) -> float:
     """The length of the union of the intervals [lo, hi]."""
     if not len(lo):
         return 0.0
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], np.maximum.accumulate(hi[order])
-    new = np.concatenate(([True], lo[1:] > hi[:-1]))  # a run of overlapping intervals starts here
-    starts = np.flatnonzero(new)
-    ends = np.concatenate((starts[1:] - 1, [len(lo) - 1]))
-    return float((hi[ends] - lo[starts]).sum())
+    _order, _first, _last, start, end = _spans(lo, hi)
+    return float((end - start).sum())
 
 
 def _union_of(parts: list[dict]) -> float:
@@ -306,23 +306,22 @@ def _union_of(parts: list[dict]) -> float:
     return _union(np.concatenate([p["lo"] for p in parts]), np.concatenate([p["hi"] for p in parts]))
 
 
-def _navigate(parts: list[dict]) -> dict:
-    """Navigate to where the route first meets these segments, with their polylines (at most MAX_SEGMENTS,
-    first along the route, each of at most MAX_SEGMENT_POINTS vertices, 1e-5° ≈ 1 m)."""
-    lo = np.concatenate([p["lo"] for p in parts])
-    a = np.vstack([p["a"] for p in parts])
-    first = a[int(np.argmin(lo))]
-    pieces = []
-    for p in parts:  # one piece per run of consecutive segments of a way (they share their vertices)
-        cuts = np.flatnonzero(np.diff(p["i"]) != 1) + 1
-        for run in np.split(np.arange(len(p["i"])), cuts):
-            pieces.append((float(p["lo"][run].min()), np.vstack((p["a"][run[:1]], p["b"][run]))))
+def _navigate(route: np.ndarray, cum: np.ndarray, parts: list[dict]) -> dict:
+    """Navigate to where the route first meets these segments, with the stretches of the day's route they
+    accompany as polylines (at most MAX_SEGMENTS, in route order, each of at most MAX_SEGMENT_POINTS
+    vertices at 1e-5° ≈ 1 m): small, and what a map highlights."""
+    _order, _first, _last, start, end = _spans(np.concatenate([p["lo"] for p in parts]),
+                                               np.concatenate([p["hi"] for p in parts]), STRETCH_GAP_M)
     polylines = []
-    for _lo, pts in sorted(pieces, key=lambda x: x[0])[:MAX_SEGMENTS]:
-        if len(pts) > MAX_SEGMENT_POINTS:
-            pts = pts[np.unique(np.linspace(0, len(pts) - 1, MAX_SEGMENT_POINTS).round().astype(int))]
-        polylines.append([[round(float(x), 5), round(float(y), 5)] for x, y in pts])
-    return {**C.navigate(first[0], first[1]), "segments": polylines}
+    for a, b in zip(start[:MAX_SEGMENTS], end[:MAX_SEGMENTS]):
+        at = np.concatenate(([a], cum[(cum > a) & (cum < b)], [b]))
+        if len(at) > MAX_SEGMENT_POINTS:
+            at = at[np.unique(np.linspace(0, len(at) - 1, MAX_SEGMENT_POINTS).round().astype(int))]
+        lat, lon = np.interp(at, cum, route[:, 0]), np.interp(at, cum, route[:, 1])
+        polylines.append([[round(float(x), 5), round(float(y), 5)] for x, y in zip(lat, lon)])
+    first = start[0]
+    return {**C.navigate(np.interp(first, cum, route[:, 0]), np.interp(first, cum, route[:, 1])),
+            "segments": polylines}
 
 
 def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
