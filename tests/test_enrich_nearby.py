@@ -160,3 +160,18 @@ def test_health_service_within_15_km_of_the_midpoint_rest_days_too(ctx, tmp_path
     assert codes(result, "s2") == (["health_service_none_nearby"] if raised else [])
     if raised:
         assert result.alerts["s1"][0].params == {"threshold": 15.0}
+
+
+def test_a_place_mapped_twice_is_suggested_once(ctx, tmp_path):
+    def castle(m):
+        m.node(*at(5, 100), {"historic": "castle", "name": "Château"})
+        m.way([at(5.05, 150), at(5.1, 150), at(5.1, 250), at(5.05, 250)], {"historic": "castle", "name": "Château"},
+              closed=True)  # its walls, about 130 m from the node
+        m.node(*at(15, 100), {"historic": "castle", "name": "Château"})  # another castle of that name
+    snap = trip_east(LAT, LON, [20])
+    m = MapBuilder(bounds=bounds_around(snap))
+    castle(m)
+    import_map(m, tmp_path)
+    result = cultural_pois.compute(snap, engine())
+    assert [(p["name"], p["distance"]) for p in result.data["s1"]["culturalPois"]] == [("Château", 100),
+                                                                                       ("Château", 100)]

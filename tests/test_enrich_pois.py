@@ -171,3 +171,16 @@ def test_every_place_counts_not_only_the_six_kept(ctx, tmp_path, last_hours, rai
     assert len(kept) == 6 and "Last" not in [r["name"] for r in kept]
     assert all(r["openAtPassage"] is False for r in kept)
     assert codes(result, "s1") == (["resupply_closed_at_passage"] if raised else [])
+
+
+def test_a_shop_mapped_twice_counts_once(ctx, tmp_path):
+    snap = trip_east(LAT, LON, [20])
+    m = MapBuilder(bounds=bounds_around(snap))
+    m.node(*at(5, 100), {"shop": "supermarket", "name": "Super U"})
+    m.way([at(5.05, 150), at(5.1, 150), at(5.1, 250), at(5.05, 250)], {"shop": "supermarket", "name": "Super U"},
+          closed=True)
+    m.node(*at(5, 120), {"shop": "bakery", "name": "Super U"})  # another category: another place
+    import_map(m, tmp_path)
+    result = pois.compute(snap, engine())
+    assert [(r["name"], r["category"]) for r in result.data["s1"]["resupply"]] == [("Super U", "supermarket"),
+                                                                                   ("Super U", "bakery")]

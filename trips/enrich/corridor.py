@@ -22,7 +22,10 @@ FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that coun
 NAVIGATE_SEARCH_M = 30_000.0
 # Two days meeting at a point are equally close to what stands there, but stored coordinates are rounded to
 # the microdegree (about 0.1 m): distances within 1 m are a tie.
-TIE_M = 1.0  # how far a `navigate` hint looks for the nearest service once a check failed
+TIE_M = 1.0
+# A shop or a castle mapped twice (a node and its building) is one place: the same name and subkind within
+# 200 m, the distance domain.md §7.1 deduplicates lodgings by.
+DEDUP_M = 200.0  # how far a `navigate` hint looks for the nearest service once a check failed
 
 
 def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
@@ -85,6 +88,18 @@ def assign_along(stages, buffer_m: float, kinds, engine) -> dict[str, list[MapPo
     for pts in out.values():
         pts.sort(key=lambda p: (p.along_m, p.distance_m))
     return out
+
+
+def dedup_named(points: list[MapPoint]) -> list[MapPoint]:
+    """`points` (in route order) without the repeats of a named place: the same name and subkind within
+    DEDUP_M (haversine) of one already kept, the one nearest the line being kept. Unnamed points all stay."""
+    kept: list[MapPoint] = []
+    for p in sorted(points, key=lambda q: q.distance_m):
+        if p.name is None or not any(
+                k.name == p.name and k.subkind == p.subkind and haversine_m(k.lat, k.lon, p.lat, p.lon) <= DEDUP_M
+                for k in kept):
+            kept.append(p)
+    return sorted(kept, key=lambda q: (q.along_m, q.distance_m))
 
 
 def spread(items: list, n: int) -> list:

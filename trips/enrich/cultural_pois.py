@@ -25,7 +25,8 @@ def compute(snap: TripSnap, engine):
         if cover[stage.id] <= 0:
             continue
         result.ran_on(stage.id)
-        ranked = sorted(assigned.get(stage.id, []), key=lambda p: (p.name is None, p.distance_m, -p.tag_count))
+        ranked = sorted(C.dedup_named(assigned.get(stage.id, [])),
+                        key=lambda p: (p.name is None, p.distance_m, -p.tag_count))
         chosen = sorted(ranked[:MAX_PER_DAY], key=lambda p: p.along_m)
         result.data[stage.id] = {"culturalPois": [_item(p) for p in chosen]}
         for p in chosen:

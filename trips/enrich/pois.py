@@ -40,7 +40,7 @@ def compute(snap: TripSnap, engine):
         if cover[stage.id] <= 0:
             continue  # not on the map: never looked at
         result.ran_on(stage.id)
-        pois = [p for p in assigned.get(stage.id, []) if p.subkind in RESUPPLY_CATEGORIES]
+        pois = C.dedup_named([p for p in assigned.get(stage.id, []) if p.subkind in RESUPPLY_CATEGORIES])
         passage = Passage(snap, stage, pois)
         result.data[stage.id] = {"resupply": [_item(p, passage[i]) for i, p in _kept(pois)],
                                  "supplyTimeline": timeline(pois)}
