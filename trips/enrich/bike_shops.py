@@ -11,7 +11,7 @@ NAME = "bike_shops"
 GROUP = "bike_shop"
 
 RADIUS_M = 2000.0
-MIN_STAGES = 5  # the rule applies to trips with more than 5 days
+LONG_TRIP_OVER_STAGES = 5  # the rule applies only to trips with more than 5 stages
 REPAIR_CAPABLE = frozenset({"repair"})  # trips/osm/tags.py: a bicycle shop not tagged service:bicycle:repair=no
 
 
@@ -19,7 +19,7 @@ def compute(snap: TripSnap, engine):
     result, cover = C.start(snap, engine)
     if not result.covered:
         return result
-    long_trip = len(snap.stages) > MIN_STAGES
+    long_trip = len(snap.stages) > LONG_TRIP_OVER_STAGES
     for stage in snap.stages:
         if cover[stage.id] <= 0:
             continue
