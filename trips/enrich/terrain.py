@@ -176,14 +176,15 @@ def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
     """surface_rough and the traffic codes from the ways in the corridor; returns the day's summary."""
     route = np.asarray(stage.line, dtype=float)
     route = route if len(route) > 1 else np.vstack((route, route))
-    cum = np.concatenate(([0.0], np.cumsum(G.GEOD.inv(route[:-1, 1], route[:-1, 0], route[1:, 1], route[1:, 0])[2])))
+    cum = np.concatenate(([0.0], np.cumsum(G.GEOD.inv(route[:-1, 1], route[:-1, 0], route[1:, 1],
+                                                      route[1:, 0])[2])))
     runs = _corridor_segments(route, cum, ways)
     rough, surfaces, main, secondary = [], {}, [], []
-    for k, way in enumerate(ways):
-        mask = runs["way"] == k
-        if not mask.any():
-            continue
-        seg = {key: value[mask] for key, value in runs.items()}
+    order = np.argsort(runs["way"], kind="stable")
+    found, at = np.unique(runs["way"][order], return_index=True)
+    for k, idx in zip(found, np.split(order, at[1:])):  # each way with segments in the corridor, once
+        way = ways[k]
+        seg = {key: value[idx] for key, value in runs.items()}
         values = rough_values(way.tags)
         if values:
             rough.append(seg)
@@ -200,8 +201,8 @@ def _ways(stage: StageSnap, ways: list, result: Result) -> dict:
     rough_m = _union_of(rough)
     if rough_m >= ROUGH_TOTAL_M:
         names = sorted(surfaces, key=lambda v: (-surfaces[v], v))[:3]
-        result.add(AlertFact(A.SURFACE_ROUGH.code, stage.id, {"length": round(rough_m / 1000, 2),
-                                                              "surface": ", ".join(names)}, _navigate(route, cum, rough)))
+        result.add(AlertFact(A.SURFACE_ROUGH.code, stage.id, {
+            "length": round(rough_m / 1000, 2), "surface": ", ".join(names)}, _navigate(route, cum, rough)))
     long_main = _stretches(main)
     if long_main:
         result.add(AlertFact(A.TRAFFIC_MAIN_ROAD.code, stage.id, {
