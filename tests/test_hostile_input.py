@@ -15,7 +15,7 @@ from trips.core import jsonio
 from trips.core.db import db
 from trips.models import Trip
 from trips.services.trips import import_gpx
-from trips.core.text import floor
+from trips.core.text import floor, mend
 
 LONE = "\\ud800"  # as it is written inside a JSON string: six characters, backslash included
 
@@ -97,6 +97,7 @@ def _stored(trip_id) -> tuple:
     ('{"title": "' + LONE + '"}', "title"),
     ('{"' + LONE + '": 1}', "\ufffd"),
     ('{"enabledAccommodationTypes": ["hotel", "\\udbff"]}', "enabledAccommodationTypes[1]"),
+    ('{"title": "a\\u0000b"}', "title"),  # NUL: PostgreSQL cannot store it in text (a 500 there, not on SQLite)
 ])
 def test_rest_patch_refuses_a_lone_surrogate_with_400(client, rider, trip, body, field):
     _, headers = rider
@@ -107,6 +108,20 @@ def test_rest_patch_refuses_a_lone_surrogate_with_400(client, rider, trip, body,
     detail = response.get_json()["detail"]
     assert "invalid string" in detail and field in detail
     assert _stored(trip.id) == before
+
+
+def test_a_gpx_upload_form_title_with_a_nul_is_refused_by_name(client, rider):
+    _, headers = rider
+    gpx = gpx_from_points(make_points(300))
+    response = client.post("/api/trips/gpx-upload", headers=headers, content_type="multipart/form-data",
+                           data={"gpxFile": (io.BytesIO(gpx), "ride.gpx"), "title": "a\x00b"})
+    assert response.status_code == 422 and "title" in response.get_json()["errors"]
+    db.session.rollback()
+    assert db.session.query(Trip).count() == 0
+
+
+def test_third_party_text_with_a_nul_is_mended():
+    assert mend("a\x00b\ud800") == "ab\ufffd"
 
 
 def test_rest_create_refuses_a_lone_surrogate(client, rider):

@@ -15,8 +15,8 @@ RLO, LRI, ZWSP, BOM = "\u202e", "\u2066", "\u200b", "\ufeff"
 
 def hostile(word: str) -> str:
     """`word` wrapped in what reshapes text: a right-to-left override, an isolate, zero-width characters,
-    C0/C1 controls, breaks."""
-    return f"{RLO}{word}{LRI}\x00\x07{ZWSP}\x1b[31m\x85{BOM}\u2028end"
+    C0/C1 controls, breaks (not NUL: no text column can store it, and BTP refuses or mends it where it enters)."""
+    return f"{RLO}{word}{LRI}\x01\x07{ZWSP}\x1b[31m\x85{BOM}\u2028end"
 
 
 @pytest.fixture

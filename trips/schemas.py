@@ -8,6 +8,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
+from trips.core import jsonio
 from trips.core.text import bounded
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
@@ -95,6 +96,9 @@ def load(schema: Schema, data, *, partial: bool = False) -> dict:
     """Validate `data` with `schema`. Raises Invalid naming each bad field (names and values quoted safely)."""
     if not isinstance(data, dict):
         raise Invalid({"body": "must be a JSON object"})
+    where = jsonio.find_unstorable(data)  # form fields (a GPX upload's title) do not come through the JSON loader
+    if where is not None:
+        raise Invalid({where: "holds a NUL character or a lone UTF-16 surrogate, which is not storable text"})
     try:
         return schema.load(data, partial=partial)
     except ValidationError as exc:

@@ -4,8 +4,9 @@ Python's `json.loads` turns a `"\\ud800"` escape, and raw bytes ED A0 80 (it dec
 `surrogatepass`), into a str holding a lone UTF-16 surrogate. Such a str cannot be encoded as UTF-8, so it
 broke whatever came next (the database driver, an answer that echoes it) as a 500 or a -32603. RFC 8259
 §8.2 leaves the meaning of such a string unpredictable, and I-JSON (RFC 7493 §2.1) forbids it outright: it
-is not valid Unicode text. It is refused here, where it enters, as a malformed body (REST 400, JSON-RPC
--32700), naming where in the body it is.
+is not valid Unicode text. A `\u0000` escape is valid JSON and valid Unicode, but PostgreSQL refuses NUL in
+text columns, so it made the same 500 there (never on SQLite). Both are refused here, where they enter, as a
+malformed body (REST 400, JSON-RPC -32700), naming where in the body they are.
 
 What the loader keeps from `json.loads`: the NaN, Infinity and -Infinity literals are read as floats, so
 that a numeric field or tool argument refuses them by name, like any other out-of-range value
@@ -19,23 +20,25 @@ from typing import Any
 
 from flask.json.provider import DefaultJSONProvider
 
-from trips.core.text import SURROGATE, bounded, mend
+from trips.core.text import UNSTORABLE, bounded, mend
 
-__all__ = ["InvalidText", "StrictJSONProvider", "find_surrogate", "loads"]
+__all__ = ["InvalidText", "StrictJSONProvider", "find_unstorable", "loads"]
 
 _MAX_PATH_PARTS = 6
 
 
 class InvalidText(ValueError):
-    """The body is JSON, but one of its strings (a value or a member name) holds a lone UTF-16 surrogate.
+    """The body is JSON, but one of its strings (a value or a member name) holds a lone UTF-16 surrogate or
+    a NUL character (valid JSON escapes, but not text any database column can store: PostgreSQL refuses NUL).
 
     `field` is where (e.g. `params.arguments.title`, `[0].id`), bounded and printable; `message` is a
     sentence fit for the caller that never quotes the string itself."""
 
     def __init__(self, field: str):
         self.field = field
-        self.message = (f"The body has an invalid string at {field}: it holds a lone UTF-16 surrogate "
-                        "(such as a \\ud800 escape), which is not Unicode text. Send UTF-8 text.")
+        self.message = (f"The body has an invalid string at {field}: it holds a lone UTF-16 surrogate (such as a "
+                        "\\ud800 escape) or a NUL character (\\u0000), which is not storable text. Send UTF-8 "
+                        "text without them.")
         super().__init__(self.message)
 
 
@@ -58,8 +61,8 @@ def _name(trail) -> str:
     return name or "body"
 
 
-def find_surrogate(value: Any) -> str | None:
-    """Where the first string holding a lone surrogate is in a parsed JSON value, or None.
+def find_unstorable(value: Any) -> str | None:
+    """Where the first string holding a lone surrogate or a NUL is in a parsed JSON value, or None.
 
     Iterative (a body as deep as the parser allows does not exhaust the stack); member names are checked
     too."""
@@ -67,11 +70,11 @@ def find_surrogate(value: Any) -> str | None:
     while stack:
         node, trail = stack.pop()
         if isinstance(node, str):
-            if SURROGATE.search(node):
+            if UNSTORABLE.search(node):
                 return _name(trail)
         elif isinstance(node, dict):
             for key, item in node.items():
-                if SURROGATE.search(key):
+                if UNSTORABLE.search(key):
                     return _name((key, trail))
                 if isinstance(item, (str, dict, list)):
                     stack.append((item, (key, trail)))
@@ -81,11 +84,11 @@ def find_surrogate(value: Any) -> str | None:
 
 
 def loads(data: str | bytes | bytearray, **options: Any) -> Any:
-    """Parse a JSON body. Raises InvalidText (a ValueError) when a string holds a lone surrogate, ValueError
+    """Parse a JSON body. Raises InvalidText (a ValueError) when a string holds a lone surrogate or a NUL, ValueError
     when the text is not JSON (or not UTF-8/16/32), and RecursionError when it nests deeper than the parser
     goes. `options` go to `json.loads`."""
     value = json.loads(data, **options)
-    where = find_surrogate(value)
+    where = find_unstorable(value)
     if where is not None:
         raise InvalidText(where)
     return value

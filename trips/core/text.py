@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "has_surrogate", "mend", "MAX_DEPTH", "SURROGATE"]
+__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "has_unstorable", "mend", "MAX_DEPTH", "UNSTORABLE"]
 
 ELLIPSIS = "…"
 MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
@@ -58,18 +58,25 @@ _ANY = re.compile(_char_class(sorted(_SPACE_CPS + _DROP_CPS)))
 _DROP = re.compile(_char_class(_DROP_CPS) + "+")
 _SPACE_RUN = re.compile(_char_class(_SPACE_CPS) + "+")
 _SPACES = re.compile(" {2,}")
-SURROGATE = re.compile("[\ud800-\udfff]")  # after json.loads or surrogatepass decoding, every one is lone
+# What no text column can hold: a lone UTF-16 surrogate (after json.loads or surrogatepass decoding every
+# surrogate is lone, and none can be encoded as UTF-8) and NUL (PostgreSQL refuses it in text columns).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 
 
-def has_surrogate(text: str) -> bool:
-    """True when `text` holds a lone UTF-16 surrogate (it cannot be encoded as UTF-8)."""
-    return SURROGATE.search(text) is not None
+def has_unstorable(text: str) -> bool:
+    """True when `text` holds a lone UTF-16 surrogate or a NUL (no database text column can hold it)."""
+    return UNSTORABLE.search(text) is not None
 
 
 def mend(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD (the same object when there is none)."""
-    return SURROGATE.sub(REPLACEMENT, text) if SURROGATE.search(text) else text
+    """`text` with every lone surrogate replaced by U+FFFD and every NUL dropped (the same object when there is
+    neither)."""
+    return UNSTORABLE.sub(_mended, text) if UNSTORABLE.search(text) else text
+
+
+def _mended(match: re.Match) -> str:
+    return "" if match.group() == "\x00" else REPLACEMENT
 
 
 def floor(text: str) -> str:
