@@ -89,6 +89,28 @@ def app(app_config):
         db.engine.dispose()
 
 
+@pytest.fixture
+def fresh_app(app_config):
+    """A factory of extra apps on the test configuration (plus overrides). Their database engines are disposed
+    after the test: an engine left to the garbage collector closes its PostgreSQL connections in __del__, and
+    the warning that raises lands in whichever test runs then."""
+    from app import create_app
+
+    made = []
+
+    def make(**overrides):
+        application = create_app({**app_config, **overrides}, environ={})
+        made.append(application)
+        return application
+
+    yield make
+    from trips.core.db import db
+
+    for application in made:
+        with application.app_context():
+            db.engine.dispose()
+
+
 @pytest.fixture(autouse=True)
 def _clean_state(request):
     """Empty tables and Redis after every test that used the app."""

@@ -1,7 +1,7 @@
 """Rate limits and budgets from configuration (trips/core/limits.py), and BTP_TRUSTED_PROXIES (ProxyFix)."""
 import pytest
 
-from app import KNOWN_ENV, ConfigError, create_app, load_config
+from app import KNOWN_ENV, ConfigError, load_config
 from trips.core import limits, ratelimit
 from trips.errors import RateLimited
 
@@ -36,8 +36,8 @@ def test_an_unknown_limit_variable_is_refused():
         load_config(environ={"BTP_LIMIT_MCP_ADRESS": "3/60"})
 
 
-def test_the_app_limits_follow_its_configuration(app_config, redis_client):
-    app = create_app({**app_config, "BTP_LIMIT_GEOCODE": "2/60"}, environ={})
+def test_the_app_limits_follow_its_configuration(fresh_app, redis_client):
+    app = fresh_app(BTP_LIMIT_GEOCODE="2/60")
     with app.app_context():
         ratelimit.limit(redis_client, "geocode", "u1")
         ratelimit.limit(redis_client, "geocode", "u1")
@@ -53,10 +53,10 @@ def test_trusted_proxies_must_be_a_small_whole_number(value):
         load_config(environ={"BTP_TRUSTED_PROXIES": value})
 
 
-def _echo_app(app_config, **settings):
+def _echo_app(fresh_app, **settings):
     """A fresh app with one more route that shows what the request looks like after ProxyFix. (Tests using it
     take `redis_client`, which empties Redis after them: the app counts its requests there.)"""
-    app = create_app({**app_config, **settings}, environ={})
+    app = fresh_app(**settings)
 
     @app.get("/_test/echo")
     def echo():
@@ -71,29 +71,29 @@ FORWARDED = {"X-Forwarded-For": "198.51.100.1, 203.0.113.7", "X-Forwarded-Proto"
              "X-Forwarded-Host": "evil.example"}
 
 
-def test_without_trusted_proxies_forwarded_headers_are_ignored(app_config, redis_client):
-    client = _echo_app(app_config)
+def test_without_trusted_proxies_forwarded_headers_are_ignored(fresh_app, redis_client):
+    client = _echo_app(fresh_app)
     seen = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000").get_json()
     assert seen == {"addr": "127.0.0.1", "scheme": "http", "host": "127.0.0.1:8000"}
 
 
-def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_host(app_config, redis_client):
-    client = _echo_app(app_config, BTP_TRUSTED_PROXIES="1")
+def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_host(fresh_app, redis_client):
+    client = _echo_app(fresh_app, BTP_TRUSTED_PROXIES="1")
     seen = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000").get_json()
     # The last X-Forwarded-For entry is the one our proxy appended; what the client wrote before it is not ours.
     assert seen == {"addr": "203.0.113.7", "scheme": "https", "host": "127.0.0.1:8000"}
     assert client.get("/_test/echo").get_json()["addr"] == "127.0.0.1"  # no header: the connection's address
 
 
-def test_two_trusted_proxies_go_one_hop_further(app_config, redis_client):
-    client = _echo_app(app_config, BTP_TRUSTED_PROXIES="2")
+def test_two_trusted_proxies_go_one_hop_further(fresh_app, redis_client):
+    client = _echo_app(fresh_app, BTP_TRUSTED_PROXIES="2")
     assert client.get("/_test/echo", headers=FORWARDED).get_json()["addr"] == "198.51.100.1"
 
 
-def test_the_mcp_address_limit_counts_the_forwarded_client(app_config, redis_client):
+def test_the_mcp_address_limit_counts_the_forwarded_client(fresh_app, redis_client):
     from tests.mcp_helpers import modern
 
-    client = _echo_app(app_config, BTP_TRUSTED_PROXIES="1", BTP_LIMIT_MCP_ADDRESS="2/60")
+    client = _echo_app(fresh_app, BTP_TRUSTED_PROXIES="1", BTP_LIMIT_MCP_ADDRESS="2/60")
     first = [modern(client, "x", "tools/list", headers={"X-Forwarded-For": "203.0.113.7"}).status_code
              for _ in range(3)]
     assert first == [401, 401, 429]  # counted before authentication

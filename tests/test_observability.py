@@ -7,7 +7,7 @@ import re
 import pytest
 from rq import SimpleWorker
 
-from app import ConfigError, create_app, load_config
+from app import ConfigError, load_config
 from jobs import get_queue, get_redis
 from jobs.tasks import bind_app
 from tests.factories import idem
@@ -185,10 +185,10 @@ def test_an_unknown_tool_and_an_unexpected_failure_are_counted_with_bounded_labe
     assert 'btp_tool_calls_total{tool="list_trips",outcome="error"} 1' in text
 
 
-def test_metrics_unreachable_redis_never_fails_a_request(app_config):
+def test_metrics_unreachable_redis_never_fails_a_request(fresh_app):
     import time
 
-    broken = create_app({**app_config, "REDIS_URL": "redis://127.0.0.1:1/0"}, environ={})
+    broken = fresh_app(REDIS_URL="redis://127.0.0.1:1/0")
     assert broken.test_client().get("/healthz").status_code == 200
     with broken.app_context():
         paused_until = getattr(get_redis(), "_btp_metrics_paused_until", 0.0)
@@ -197,28 +197,28 @@ def test_metrics_unreachable_redis_never_fails_a_request(app_config):
 
 # Who may scrape /metrics.
 
-def _scrape(app_config, remote="127.0.0.1", headers=None, **settings):
-    app = create_app({**app_config, **settings}, environ={})
+def _scrape(fresh_app, remote="127.0.0.1", headers=None, **settings):
+    app = fresh_app(**settings)
     return app.test_client().get("/metrics", headers=headers or {}, environ_base={"REMOTE_ADDR": remote})
 
 
-def test_without_a_token_loopback_may_scrape_unless_a_proxy_is_trusted(app, app_config):
-    assert _scrape(app_config).status_code == 200
-    assert _scrape(app_config, remote="203.0.113.9").status_code == 404
+def test_without_a_token_loopback_may_scrape_unless_a_proxy_is_trusted(app, fresh_app):
+    assert _scrape(fresh_app).status_code == 200
+    assert _scrape(fresh_app, remote="203.0.113.9").status_code == 404
     # Behind a proxy every outside request comes from loopback: without a token, nobody.
-    assert _scrape(app_config, BTP_TRUSTED_PROXIES="1").status_code == 404
+    assert _scrape(fresh_app, BTP_TRUSTED_PROXIES="1").status_code == 404
     spoofed = {"X-Forwarded-For": "127.0.0.1"}
-    assert _scrape(app_config, remote="203.0.113.9", headers=spoofed, BTP_TRUSTED_PROXIES="1").status_code == 404
+    assert _scrape(fresh_app, remote="203.0.113.9", headers=spoofed, BTP_TRUSTED_PROXIES="1").status_code == 404
 
 
-def test_with_a_token_the_bearer_decides_from_any_address(app, app_config):
+def test_with_a_token_the_bearer_decides_from_any_address(app, fresh_app):
     for headers in ({}, {"Authorization": "Bearer " + "n" * 40}, {"Authorization": TOKEN}):
-        refused = _scrape(app_config, headers=headers, BTP_METRICS_TOKEN=TOKEN)
+        refused = _scrape(fresh_app, headers=headers, BTP_METRICS_TOKEN=TOKEN)
         assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
         assert "btp_" not in refused.get_data(as_text=True)
     good = {"Authorization": f"Bearer {TOKEN}"}
-    assert _scrape(app_config, remote="203.0.113.9", headers=good, BTP_METRICS_TOKEN=TOKEN).status_code == 200
-    behind = _scrape(app_config, headers={**good, "X-Forwarded-For": "203.0.113.9"}, BTP_TRUSTED_PROXIES="1",
+    assert _scrape(fresh_app, remote="203.0.113.9", headers=good, BTP_METRICS_TOKEN=TOKEN).status_code == 200
+    behind = _scrape(fresh_app, headers={**good, "X-Forwarded-For": "203.0.113.9"}, BTP_TRUSTED_PROXIES="1",
                      BTP_METRICS_TOKEN=TOKEN)
     assert behind.status_code == 200 and "btp_trips" in behind.get_data(as_text=True)
 

@@ -55,11 +55,9 @@ def private_redis(tmp_path):
 
 
 @pytest.fixture
-def btp(app, app_config, private_redis):
+def btp(app, fresh_app, private_redis):
     """The test app's database, the private Redis."""
-    from app import create_app
-
-    application = create_app({**app_config, "REDIS_URL": private_redis.url}, environ={})
+    application = fresh_app(REDIS_URL=private_redis.url)
     with application.app_context():
         yield application
 
