@@ -47,18 +47,13 @@ def app_context():
         yield _bound_app
 
 
-def source_config():
-    from trips.route.sources import SourceConfig
-
-    conf = current_app.config
-    return SourceConfig(komoot_url=conf["BTP_KOMOOT_URL"], strava_url=conf["BTP_STRAVA_URL"],
-                        ridewithgps_url=conf["BTP_RIDEWITHGPS_URL"])
-
-
 def fetch_route(trip_id: str, generation: int) -> None:
     """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
     from jobs import enqueue, get_redis
-    from trips.route.sources import FetchError, UnsupportedSource, fetch_route as fetch, parse_source_url
+    from trips.providers import configs
+    from trips.providers.routes import fetch_route as fetch
+    from trips.route.source_formats import FetchError
+    from trips.route.sources import UnsupportedSource, parse_source_url
 
     with app_context():
         with atomic():
@@ -67,7 +62,7 @@ def fetch_route(trip_id: str, generation: int) -> None:
             source_url = db.session.get(Trip, trip_id).source_url
         try:
             ref = parse_source_url(source_url)
-            parsed = fetch(ref, source_config(), get_redis())
+            parsed = fetch(ref, configs().routes, get_redis())
         except (FetchError, UnsupportedSource) as exc:
             reason = getattr(exc, "reason", None) or "The route could not be fetched."
             with atomic(lock=trip_lock(trip_id)):
@@ -110,12 +105,6 @@ def generate_stages(trip_id: str, generation: int) -> None:
                 pipeline.replace_stages(trip, plans)
 
 
-def routing_config():
-    from trips.route.routing import RoutingConfig
-
-    return RoutingConfig(valhalla_url=current_app.config["BTP_VALHALLA_URL"])
-
-
 def _current_waypoint(stage_id: str, request_id: str):
     """The day, if it still exists and this is still its latest waypoint request."""
     stage = db.session.get(Stage, stage_id)
@@ -124,7 +113,9 @@ def _current_waypoint(stage_id: str, request_id: str):
 
 def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
     """Reroute a day through its waypoint; a newer request for the day, or a regeneration, wins."""
-    from trips.route.routing import RoutingError, reroute
+    from trips.providers import configs
+    from trips.providers.valhalla import RoutingError
+    from trips.route.routing import reroute
     from trips.services.waypoints import apply_reroute
 
     with app_context():
@@ -137,7 +128,7 @@ def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
             start, end = (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)
             via = (stage.waypoint["lat"], stage.waypoint["lon"])
         try:
-            result = reroute(start, via, end, routing_config())
+            result = reroute(start, via, end, configs().valhalla)
         except RoutingError as exc:
             with atomic(lock=trip_lock(trip_id)):
                 if _current_waypoint(stage_id, request_id) is not None:

@@ -6,7 +6,9 @@ import pytest
 from trips.places import geocode
 from trips.errors import Invalid, RateLimited, Unavailable
 from trips.places.gazetteer import get_gazetteer
-from trips.places.geocode import GeocodeConfig, search_places
+from trips.places.geocode import search_places
+from trips.providers import nominatim
+from trips.providers.nominatim import GeocodeConfig
 
 # The `fake_nominatim` fixture. (Not imported by name: pytest must load the module itself to rewrite it.)
 
@@ -139,8 +141,8 @@ def test_no_result_is_an_empty_list(fake_nominatim, redis_client):
     assert online(fake_nominatim, redis_client, "Nowhere") == {"member": [], "totalItems": 0}
 
 
-@pytest.mark.parametrize("status, message", [(403, geocode.REFUSED), (429, geocode.REFUSED),
-                                             (500, geocode.UNAVAILABLE), (503, geocode.UNAVAILABLE)])
+@pytest.mark.parametrize("status, message", [(403, nominatim.REFUSED), (429, nominatim.REFUSED),
+                                             (500, nominatim.UNAVAILABLE), (503, nominatim.UNAVAILABLE)])
 def test_upstream_errors_are_unavailable_not_empty(fake_nominatim, redis_client, status, message):
     fake_nominatim.places = [fake_nominatim.place("Annecy", 45.9, 6.12)]
     fake_nominatim.fail(status)
@@ -155,7 +157,7 @@ def test_timeout_is_unavailable(fake_nominatim, redis_client):
     started = time.monotonic()
     with pytest.raises(Unavailable) as caught:
         online(fake_nominatim, redis_client, "Annecy", timeout=0.3)
-    assert caught.value.message == geocode.UNAVAILABLE
+    assert caught.value.message == nominatim.UNAVAILABLE
     assert time.monotonic() - started < 1.5
 
 

@@ -9,10 +9,11 @@ import pytest
 from tests.fakes.thirdparty import make_points
 from tests.fakes.valhalla import encode_polyline6, geodesic_km
 from trips.route.geo import distance_m
-from trips.route.routing import (
+from trips.providers.valhalla import (
     MAX_RESPONSE_BYTES, NO_ROUTE, REDIRECTED, TIMEOUT, TOO_LARGE, TOO_LONG, UNAVAILABLE, UNREADABLE,
-    RoutingConfig, RoutingError, decode_polyline6, reroute,
+    RoutingConfig, RoutingError, decode_polyline6,
 )
+from trips.route.routing import reroute
 
 
 START, WAYPOINT, END = (45.0, 5.0, 210.0), (45.05, 5.08), (45.1, 5.02, 250.0)

@@ -8,14 +8,9 @@ import redis as redis_lib
 
 from tests.fakes.thirdparty import gpx_from_points, komoot_html, make_points
 from trips.route import source_formats, sources
-from trips.route.sources import (
-    FetchError,
-    SourceConfig,
-    SourceRef,
-    UnsupportedSource,
-    fetch_route,
-    parse_source_url,
-)
+from trips.providers.routes import SourceConfig, fetch_route
+from trips.route.source_formats import FetchError
+from trips.route.sources import SourceRef, UnsupportedSource, parse_source_url
 
 
 
@@ -386,7 +381,7 @@ def test_redis_down_does_not_break_the_fetch(fake_thirdparty, caplog):
     fake_thirdparty.add_komoot_tour(1, "no cache", make_points(3))
     down = redis_lib.Redis(host="127.0.0.1", port=_closed_port(), socket_connect_timeout=0.2, retry=None)
     try:
-        with caplog.at_level(logging.WARNING, logger="trips.route.sources"):
+        with caplog.at_level(logging.WARNING, logger="trips.providers.cache"):
             route = fetch_route(SourceRef("komoot_tour", "1"), fake_thirdparty.source_config(), down)
     finally:
         down.close()

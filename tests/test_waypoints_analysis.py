@@ -55,7 +55,7 @@ def test_without_a_router_the_detour_is_straight_and_approximate(app, client, ri
 
 def test_with_valhalla_the_day_follows_the_route(app, client, rider, trip, fake_valhalla, monkeypatch):
     _, headers = rider
-    monkeypatch.setitem(app.config, "BTP_VALHALLA_URL", fake_valhalla.base_url)
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
     stage = trip.stages[0]
     before = snapshot(stage)
     lat, lon = near(stage)
@@ -74,7 +74,7 @@ def test_with_valhalla_the_day_follows_the_route(app, client, rider, trip, fake_
 
 def test_a_router_failure_is_a_readable_failed_status(app, client, rider, trip, fake_valhalla, monkeypatch):
     _, headers = rider
-    monkeypatch.setitem(app.config, "BTP_VALHALLA_URL", fake_valhalla.base_url)
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
     fake_valhalla.fail(400, error_code=442)
     stage = trip.stages[0]
     before = snapshot(stage)

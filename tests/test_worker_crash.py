@@ -178,7 +178,7 @@ def test_a_job_over_its_timeout_on_the_last_attempt_is_failed(app, client, rider
     job = get_queue().jobs[0]
     job.timeout, job.retries_left = 1, 0
     job.save()
-    monkeypatch.setattr("trips.route.sources.fetch_route", lambda *args: time.sleep(30))
+    monkeypatch.setattr("trips.providers.routes.fetch_route", lambda *args: time.sleep(30))
     bind_app(app)
     SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
     trip = reload(trip_id)

@@ -12,7 +12,7 @@ Other answers are queued and consumed in order (times=None: every request from t
     fake.requests[-1].query["q"] == ["Grenoble"]; fake.requests[-1].headers["user-agent"]
 
 Use the `fake_nominatim` fixture (one server per process, reset before and after each test) and
-`fake.config(**overrides)` for a trips.places.geocode.GeocodeConfig aimed at it (2 s timeout).
+`fake.config(**overrides)` for a trips.providers.nominatim.GeocodeConfig aimed at it (2 s timeout).
 """
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ class FakeNominatim(FakeServer):
     place = staticmethod(place)
 
     def config(self, **overrides: Any):
-        """A trips.places.geocode.GeocodeConfig aimed at this server, with a 2 s timeout."""
-        from trips.places.geocode import GeocodeConfig
+        """A trips.providers.nominatim.GeocodeConfig aimed at this server, with a 2 s timeout."""
+        from trips.providers.nominatim import GeocodeConfig
 
         return configured(GeocodeConfig, overrides, nominatim_url=self.base_url, timeout=2.0)
 

@@ -9,10 +9,11 @@ Unknown ids answer 404. Failure modes are programmed per path (query string igno
     fake.redirect("/tour/1", "/tour/2")            # every request redirected (times=None)
     fake.slow("/tour/1", 1.5)                      # answer after 1.5 s, once
     fake.oversized("/tour/1", 50 * 1024 * 1024)    # stream 50 MB of junk (fake.streams records progress)
+    fake.trickle("/tour/1", body, 0.05)            # one byte of `body` every 50 ms
     fake.requests_to("/tour/1") == 3
 
 Use the `fake_thirdparty` fixture (one server for the session, reset before each test), and
-`fake.source_config(**overrides)` for a trips.route.sources.SourceConfig whose three base URLs point here.
+`fake.source_config(**overrides)` for a trips.providers.routes.SourceConfig whose three base URLs point here.
 """
 from __future__ import annotations
 
@@ -84,8 +85,8 @@ class FakeThirdParty(FakeServer):
     thread_name = "fake-thirdparty"
 
     def source_config(self, **overrides: Any):
-        """A trips.route.sources.SourceConfig aimed at this server, with no retry backoff and a 2 s timeout."""
-        from trips.route.sources import SourceConfig
+        """A trips.providers.routes.SourceConfig aimed at this server, with no retry backoff and a 2 s timeout."""
+        from trips.providers.routes import SourceConfig
 
         return configured(SourceConfig, overrides, komoot_url=self.base_url, strava_url=self.base_url,
                           ridewithgps_url=self.base_url, timeout=2.0, backoff=0.0)
@@ -140,6 +141,10 @@ class FakeThirdParty(FakeServer):
 
     def slow(self, path: str, seconds: float, times: int | None = 1) -> None:
         self._queue_behaviour(path, "slow", times, seconds=seconds)
+
+    def trickle(self, path: str, body: bytes, interval: float, times: int | None = None) -> None:
+        """Answer 200 with `body`, one byte per `interval` seconds (each read is quick, the whole body slow)."""
+        self._queue_behaviour(path, "trickle", times, body=body, interval=interval)
 
     def oversized(self, path: str, size: int, content_length: bool = False, times: int | None = None) -> None:
         """Stream `size` junk bytes in 64 KB chunks, declaring Content-Length only if asked."""

@@ -14,7 +14,7 @@ The answer is programmed; every request body is recorded (parsed JSON, or the ra
 
 Until programmed it answers 400 with error 442 (no route); a programmed answer applies to every request
 until `reset`. Use the `fake_valhalla` fixture (one server for
-the session, reset before and after each test) and `fake.config(**overrides)` for a trips.route.routing.RoutingConfig
+the session, reset before and after each test) and `fake.config(**overrides)` for a trips.providers.valhalla.RoutingConfig
 aimed at it.
 """
 from __future__ import annotations
@@ -102,8 +102,8 @@ class FakeValhalla(FakeServer):
     thread_name = "fake-valhalla"
 
     def config(self, **overrides: Any):
-        """A trips.route.routing.RoutingConfig aimed at this server (2 s timeout)."""
-        from trips.route.routing import RoutingConfig
+        """A trips.providers.valhalla.RoutingConfig aimed at this server (2 s timeout)."""
+        from trips.providers.valhalla import RoutingConfig
 
         return configured(RoutingConfig, overrides, valhalla_url=self.base_url, timeout=2.0)
 

@@ -13,15 +13,13 @@ def search_places(actor: User, query) -> dict:
     Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
     or is down: never an empty list in that case).
     """
-    from flask import current_app
-
-    from trips.places.geocode import GeocodeConfig, search_places as search
+    from trips.places.geocode import search_places as search
+    from trips.providers import configs
 
     extra = sorted(set(query) - {"q", "limit"})
     if extra:
         raise InvalidQuery({bounded(extra[0]): "Unknown field."})
-    config = GeocodeConfig(nominatim_url=current_app.config["BTP_NOMINATIM_URL"])
     try:
-        return search(query.get("q"), query.get("limit"), config=config, redis=get_redis(), user_key=actor.id)
+        return search(query.get("q"), query.get("limit"), config=configs().nominatim, redis=get_redis(), user_key=actor.id)
     except Invalid as exc:
         raise InvalidQuery(exc.errors) from None
