@@ -140,20 +140,37 @@ def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
                 apply_reroute(stage, result.geometry, result.approximate)
 
 
-def run_enrichment(trip_id: str, name: str, generation: int) -> None:
-    """Run one enrichment for `generation`; its writes land only if the trip is still at that generation."""
-    from trips.analysis import ENRICHMENTS
+def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, radius_km=None) -> None:
+    """Run one enrichment for `generation` (trips/enrich/registry.py); its writes land only if the trip is still
+    at that generation, else it is `superseded`. `stage_ids`/`radius_km`: an accommodations scan.
+
+    The compute runs with no session and no lock: on SQLite a write transaction held across it would block
+    every writer of the database, and the trip lock every edit of the trip. Raises what the compute raises
+    (RQ retries; settle_failed fails it after the last attempt)."""
+    from trips.enrich import registry
 
     with app_context():
         with atomic():
-            if name not in ENRICHMENTS or not computations.transition(trip_id, name, generation, "running"):
+            if name not in registry.ENRICHMENTS or not computations.transition(trip_id, name, generation, "running"):
                 return
+            trip = db.session.get(Trip, trip_id)
+            snap = registry.snapshot(trip) if trip is not None and trip.generation == generation else None
+        db.session.close()  # the connection goes back to the pool for the compute's own reads
+        if snap is None:
+            with atomic():
+                computations.transition(trip_id, name, generation, "superseded")
+            return
+        result = registry.run_compute(name, snap, db.engine, stage_ids=stage_ids, radius_km=radius_km)
+        if not result.covered:  # no imported area touches the trip: say so, never store an empty result
+            with atomic():
+                computations.transition(trip_id, name, generation, "failed", registry.NO_MAP_DATA)
+            return
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
-            if trip is None or trip.generation != generation:
-                return
-            ENRICHMENTS[name](trip)
-            computations.transition(trip_id, name, generation, "done")
+            if trip is not None and registry.apply(trip, name, generation, result, expand=radius_km is not None):
+                computations.transition(trip_id, name, generation, "done")
+            else:
+                computations.transition(trip_id, name, generation, "superseded")
 
 
 def _failed_computations(job) -> list[tuple[str, str, int]]:
@@ -165,7 +182,7 @@ def _failed_computations(job) -> list[tuple[str, str, int]]:
     if job.func_name == "jobs.tasks.generate_stages":
         return [(job.args[0], "stages", job.args[1])]
     if job.func_name == "jobs.tasks.run_enrichment":
-        trip_id, name, generation = job.args
+        trip_id, name, generation = job.args[:3]
         return [(trip_id, name, generation)]
     if job.func_name == "jobs.tasks.reroute_stage":
         trip_id, stage_id, request_id = job.args

@@ -1,12 +1,13 @@
 """Waypoint reroutes (Valhalla or a straight detour) and the analysis framework (statuses, supersession)."""
 import io
+from dataclasses import replace
 
 import pytest
 
 from jobs.tasks import reroute_stage, run_enrichment
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_pipeline import reload, run_jobs, statuses
-from trips import analysis
+from trips.enrich import registry
 from trips.core.db import atomic, db
 from trips.models import Stage
 from trips.services.trips import import_gpx
@@ -110,14 +111,22 @@ def test_waypoint_refusals(client, rider, trip, body, field):
 
 @pytest.fixture
 def enrichments(monkeypatch):
+    """Two stand-in enrichments in the registry: terrain records its calls and finds one fact a day."""
+    from trips.enrich.contract import AlertFact, Result
+
     calls = []
 
-    def terrain(trip):
-        calls.append(trip.id)
-        for stage in trip.stages:
-            stage.label = stage.label or "analyzed"
+    def terrain(snap, engine):
+        calls.append(snap.id)
+        result = Result()
+        for stage in snap.stages:
+            result.add(AlertFact("elevation_gain", stage.id, {"gain": 1}))
+            result.data[stage.id] = {"terrain": {"analyzed": True}}
+        return result
 
-    monkeypatch.setattr(analysis, "ENRICHMENTS", {"terrain": terrain, "weather": lambda trip: None})
+    fake = {"terrain": replace(registry.ENRICHMENTS["terrain"], compute=terrain),
+            "cultural_pois": replace(registry.ENRICHMENTS["cultural_pois"], compute=lambda snap, engine: Result())}
+    monkeypatch.setattr(registry, "ENRICHMENTS", fake)
     return calls
 
 
@@ -130,8 +139,10 @@ def test_analyze_resets_and_runs_the_enrichments(app, client, rider, trip, enric
     assert {"category": "terrain_security", "status": "running"} in body["categoryStatus"]
     run_jobs(app)
     fresh = reload(trip.id)
-    assert statuses(fresh)["terrain"] == ("done", None) and statuses(fresh)["weather"] == ("done", None)
-    assert enrichments == [trip.id] and fresh.stages[0].label == "analyzed" and fresh.version == 1
+    assert statuses(fresh)["terrain"] == ("done", None) and statuses(fresh)["cultural_pois"] == ("done", None)
+    assert enrichments == [trip.id] and fresh.version == 1
+    assert fresh.stages[0].enrichment == {"terrain": {"analyzed": True}}
+    assert fresh.stages[0].alerts_by_group == {"terrain": [{"code": "elevation_gain", "params": {"gain": 1}}]}
 
 
 def test_analyze_refusals(app, client, rider, trip, enrichments):

@@ -1,21 +1,18 @@
 """Analyzing a trip: the enrichment computations are reset to pending and dispatched, one job each.
 
-`ENRICHMENTS` is the one registry of enrichment functions (name → function(trip) that fills the days);
-the enrichments themselves arrive with their own issue. A job of an older generation writes nothing.
+The enrichments are those of the one registry (trips/enrich/registry.py); a job of an older generation
+writes nothing.
 """
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from jobs import enqueue
 from oauth.models import User
 from trips import computations
-from trips.core.db import after_commit
+from trips.core.db import after_commit, db
+from trips.enrich import registry
 from trips.errors import Conflict, Invalid
 from trips.guards import WriteContext, guarded_write
 from trips.models import Trip
-
-ENRICHMENTS: dict[str, Callable[[Trip], None]] = {}
 
 
 def _structural_retry(trip: Trip) -> tuple[str, ...] | None:
@@ -42,7 +39,7 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
             if _structural_retry(trip) is None:
                 raise Invalid({"stages": "the trip has no days to analyze yet"})
             return
-        running = [c.name for c in trip.computations if c.name in ENRICHMENTS and c.status == "running"]
+        running = [c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status == "running"]
         if running:
             raise Conflict(f"An analysis is running ({', '.join(sorted(running))}); try again once it is done.")
 
@@ -52,12 +49,7 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
         if retry:
             _retry_structural(trip, retry)
             return trip
-        names = tuple(ENRICHMENTS)
-        computations.initialize(trip, names, trip.generation)
-        from jobs.tasks import run_enrichment
-
-        for name in names:
-            after_commit(enqueue, run_enrichment, trip.id, name, trip.generation)
+        registry.dispatch(trip)
     return trip
 
 
@@ -69,3 +61,30 @@ def _retry_structural(trip: Trip, names: tuple[str, ...]) -> None:
     computations.initialize(trip, names, trip.generation)
     job = fetch_route if "route" in names else generate_stages
     after_commit(enqueue, job, trip.id, trip.generation)
+
+
+def redispatch(trip: Trip, *, triggers=(), names=(), exclude=(), stage_ids=None, radius_km=None) -> list[str]:
+    """Dispatch again what an edit invalidates (domain.md §5.4): the enrichments `triggers` select and those
+    `names` names (a name not registered yet is skipped: weather joins in step 8), less `exclude`. Call in the
+    edit's unit of work, under the trip lock. Returns the names dispatched (none: nothing is touched).
+
+    A dispatch moves the trip to a new generation, whose jobs alone may write: what the previous dispatch had
+    not finished is dispatched again with it rather than lost (superseded), and a scope (`stage_ids`,
+    `radius_km`: an accommodations scan) is then dropped, as a scoped dispatch runs that one enrichment only.
+    Nothing while the days are missing or being cut again: the analysis follows the new days (§3.5).
+    """
+    if not trip.stages or computations.status_of(trip, "stages") in computations.ACTIVE:
+        return []
+    wanted = set(registry.select(trip, triggers=triggers)) if triggers else set()
+    wanted = (wanted | {n for n in names if n in registry.ENRICHMENTS}) - set(exclude)
+    if not wanted:
+        return []
+    db.session.flush()
+    for c in trip.computations:  # the jobs' transitions are bulk UPDATEs: read the statuses they left
+        db.session.expire(c)
+    unsettled = {c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status in computations.ACTIVE}
+    if unsettled - wanted:
+        wanted |= unsettled
+        stage_ids = radius_km = None
+    return registry.dispatch(trip, names=[n for n in registry.ENRICHMENTS if n in wanted], stage_ids=stage_ids,
+                             radius_km=radius_km)

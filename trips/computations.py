@@ -7,19 +7,12 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from trips.core.db import utcnow
-from trips.core.db import db
+from trips.core.db import db, utcnow
+from trips.enrich.registry import categories
 from trips.models import Computation, Trip
 
-CATEGORIES = {
-    "route": ("route", "stages", "route_segment"),
-    "points_of_interest": ("pois",),
-    "accommodations": ("accommodations",),
-    "terrain_security": ("terrain", "bike_shops", "water_points", "health_services", "railway_stations",
-                         "border_crossing", "ferries", "fords"),
-    "weather": ("weather", "wind"),
-    "context": ("calendar", "events", "cultural_pois"),
-}
+# {category: names}, the structural computations and the registered enrichments (trips/enrich/registry.py).
+CATEGORIES = categories()
 CATEGORY_OF = {name: category for category, names in CATEGORIES.items() for name in names}
 STRUCTURAL = ("route", "stages")
 ACTIVE = ("pending", "running")

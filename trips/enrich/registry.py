@@ -1,0 +1,227 @@
+"""The one registry of enrichments (issue 10 item 2): what each computes, when it runs, where it writes.
+
+Each `Enrichment` declares its computation name, category (domain.md §5.1), alert group (catalogue GROUPS;
+None for one that raises nothing), triggers (GEOMETRY, DATES: ADR-070, the single source of truth for what an
+edit re-dispatches), the computations it needs first, its queue, its `compute(snapshot, engine)` and the
+per-day fields it owns. trips/computations.py derives its categories from here.
+
+The lifecycle of one run (jobs/tasks.py run_enrichment):
+  dispatch (in the caller's write unit of work, under the trip lock) → job: running → `snapshot` (a short
+  read) → `compute` with no session and no lock → `apply` under the lock, after a generation check.
+`apply` replaces only the enrichment's own group and fields on the days it looked at (ADR-068: an absent
+group = never ran, an empty list = ran, found nothing).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from trips.enrich import (accommodations, bike_shops, border_crossing, cultural_pois, ferries, fords,
+                          health_services, labels, pois, railway_stations, terrain, water_points)
+from trips.enrich.alerts.catalogue import GROUPS
+from trips.enrich.contract import Result, StageSnap, TripSnap
+
+GEOMETRY, DATES = "GEOMETRY", "DATES"
+TRIGGERS = frozenset({GEOMETRY, DATES})
+QUEUE = "btp"  # jobs.QUEUE_NAME: one queue today; the field lets a slow provider-bound family move out
+# domain.md §5.1, in display order; "route" also holds the structural computations.
+CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_security", "weather", "context")
+STRUCTURAL = {"route": ("route", "stages", "route_segment")}
+SCOPED = frozenset({"accommodations"})  # the one enrichment a dispatch may scope to some days (a scan)
+NO_MAP_DATA = "no map data covers this trip: import a region with `flask osm import`"
+
+
+@dataclass(frozen=True)
+class Enrichment:
+    name: str
+    category: str
+    group: str | None
+    triggers: frozenset[str]
+    needs: tuple[str, ...]
+    queue: str
+    compute: Callable[..., Result]
+    fields: tuple[str, ...] = ()
+    requires_start_date: bool = False
+
+
+ENRICHMENTS: dict[str, Enrichment] = {}
+
+
+def register(enrichment: Enrichment) -> Enrichment:
+    """Add an enrichment. Raises ValueError on a duplicate or structural name, an unknown category, group or
+    trigger, or a need that is registered (running after another computation is the weather cascade of step 8,
+    which must come with its dispatch: today a need that is not registered is read as absent)."""
+    e = enrichment
+    if e.name in ENRICHMENTS or e.name in STRUCTURAL["route"]:
+        raise ValueError(f"enrichment {e.name!r} is registered twice")
+    if e.category not in CATEGORY_ORDER or (e.group is not None and e.group not in GROUPS) \
+            or not e.triggers <= TRIGGERS or e.queue != QUEUE:
+        raise ValueError(f"enrichment {e.name!r}: unknown category, group, trigger or queue")
+    if any(n in ENRICHMENTS for n in e.needs):
+        raise ValueError(f"enrichment {e.name!r} needs a registered computation: the cascade is not wired")
+    ENRICHMENTS[e.name] = e
+    return e
+
+
+def _add(module, category: str, triggers, fields=(), needs=()) -> None:
+    register(Enrichment(module.NAME, category, module.GROUP, frozenset(triggers), tuple(needs), QUEUE,
+                        module.compute, tuple(fields)))
+
+
+# domain.md §5.1 triggers. fords is "cascaded from weather" there; until weather exists (step 8) it reads the
+# map only (dry fords), so the geometry is what makes its result stale.
+_add(pois, "points_of_interest", (GEOMETRY, DATES), ("resupply", "supplyTimeline"))
+_add(accommodations, "accommodations", (GEOMETRY, DATES), ("accommodations",))
+_add(terrain, "terrain_security", (GEOMETRY, DATES), ("terrain",))
+_add(bike_shops, "terrain_security", (GEOMETRY,))
+_add(water_points, "terrain_security", (GEOMETRY,))
+_add(health_services, "terrain_security", (GEOMETRY,))
+_add(railway_stations, "terrain_security", (GEOMETRY,))
+_add(cultural_pois, "context", (GEOMETRY,), ("culturalPois",))
+_add(border_crossing, "terrain_security", (GEOMETRY,))
+_add(ferries, "terrain_security", (GEOMETRY,))
+_add(fords, "terrain_security", (GEOMETRY,), needs=("weather",))
+_add(labels, "route", (GEOMETRY,), ("labels",))
+
+
+def categories() -> dict[str, tuple[str, ...]]:
+    """{category: computation names} in display order: the structural ones, then the registered ones."""
+    return {c: STRUCTURAL.get(c, ()) + tuple(n for n, e in ENRICHMENTS.items() if e.category == c)
+            for c in CATEGORY_ORDER}
+
+
+def select(trip, *, triggers=None, names=None) -> list[str]:
+    """The enrichments a dispatch runs, in registry order: those named (unknown names refused), else those
+    with one of `triggers`, else all; an enrichment requiring a start date is withheld on an undated trip.
+    Raises ValueError on an unknown name or trigger."""
+    if names is not None:
+        unknown = set(names) - set(ENRICHMENTS)
+        if unknown:
+            raise ValueError(f"unknown enrichments: {sorted(unknown)}")
+    if triggers is not None and not set(triggers) <= TRIGGERS:
+        raise ValueError(f"unknown triggers: {sorted(set(triggers) - TRIGGERS)}")
+    chosen = [n for n, e in ENRICHMENTS.items()
+              if (names is None or n in names) and (triggers is None or e.triggers & set(triggers))]
+    return [n for n in chosen if trip.start_date is not None or not ENRICHMENTS[n].requires_start_date]
+
+
+def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None) -> list[str]:
+    """Run enrichments again (None, None: all of them). Call inside a write unit of work under the trip lock.
+
+    Bumps the generation (a job of an older one writes nothing), supersedes every unsettled computation not
+    re-dispatched, sets the chosen ones pending, records whether the route leaves the imported map areas
+    (`trip.out_of_zone`), and queues one job each after the commit. `stage_ids` and `radius_km` scope an
+    accommodations scan (a rider's wider search: its candidates are merged into the day's, §7.1).
+    Returns the names dispatched. Raises ValueError on an unknown name or trigger, or a scope on an enrichment
+    that has none.
+    """
+    from jobs import enqueue
+    from jobs.tasks import run_enrichment
+    from trips import computations
+    from trips.core.db import after_commit, db
+
+    chosen = select(trip, triggers=triggers, names=names)
+    scoped = stage_ids is not None or radius_km is not None
+    if scoped and not set(chosen) <= SCOPED:
+        raise ValueError(f"only {sorted(SCOPED)} can be scoped to days or a radius")
+    db.session.flush()
+    for c in trip.computations:  # transitions are bulk UPDATEs: read the statuses they left, not stale ones
+        db.session.expire(c)
+    trip.generation += 1
+    computations.supersede_unsettled(trip, keep=chosen)
+    computations.initialize(trip, chosen, trip.generation)
+    trip.out_of_zone = out_of_zone(trip)
+    extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
+    for name in chosen:
+        after_commit(enqueue, run_enrichment, trip.id, name, trip.generation, *extra)
+    return chosen
+
+
+def out_of_zone(trip) -> bool:
+    """Whether the trip's days leave the imported map areas (trips.osm.queries.coverage; no day: False)."""
+    from trips.core.db import db
+    from trips.enrich.corridor import FULL_COVERAGE
+    from trips.osm.queries import coverage
+
+    line = [tuple(p[:2]) for s in trip.stages for p in (s.geometry or [])]
+    if not line:
+        return False
+    return coverage(line, engine=db.engine)[0] < FULL_COVERAGE
+
+
+def snapshot(trip) -> TripSnap:
+    """The immutable view of `trip` the enrichments compute on (trips/enrich/contract.py)."""
+    days = []
+    for s in trip.stages:
+        geometry = tuple((float(p[0]), float(p[1]), float(p[2]) if len(p) > 2 else 0.0) for p in s.geometry or ())
+        days.append(StageSnap(
+            id=s.id, index=s.position, day_number=s.day_number, is_rest_day=bool(s.is_rest_day),
+            distance_km=float(s.distance), elevation_gain_m=float(s.elevation or 0.0),
+            elevation_loss_m=float(s.elevation_loss or 0.0), start=(s.start_lat, s.start_lon),
+            end=(s.end_lat, s.end_lon), geometry=geometry,
+            date=trip.start_date + timedelta(days=s.position) if trip.start_date else None,
+            selected_accommodation=dict(s.selected_accommodation) if s.selected_accommodation else None))
+    return TripSnap(id=trip.id, generation=trip.generation, start_date=trip.start_date,
+                    ebike_mode=bool(trip.ebike_mode), departure_hour=int(trip.departure_hour),
+                    average_speed=float(trip.average_speed),
+                    enabled_accommodation_types=tuple(trip.enabled_accommodation_types or ()), stages=tuple(days))
+
+
+def run_compute(name: str, snap: TripSnap, engine, stage_ids=None, radius_km=None) -> Result:
+    """The enrichment's compute on `snap`, with the scan's scope for the one that takes it."""
+    enrichment = ENRICHMENTS[name]
+    if name in SCOPED and (stage_ids is not None or radius_km is not None):
+        kwargs = {"stage_ids": stage_ids}
+        if radius_km is not None:
+            kwargs["radius_km"] = radius_km
+        return enrichment.compute(snap, engine, **kwargs)
+    return enrichment.compute(snap, engine)
+
+
+def apply(trip, name: str, generation: int, result: Result, *, expand: bool = False) -> bool:
+    """Write `result` on the trip's days (under the trip lock, in the job's unit of work). False, writing
+    nothing, when the trip moved past `generation` or the computation is no longer that generation's.
+
+    On each day the enrichment looked at, its group is replaced by the facts and its fields by the data (a
+    field it did not return is removed); a day it did not look at (off the map) loses them: "never ran", not an
+    older day's result. Accommodations (which may be a scan of some days) leave the days they did not scan, and go to `stage.accommodations`,
+    are never written on a day whose lodging the rider chose; `expand` merges them into the day's (§7.1).
+    """
+    from trips import computations
+
+    enrichment = ENRICHMENTS[name]
+    row = next((c for c in trip.computations if c.name == name), None)
+    if trip.generation != generation or row is None or row.generation != generation \
+            or row.status not in computations.ACTIVE:
+        return False
+    looked = set(result.alerts) | set(result.data)
+    for stage in trip.stages:
+        if stage.id in looked:
+            _write_day(stage, enrichment, result, expand)
+        elif name not in SCOPED:
+            _clear_day(stage, enrichment)
+    return True
+
+
+def _write_day(stage, enrichment: Enrichment, result: Result, expand: bool) -> None:
+    data = result.data.get(stage.id, {})
+    if enrichment.name == "accommodations":
+        if stage.selected_accommodation is not None:
+            return  # chosen since the snapshot: the rider's choice is never overwritten (§7.4)
+        found = list(data.get("accommodations", []))
+        stage.accommodations = accommodations.merge(stage.accommodations or [], found) if expand else found
+    else:
+        fields = {k: v for k, v in (stage.enrichment or {}).items() if k not in enrichment.fields}
+        fields.update({k: data[k] for k in enrichment.fields if k in data})
+        stage.enrichment = fields
+    if enrichment.group is not None:
+        facts = [f.as_json() for f in result.alerts.get(stage.id, [])]
+        stage.alerts_by_group = {**(stage.alerts_by_group or {}), enrichment.group: facts}
+
+
+def _clear_day(stage, enrichment: Enrichment) -> None:
+    if enrichment.group is not None and enrichment.group in (stage.alerts_by_group or {}):
+        stage.alerts_by_group = {k: v for k, v in stage.alerts_by_group.items() if k != enrichment.group}
+    if any(k in (stage.enrichment or {}) for k in enrichment.fields):
+        stage.enrichment = {k: v for k, v in stage.enrichment.items() if k not in enrichment.fields}
