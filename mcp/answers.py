@@ -5,24 +5,56 @@ from trips.core.text import label
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Stage, Trip
-from trips.readmodels.day import stage_summary
+from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
 
-DIGEST_LABEL = 40  # one line per day: the 30-day digest must stay under 12 KB (the full text is in get_stage)
+# One line per day: a 30-day digest with alerts and lodgings on every day must stay under 12 KB (the full texts
+# are in get_stage): the title at 100 characters, labels and names at 20, at most two critical alerts at 72.
+DIGEST_TITLE = 100
+DIGEST_LABEL = 20
+DIGEST_ALERT = 72
+DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
+STAGE_ALERT = 300  # an alert's text in get_stage
+STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
+MAX_ACCOMMODATIONS = 5  # domain.md §7.2: at most five candidates per day
+ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
+WEATHER_NOT_COMPUTED = {"status": day.NOT_COMPUTED}  # the forecast arrives in step 8
 
 
 def _iso(value):
     return value.isoformat() if value is not None else None
 
 
+def price_range(place: dict) -> dict:
+    return {"priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax")}
+
+
+def _euros(place: dict) -> str:
+    low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
+    if low is None or high is None:
+        return ""
+    return f" · {low:g} €" if low == high else f" · {low:g}–{high:g} €"
+
+
+def digest_accommodation(stage: Stage) -> str | None:
+    """The chosen place to sleep, else "suggested: " and the best candidate, with the price range: one short
+    string keeps the line small (the candidates are in get_stage)."""
+    place, chosen = day.best_accommodation(stage)
+    if place is None:
+        return None
+    name = label(place.get("name"), DIGEST_LABEL) or "unnamed"
+    return ("" if chosen else "suggested: ") + name + _euros(place)
+
+
 def stage_digest(stage: Stage) -> dict:
-    chosen = stage.selected_accommodation or {}
+    rendered = day.alerts(stage)
+    critical = [a["message"] for a in rendered if a["severity"] == "critical"]
     return {
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
         "elevation": round(stage.elevation), "isRestDay": stage.is_rest_day,
         "startLabel": label(stage.start_label, DIGEST_LABEL),
-        "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": label(chosen.get("name"), DIGEST_LABEL),
-        "alertCount": 0, "criticalAlerts": [],  # alerts arrive with the enrichments
+        "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": digest_accommodation(stage),
+        "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
     }
 
 
@@ -30,30 +62,59 @@ def trip_digest(trip: Trip) -> dict:
     stages = list(trip.stages)
     values = settings(trip)
     return {
-        "id": trip.id, "version": trip.version, **values, "title": label(trip.title),
+        "id": trip.id, "version": trip.version, **values, "title": label(trip.title, DIGEST_TITLE),
         "status": trip.status,
         "partial": partial(trip), "nextAction": next_action(trip),
-        "isLocked": is_locked(trip), "categoryStatus": computations.category_statuses(trip),
+        "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
+        "categoryStatus": computations.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
         "stages": [stage_digest(s) for s in stages],
     }
 
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
-    summary = stage_summary(trip, stage)
-    for key in ("label", "startLabel", "endLabel"):
-        summary[key] = label(summary[key])
-    # Copies: the stored JSON values must not change under the ORM's feet.
-    summary["accommodations"] = [_place(p) for p in summary["accommodations"]]
-    summary["selectedAccommodation"] = _place(summary["selectedAccommodation"])
-    return {**summary, "tripVersion": trip.version, "weather": None, "alerts": [], "events": [],
-            "resupply": None}
+    """get_stage: the day read model trimmed for an agent: labels bounded, alerts without their map polylines
+    (the REST stage detail carries them), at most five places to sleep with their price range."""
+    full = day.stage_detail(trip, stage)
+    out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
+                                "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
+                                "alertCount", "groups", "categoryStatus", "terrain")}
+    out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
+    out["alerts"] = [_alert(a) for a in full["alerts"]]
+    out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]
+    out["selectedAccommodation"] = _place(full["selectedAccommodation"])
+    out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in full["resupply"]]
+    out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
+    return {**out, "tripVersion": trip.version, "weather": WEATHER_NOT_COMPUTED}
+
+
+def _alert(alert: dict) -> dict:
+    out = {"code": alert["code"], "severity": alert["severity"], "group": alert["group"],
+           "message": label(alert["message"], STAGE_ALERT), "action": None}
+    action = alert.get("action")
+    if action:  # `segments` (polylines for a map) stay in the REST detail
+        out["action"] = {k: action[k] for k in ACTION_KEYS if k in action}
+    return out
 
 
 def _place(place: dict | None) -> dict | None:
+    """A place to sleep as get_stage shows it (copies: the stored JSON must not change under the ORM)."""
     if not place:
         return None
-    return {**place, "name": label(place.get("name"))}
+    return {"name": label(place.get("name")), "type": place.get("type"), "lat": place["lat"], "lon": place["lon"],
+            **price_range(place), "isExactPrice": bool(place.get("isExactPrice")),
+            "distance": place.get("distanceToEndPoint"), "possibleClosed": bool(place.get("possibleClosed"))}
+
+
+def _resupply(place: dict) -> dict:
+    return {"name": label(place.get("name")), "category": place.get("category"), "km": place.get("km"),
+            "openAtPassage": place.get("openAtPassage"),
+            "openingHours": label(place.get("openingHours"), STAGE_TEXT)}
+
+
+def _cultural(place: dict) -> dict:
+    return {"name": label(place.get("name")), "type": place.get("type"), "km": place.get("km"),
+            "distance": place.get("distance"), "openingHours": label(place.get("openingHours"), STAGE_TEXT)}
 
 
 def list_item(trip: Trip) -> dict:

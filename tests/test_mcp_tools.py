@@ -13,6 +13,7 @@ from oauth.scopes import SCOPES
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
+from tests.test_readmodels_enriched import fill
 from trips.core.db import atomic, db
 from trips.models import Trip
 from trips.services.trips import import_gpx
@@ -373,12 +374,16 @@ def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     long_trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(30 * 350), name="T" * 300)),
                            {"fatigueFactor": "1.0", "startDate": str(date.today() + timedelta(days=10)),
                             "endDate": str(date.today() + timedelta(days=39))})
+    fill(long_trip.id, gaps_every=5)  # every alert group filled with real codes, five priced candidates a day
     with atomic():
         for stage in db.session.get(Trip, long_trip.id).stages:
             stage.label = stage.start_label = stage.end_label = "L" * 250
-            stage.selected_accommodation = {"name": "A" * 250, "type": "hotel", "lat": 1.0, "lon": 1.0}
     result = payload(call(client, token, "get_trip", {"id": long_trip.id}))
-    assert result["stageCount"] == 30
+    assert result["stageCount"] == 30 and result["stages"][0]["alertCount"] == 18
+    assert len(result["stages"][0]["criticalAlerts"]) == 2 and result["stages"][0]["accommodation"].endswith(" €")
+    assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
+    fill(long_trip.id, chosen=True, gaps_every=5)
+    result = payload(call(client, token, "get_trip", {"id": long_trip.id}))
     assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
 
 

@@ -3,8 +3,24 @@ from mcp.answers import stage_detail
 from mcp.tools.base import Tool
 from trips.services import stages
 
-PLACE = s.obj({"name": s.nullable(s.string("Its name." + s.DATA)), "type": s.string("Its kind."),
-               "lat": s.number("Latitude."), "lon": s.number("Longitude.")})
+GROUP_STATUS = s.string("done, running, failed, or not computed (never ran: say nothing about it).")
+PLACE = s.obj({"name": s.nullable(s.string("Its name." + s.DATA)), "type": s.nullable(s.string("Its kind.")),
+               "lat": s.number("Latitude (pass it to choose_accommodation)."), "lon": s.number("Longitude."),
+               "priceMin": s.nullable(s.number("Estimated € per night, lowest.")),
+               "priceMax": s.nullable(s.number("Estimated € per night, highest.")),
+               "isExactPrice": s.boolean("True when the price is the place's own, false for an estimate."),
+               "distance": s.nullable(s.number("Kilometres from the day's end.")),
+               "possibleClosed": s.boolean("True when it may be closed on the day's date (seasonal).")})
+ALERT = s.obj({
+    "code": s.string("The alert's code (one per rule)."),
+    "severity": s.string("critical, warning or nudge."),
+    "group": s.nullable(s.string("The analysis that raised it.")),
+    "message": s.string("What to know." + s.DATA),
+    "action": s.nullable(s.obj({"kind": s.string("navigate (to lat/lon) or auto_fix.")},
+                               description="What would help, when known.")),
+})
+NAMED = s.nullable(s.string("Its name." + s.DATA))
+HOURS = s.nullable(s.string("Its OSM opening hours." + s.DATA))
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."), "tripVersion": s.integer("Trip version."),
     "distance": s.number("Kilometres."), "elevation": s.integer("Metres up."), "elevationLoss": s.integer("Metres down."),
@@ -15,13 +31,31 @@ OUTPUT = s.obj({
     "ridingHours": s.number("Estimated hours on the bike."),
     "estimatedArrival": s.nullable(s.string("Estimated arrival, HH:MM local.")),
     "approximate": s.boolean("True when the route is a straight detour, not a routed one."),
-    "accommodations": s.array(PLACE, "Places to sleep near the day's end."),
+    "accommodations": s.array(PLACE, "Up to five places to sleep near the day's end, best first."),
     "selectedAccommodation": s.nullable(PLACE),
-    "weather": s.nullable(s.obj({}, description="The forecast, when known.")),
-    "alerts": s.array(s.obj({}), "Alerts about the day." + s.DATA),
-    "events": s.array(s.obj({}), "Events along the day." + s.DATA),
-    "resupply": s.nullable(s.obj({}, description="Where to find food and water.")),
-}, required=("stageId", "dayNumber", "distance"))
+    "alertCount": s.integer("Alerts on this day."),
+    "alerts": s.array(ALERT, "Alerts about the day, critical first. Only the groups that ran (see `groups`)."),
+    "groups": s.obj({}, description="Per alert group: done, running, failed or not computed. A group that was "
+                                    "not computed says nothing about the day, not that all is well."),
+    "categoryStatus": s.array(s.obj({"category": s.string("A family of computations."),
+                                     "status": s.string("running, done or failed."),
+                                     "reason": s.nullable(s.string("Why it failed (failed only)."))}),
+                              "Where each family of computations stands."),
+    "resupply": s.nullable(s.array(s.obj({
+        "name": NAMED, "category": s.nullable(s.string("supermarket, bakery, cafe…")),
+        "km": s.nullable(s.number("Kilometres from the day's start.")),
+        "openAtPassage": s.nullable(s.boolean("Open when the rider passes; null when unknown.")),
+        "openingHours": HOURS}), "Up to six places to buy food along the day; null when not computed.")),
+    "culturalPois": s.nullable(s.array(s.obj({
+        "name": NAMED, "type": s.nullable(s.string("museum, castle, viewpoint…")),
+        "km": s.nullable(s.number("Kilometres from the day's start.")),
+        "distance": s.nullable(s.integer("Metres from the route.")), "openingHours": HOURS}),
+        "Up to three places to visit near the route; null when not computed.")),
+    "terrain": s.nullable(s.obj({}, description="Kilometres of rough surface and main road, the steepest "
+                                                "gradient, the share of the day on the map; null when not computed.")),
+    "weather": s.obj({"status": s.string("not computed until the forecast is fetched.")},
+                     description="The forecast, when known."),
+}, required=("stageId", "dayNumber", "distance", "alerts", "groups"))
 
 
 def run(ctx, args: dict) -> dict:
@@ -31,8 +65,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_stage", title="Read one day", scope="trips:read", run=run,
-    description="One day in full: distances, climbing, ends, places to sleep, alerts. Never the route's "
-                "coordinates.",
+    description="One day in full: distances, climbing, ends, places to sleep with their prices, food along "
+                "the way, alerts, and which analyses ran (`groups`). Never the route's coordinates.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID}, required=("tripId", "stageId")),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},
 )

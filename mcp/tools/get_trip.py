@@ -9,9 +9,11 @@ DAY = s.obj({
     "isRestDay": s.boolean("A day without riding."),
     "startLabel": s.nullable(s.string("Where the day starts." + s.DATA)),
     "endLabel": s.nullable(s.string("Where the day ends." + s.DATA)),
-    "accommodation": s.nullable(s.string("The chosen place to sleep." + s.DATA)),
-    "alertCount": s.integer("Alerts on this day."),
-    "criticalAlerts": s.array(s.string("A critical alert." + s.DATA), "The critical alerts' messages."),
+    "accommodation": s.nullable(s.string("The chosen place to sleep, else \"suggested: \" and the best "
+                                         "candidate near the day's end, with the estimated € per night." + s.DATA)),
+    "alertCount": s.integer("Alerts on this day, every group (get_stage lists them)."),
+    "criticalAlerts": s.array(s.string("A critical alert." + s.DATA),
+                              "The critical alerts' messages (at most three, shortened)."),
 })
 OUTPUT = s.obj({
     "id": s.string("The trip's id."), "version": s.integer("Pass it to the edits."),
@@ -25,6 +27,8 @@ OUTPUT = s.obj({
     "nextAction": s.nullable(s.string("What to do now: wait, or how to recover from a failure (its reason "
                                       "included); null when nothing is needed.")),
     "isLocked": s.boolean("True once the trip has started: it can no longer be edited."),
+    "outOfZone": s.boolean("True when the route leaves the imported map areas: the map-based analyses cover "
+                           "only the part inside them."),
     "categoryStatus": s.array(s.obj({"category": s.string("A family of computations."),
                                      "status": s.string("running, done, failed or superseded."),
                                      "reason": s.nullable(s.string("Why it failed (failed only)."))}),

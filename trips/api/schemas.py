@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
+from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES
 from trips.models import ACCOMMODATION_TYPES
+from trips.readmodels.day import GROUP_STATUSES
 
 COMPUTATION_STATUSES = ("pending", "running", "done", "failed", "superseded")
 CATEGORY_STATUSES = ("running", "done", "failed")
@@ -55,6 +57,29 @@ class AccommodationOut(Schema):
         unknown = INCLUDE
 
 
+class AlertActionOut(Schema):
+    """What would help: navigate to lat/lon (with `segments`, the stretches of route concerned, as
+    [[lat, lon], …] polylines), or an auto_fix with its parameters (open)."""
+
+    kind = fields.String(required=True)
+
+    class Meta:
+        unknown = INCLUDE
+
+
+@answer
+class AlertOut(Answer):
+    OPTIONAL = ("action",)
+    code = fields.String()
+    severity = fields.String(validate=validate.OneOf(SEVERITIES))
+    group = nullable(fields.String(validate=validate.OneOf(GROUPS)))
+    message = fields.String(metadata={"description": "Rendered at read time (English)."})
+    action = fields.Nested(AlertActionOut)
+
+
+ENRICHED = "Null when the analysis never ran on this day."
+
+
 @answer
 class StageSummaryOut(Answer):
     stageId = fields.String(metadata={"format": "uuid"})
@@ -74,12 +99,25 @@ class StageSummaryOut(Answer):
     ridingHours = fields.Float()
     estimatedArrival = nullable(fields.String(validate=validate.Regexp(r"^[0-2][0-9]:[0-5][0-9]$"),
                                               metadata={"description": "HH:MM, null on a rest day."}))
+    alertCount = fields.Integer(validate=validate.Range(min=0))
+    alerts = fields.List(fields.Nested(AlertOut), metadata={"description": "Critical first, then warning, nudge."})
+    groups = fields.Dict(keys=fields.String(validate=validate.OneOf(GROUPS)),
+                         values=fields.String(validate=validate.OneOf(GROUP_STATUSES)),
+                         metadata={"description": "Per alert group: done, running, failed or not computed "
+                                                  "(a group not computed says nothing about the day)."})
+    resupply = nullable(fields.List(fields.Dict(), metadata={"description": "Where to buy food. " + ENRICHED}))
+    supplyTimeline = nullable(fields.List(fields.Dict(), metadata={"description": "Food and water every 500 m "
+                                                                                  "cluster. " + ENRICHED}))
+    culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
+    terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
 
 
 @answer
 class StageDetailOut(StageSummaryOut):
     tripId = fields.String(metadata={"format": "uuid"})
     version = fields.Integer(validate=validate.Range(min=1))
+    outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas."})
+    categoryStatus = fields.List(fields.Nested("CategoryStatusOut"))
 
 
 @answer
@@ -118,6 +156,8 @@ class TripDetailOut(Answer):
                                                                  "failure (with its reason); null when nothing."}))
     version = fields.Integer(validate=validate.Range(min=1), metadata={"description": "Also the ETag."})
     isLocked = fields.Boolean(metadata={"description": "The start date is today or past: edits are refused."})
+    outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas: the map-based "
+                                                        "analyses cover only the part inside them."})
     totalDistance = fields.Float()
     totalElevation = fields.Integer()
     totalElevationLoss = fields.Integer()
@@ -239,7 +279,8 @@ class ProblemOut(Schema):
 
 # Component names, parts before the wholes they make up (apispec names a part by the first that uses it).
 RESPONSES = {
-    "Point": PointOut, "Accommodation": AccommodationOut, "StageSummary": StageSummaryOut,
+    "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
+    "StageSummary": StageSummaryOut,
     "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
     "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,

@@ -7,6 +7,7 @@ from flask import Blueprint, g, jsonify, render_template
 
 from oauth.principal import require_api_scope
 from trips.readmodels import trip as readmodels
+from trips.readmodels.day import best_accommodation
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
@@ -54,14 +55,23 @@ def shared_page(code):
     # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
     # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
     # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
+    # The days come from the day read model (alerts rendered, critical first); the night is the chosen place,
+    # else the best candidate found.
     text = clean_answer({
         "title": trip.title, "detail": readmodels.trip_detail(trip),
-        "stays": {s.id: s.selected_accommodation for s in trip.stages},
-        "alerts": {s.id: [] for s in trip.stages},  # alerts arrive with the enrichments
+        "stays": {s.id: _stay(s) for s in trip.stages},
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
-                               stays=text["stays"], alerts=text["alerts"], timedelta=timedelta)
+                               stays=text["stays"], timedelta=timedelta)
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
+
+
+def _stay(stage) -> dict | None:
+    place, chosen = best_accommodation(stage)
+    if place is None:
+        return None
+    return {"name": place.get("name"), "type": place.get("type"), "chosen": chosen,
+            "priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax")}
 
 
 @pages.get("/s/<code>.gpx")

@@ -1,16 +1,88 @@
-"""The day read model: a stage on the wire (camelCase, no geometry), alone or inside its trip."""
+"""The day read model: a stage on the wire (camelCase, no geometry), alone or inside its trip.
+
+Built once here; REST answers it as it is, MCP trims it (mcp/answers.py) and the share page floors it. The
+enrichments' facts are rendered at read time (domain.md §5.5, ADR-069) through the alert catalogue, ordered
+critical → warning → nudge; `groups` says per alert group whether it ran: an absent group was never
+computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips/enrich/contract.py).
+"""
 from __future__ import annotations
 
+from trips import computations
+from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
+from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
+from trips.enrich.alerts.crossings import country_name
 from trips.models import Stage, Trip
 from trips.route.pacing import rider_time
+
+# The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
+ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "culturalPois", "terrain")
+NOT_COMPUTED = "not computed"
+GROUP_STATUSES = ("done", "running", "failed", NOT_COMPUTED)
+# Parameters stored as codes and named for the reader (border_crossing stores the ISO code, §6).
+_NAMED_PARAMS = {"border_crossing": {"country": country_name}}
+_RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
 
 
 def _point(lat, lon, ele) -> dict:
     return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
 
 
+def alerts(stage: Stage) -> list[dict]:
+    """The day's alerts as the reader sees them ({code, severity, group, message, action?}), critical first,
+    then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored."""
+    out = []
+    for group in sorted(stage.alerts_by_group or {}, key=_group_rank):
+        for fact in stage.alerts_by_group[group] or []:
+            named = _NAMED_PARAMS.get(fact.get("code"))
+            if named and fact.get("params"):
+                fact = {**fact, "params": {k: named[k](v) if k in named else v for k, v in fact["params"].items()}}
+            out.append(render(fact, stage.day_number))
+    return sorted(out, key=lambda a: _RANK.get(a["severity"], len(SEVERITIES)))
+
+
+def _group_rank(group: str) -> int:
+    return GROUPS.index(group) if group in GROUPS else len(GROUPS)
+
+
+def _computation_of_group() -> dict[str, str]:
+    """{alert group: the computation that writes it} (trips/enrich/registry.py)."""
+    from trips.enrich import registry
+    return {e.group: e.name for e in registry.ENRICHMENTS.values() if e.group}
+
+
+def group_statuses(trip: Trip, stage: Stage) -> dict[str, str]:
+    """{group: done | running | failed | not computed} for every alert group of the catalogue: running while
+    its computation is queued or running, done once it wrote this day, failed when its computation failed,
+    else never computed (the day has no entry for it)."""
+    status = {c.name: c.status for c in trip.computations}
+    ran = stage.alerts_by_group or {}
+    names = _computation_of_group()
+    out = {}
+    for group in GROUPS:
+        state = status.get(names.get(group))
+        if state in computations.ACTIVE:
+            out[group] = "running"
+        elif group in ran:
+            out[group] = "done"
+        elif state == "failed":
+            out[group] = "failed"
+        else:
+            out[group] = NOT_COMPUTED
+    return out
+
+
+def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:
+    """(the chosen place to sleep, True), else (the best ranked candidate, False), else (None, False)."""
+    if stage.selected_accommodation:
+        return stage.selected_accommodation, True
+    candidates = stage.accommodations or []
+    return (candidates[0], False) if candidates else (None, False)
+
+
 def stage_summary(trip: Trip, stage: Stage) -> dict:
     timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
+    extra = stage.enrichment or {}
+    rendered = alerts(stage)
     return {
         "stageId": stage.id, "dayNumber": stage.day_number,
         "distance": round(stage.distance, 1), "elevation": round(stage.elevation),
@@ -22,6 +94,8 @@ def stage_summary(trip: Trip, stage: Stage) -> dict:
         "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
+        "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
+        **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
     }
 
 
@@ -31,4 +105,5 @@ def _clock(hour: float) -> str:
 
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
-    return {"tripId": trip.id, "version": trip.version, **stage_summary(trip, stage)}
+    return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
+            "categoryStatus": computations.category_statuses(trip), **stage_summary(trip, stage)}

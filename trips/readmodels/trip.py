@@ -52,7 +52,7 @@ def trip_detail(trip: Trip) -> dict:
     return {
         "id": trip.id, **settings(trip), "status": trip.status,
         "partial": partial(trip), "nextAction": next_action(trip),
-        "version": trip.version, "isLocked": is_locked(trip),
+        "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": round(sum(s.distance for s in stages), 1),
         "totalElevation": round(sum(s.elevation for s in stages)),
         "totalElevationLoss": round(sum(s.elevation_loss for s in stages)),
