@@ -103,6 +103,7 @@ def generate_stages(trip_id: str, generation: int) -> None:
                 return
             if computations.transition(trip_id, "stages", generation, "done"):
                 pipeline.replace_stages(trip, plans)
+                pipeline.start_analysis(trip)
 
 
 def _current_waypoint(stage_id: str, request_id: str):

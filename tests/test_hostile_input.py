@@ -163,7 +163,7 @@ def test_query_strings_paths_and_forms_cannot_carry_surrogates(client, rider):
 def test_a_third_party_title_with_a_lone_surrogate_is_mended_not_a_failed_job(app, client, rider,
                                                                               fake_thirdparty):
     from tests.factories import idem
-    from tests.test_pipeline import reload, run_jobs, statuses
+    from tests.test_pipeline import reload, run_jobs, structural
 
     _, headers = rider
     fake_thirdparty.add_komoot_tour("31", "Col\ud800 du Lautaret", make_points(600))  # an escape in the page
@@ -171,7 +171,7 @@ def test_a_third_party_title_with_a_lone_surrogate_is_mended_not_a_failed_job(ap
                            headers={**headers, **idem()})
     run_jobs(app)
     trip = reload(response.get_json()["id"])
-    assert statuses(trip) == {"route": ("done", None), "stages": ("done", None)}
+    assert structural(trip) == {"route": ("done", None), "stages": ("done", None)}
     assert trip.title == "Col\ufffd du Lautaret"
 
 

@@ -7,6 +7,7 @@ from jobs.tasks import INTERNAL_FAILURE, bind_app, generate_stages, on_job_failu
 from tests.factories import idem
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.core.db import db
+from trips.enrich.registry import ENRICHMENTS, NO_MAP_DATA
 from trips.models import Trip
 
 # ~240 km north-east with a climb: 2 400 points 100 m apart.
@@ -21,6 +22,18 @@ def run_jobs(app) -> None:
 
 def statuses(trip: Trip) -> dict:
     return {c.name: (c.status, c.reason) for c in trip.computations}
+
+
+def structural(trip: Trip) -> dict:
+    """The statuses of the route fetch and the cutting into days (the analysis they start aside)."""
+    return {name: value for name, value in statuses(trip).items() if name in ("route", "stages")}
+
+
+def analysis(trip: Trip) -> dict:
+    """The statuses of the registry's enrichments."""
+    from trips.enrich import registry
+
+    return {name: value for name, value in statuses(trip).items() if name in registry.ENRICHMENTS}
 
 
 def post(client, headers, body):
@@ -40,7 +53,9 @@ def test_komoot_tour_becomes_days(app, client, rider, fake_thirdparty):
     trip_id = post(client, headers, {"sourceUrl": "https://www.komoot.com/fr-fr/tour/777?ref=share"})
     run_jobs(app)
     trip = reload(trip_id)
-    assert statuses(trip) == {"route": ("done", None), "stages": ("done", None)}
+    assert structural(trip) == {"route": ("done", None), "stages": ("done", None)}
+    # The analysis started by itself once the days were cut (domain.md §3.5); no map is imported here.
+    assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name in ENRICHMENTS}
     assert trip.source_type == "komoot_tour" and trip.title == "Vercors loop"
     assert trip.status == "ready" and len(trip.stages) == 3  # ceil(239.9 / 80)
     assert trip.version == 1
@@ -50,7 +65,7 @@ def test_komoot_tour_becomes_days(app, client, rider, fake_thirdparty):
     assert fake_thirdparty.requests_to("/tour/777") == 1
     body = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()
     assert body["partial"] is False and len(body["stages"]) == 3
-    assert body["categoryStatus"] == [{"category": "route", "status": "done"}]
+    assert body["categoryStatus"][0] == {"category": "route", "status": "done"}
 
 
 def test_strava_route_with_dates_gives_one_day_per_date(app, client, rider, fake_thirdparty):
@@ -134,12 +149,14 @@ def test_superseded_generation_writes_nothing(app, client, rider, fake_thirdpart
     run_jobs(app)
     client.patch(f"/api/trips/{trip_id}", json={"maxDistancePerDay": 120}, headers={**headers, "If-Match": '"1"'})
     client.patch(f"/api/trips/{trip_id}", json={"maxDistancePerDay": 60}, headers={**headers, "If-Match": '"2"'})
-    generate_stages(trip_id, 2)  # the job of the middle generation runs late: it must not write
+    middle = reload(trip_id).generation - 1
+    generate_stages(trip_id, middle)  # the job of the middle generation runs late: it must not write
     trip = reload(trip_id)
     assert len(trip.stages) == 3 and statuses(trip)["stages"] == ("pending", None)
     run_jobs(app)
     trip = reload(trip_id)
-    assert len(trip.stages) == 4 and trip.generation == 3 and statuses(trip)["stages"] == ("done", None)
+    # the last cut, then the analysis it dispatched (one generation more)
+    assert len(trip.stages) == 4 and trip.generation == middle + 2 and statuses(trip)["stages"] == ("done", None)
     assert abs(trip.stages[0].distance - 60) < 1.0
 
 

@@ -99,6 +99,15 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
     replace_stages(trip, plan_days(trip))
     for c in trip.computations:
         c.status = "done"
+    start_analysis(trip)
+
+
+def start_analysis(trip: Trip) -> None:
+    """The days are first cut: the analysis starts by itself (domain.md §3.5), every enrichment dispatched
+    after the commit (trips/enrich/registry.py; it also records whether the route leaves the imported maps)."""
+    from trips.enrich import registry
+
+    registry.dispatch(trip)
 
 
 def copy_days(original: Trip, trip: Trip) -> None:
