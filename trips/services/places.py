@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from jobs import get_redis
 from oauth.models import User
+from trips.core.db import db
 from trips.core.text import bounded
 from trips.errors import Invalid, InvalidQuery
 
 
 def search_places(actor: User, query) -> dict:
-    """Places matching `q` (Nominatim when configured, else the offline gazetteer).
+    """Places matching `q` (Nominatim when configured, else the imported map places and the offline gazetteer).
 
     Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
     or is down: never an empty list in that case).
@@ -20,6 +21,7 @@ def search_places(actor: User, query) -> dict:
     if extra:
         raise InvalidQuery({bounded(extra[0]): "Unknown field."})
     try:
-        return search(query.get("q"), query.get("limit"), config=configs().nominatim, redis=get_redis(), user_key=actor.id)
+        return search(query.get("q"), query.get("limit"), config=configs().nominatim, redis=get_redis(),
+                      user_key=actor.id, engine=db.engine)
     except Invalid as exc:
         raise InvalidQuery(exc.errors) from None
