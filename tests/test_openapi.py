@@ -16,7 +16,7 @@ from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.api import openapi
 from trips.services import sharing
 from trips.core.db import atomic, db
-from trips.models import Stage
+from trips.models import Stage, Trip
 from trips.services.trips import import_gpx
 
 DOC = "/api/openapi.json"
@@ -113,7 +113,7 @@ def test_every_json_body_has_an_example_that_matches_its_schema(doc):
     bodies = [(m, p, o["requestBody"]["content"]["application/json"]) for p, item in doc["paths"].items()
               for m, o in item.items() if m in METHODS and "application/json" in o.get("requestBody", {}).get(
                   "content", {})]
-    assert len(bodies) == 7
+    assert len(bodies) == 8
     for method, path, media in bodies:
         validator = jsonschema.Draft202012Validator({**media["schema"], "components": doc["components"]})
         assert validator.is_valid(media["example"]), (method, path)
@@ -195,6 +195,11 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     tag = call("get", f"{t}/route", 200).headers["ETag"]
     call("get", f"{t}/route", 304, headers={**headers, "If-None-Match": tag})
     call("post", f"{t}/analyze", 202)
+    with atomic():  # as if the worker had run the analysis: a scan expands its candidates
+        for row in db.session.get(Trip, trip.id).computations:
+            row.status = "done"
+    call("post", f"{t}/accommodations/scan", 202, json={"radiusKm": 8, "stageId": day[0]})
+    call("post", f"{t}/accommodations/scan", 409, json={})
     key = idem()
     call("post", f"{t}/duplicate", 201, headers={**headers, **key})
     call("post", f"{t}/duplicate", 200, headers={**headers, **key})

@@ -10,6 +10,7 @@ from trips.models import ACCOMMODATION_TYPES
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
 from trips.core import jsonio
 from trips.core.text import bounded
+from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RADIUS_KM
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
 WRITABLE = {
@@ -175,6 +176,17 @@ class AccommodationChoice(Schema):
     def _both_or_neither(self, data, **_):
         if (data.get("lat") is None) != (data.get("lon") is None):
             raise ValidationError("Give both lat and lon, or both null to clear the choice.", "lat")
+
+
+class AccommodationScan(Schema):
+    """A wider search for places to sleep (domain.md §7.1): around every day's end, or `stageId`'s only."""
+
+    class Meta:
+        unknown = RAISE
+
+    radius_km = fields.Float(data_key="radiusKm", load_default=DEFAULT_RADIUS_KM, allow_nan=False,
+                             validate=validate.Range(MIN_RADIUS_KM, MAX_RADIUS_KM))
+    stage_id = fields.String(data_key="stageId", validate=validate.Length(min=1, max=36))
 
 
 class WaypointIn(Schema):

@@ -110,6 +110,7 @@ EXAMPLES = {
     schemas.StageMove: {"toIndex": 0},
     schemas.AccommodationChoice: {"lat": None, "lon": None},
     schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
+    schemas.AccommodationScan: {"radiusKm": 10},
 }
 
 
@@ -144,6 +145,9 @@ OPERATIONS = {
         headers=("IfNoneMatch",)),
     "trips_api.analyze": Op("Run the analyses again (or retry a failed route fetch)", WRITE, {
         202: trip("Dispatched.")}, (404, 409, 422, 423)),
+    "trips_api.scan_accommodations": Op("Look for places to sleep again, wider (every day, or one)", WRITE, {
+        202: trip("Dispatched: the accommodations computation runs; the days' candidates are kept and new "
+                  "ones added.")}, (400, 404, 409, 413, 422, 423), body=schemas.AccommodationScan),
     "trips_api.duplicate": Op("Copy a trip with its days", WRITE, {
         201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
         (400, 404, 409, 429), headers=("IdempotencyKey",)),

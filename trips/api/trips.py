@@ -10,6 +10,7 @@ from trips.services import trips as services
 from trips.services.places import search_places
 from trips.services.stages import get_stage
 from trips.analysis import analyze_trip
+from trips.services.accommodations import scan_accommodations as look_again
 from trips.errors import Invalid
 from trips.api.exports import gpx_download
 from trips.guards import Precondition
@@ -97,6 +98,12 @@ def get_route(trip_id):
 @require_api_scope(WRITE)
 def analyze(trip_id):
     return trip_answer(analyze_trip(g.principal.user, trip_id), 202)
+
+
+@bp.post("/trips/<trip_id>/accommodations/scan")
+@require_api_scope(WRITE)
+def scan_accommodations(trip_id):
+    return trip_answer(look_again(g.principal.user, trip_id, json_body()), 202)
 
 
 @bp.post("/trips/<trip_id>/duplicate")

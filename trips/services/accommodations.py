@@ -1,11 +1,13 @@
-"""Choosing where a day ends: one of its accommodation candidates, or none."""
+"""Where a day ends: choosing one of its accommodation candidates (or none), and looking for more."""
 from __future__ import annotations
 
 from oauth.models import User
+from trips import analysis, computations
+from trips.enrich import registry
 from trips.errors import Conflict, Invalid
-from trips.guards import Precondition
+from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
-from trips.schemas import AccommodationChoice, load
+from trips.schemas import AccommodationChoice, AccommodationScan, load
 from trips.services.stages import find_stage, write_days
 
 ACCOMMODATION_MATCH_DEG = 1e-6
@@ -43,4 +45,45 @@ def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition:
             if following.is_rest_day:
                 following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    def invalidate(trip, chosen):
+        if chosen is None:  # cleared (the end stays): that day's candidates are looked for again
+            analysis.redispatch(trip, names=("accommodations",), stage_ids=[find_stage(trip, stage_id).id])
+        else:  # the day ends elsewhere; a scan would overwrite nothing but is pointless (§7.4 (I))
+            analysis.redispatch(trip, triggers=("GEOMETRY",), exclude=("accommodations",))
+
+    return write_days(actor, trip_id, precondition, validate, apply, invalidate)
+
+
+def scan_accommodations(actor: User, trip_id: str, data) -> Trip:
+    """Look for places to sleep again within `radiusKm` (1–15 km, default 5) of every day's end, or of
+    `stageId`'s: an "expand" scan (§7.1) that keeps each day's candidates and adds new places after them, up to
+    five; a day whose accommodation the rider chose is left as it is. Guards: ownership → lock (no version:
+    the days keep their shape).
+
+    Raises NotFound (the trip, or a stageId that is not one of its days: one answer), Locked, Invalid
+    (radiusKm, stageId of a day with a chosen accommodation, a trip without days) and Conflict (a computation
+    still to finish, or the trip lock).
+    """
+
+    def validate(trip):
+        fields = load(AccommodationScan(), data)
+        if "stage_id" in fields:
+            stage = find_stage(trip, fields["stage_id"])
+            if stage.selected_accommodation is not None:
+                raise Invalid({"stageId": "this day's accommodation is chosen; clear the choice to look again"})
+            fields["stage_id"] = stage.id
+        elif not trip.stages:
+            raise Invalid({"stages": "the trip has no days to look around yet"})
+        # Anything still to finish would be superseded by this dispatch, and the candidates it expands are
+        # those the analysis is still looking for: refused, as analyze_trip refuses while one runs.
+        active = sorted(c.name for c in trip.computations if c.status in computations.ACTIVE)
+        if active:
+            raise Conflict(f"The trip is still being worked out ({', '.join(active)}); look again once it is done.")
+        return fields
+
+    ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
+    with guarded_write(ctx) as trip:
+        stage_id = ctx.prepared.get("stage_id")
+        registry.dispatch(trip, names=["accommodations"], stage_ids=None if stage_id is None else [stage_id],
+                          radius_km=ctx.prepared["radius_km"])
+    return trip

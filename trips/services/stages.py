@@ -11,7 +11,7 @@ from datetime import timedelta
 import numpy as np
 
 from oauth.models import User
-from trips import computations
+from trips import analysis, computations
 from trips.core.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
@@ -77,8 +77,15 @@ def _contiguous(a: Stage, b: Stage) -> bool:
     return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
 
 
-def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply) -> Trip:
-    """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering and the version."""
+def geometry_changed(trip: Trip, _prepared=None) -> None:
+    """The days' lines, ends or order changed: the GEOMETRY-triggered enrichments run again (§5.4)."""
+    analysis.redispatch(trip, triggers=("GEOMETRY",))
+
+
+def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
+               invalidate=geometry_changed) -> Trip:
+    """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
+    `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing)."""
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
@@ -90,6 +97,8 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
             trip.end_date = trip.start_date + timedelta(days=len(trip.stages) - 1)
         trip.status = "ready" if riding_days(trip) >= MIN_RIDING_DAYS else "draft"
         trip.version += 1
+        if invalidate is not None:
+            invalidate(trip, ctx.prepared)
     return trip
 
 
@@ -148,7 +157,11 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             set_geometry(stage, [start, end])
             stage.approximate = False
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    def invalidate(trip, fields):
+        if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
+            geometry_changed(trip)
+
+    return write_days(actor, trip_id, precondition, validate, apply, invalidate)
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:

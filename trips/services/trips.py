@@ -10,7 +10,7 @@ from sqlalchemy.orm import selectinload
 
 from jobs import enqueue, get_redis
 from oauth.models import User
-from trips import computations
+from trips import analysis, computations
 from trips.route import pipeline
 from trips.core.db import after_commit, atomic, db, new_id
 from trips.errors import Conflict, Invalid, InvalidQuery
@@ -129,8 +129,21 @@ def get_trip(actor: User, trip_id: str) -> Trip:
     return load_owned_trip(actor.id, trip_id)
 
 
+# domain.md §5.4, ComputationDependencyResolver: what a changed setting invalidates, dispatched again as one
+# (the union). The pacing fields cut the days again instead, and the title invalidates nothing. Weather is named
+# for departureHour/averageSpeed as the table says; it runs once registered (step 8).
+INVALIDATES = {
+    "start_date": {"triggers": ("DATES",)},
+    "ebike_mode": {"names": ("terrain",)},
+    "departure_hour": {"names": ("terrain", "weather")},
+    "average_speed": {"names": ("terrain", "weather")},
+    "enabled_accommodation_types": {"names": ("accommodations",)},
+}
+
+
 def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, data, confirm=None) -> Trip:
-    """Change settings. A pacing change moves the version and cuts the days again; a title alone does not.
+    """Change settings. A pacing change moves the version and cuts the days again; a title alone does not;
+    any other change dispatches again the enrichments it invalidates (INVALIDATES).
 
     Guards: ownership → lock → version → validation of the merged record → confirmation (MCP).
     Raises NotFound, Locked, PreconditionRequired, BadRequest, PreconditionFailed, Invalid, Conflict.
@@ -139,10 +152,15 @@ def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, 
                        confirm=confirm)
     with guarded_write(ctx) as trip:
         before = _pacing_inputs(trip)
+        changed = {name for name, value in ctx.prepared.items() if getattr(trip, name) != value}
         for name, value in ctx.prepared.items():
             setattr(trip, name, value)
         if _pacing_inputs(trip) != before:
-            _repace(trip)
+            _repace(trip)  # new days: the whole analysis follows them
+        else:
+            rows = [INVALIDATES[f] for f in changed if f in INVALIDATES]
+            analysis.redispatch(trip, triggers=[t for r in rows for t in r.get("triggers", ())],
+                                names=[n for r in rows for n in r.get("names", ())])
     return trip
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from jobs import enqueue
 from oauth.models import User
-from trips import computations
+from trips import analysis, computations
 from trips.core.db import after_commit, new_id
 from trips.errors import Invalid
 from trips.route.geo import haversine_m
@@ -47,7 +47,8 @@ def add_waypoint(actor: User, trip_id: str, stage_id: str, data) -> tuple[Trip, 
 
 def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
     """The day follows the new line; its start and end markers stay. Climbing is kept when the new line
-    carries no elevation (the routing provider gives none)."""
+    carries no elevation (the routing provider gives none). The GEOMETRY enrichments are dispatched again:
+    call under the trip lock, in the job's unit of work."""
     markers = (stage.start_lat, stage.start_lon, stage.start_ele, stage.end_lat, stage.end_lon, stage.end_ele)
     climbing = (stage.elevation, stage.elevation_loss)
     line = [list(p) for p in geometry]
@@ -64,3 +65,4 @@ def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
     if not has_elevation:
         stage.elevation, stage.elevation_loss = climbing
     stage.approximate = approximate
+    analysis.redispatch(stage.trip, triggers=("GEOMETRY",))  # the day's line moved (§5.4)
