@@ -214,3 +214,17 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
     assert html.index("4 segment(s) on main road") < first < html.index("Rough surface") < html.index(
         "No bike shops detected on stage 1")
     assert "You are entering Switzerland." in html
+
+
+def test_third_party_text_inside_an_alert_is_bounded_and_floored(client, owner):
+    user, trip, token = owner
+    with atomic():
+        first_stage(trip.id).alerts_by_group = {"cultural_poi": [{"code": "cultural_poi_suggestion", "params": {
+            "name": "\u202eCastle\u2028" + "x" * 5000, "type": "castle", "distance": 12}}]}
+    answer = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": first_stage(trip.id).id}))
+    message = answer["alerts"][0]["message"]
+    assert message.startswith("Cultural POI nearby on stage 1: Castle x") and len(message) == 301  # 300 + "…"
+    assert "\u202e" not in message and "\u2028" not in message
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    assert "stage 1: Castle x" in html and "\u202e" not in html
