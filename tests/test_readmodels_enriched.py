@@ -15,7 +15,7 @@ from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
 from trips.core.db import atomic, db
 from trips.enrich.alerts.catalogue import GROUPS
-from trips.models import Computation, Stage, Trip
+from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.services.trips import import_gpx
 
@@ -96,9 +96,18 @@ def fill(trip_id: str, *, chosen: bool = False, gaps_every: int = 1) -> None:
 
 @pytest.fixture
 def owner(app, ctx):
+    """A trip whose analysis settled (the upload dispatches it; no worker runs here): statuses set by hand."""
     user = make_user("owner@example.org")
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="Vercors")), {})
+    settle(trip.id)
     return user, trip, mcp_token(app, user)
+
+
+def settle(trip_id: str, **statuses) -> None:
+    """Every computation of the trip done, but those named (name=status)."""
+    with atomic():
+        for c in db.session.get(Trip, trip_id).computations:
+            c.status = statuses.get(c.name, "done")
 
 
 def first_stage(trip_id: str) -> Stage:
@@ -123,12 +132,11 @@ def test_a_group_that_never_ran_is_not_computed_never_done(owner):
     with atomic():
         stage = first_stage(trip.id)
         stage.alerts_by_group = {"terrain": [], "ford": [{"code": "ford_crossing_dry", "params": {"count": 1}}]}
-        trip_row = db.session.get(Trip, trip.id)
-        trip_row.computations.append(Computation(name="pois", status="running", generation=trip_row.generation))
-        trip_row.computations.append(Computation(name="ferries", status="failed", generation=trip_row.generation))
+    settle(trip.id, pois="running", ferries="failed", fords="pending")
     groups = day.group_statuses(db.session.get(Trip, trip.id), first_stage(trip.id))
-    assert groups["terrain"] == "done" and groups["ford"] == "done"  # [] = ran, found nothing
+    assert groups["terrain"] == "done"  # [] = ran, found nothing
     assert groups["pois"] == "running" and groups["ferry"] == "failed"
+    assert groups["ford"] == "running"  # stored facts, but a new run is queued: ask again
     assert groups["water_point"] == "not computed" and groups["wind"] == "not computed"
     assert set(groups) == set(GROUPS)
     assert day.group_statuses(db.session.get(Trip, trip.id), db.session.query(Stage).filter_by(
@@ -165,6 +173,8 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
 
 def test_get_stage_before_any_analysis_claims_nothing(client, owner):
     _, trip, token = owner
+    with atomic():
+        db.session.get(Trip, trip.id).computations.clear()  # a trip from before the analysis existed
     answer = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": first_stage(trip.id).id}))
     assert answer["alerts"] == [] and set(answer["groups"].values()) == {"not computed"}
     assert answer["resupply"] is None and answer["culturalPois"] is None and answer["terrain"] is None
