@@ -156,7 +156,7 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
                 return
             trip = db.session.get(Trip, trip_id)
             snap = registry.snapshot(trip) if trip is not None and trip.generation == generation else None
-        db.session.close()  # the connection goes back to the pool for the compute's own reads
+        # Committed: the session holds no transaction nor connection while the compute runs on its own reads.
         if snap is None:
             with atomic():
                 computations.transition(trip_id, name, generation, "superseded")
