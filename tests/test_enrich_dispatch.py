@@ -239,6 +239,31 @@ def test_a_reroute_once_applied_re_dispatches_the_geometry_enrichments(app, clie
     assert pending(fresh) == geometry_names()
 
 
+# --- the same services through MCP --------------------------------------------------------------------------
+
+def test_the_mcp_tools_dispatch_as_rest_does(app, client, rider, trip):
+    from tests.mcp_helpers import call, mcp_token, payload
+
+    token = mcp_token(app, rider[0])
+    args = {"id": trip.id, "version": trip.version, "ebikeMode": True}
+    minted = payload(call(client, token, "update_trip_settings", args))["confirmationToken"]
+    assert not call(client, token, "update_trip_settings", {**args, "confirmationToken": minted})["isError"]
+    assert pending(reload(trip.id)) == {"terrain"}
+    settle(trip.id)
+    day = trip.stages[0]
+    candidate = _with_candidates(day.id, "Gîte")[0]
+    chosen = call(client, token, "choose_accommodation", {
+        "tripId": trip.id, "stageId": day.id, "version": reload(trip.id).version,
+        "selectedAccommodationLat": candidate["lat"], "selectedAccommodationLon": candidate["lon"]})
+    assert not chosen["isError"], payload(chosen)
+    assert pending(reload(trip.id)) == geometry_names() - {"accommodations"}
+    settle(trip.id)
+    rest = call(client, token, "edit_stages", {"tripId": trip.id, "action": "rest_day", "stageId": day.id,
+                                               "version": reload(trip.id).version})
+    assert not rest["isError"], payload(rest)
+    assert pending(reload(trip.id)) == geometry_names()
+
+
 # --- supersession ------------------------------------------------------------------------------------------
 
 def test_an_edit_during_an_analysis_supersedes_its_late_result(app, client, rider, trip, monkeypatch):
