@@ -27,15 +27,18 @@ def _point(lat, lon, ele) -> dict:
     return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
 
 
-def alerts(stage: Stage) -> list[dict]:
+def alerts(stage: Stage, segments: bool = True) -> list[dict]:
     """The day's alerts as the reader sees them ({code, severity, group, message, action?}), critical first,
-    then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored."""
+    then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored. Without
+    `segments`, an action loses its polylines (map geometry, read with the day: a trip's days stay small)."""
     out = []
     for group in sorted(stage.alerts_by_group or {}, key=_group_rank):
         for fact in stage.alerts_by_group[group] or []:
             named = _NAMED_PARAMS.get(fact.get("code"))
             if named and fact.get("params"):
                 fact = {**fact, "params": {k: named[k](v) if k in named else v for k, v in fact["params"].items()}}
+            if not segments and "segments" in (fact.get("action") or {}):
+                fact = {**fact, "action": {k: v for k, v in fact["action"].items() if k != "segments"}}
             out.append(render(fact, stage.day_number))
     return sorted(out, key=lambda a: _RANK.get(a["severity"], len(SEVERITIES)))
 
@@ -79,10 +82,11 @@ def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:
     return (candidates[0], False) if candidates else (None, False)
 
 
-def stage_summary(trip: Trip, stage: Stage) -> dict:
+def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
+    """The day inside its trip; `segments` keeps the alerts' polylines (the day read alone)."""
     timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
     extra = stage.enrichment or {}
-    rendered = alerts(stage)
+    rendered = alerts(stage, segments)
     return {
         "stageId": stage.id, "dayNumber": stage.day_number,
         "distance": round(stage.distance, 1), "elevation": round(stage.elevation),
@@ -106,4 +110,4 @@ def _clock(hour: float) -> str:
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
-            "categoryStatus": computations.category_statuses(trip), **stage_summary(trip, stage)}
+            "categoryStatus": computations.category_statuses(trip), **stage_summary(trip, stage, segments=True)}
