@@ -139,12 +139,12 @@ def test_re_pacing_cuts_the_days_and_the_analysis_follows_them(app, client, ride
     assert pending(cut) == by_trigger("GEOMETRY") | by_trigger("DATES", dated=False)
 
 
-def test_a_start_date_on_an_undated_trip_adds_what_needs_one(client, rider, trip):
+def test_clearing_the_start_date_re_dispatches_the_dated_enrichments(client, rider, dated):
     _, headers = rider
-    fresh = patch(client, headers, trip, {"startDate": FUTURE})
-    assert pending(fresh) == by_trigger("DATES", dated=True)
-    cleared = patch(client, headers, settle(trip.id), {"startDate": None})
-    assert pending(cleared) == by_trigger("DATES", dated=False)
+    fresh = patch(client, headers, dated, {"startDate": None})
+    assert fresh.start_date is None and pending(fresh) == by_trigger("DATES", dated=False) >= {"terrain"}
+    moved = patch(client, headers, settle(dated.id), {"startDate": FUTURE})
+    assert pending(moved) == by_trigger("DATES", dated=True)  # those needing a date are withheld no more
 
 
 # --- stage edits (§5.4, §2.2) ------------------------------------------------------------------------------
