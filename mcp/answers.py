@@ -31,8 +31,8 @@ def price_range(place: dict) -> dict:
 
 def _euros(place: dict) -> str:
     low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
-    if low is None or high is None:
-        return ""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+        return ""  # no estimate (a place entered by hand)
     return f" · {low:g} €" if low == high else f" · {low:g}–{high:g} €"
 
 
@@ -85,7 +85,7 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])
     out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in full["resupply"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
-    return {**out, "tripVersion": trip.version, "weather": WEATHER_NOT_COMPUTED}
+    return {**out, "tripVersion": trip.version, "weather": dict(WEATHER_NOT_COMPUTED)}
 
 
 def _alert(alert: dict) -> dict:

@@ -240,3 +240,11 @@ def test_third_party_text_inside_an_alert_is_bounded_and_floored(client, owner):
     code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
     html = client.get(f"/s/{code}").get_data(as_text=True)
     assert "stage 1: Castle x" in html and "\u202e" not in html
+
+
+def test_a_place_without_an_estimate_is_named_without_a_price_and_no_place_is_null(client, owner):
+    _, trip, token = owner
+    with atomic():
+        first_stage(trip.id).selected_accommodation = {"name": "Chez Paul", "type": "other", "lat": 45.0, "lon": 5.0}
+    lines = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"]
+    assert lines[0]["accommodation"] == "Chez Paul" and lines[1]["accommodation"] is None
