@@ -23,6 +23,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
 	$(BIN)/python bench/bench_gpx.py
 	$(BIN)/python bench/bench_osm.py
+	$(BIN)/python bench/bench_analysis.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

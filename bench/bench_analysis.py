@@ -1,0 +1,206 @@
+"""Benchmark: the analysis of a 14-day trip on generated map data, from `analyze` to every computation settled.
+
+Run from the repository root:  .venv/bin/python bench/bench_analysis.py [--workers 2] [--simple] [--repeat 3]
+
+Untimed set-up: a fresh SQLite database and embedded Redis in a temporary directory; a generated map
+(a ~1 100 km meandering route's region: a village every 5 km, shops, taps, lodgings, museums, pharmacies,
+stations and bike shops along it, the road it follows in short ways of mixed classes and surfaces, side
+streets, and scattered places off the route) imported through `flask osm import`'s importer; the route
+uploaded as GPX (14 days of ≤ 80 km); `--workers` real RQ workers (`flask worker`, one forked work horse per
+job, as in production) started and registered; the analysis the upload dispatched run to the end (first run:
+the workers' imports and caches warm up).
+
+Timed: `analyze_trip` (the trip's 12 enrichments dispatched, one job each) → the moment the database shows
+every computation of the trip settled (polled every 10 ms). Best and median of `--repeat` runs, with the
+slowest jobs of the last run (RQ's started/ended times). `--simple` runs one in-process burst SimpleWorker
+instead (no fork, one job at a time). Target (issue 10): < 5 s on the 2-core machine.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes.thirdparty import gpx_from_points, make_points  # noqa: E402
+from tests.osm_maps import MapBuilder, offset_north  # noqa: E402
+
+DAYS_KM = 1_100  # ceil(1 100 / 80 km per day) = 14 days
+STEP_M = 100.0
+HIGHWAYS = ["tertiary"] * 4 + ["secondary"] * 2 + ["primary", "unclassified", "track", "cycleway"]
+SURFACES = ["asphalt"] * 5 + ["gravel", "compacted", "ground"]
+ALONG = [  # (every n route points, tags, metres off the route)
+    (10, {"shop": "bakery", "opening_hours": "Mo-Sa 07:00-19:30"}, 40),
+    (20, {"amenity": "restaurant", "opening_hours": "Tu-Su 12:00-14:00,19:00-22:00"}, 80),
+    (30, {"shop": "supermarket", "opening_hours": "Mo-Sa 08:30-20:00"}, 150),
+    (25, {"amenity": "drinking_water"}, 30),
+    (30, {"tourism": "camp_site", "name": "Camping"}, 600),
+    (40, {"tourism": "hotel", "name": "Hotel", "stars": "2", "website": "https://example.org"}, 900),
+    (45, {"tourism": "museum", "name": "Museum"}, 250),
+    (60, {"historic": "castle", "name": "Castle"}, 400),
+    (100, {"amenity": "pharmacy", "name": "Pharmacy"}, 500),
+    (150, {"railway": "station", "name": "Station"}, 1500),
+    (80, {"shop": "bicycle", "name": "Cycles"}, 700),
+]
+
+
+def route():
+    return make_points(int(DAYS_KM * 1000 / STEP_M) + 1, step_m=STEP_M, climb_m=900.0)
+
+
+def region(points, seed: int = 7) -> MapBuilder:
+    """The map around `points` (see the module docstring)."""
+    rnd = random.Random(seed)
+    lats, lons = [p[0] for p in points], [p[1] for p in points]
+    box = (min(lats) - 0.2, min(lons) - 0.2, max(lats) + 0.2, max(lons) + 0.2)
+    m = MapBuilder(bounds=box)
+    for i in range(0, len(points), 50):
+        m.node(points[i][0], points[i][1], {"place": "village", "name": f"Village {i}"})
+    for every, tags, off in ALONG:
+        for i in range(every // 2, len(points), every):
+            side = off if rnd.random() < 0.5 else -off
+            m.node(*offset_north(points[i][0], points[i][1], side * rnd.uniform(0.5, 1.0)), dict(tags))
+    for i in range(0, len(points) - 3, 3):  # the road the route follows, in 300 m ways
+        tags = {"highway": rnd.choice(HIGHWAYS), "surface": rnd.choice(SURFACES)}
+        if tags["highway"] in ("primary", "secondary"):
+            tags["maxspeed"] = rnd.choice(["50", "70", "80"])
+        m.way([offset_north(points[k][0], points[k][1], 3) for k in range(i, i + 4)], tags)
+    for i in range(0, len(points), 10):  # a side street every km
+        lat, lon = points[i][0], points[i][1]
+        m.way([offset_north(lat, lon, -300), offset_north(lat, lon, 300)], {"highway": "residential"})
+    for _ in range(20_000):  # places off the route: the index must sort them out
+        tags = dict(rnd.choice(ALONG)[1])
+        m.node(rnd.uniform(box[0], box[2]), rnd.uniform(box[1], box[3]), tags)
+    return m
+
+
+def settled(trip_id: str) -> bool:
+    import sqlalchemy as sa
+
+    from trips.computations import ACTIVE
+    from trips.core.db import db
+    from trips.models import Computation
+
+    db.session.rollback()
+    return not db.session.scalar(sa.select(sa.func.count()).select_from(Computation).where(
+        Computation.trip_id == trip_id, Computation.status.in_(ACTIVE)))
+
+
+def wait_settled(trip_id: str, simple_worker=None, timeout: float = 300.0, start: float | None = None) -> float:
+    """Seconds from `start` (default: now) until every computation of the trip has settled."""
+    start = time.perf_counter() if start is None else start
+    if simple_worker is not None:
+        simple_worker()
+    while not settled(trip_id):
+        if time.perf_counter() - start > timeout:
+            raise SystemExit("the analysis did not settle")
+        time.sleep(0.01)
+    return time.perf_counter() - start
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="real RQ workers (flask worker)")
+    parser.add_argument("--simple", action="store_true", help="one in-process burst SimpleWorker instead")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    import logging
+
+    logging.getLogger("rq").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+    from flask_migrate import upgrade
+    from rq import SimpleWorker
+
+    from app import create_app
+    from jobs import get_queue, get_redis
+    from jobs.embedded import ensure_embedded_redis, socket_path, stop_embedded_redis
+    from jobs.tasks import bind_app
+    from oauth.tokens import create_user
+    from trips.analysis import analyze_trip
+    from trips.core.db import db
+    from trips.models import Trip
+    from trips.osm.importer import import_file
+    from trips.services.trips import import_gpx
+
+    tmp = tempfile.mkdtemp(prefix="btp-bench-analysis-")
+    redis_url, _ = ensure_embedded_redis(Path(tmp))
+    env = {"DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "REDIS_URL": redis_url, "BTP_INSTANCE_DIR": tmp,
+           "BTP_SECRET_KEY": "bench"}
+    app = create_app(dict(env), environ={})
+    workers = []
+    try:
+        with app.app_context():
+            upgrade()
+            points = route()
+            t = time.perf_counter()
+            summary = import_file(db.engine, region(points).write(Path(tmp) / "region.osm.pbf"), name="bench")
+            print(f"map: {sum(summary['counts']['kept'].values())} objects kept, generated and imported in "
+                  f"{time.perf_counter() - t:.1f} s")
+            user = create_user("bench@example.org")
+            db.session.commit()
+            if not args.simple:
+                workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "worker"], cwd=ROOT,
+                                            env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL) for _ in range(args.workers)]
+                from rq import Worker
+
+                while len(Worker.all(connection=get_redis())) < args.workers:
+                    time.sleep(0.1)
+            bind_app(app)
+
+            def burst():
+                SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
+
+            drive = burst if args.simple else None
+            trip = import_gpx(user, io.BytesIO(gpx_from_points(points, name="Bench 14 days")), {})
+            trip_id, days = trip.id, len(trip.stages)
+            first = wait_settled(trip_id, drive)
+            times = []
+            for _ in range(args.repeat):
+                start = time.perf_counter()
+                analyze_trip(user, trip_id)
+                times.append(wait_settled(trip_id, drive, start=start))
+            trip = db.session.get(Trip, trip_id)
+            statuses = sorted({(c.name, c.status) for c in trip.computations if c.name not in ("route", "stages")})
+            jobs = slowest_jobs(get_queue())
+        mode = "1 in-process SimpleWorker" if args.simple else f"{args.workers} RQ worker(s), forked work horses"
+        print(f"trip: {days} days, {len(statuses)} enrichments; {mode}")
+        print(f"first analysis (dispatched by the upload, workers cold): {first:.2f} s")
+        print(f"analyze → every computation settled: best {min(times):.2f} s, median "
+              f"{statistics.median(times):.2f} s over {len(times)} runs (target < 5 s)")
+        print("statuses:", ", ".join(f"{n}={s}" for n, s in statuses))
+        print("slowest jobs (last run):", ", ".join(f"{n} {d:.2f} s" for n, d in jobs[:5]))
+    finally:
+        for w in workers:
+            w.terminate()
+        for w in workers:
+            w.wait(10)
+        stop_embedded_redis(f"unix://{socket_path(Path(tmp))}")
+
+
+def slowest_jobs(queue) -> list[tuple[str, float]]:
+    """(computation, seconds) of the finished enrichment jobs of the last generation, slowest first."""
+    from rq.job import Job
+
+    jobs = [j for j in Job.fetch_many(queue.finished_job_registry.get_job_ids(), connection=queue.connection)
+            if j is not None and j.func_name == "jobs.tasks.run_enrichment" and j.started_at and j.ended_at]
+    if not jobs:
+        return []
+    last = max(j.args[2] for j in jobs)
+    out = [(j.args[1], (j.ended_at - j.started_at).total_seconds()) for j in jobs if j.args[2] == last]
+    return sorted(out, key=lambda x: -x[1])
+
+
+if __name__ == "__main__":
+    main()
