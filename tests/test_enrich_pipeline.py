@@ -68,6 +68,8 @@ def test_the_analysis_runs_by_itself_and_fills_every_day(app, client, rider, map
     assert response.status_code == 201
     trip_id = response.get_json()["id"]
     assert set(analysis(reload(trip_id))) == set(ENRICHMENTS)  # dispatched with the days, nothing asked
+    with atomic():
+        db.session.get(Trip, trip_id).stages[0].end_label = "Chez nous"  # the rider's own label
     run_jobs(app)
     trip = reload(trip_id)
     assert analysis(trip) == {name: ("done", None) for name in ENRICHMENTS}
@@ -81,7 +83,9 @@ def test_the_analysis_runs_by_itself_and_fills_every_day(app, client, rider, map
         assert data["culturalPois"] and "terrain" in data
         assert 0 < len(stage.accommodations) <= 5
         assert all(c["name"].startswith("Camping") for c in stage.accommodations)
-        assert stage.start_label is None and stage.end_label is None  # the rider's labels are not the map's
+    first = trip.stages[0]
+    assert first.end_label == "Chez nous" and first.enrichment["labels"]["end"].startswith("Village")
+    assert [s.end_label for s in trip.stages[1:]] == [None, None]  # the map's labels stay in their own field
 
 
 def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ctx, rider, tmp_path):
@@ -171,11 +175,29 @@ def test_a_slow_compute_blocks_no_writer(app, ctx, rider, mapped, monkeypatch):
     assert all("water_point" in s.alerts_by_group for s in fresh.stages)
 
 
+def test_a_scan_job_failing_for_good_fails_its_computation(app, ctx, rider):
+    """The failure callback reads a scoped job's (trip, name, generation) whatever it carries after them."""
+    from types import SimpleNamespace
+
+    from jobs.tasks import INTERNAL_FAILURE, settle_failed
+
+    trip = uploaded(rider)
+    trip_id, generation, day = trip.id, trip.generation, trip.stages[0].id
+    job = SimpleNamespace(id="j", func_name="jobs.tasks.run_enrichment",
+                          args=(trip_id, "accommodations", generation, [day], 8.0))
+    settle_failed(job, "RuntimeError")
+    statuses = analysis(reload(trip_id))
+    assert statuses["accommodations"] == ("failed", INTERNAL_FAILURE) and statuses["pois"] == ("pending", None)
+
+
 def test_the_registry_refuses_a_duplicate_and_an_unknown_dispatch(ctx, rider):
     with pytest.raises(ValueError, match="twice"):
         registry.register(ENRICHMENTS["pois"])
     with pytest.raises(ValueError, match="unknown category"):
         registry.register(replace(ENRICHMENTS["pois"], name="pois2", category="nowhere"))
+    with pytest.raises(ValueError, match="cascade"):  # fords need it: weather comes with its cascade (step 8)
+        registry.register(replace(ENRICHMENTS["pois"], name="weather", category="weather", group="wind"))
+    assert "pois2" not in ENRICHMENTS and "weather" not in ENRICHMENTS
     trip = uploaded(rider)
     with pytest.raises(ValueError, match="unknown enrichments"):
         registry.select(trip, names=["weather"])  # step 8: not registered, never reported pending

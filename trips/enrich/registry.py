@@ -49,17 +49,18 @@ ENRICHMENTS: dict[str, Enrichment] = {}
 
 
 def register(enrichment: Enrichment) -> Enrichment:
-    """Add an enrichment. Raises ValueError on a duplicate or structural name, an unknown category, group or
-    trigger, or a need that is registered (running after another computation is the weather cascade of step 8,
-    which must come with its dispatch: today a need that is not registered is read as absent)."""
+    """Add an enrichment. Raises ValueError on a duplicate or structural name, an unknown category, group,
+    trigger or queue, or when it needs a registered enrichment or one needs it: running after another
+    computation is the weather cascade of step 8 (fords after weather), which must come with its dispatch;
+    until then a need that is not registered is read as absent (fords are dry)."""
     e = enrichment
     if e.name in ENRICHMENTS or e.name in STRUCTURAL["route"]:
         raise ValueError(f"enrichment {e.name!r} is registered twice")
     if e.category not in CATEGORY_ORDER or (e.group is not None and e.group not in GROUPS) \
             or not e.triggers <= TRIGGERS or e.queue != QUEUE:
         raise ValueError(f"enrichment {e.name!r}: unknown category, group, trigger or queue")
-    if any(n in ENRICHMENTS for n in e.needs):
-        raise ValueError(f"enrichment {e.name!r} needs a registered computation: the cascade is not wired")
+    if any(n in ENRICHMENTS for n in e.needs) or any(e.name in other.needs for other in ENRICHMENTS.values()):
+        raise ValueError(f"enrichment {e.name!r}: one needs the other, and the cascade is not wired yet")
     ENRICHMENTS[e.name] = e
     return e
 
