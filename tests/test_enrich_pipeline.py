@@ -205,3 +205,22 @@ def test_the_registry_refuses_a_duplicate_and_an_unknown_dispatch(ctx, rider):
         registry.dispatch(trip, names=["pois"], stage_ids=[trip.stages[0].id])
     assert "weather" not in analysis(trip) and set(registry.select(trip, triggers=["DATES"])) == {
         "pois", "accommodations", "terrain"}
+
+
+def test_a_copy_keeps_the_analysis_and_runs_what_was_unfinished(app, ctx, rider, mapped):
+    from trips.services.trips import duplicate_trip
+
+    trip = uploaded(rider)
+    trip_id = trip.id
+    run_jobs(app)
+    with atomic():  # one enrichment re-dispatched on the original and not run yet
+        registry.dispatch(db.session.get(Trip, trip_id), names=["labels"])
+    copy, _ = duplicate_trip(rider[0], trip_id, "copy-of-the-analysed-trip")
+    copy_id = copy.id
+    original, copy = reload(trip_id), db.session.get(Trip, copy_id)
+    assert analysis(copy) == {**{n: ("done", None) for n in ENRICHMENTS}, "labels": ("pending", None)}
+    assert [s.alerts_by_group for s in copy.stages] == [s.alerts_by_group for s in original.stages]
+    assert [s.enrichment for s in copy.stages] == [s.enrichment for s in original.stages]
+    assert copy.out_of_zone is False
+    run_jobs(app)
+    assert analysis(reload(copy_id))["labels"] == ("done", None)

@@ -9,7 +9,7 @@ from trips.computations import initialize
 from trips.core.db import db
 from trips.route.geo import elevation_gain_loss, total_distance_km
 from trips.route.gpx import ParsedRoute
-from trips.models import Stage, Trip, TripRoute
+from trips.models import Computation, Stage, Trip, TripRoute
 from trips.route.pacing import PacingSettings, StagePlan, day_count, plan_collection, plan_stages
 from trips.services.stages import set_geometry
 
@@ -111,7 +111,9 @@ def start_analysis(trip: Trip) -> None:
 
 
 def copy_days(original: Trip, trip: Trip) -> None:
-    """Give `trip` the route and days of `original` (new stage ids), both computations done."""
+    """Give `trip` the route and days of `original` (new stage ids), both computations done, and the analysis
+    as far as it went: the days' stored results (facts hold no stage id) with the statuses of the settled
+    enrichments; those still pending or running on the original are dispatched on the copy."""
     if original.route is not None:
         r = original.route
         trip.route = TripRoute(points=r.points, point_count=r.point_count, track_ends=list(r.track_ends),
@@ -126,3 +128,19 @@ def copy_days(original: Trip, trip: Trip) -> None:
     for c in trip.computations:
         c.status = "done"
     trip.status = original.status
+    _copy_analysis(original, trip)
+
+
+def _copy_analysis(original: Trip, trip: Trip) -> None:
+    from trips.computations import ACTIVE
+    from trips.enrich import registry
+
+    trip.out_of_zone = original.out_of_zone
+    rows = [c for c in original.computations if c.name in registry.ENRICHMENTS]
+    for c in rows:
+        if c.status in ("done", "failed"):
+            trip.computations.append(Computation(name=c.name, status=c.status, reason=c.reason,
+                                                 generation=trip.generation))
+    unfinished = [c.name for c in rows if c.status in ACTIVE]
+    if unfinished:
+        registry.dispatch(trip, names=unfinished)
