@@ -205,6 +205,8 @@ def test_the_registry_refuses_a_duplicate_and_an_unknown_dispatch(ctx, rider):
         registry.dispatch(trip, names=["pois"], stage_ids=[trip.stages[0].id])
     assert "weather" not in analysis(trip) and set(registry.select(trip, triggers=["DATES"])) == {
         "pois", "accommodations", "terrain"}
+    generation = trip.generation
+    assert registry.dispatch(trip, names=[]) == [] and trip.generation == generation  # nothing touched
 
 
 def test_a_copy_keeps_the_analysis_and_runs_what_was_unfinished(app, ctx, rider, mapped):

@@ -112,10 +112,10 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
 
     Bumps the generation (a job of an older one writes nothing), supersedes every unsettled computation not
     re-dispatched, sets the chosen ones pending, records whether the route leaves the imported map areas
-    (`trip.out_of_zone`), and queues one job each after the commit. `stage_ids` and `radius_km` scope an
-    accommodations scan (a rider's wider search: its candidates are merged into the day's, §7.1).
-    Returns the names dispatched. Raises ValueError on an unknown name or trigger, or a scope on an enrichment
-    that has none.
+    (`trip.out_of_zone`), and queues one job each after the commit. `stage_ids` scopes an accommodations
+    scan to some days; with `radius_km` it is the rider's wider search, merged into the days' candidates
+    (§7.1). Nothing selected: nothing is touched. Returns the names dispatched. Raises ValueError on an unknown
+    name or trigger, or a scope on an enrichment that has none.
     """
     from jobs import enqueue
     from jobs.tasks import run_enrichment
@@ -123,6 +123,8 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     from trips.core.db import after_commit, db
 
     chosen = select(trip, triggers=triggers, names=names)
+    if not chosen:
+        return []
     scoped = stage_ids is not None or radius_km is not None
     if scoped and not set(chosen) <= SCOPED:
         raise ValueError(f"only {sorted(SCOPED)} can be scoped to days or a radius")
