@@ -124,7 +124,9 @@ def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
             stage = _current_waypoint(stage_id, request_id)
             if stage is None:
                 return
-            generation = stage.trip.generation
+            # The generation its computation was set for: an enrichment dispatch since then moved the trip's.
+            generation = next((c.generation for c in stage.trip.computations if c.name == "route_segment"),
+                              stage.trip.generation)
             computations.transition(trip_id, "route_segment", generation, "running")
             start, end = (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)
             via = (stage.waypoint["lat"], stage.waypoint["lon"])

@@ -239,6 +239,26 @@ def test_a_reroute_once_applied_re_dispatches_the_geometry_enrichments(app, clie
     assert pending(fresh) == geometry_names()
 
 
+def test_a_setting_changed_while_a_reroute_waits_does_not_cancel_it(app, client, rider, trip):
+    """A waypoint's reroute is no enrichment: a dispatch for an edit leaves it pending, and its job still runs
+    (it reads the generation its own computation was set for, not the trip's newest)."""
+    from jobs.tasks import reroute_stage
+
+    _, headers = rider
+    day = trip.stages[0]
+    lat, lon, _ = day.geometry[len(day.geometry) // 2]
+    response = client.post(f"/api/trips/{trip.id}/stages/{day.id}/poi-waypoint", headers=headers,
+                           json={"lat": lat + 0.01, "lon": lon})
+    assert response.status_code == 202
+    request_id = reload(trip.id).stages[0].waypoint["requestId"]
+    edited = patch(client, headers, reload(trip.id), {"ebikeMode": True})
+    assert computations.status_of(edited, "route_segment") == "pending" and "terrain" in pending(edited)
+    reroute_stage(trip.id, day.id, request_id)
+    fresh = reload(trip.id)
+    assert computations.status_of(fresh, "route_segment") == "done"
+    assert fresh.stages[0].approximate  # the day now goes through the waypoint (a straight detour offline)
+
+
 # --- the same services through MCP --------------------------------------------------------------------------
 
 def test_the_mcp_tools_dispatch_as_rest_does(app, client, rider, trip):

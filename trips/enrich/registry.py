@@ -132,7 +132,9 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     for c in trip.computations:  # transitions are bulk UPDATEs: read the statuses they left, not stale ones
         db.session.expire(c)
     trip.generation += 1
-    computations.supersede_unsettled(trip, keep=chosen)
+    # What this dispatch re-runs replaces itself; the structural work (the route, the days, a waypoint's
+    # reroute) is no enrichment and is never cancelled by one.
+    computations.supersede_unsettled(trip, keep=(*chosen, *computations.CATEGORIES["route"]))
     computations.initialize(trip, chosen, trip.generation)
     trip.out_of_zone = out_of_zone(trip)
     extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
