@@ -134,7 +134,7 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     trip.generation += 1
     # What this dispatch re-runs replaces itself; the structural work (the route, the days, a waypoint's
     # reroute) is no enrichment and is never cancelled by one.
-    computations.supersede_unsettled(trip, keep=(*chosen, *computations.CATEGORIES["route"]))
+    computations.supersede_unsettled(trip, keep=(*chosen, *computations.STRUCTURAL, "route_segment"))
     computations.initialize(trip, chosen, trip.generation)
     trip.out_of_zone = out_of_zone(trip)
     extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
