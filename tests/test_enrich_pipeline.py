@@ -86,6 +86,9 @@ def test_the_analysis_runs_by_itself_and_fills_every_day(app, client, rider, map
     first = trip.stages[0]
     assert first.end_label == "Chez nous" and first.enrichment["labels"]["end"].startswith("Village")
     assert [s.end_label for s in trip.stages[1:]] == [None, None]  # the map's labels stay in their own field
+    days = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()["stages"]
+    assert days[0]["endLabel"] == "Chez nous"  # the reader sees the rider's label first, else the map's
+    assert days[1]["endLabel"] == trip.stages[1].enrichment["labels"]["end"]
 
 
 def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ctx, rider, tmp_path):
@@ -97,6 +100,10 @@ def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ct
     assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name in ENRICHMENTS}
     assert trip.out_of_zone is True
     assert all(s.alerts_by_group == {} and s.enrichment == {} and s.accommodations == [] for s in trip.stages)
+    from trips.readmodels.trip import next_action
+
+    told = next_action(trip)  # the cure is an import, not another try
+    assert NO_MAP_DATA in told and "analyze_trip" not in told
 
 
 def test_a_partly_covered_trip_is_out_of_zone_and_its_covered_days_are_analysed(app, ctx, rider, tmp_path):

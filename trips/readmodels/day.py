@@ -86,6 +86,7 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
     """The day inside its trip; `segments` keeps the alerts' polylines (the day read alone)."""
     timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
     extra = stage.enrichment or {}
+    mapped = extra.get("labels") or {}
     rendered = alerts(stage, segments)
     return {
         "stageId": stage.id, "dayNumber": stage.day_number,
@@ -93,7 +94,8 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "elevationLoss": round(stage.elevation_loss),
         "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
         "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
-        "label": stage.label, "startLabel": stage.start_label, "endLabel": stage.end_label,
+        "label": stage.label, "startLabel": stage.start_label or mapped.get("start"),
+        "endLabel": stage.end_label or mapped.get("end"),  # the rider's label wins over the map's nearest place
         "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
         "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),

@@ -4,6 +4,7 @@ from __future__ import annotations
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Trip
+from trips.enrich.registry import NO_MAP_DATA
 from trips.readmodels.day import stage_summary
 
 
@@ -43,7 +44,11 @@ def next_action(trip: Trip) -> str | None:
     if "stages" in failed:
         return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
     if failed:
-        return f"Some analyses failed ({', '.join(sorted(failed))}). {RETRY}"
+        # One sentence per distinct reason: "no map data" is fixed by an import, not by retrying.
+        reasons = sorted({reason for reason in failed.values() if reason})
+        told = " ".join(r if r.endswith(".") else r + "." for r in reasons[:3])
+        cure = "" if reasons and all(r == NO_MAP_DATA for r in reasons) else f" {RETRY}"
+        return f"Some analyses failed ({', '.join(sorted(failed))}). {told}{cure}".replace("  ", " ")
     return None
 
 
