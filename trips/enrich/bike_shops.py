@@ -16,14 +16,9 @@ REPAIR_CAPABLE = frozenset({"repair"})  # trips/osm/tags.py: a bicycle shop not 
 
 
 def compute(snap: TripSnap, engine):
-    result, cover = C.start(snap, engine)
-    if not result.covered:
-        return result
+    result, cover, days = C.on_map(snap, engine)
     long_trip = len(snap.stages) > LONG_TRIP_OVER_STAGES
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        result.ran_on(stage.id)
+    for stage in days:
         if not long_trip or stage.is_rest_day or not C.whole(cover, stage):
             continue
         lat, lon = stage.midpoint

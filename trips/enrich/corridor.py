@@ -48,6 +48,16 @@ def start(snap: TripSnap, engine) -> tuple[Result, dict[str, float]]:
     return result, cover
 
 
+def on_map(snap: TripSnap, engine) -> tuple[Result, dict[str, float], list[StageSnap]]:
+    """`start`, and the days the map touches, each already marked as looked at (its group then exists, perhaps
+    empty); no day when no imported area touches the trip."""
+    result, cover = start(snap, engine)
+    days = [s for s in snap.stages if cover[s.id] > 0] if result.covered else []
+    for stage in days:
+        result.ran_on(stage.id)
+    return result, cover, days
+
+
 def whole(cover: dict[str, float], stage: StageSnap) -> bool:
     return cover.get(stage.id, 0.0) >= FULL_COVERAGE
 

@@ -26,13 +26,8 @@ def _key(ferry: Q.MapLine):
 
 
 def compute(snap: TripSnap, engine):
-    result, cover = C.start(snap, engine)
-    if not result.covered:
-        return result
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        result.ran_on(stage.id)
+    result, _, days = C.on_map(snap, engine)
+    for stage in days:
         if stage.is_rest_day:
             continue
         seen = set()

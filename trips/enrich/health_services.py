@@ -14,13 +14,8 @@ RADIUS_M = 15_000.0
 
 
 def compute(snap: TripSnap, engine):
-    result, cover = C.start(snap, engine)
-    if not result.covered:
-        return result
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        result.ran_on(stage.id)
+    result, cover, days = C.on_map(snap, engine)
+    for stage in days:
         if not C.whole(cover, stage):
             continue
         if not Q.points_near(*stage.midpoint, RADIUS_M, kinds=["health"], engine=engine):

@@ -14,13 +14,8 @@ RADIUS_M = 10_000.0
 
 
 def compute(snap: TripSnap, engine):
-    result, cover = C.start(snap, engine)
-    if not result.covered:
-        return result
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        result.ran_on(stage.id)
+    result, cover, days = C.on_map(snap, engine)
+    for stage in days:
         if stage.is_rest_day or not C.whole(cover, stage):
             continue
         if any(Q.points_near(*end, RADIUS_M, kinds=["station"], engine=engine) for end in (stage.start, stage.end)):

@@ -17,13 +17,8 @@ MAX_GAP_KM = 30.0  # a gap strictly over 30 km is flagged
 
 
 def compute(snap: TripSnap, engine):
-    result, cover = C.start(snap, engine)
-    if not result.covered:
-        return result
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        result.ran_on(stage.id)
+    result, cover, days = C.on_map(snap, engine)
+    for stage in days:
         if stage.is_rest_day or not C.whole(cover, stage):
             continue  # a riding rule; and a missing thing is only said of a day the map covers wholly
         cum = C.cumulative_km(stage)
