@@ -4,8 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
+# The alert catalogues (trips/i18n.py): .po sources in the repo, .mo compiled here (gitignored).
+CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
-.PHONY: run test bench lint clean
+.PHONY: run test bench lint clean catalogues
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,10 +15,16 @@ $(STAMP): requirements.txt
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-run: $(STAMP)
+catalogues: $(CATALOGUES)
+
+# translations/<locale>/LC_MESSAGES/<domain>.po → .mo; the locale is the path's second part.
+%.mo: %.po
+	$(BIN)/pybabel compile --statistics -l $(word 2,$(subst /, ,$<)) -i $< -o $@
+
+run: $(STAMP) catalogues
 	$(BIN)/flask --app app serve
 
-test: $(STAMP)
+test: $(STAMP) catalogues
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -30,3 +38,4 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+	rm -f $(CATALOGUES)

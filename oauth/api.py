@@ -1,4 +1,5 @@
-"""REST twins of the account pages: who am I, the applications I authorized, my personal tokens."""
+"""REST twins of the account pages: who am I (and my language), the applications I authorized, my personal
+tokens."""
 from __future__ import annotations
 
 from flask import Blueprint, g, jsonify
@@ -7,6 +8,8 @@ from oauth import accounts
 from oauth.principal import require_api_scope
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
+from trips.core.problems import json_body
+from trips.schemas import AccountUpdate, load
 
 bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
 
@@ -21,11 +24,23 @@ def _agent(grant, client) -> dict:
             "authorizedAt": _iso(grant.authorized_at), "lastUsedAt": _iso(grant.last_used_at)}
 
 
+def _me(user) -> dict:
+    return {"userId": user.id, "email": user.email, "locale": user.locale}
+
+
 @bp.get("")
 @require_api_scope("trips:read")
 def me():
-    user = g.principal.user
-    return jsonify({"userId": user.id, "email": user.email, "locale": user.locale})
+    return jsonify(_me(g.principal.user))
+
+
+@bp.patch("")
+@require_api_scope("trips:write")
+def update_me():
+    # The /account form's twin: the language alerts are rendered in (null: Accept-Language, else English).
+    changes = load(AccountUpdate(), json_body())
+    accounts.set_locale(g.principal.user, changes["locale"])
+    return jsonify(_me(g.principal.user))
 
 
 @bp.get("/authorized-applications")

@@ -1,6 +1,7 @@
 """The humans' pages: sign in by e-mail link, sign out, the account with its connected agents."""
 from __future__ import annotations
 
+from babel import Locale
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from oauth import accounts
@@ -9,8 +10,11 @@ from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
 from trips.errors import Invalid, NotFound, RateLimited
+from trips.i18n import LOCALES
 
 bp = Blueprint("pages", __name__)
+# The languages offered on /account, each named in itself by CLDR ("English", "Français").
+LANGUAGES = tuple((code, Locale.parse(code).display_name.capitalize()) for code in LOCALES)
 
 
 @bp.after_request
@@ -88,7 +92,20 @@ def account():
               for grant, client in accounts.connected_agents(user)]
     tokens = [(row, audience_name(row.audience)) for row in personal_tokens(user)]
     return render_template("account.html", user=user, agents=agents, tokens=tokens, csrf=csrf_token(),
-                           scope_words=SCOPES)
+                           scope_words=SCOPES, languages=LANGUAGES)
+
+
+@bp.post("/account/locale")
+def set_locale():
+    # The language alerts are rendered in (trips/i18n.py); "" follows the browser's (REST Accept-Language).
+    user = current_user()
+    if user is None or not csrf_ok(request.form.get("csrf_token")):
+        return redirect(url_for(".account"))
+    try:
+        accounts.set_locale(user, request.form.get("locale") or None)
+    except Invalid:
+        return redirect(url_for(".account"))  # not offered by the form: the page shows the choice kept
+    return redirect(url_for(".account"))
 
 
 @bp.post("/account/agents/<grant_id>/revoke")

@@ -57,8 +57,8 @@ def test_border_between_checkpoints(ctx, tmp_path, border_km, crossing_day):
         assert fact.params == {"country": "CH"}
         assert fact.action["lon"] == pytest.approx(lon_at(border_km), abs=0.003)  # the first vertex beyond it
         assert render(fact.as_json(), 2)["message"] == (
-            "You are entering CH. Check phone coverage, payment methods, and local regulations.")
-        assert country_name(fact.params["country"]) == "Switzerland"  # for the reader (step 8 renders it)
+            "You are entering Switzerland. Check phone coverage, payment methods, and local regulations.")
+        assert country_name(fact.params["country"]) == "Switzerland"  # the reader's language: tests/test_i18n.py
 
 
 def test_no_border_data_and_a_return_home(ctx, tmp_path):

@@ -113,7 +113,7 @@ def test_every_json_body_has_an_example_that_matches_its_schema(doc):
     bodies = [(m, p, o["requestBody"]["content"]["application/json"]) for p, item in doc["paths"].items()
               for m, o in item.items() if m in METHODS and "application/json" in o.get("requestBody", {}).get(
                   "content", {})]
-    assert len(bodies) == 8
+    assert len(bodies) == 9
     for method, path, media in bodies:
         validator = jsonschema.Draft202012Validator({**media["schema"], "components": doc["components"]})
         assert validator.is_valid(media["example"]), (method, path)
@@ -226,6 +226,8 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     call("delete", f"{t}/share", 204)
     call("post", f"{t}/share", 201)
     call("get", "/api/users/me", 200)
+    call("patch", "/api/users/me", 200, json={"locale": "fr"})
+    call("patch", "/api/users/me", 422, json={"locale": "xx"})
     call("get", "/api/users/me/authorized-applications", 200)
     call("get", f"/api/users/me/authorized-applications/{grant_id}", 200)
     call("delete", f"/api/users/me/authorized-applications/{grant_id}", 204)

@@ -111,6 +111,7 @@ EXAMPLES = {
     schemas.AccommodationChoice: {"lat": None, "lon": None},
     schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
     schemas.AccommodationScan: {"radiusKm": 10},
+    schemas.AccountUpdate: {"locale": "fr"},
 }
 
 
@@ -183,6 +184,9 @@ OPERATIONS = {
         200: body("TripRoute", "The lines; ETag of the content."), 304: NOT_MODIFIED}, (404,),
         headers=("IfNoneMatch",), tag="sharing"),
     "users_api.me": Op("Who am I", READ, {200: body("Me", "The account.")}, tag="account"),
+    "users_api.update_me": Op("Choose my language (en, fr; null: the request's Accept-Language, else en)", WRITE,
+                              {200: body("Me", "The account as changed.")}, (400, 413, 422),
+                              body=schemas.AccountUpdate, tag="account"),
     "users_api.applications": Op("The applications (agents) I authorized", READ, {
         200: body("ApplicationList", "The applications.")}, tag="account"),
     "users_api.application": Op("One authorized application", READ, {200: body("Application", "It.")}, (404,),
@@ -265,7 +269,7 @@ def build(app: Flask) -> dict:
     for name, schema in api_schemas.RESPONSES.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
-                 "AccommodationChoice", "WaypointIn"):
+                 "AccommodationChoice", "WaypointIn", "AccountUpdate"):
         spec.components.schema(name, schema=getattr(schemas, name))
     # The upload's form: the file, and the settings as GpxUploadSettings loads them (one flat object: multipart
     # fields are named properties, OpenAPI 3.1 §4.8.14.4).

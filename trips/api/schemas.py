@@ -11,6 +11,7 @@ from __future__ import annotations
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES
+from trips.i18n import LOCALES
 from trips.models import ACCOMMODATION_TYPES
 from trips.readmodels.day import GROUP_STATUSES
 
@@ -73,7 +74,8 @@ class AlertOut(Answer):
     code = fields.String()
     severity = fields.String(validate=validate.OneOf(SEVERITIES))
     group = nullable(fields.String(validate=validate.OneOf(GROUPS)))
-    message = fields.String(metadata={"description": "Rendered at read time (English)."})
+    message = fields.String(metadata={"description": "Rendered at read time in the reader's language (the account's, "
+                                                     "else Accept-Language, else en)."})
     action = fields.Nested(AlertActionOut)
 
 
@@ -229,7 +231,8 @@ class ShareOut(Answer):
 class MeOut(Answer):
     userId = fields.String()
     email = fields.String(metadata={"format": "email"})
-    locale = fields.String()
+    locale = nullable(fields.String(validate=validate.OneOf(LOCALES), metadata={
+        "description": "The language alerts are rendered in; null until chosen (then Accept-Language, else en)."}))
 
 
 @answer

@@ -8,11 +8,12 @@ from flask import Blueprint, g, jsonify, render_template
 from oauth.principal import require_api_scope
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
+from trips.readmodels import pictures
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
 from trips.core.problems import conditional_json
-from trips.core.text import clean_answer
+from trips.core.text import clean_answer, floor
 
 api = Blueprint("share_api", __name__, url_prefix="/api")
 pages = Blueprint("share_pages", __name__)
@@ -62,8 +63,38 @@ def shared_page(code):
         "stays": {s.id: _stay(s) for s in trip.stages},
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
-                               stays=text["stays"], timedelta=timedelta)
+                               stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
+
+
+def _pictures(trip) -> dict:
+    """The share page's drawings (trips/readmodels/pictures.py): the route by day, the trip's profile, and per
+    stage id its profile and weather (None without a forecast). The geometry is read here, never put on the
+    wire."""
+    stages = sorted(trip.stages, key=lambda s: s.day_number)
+    series, km = {}, 0.0
+    for stage in stages:
+        series[stage.id] = pictures.distance_profile(stage.geometry or [], km)
+        km = series[stage.id][-1][0] if series[stage.id] else km
+    moving = [s for s in stages if not s.is_rest_day and len(s.geometry or []) >= 2]
+    colours = {s.id: pictures.colour(i) for i, s in enumerate(moving)}
+    days = {}
+    for stage in stages:
+        own = [(k - series[stage.id][0][0], e) for k, e in series[stage.id]] if series[stage.id] else []
+        days[stage.id] = {
+            "colour": colours.get(stage.id),
+            "profile": pictures.profile_svg([own], f"Day {stage.day_number}: elevation",
+                                            [colours.get(stage.id, pictures.PALETTE[0])]),
+            "weather": pictures.day_weather((stage.enrichment or {}).get("weather"),
+                                            (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)),
+        }
+    return {
+        "route": pictures.route_svg([{"number": s.day_number, "geometry": s.geometry} for s in moving],
+                                    floor(trip.title or "The route")),
+        "profile": pictures.profile_svg([series[s.id] for s in moving], "The trip: elevation",
+                                        [colours[s.id] for s in moving]),
+        "days": days,
+    }
 
 
 def _stay(stage) -> dict | None:

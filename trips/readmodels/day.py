@@ -7,10 +7,9 @@ computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips
 """
 from __future__ import annotations
 
-from trips import computations
+from trips import computations, i18n
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
-from trips.enrich.alerts.crossings import country_name
 from trips.models import Stage, Trip
 from trips.route.pacing import rider_time
 
@@ -18,8 +17,6 @@ from trips.route.pacing import rider_time
 ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
 GROUP_STATUSES = ("done", "running", "failed", NOT_COMPUTED)
-# Parameters stored as codes and named for the reader (border_crossing stores the ISO code, §6).
-_NAMED_PARAMS = {"border_crossing": {"country": country_name}}
 _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
 
 
@@ -27,19 +24,19 @@ def _point(lat, lon, ele) -> dict:
     return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
 
 
-def alerts(stage: Stage, segments: bool = True) -> list[dict]:
+def alerts(stage: Stage, segments: bool = True, locale: str | None = None) -> list[dict]:
     """The day's alerts as the reader sees them ({code, severity, group, message, action?}), critical first,
     then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored. Without
-    `segments`, an action loses its polylines (map geometry, read with the day: a trip's days stay small)."""
+    `segments`, an action loses its polylines (map geometry, read with the day: a trip's days stay small).
+    Rendered in `locale`, by default the reader's (trips/i18n.py current_locale: the account's, else
+    Accept-Language on REST, else English); a country is stored as its ISO code and named here (§6)."""
+    locale = locale or i18n.current_locale()
     out = []
     for group in sorted(stage.alerts_by_group or {}, key=_group_rank):
         for fact in stage.alerts_by_group[group] or []:
-            named = _NAMED_PARAMS.get(fact.get("code"))
-            if named and fact.get("params"):
-                fact = {**fact, "params": {k: named[k](v) if k in named else v for k, v in fact["params"].items()}}
             if not segments and "segments" in (fact.get("action") or {}):
                 fact = {**fact, "action": {k: v for k, v in fact["action"].items() if k != "segments"}}
-            out.append(render(fact, stage.day_number))
+            out.append(render(fact, stage.day_number, locale))
     return sorted(out, key=lambda a: _RANK.get(a["severity"], len(SEVERITIES)))
 
 

@@ -65,7 +65,7 @@ def _copy_title(title: str | None) -> str | None:
 
 
 def new_trip(actor: User, fields: dict) -> Trip:
-    trip = Trip(id=new_id(), user_id=actor.id, locale=actor.locale, version=1, generation=1, **fields)
+    trip = Trip(id=new_id(), user_id=actor.id, locale=actor.locale or "en", version=1, generation=1, **fields)
     db.session.add(trip)
     db.session.flush()  # column defaults now set on the object: pacing reads them
     return trip

@@ -1,16 +1,24 @@
 """The alert catalogue: one registry of codes (domain.md §6), each with its severity, group and message.
 
 A duplicate code is refused when its module is imported (the manner of Sentry's GroupTypeRegistry). Facts
-store only the code and raw parameters; `render` makes the text at read time (English now; step 8 brings
-Babel catalogues and French), injecting `stage` (the day number) from the owning day.
+store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
+catalogues under translations/, keyed `alert.<code>`, trips/i18n.py), injecting `stage` (the day number) from
+the owning day. `message` here is the English source text: the en catalogue must say the same
+(tests/test_i18n.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trips import i18n
+
 SEVERITIES = ("critical", "warning", "nudge")
-GROUPS = ("terrain", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point", "health_service",
-          "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
+# "daylight" is its own group (issue 11): the original raised the sunset alert inside terrain, but each
+# enrichment replaces only its own group, so two computations cannot share one (trips/enrich/daylight.py).
+GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point",
+          "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
+# Parameters that count days or segments: written as plain integers, never grouped ("day 1000", not "1,000").
+COUNTERS = frozenset({"next", "days", "count", "stage"})
 
 
 @dataclass(frozen=True)
@@ -35,24 +43,37 @@ def register(code: str, severity: str, group: str, message: str, params: tuple[s
     return kind
 
 
-def render(fact: dict, day_number: int) -> dict:
-    """A stored fact as the reader sees it: {code, severity, group, message, action?}. Unknown codes (a
-    catalogue that lost one) render with their code only, never fail the read."""
+def render(fact: dict, day_number: int, locale: str | None = None) -> dict:
+    """A stored fact as the reader sees it, in `locale` (default: the request's, trips/i18n.py):
+    {code, severity, group, message, action?}. The template comes from the locale's catalogue (key
+    `alert.<code>`), else the English one, else the code's registered English text; numbers are written the
+    locale's way, a `country` code is named in it. Unknown codes (a catalogue that lost one) render with their
+    code only, never fail the read."""
+    locale = i18n.normalize(locale) or i18n.current_locale()
     kind = CATALOGUE.get(fact.get("code"))
     if kind is None:
         return {"code": fact.get("code"), "severity": "nudge", "group": None, "message": fact.get("code")}
-    values = {**{k: _format(v) for k, v in (fact.get("params") or {}).items()}, "stage": day_number}
+    values = {**{k: _format(k, v, locale) for k, v in (fact.get("params") or {}).items()}, "stage": day_number}
+    text = i18n.template(kind.code, locale) or kind.message
     try:
-        message = kind.message.format(**values)
+        message = text.format(**values)
     except (KeyError, IndexError, ValueError):
-        message = kind.message
+        message = text
     out = {"code": kind.code, "severity": kind.severity, "group": kind.group, "message": message}
     if fact.get("action"):
         out["action"] = fact["action"]
     return out
 
 
-def _format(value):
-    if isinstance(value, float):
-        return f"{value:.1f}".rstrip("0").rstrip(".")
+def _format(name: str, value, locale: str):
+    """A raw parameter as `locale` writes it: numbers (one decimal at most, grouped), `country` (an ISO code)
+    by its name; day numbers are counters, written plainly. Anything else as stored."""
+    if isinstance(value, bool):
+        return value
+    if name == "country" and isinstance(value, str):
+        return i18n.country(value, locale)
+    if isinstance(value, int) and name in COUNTERS:
+        return value
+    if isinstance(value, (int, float)):
+        return i18n.number(value, locale)
     return value

@@ -1,0 +1,224 @@
+"""Alerts in the reader's language (trips/i18n.py, domain.md §5.5 ADR-069): the catalogues cover every code and
+nothing else, numbers and country names follow the locale, and the locale is the account's, else REST's
+Accept-Language, else English; MCP answers use the account's, the share page the owner's."""
+import importlib
+import io
+import os
+import pkgutil
+import re
+import string
+import subprocess
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+import trips.enrich.alerts as alert_modules
+from tests.factories import auth, make_token, make_user
+from tests.fakes.thirdparty import gpx_from_points, make_points
+from tests.mcp_helpers import call, mcp_token, payload
+from tests.test_oauth_flow import csrf_of, sign_in
+from trips import i18n
+from trips.core.db import atomic, db
+from trips.enrich.alerts.catalogue import CATALOGUE, render
+from trips.models import Stage
+from trips.services.trips import import_gpx
+
+for _module in pkgutil.iter_modules(alert_modules.__path__):  # every family registers its codes on import
+    importlib.import_module(f"{alert_modules.__name__}.{_module.name}")
+
+ROOT = Path(__file__).resolve().parent.parent
+NBSP = "\u00a0"
+
+
+def po_entries(locale: str) -> dict[str, str]:
+    with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.DOMAIN}.po").open("rb") as handle:
+        return {m.id: m.string for m in read_po(handle) if m.id}
+
+
+def fields_of(text: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+
+
+def sample(name: str):
+    """A parameter value of the kind the rules store (trips/enrich/alerts/*.py module docstrings)."""
+    if name == "country":
+        return "CH"
+    if name in ("arrival", "twilight", "sunset"):
+        return "20:41"
+    if name in ("count", "days", "next"):
+        return 3
+    return 1.5 if name not in ("name", "type", "surface", "holiday", "date") else f"<{name}>"
+
+
+@pytest.mark.parametrize("locale", i18n.LOCALES)
+def test_every_code_has_an_entry_and_every_entry_a_code(locale):
+    keys = set(po_entries(locale))
+    codes = {i18n.message_key(code) for code in CATALOGUE}
+    assert codes - keys == set(), f"{locale}: codes without a message"
+    assert keys - codes == set(), f"{locale}: messages of no code"
+    assert all(po_entries(locale).values()), f"{locale}: an empty translation"
+
+
+def test_the_english_catalogue_says_what_the_codes_register():
+    # catalogue.py keeps the English text beside each rule; the en catalogue must not drift from it.
+    en = po_entries("en")
+    drift = {code for code, kind in CATALOGUE.items() if en.get(i18n.message_key(code)) != kind.message}
+    assert drift == set()
+
+
+@pytest.mark.parametrize("code", sorted(CATALOGUE))
+def test_every_code_renders_in_both_languages_with_every_placeholder_filled(code):
+    kind = CATALOGUE[code]
+    en, fr = (i18n.template(code, locale) for locale in i18n.LOCALES)
+    assert fields_of(fr) == fields_of(en) <= {*kind.params, "stage"}, "French and English fill the same fields"
+    fact = {"code": code, "params": {name: sample(name) for name in kind.params}}
+    out = {locale: render(fact, 4, locale)["message"] for locale in i18n.LOCALES}
+    assert out["en"] != out["fr"]
+    for message in out.values():
+        assert "{" not in message and "}" not in message, message
+    if "{stage}" in en:
+        assert "4" in out["en"] and "4" in out["fr"]
+
+
+def test_numbers_distances_and_countries_follow_the_locale():
+    gap = {"code": "continuity_gap_critical", "params": {"distance": 1.52, "next": 2}}
+    assert render(gap, 1, "en")["message"] == "Discontinuity: 1.5 km between stage 1 and 2."
+    assert render(gap, 1, "fr")["message"] == f"Discontinuité{NBSP}: 1,5 km entre l'étape 1 et l'étape 2."
+    border = {"code": "border_crossing", "params": {"country": "CH"}}
+    assert "Switzerland" in render(border, 1, "en")["message"]
+    assert "Suisse" in render(border, 1, "fr")["message"] and "Switzerland" not in render(border, 1, "fr")["message"]
+    assert i18n.country("xy", "fr") == "xy"  # unknown: the code as stored, never a failure
+    climb = {"code": "elevation_gain", "params": {"elevation": 1650}}
+    assert "1,650m" in render(climb, 1, "en")["message"]
+    assert f"1{NBSP}650" in render(climb, 1, "fr")["message"].replace("\u202f", NBSP)  # CLDR groups fr by a space
+    steep = {"code": "steep_gradient", "params": {"gradient": 11.5, "distance": 0.8}}
+    assert "11.5% gradient over 0.8 km" in render(steep, 1, "en")["message"]
+    assert f"11,5{NBSP}% sur 0,8 km" in render(steep, 1, "fr")["message"]
+    assert render({"code": "rest_day_suggested", "params": {"days": 1000}}, 1, "en")["message"].count("1000") == 1
+
+
+def test_an_unknown_locale_renders_in_english_and_a_code_missing_in_french_falls_back(monkeypatch):
+    fact = {"code": "ford_crossing_dry", "params": {"count": 1}}
+    assert render(fact, 2, "de")["message"] == render(fact, 2, "en")["message"]
+    monkeypatch.delitem(i18n.messages("fr"), i18n.message_key("ford_crossing_dry"))
+    assert render(fact, 2, "fr")["message"] == render(fact, 2, "en")["message"]
+
+
+def test_make_compiles_the_catalogues_and_a_stale_one_is_not_read(tmp_path, monkeypatch):
+    # `make test`, `make run` and .ci/run compile the .po files first (Makefile `catalogues`).
+    done = subprocess.run(["make", "-s", "catalogues"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert all(i18n.is_fresh(locale) for locale in i18n.LOCALES)
+    # A .mo older than its .po (edited after the last `make`) is set aside for the source.
+    folder = tmp_path / "fr" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    source = (i18n.TRANSLATIONS / "fr" / "LC_MESSAGES" / "alerts.po").read_text(encoding="utf-8")
+    (folder / "alerts.mo").write_bytes((i18n.TRANSLATIONS / "fr" / "LC_MESSAGES" / "alerts.mo").read_bytes())
+    edited = re.sub(r'(msgid "alert.ford_crossing_dry"\nmsgstr ")[^"]*', r"\1Gué édité.", source)
+    assert edited != source
+    (folder / "alerts.po").write_text(edited, encoding="utf-8")
+    os.utime(folder / "alerts.mo", (1, 1))
+    monkeypatch.setattr(i18n, "TRANSLATIONS", tmp_path)
+    i18n.messages.cache_clear()
+    try:
+        assert not i18n.is_fresh("fr")
+        assert i18n.messages("fr")[i18n.message_key("ford_crossing_dry")] == "Gué édité."
+    finally:
+        i18n.messages.cache_clear()
+
+
+# --- which locale a read uses -----------------------------------------------------------------------------
+
+@pytest.fixture
+def trip_with_alerts(app, ctx):
+    user = make_user("reader@example.org")
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(400), name="Jura")), {})
+    with atomic():
+        stage = db.session.query(Stage).filter_by(trip_id=trip.id, position=0).one()
+        stage.alerts_by_group = {"border_crossing": [{"code": "border_crossing", "params": {"country": "CH"}}],
+                                 "terrain": [{"code": "continuity_gap_critical",
+                                              "params": {"distance": 1.52, "next": 2}}]}
+    return user, trip, stage.id
+
+
+def set_locale(user, locale):
+    with atomic():
+        db.session.merge(user).locale = locale
+
+
+def rest_messages(client, user, trip, stage_id, **headers) -> tuple[set[str], object]:
+    response = client.get(f"/api/trips/{trip.id}/stages/{stage_id}", headers={**auth(make_token(user)), **headers})
+    assert response.status_code == 200
+    return {a["message"] for a in response.get_json()["alerts"]}, response
+
+
+def test_rest_uses_the_account_then_accept_language_then_english(client, trip_with_alerts):
+    user, trip, stage_id = trip_with_alerts
+    assert user.locale is None  # not chosen until the rider says so
+    english, response = rest_messages(client, user, trip, stage_id)
+    assert any("Switzerland" in m for m in english)
+    french, response = rest_messages(client, user, trip, stage_id, **{"Accept-Language": "de;q=1, fr-CH;q=0.8"})
+    assert any("Suisse" in m for m in french) and "Accept-Language" in response.headers["Vary"]
+    assert rest_messages(client, user, trip, stage_id, **{"Accept-Language": "de, ja"})[0] == english
+    set_locale(user, "fr")
+    assert rest_messages(client, user, trip, stage_id)[0] == french  # the account's choice
+    assert rest_messages(client, user, trip, stage_id, **{"Accept-Language": "en"})[0] == french  # wins over it
+
+
+def test_patch_me_sets_the_locale_and_refuses_others_by_name(client, trip_with_alerts):
+    user, trip, stage_id = trip_with_alerts
+    headers = auth(make_token(user))
+    answer = client.patch("/api/users/me", json={"locale": "fr"}, headers=headers)
+    assert answer.status_code == 200 and answer.get_json()["locale"] == "fr"
+    assert client.get("/api/users/me", headers=headers).get_json()["locale"] == "fr"
+    assert any("Suisse" in m for m in rest_messages(client, user, trip, stage_id)[0])
+    for bad in ({"locale": "de" * 100}, {"locale": 3}, {}, {"locale": "fr", "extra": 1}):
+        refused = client.patch("/api/users/me", json=bad, headers=headers)
+        assert refused.status_code == 422, bad
+        assert "de" * 100 not in refused.get_data(as_text=True)
+    assert client.patch("/api/users/me", json={"locale": None}, headers=headers).get_json()["locale"] is None
+    read_only = auth(make_token(user, scope="trips:read"))
+    assert client.patch("/api/users/me", json={"locale": "fr"}, headers=read_only).status_code == 403
+
+
+def test_the_account_page_form_sets_the_locale_with_csrf(app, client, ctx):
+    sign_in(app, client, "form@example.org")
+    page = client.get("/account").get_data(as_text=True)
+    assert 'name="locale"' in page and "Français" in page
+    from oauth.models import User
+
+    forged = client.post("/account/locale", data={"locale": "fr", "csrf_token": "nope"})
+    assert forged.status_code == 302 and db.session.query(User).filter_by(email="form@example.org").one().locale is None
+    client.post("/account/locale", data={"locale": "xx", "csrf_token": csrf_of(page)})
+    db.session.expire_all()
+    assert db.session.query(User).filter_by(email="form@example.org").one().locale is None
+    done = client.post("/account/locale", data={"locale": "fr", "csrf_token": csrf_of(page)})
+    assert done.status_code == 302
+    db.session.expire_all()
+    assert db.session.query(User).filter_by(email="form@example.org").one().locale == "fr"
+    assert re.search(r'<option value="fr" lang="fr" selected>', client.get("/account").get_data(as_text=True))
+
+
+def test_mcp_answers_use_the_account_locale(app, client, trip_with_alerts):
+    user, trip, stage_id = trip_with_alerts
+    token = mcp_token(app, user)
+
+    def messages():
+        answer = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stage_id}))
+        return [a["message"] for a in answer["alerts"]]
+
+    assert any("Switzerland" in m for m in messages())
+    set_locale(user, "fr")
+    assert any("Suisse" in m for m in messages())
+    digest = payload(call(client, token, "get_trip", {"id": trip.id}))
+    assert digest["stages"][0]["criticalAlerts"] == [f"Discontinuité{NBSP}: 1,5 km entre l'étape 1 et l'étape 2."]
+
+
+def test_the_share_page_reads_in_the_owner_locale(app, client, trip_with_alerts):
+    user, trip, _ = trip_with_alerts
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    assert "Switzerland" in client.get(f"/s/{code}", headers={"Accept-Language": "fr"}).get_data(as_text=True)
+    set_locale(user, "fr")
+    html = client.get(f"/s/{code}", headers={"Accept-Language": "en"}).get_data(as_text=True)
+    assert "Suisse" in html and "Switzerland" not in html

@@ -1,0 +1,139 @@
+"""The reader's language (domain.md §5.5, ADR-069): which locale a read is rendered in, the alert catalogues,
+and locale-aware numbers and country names, all from Babel.
+
+Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to
+`.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
+the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
+completeness is a set comparison of codes (tests/test_i18n.py). A `.mo` that is missing or older than its
+`.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
+text shown is the source's, never a stale compile.
+
+Resolution (`current_locale`): a locale pinned for this request (the share page pins the trip owner's), else
+the signed-in account's (REST and MCP: g.principal), else on REST the request's Accept-Language negotiated
+among LOCALES (the answer then varies on it, RFC 9110 §12.5.5), else English.
+"""
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+from babel import Locale, negotiate_locale
+from babel.messages.mofile import read_mo
+from babel.messages.pofile import read_po
+from babel.numbers import format_decimal
+
+log = logging.getLogger(__name__)
+
+LOCALES = ("en", "fr")
+DEFAULT = "en"
+DOMAIN = "alerts"
+TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
+_PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
+
+
+def message_key(code: str) -> str:
+    """The catalogue key of an alert code."""
+    return f"alert.{code}"
+
+
+def normalize(locale: str | None) -> str | None:
+    """`locale` when it is one of LOCALES (case-insensitive, "fr-CH"/"fr_CH" → "fr"), else None."""
+    if not isinstance(locale, str):
+        return None
+    base = locale.replace("_", "-").split("-", 1)[0].strip().lower()
+    return base if base in LOCALES else None
+
+
+def _paths(locale: str) -> tuple[Path, Path]:
+    folder = TRANSLATIONS / locale / "LC_MESSAGES"
+    return folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
+
+
+def is_fresh(locale: str) -> bool:
+    """True when the compiled catalogue of `locale` exists and is not older than its source."""
+    po, mo = _paths(locale)
+    return mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime
+
+
+@lru_cache(maxsize=len(LOCALES))
+def messages(locale: str) -> dict[str, str]:
+    """{msgid: msgstr} of `locale`'s alert catalogue, untranslated entries left out. Raises FileNotFoundError
+    when the locale has no `.po` source."""
+    po, mo = _paths(locale)
+    if is_fresh(locale):
+        with mo.open("rb") as handle:
+            catalog = read_mo(handle)
+    else:
+        log.warning("i18n: %s is missing or older than its source: reading %s (run `make`)", mo.name, po)
+        with po.open("rb") as handle:
+            catalog = read_po(handle, locale=locale)
+    return {m.id: m.string for m in catalog if m.id and isinstance(m.id, str) and m.string}
+
+
+def template(code: str, locale: str) -> str | None:
+    """The message template of an alert code in `locale` (English when the locale lacks it), None when
+    neither catalogue has it."""
+    key = message_key(code)
+    return messages(normalize(locale) or DEFAULT).get(key) or messages(DEFAULT).get(key)
+
+
+def number(value, locale: str, digits: int = 1) -> str:
+    """A number as `locale` writes it, at most `digits` decimals, trailing zeros dropped: 1.5 → "1.5" / "1,5",
+    1200 → "1,200" / "1 200" (fr groups with a narrow no-break space, CLDR)."""
+    pattern = "#,##0" + ("." + "#" * digits if digits else "")
+    return format_decimal(value, format=pattern, locale=normalize(locale) or DEFAULT)
+
+
+def country(iso: str | None, locale: str) -> str | None:
+    """The name of an ISO 3166-1 alpha-2 code in `locale` (CLDR territories: "CH" → "Switzerland" /
+    "Suisse"), the code itself when unknown, None for None."""
+    if iso is None:
+        return None
+    return Locale.parse(normalize(locale) or DEFAULT).territories.get(str(iso).upper(), iso)
+
+
+def pin(locale: str | None) -> None:
+    """Render this request in `locale` (the share page: the trip owner's). Needs a request context."""
+    from flask import request
+
+    request.environ[_PINNED] = normalize(locale) or DEFAULT
+
+
+def owner_locale(trip) -> str:
+    """The language a trip's owner reads in (the share page, ADR-069): their account's choice, else the
+    trip's own (taken from the account when it was made), else English."""
+    from oauth.models import User
+    from trips.core.db import db
+
+    owner = db.session.get(User, trip.user_id)
+    return normalize(owner.locale if owner else None) or normalize(trip.locale) or DEFAULT
+
+
+def current_locale() -> str:
+    """The locale this read is rendered in (see the module docstring); English outside a request."""
+    from flask import after_this_request, g, has_request_context, request
+
+    if not has_request_context():
+        return DEFAULT
+    pinned = request.environ.get(_PINNED)
+    if pinned:
+        return pinned
+    principal = g.get("principal")
+    chosen = normalize(getattr(getattr(principal, "user", None), "locale", None))
+    if chosen:
+        return chosen
+    if not request.path.startswith("/api/"):
+        return DEFAULT
+    offered = [value for value, _ in request.accept_languages]
+    found = negotiate_locale([v.replace("-", "_") for v in offered], list(LOCALES), sep="_") if offered else None
+    # negotiate_locale matches exact tags only; "fr-CH" with no "fr" fallback listed still means French.
+    found = found or next((n for n in map(normalize, offered) if n), None)
+
+    @after_this_request
+    def _vary(response):
+        response.vary.add("Accept-Language")
+        return response
+
+    request.environ[_PINNED] = found or DEFAULT  # one answer per request, and the Vary added once
+    return found or DEFAULT
