@@ -162,3 +162,33 @@ def test_the_drawings_are_well_formed_svg_with_a_viewbox_and_no_inline_style():
         assert svg.tag == f"{SVG}svg" and len(svg.get("viewBox").split()) == 4
         assert svg.get("width") is None and svg.get("height") is None  # the stylesheet sizes it
         assert not [e for e in svg.iter() if e.get("style") is not None]  # CSP style-src 'self' would refuse
+
+
+def test_the_share_page_draws_the_days_and_no_weather_it_does_not_have(client, rider):
+    import io
+
+    from tests.fakes.thirdparty import gpx_from_points, make_points
+    from trips.core.db import db
+    from trips.models import Trip
+    from trips.services.sharing import share_trip
+    from trips.services.trips import import_gpx
+
+    user, _ = rider
+    gpx = gpx_from_points(make_points(1800, step_m=100.0), name="Ride\u202e <b>bold</b>")
+    trip = db.session.get(Trip, import_gpx(user, io.BytesIO(gpx), {}).id)
+    first = min(trip.stages, key=lambda s: s.day_number)
+    first.enrichment = {**(first.enrichment or {}), "weather": {"icon": "10d", "description": "rain",
+                                                                 "tempMin": 8, "tempMax": 13, "windDirection": "N"}}
+    db.session.commit()
+    page = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}")
+    html = page.get_data(as_text=True)
+    tree = etree.HTML(html)
+    days = len(trip.stages)
+    assert days >= 2
+    assert len(tree.xpath("//svg[@class='route']//polyline[@class='day-line']")) == days
+    assert len(tree.xpath("//svg[@class='profile']")) == days + 1
+    assert len(tree.xpath("//div[@class='weather']")) == 1  # only the day that has a forecast
+    assert len(tree.xpath("//svg[@class='weather-icon']")) == 1 and len(tree.xpath("//svg[@class='wind']")) == 1
+    assert "\u202e" not in html and "<b>bold" not in html
+    assert tree.xpath("//svg[@class='route']/title")[0].text == "Ride <b>bold</b>"
+    assert not tree.xpath("//*[@style]")  # the CSP (style-src 'self') would refuse any inline style
