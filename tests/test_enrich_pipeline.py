@@ -27,7 +27,10 @@ from trips.services.trips import import_gpx
 
 ROUTE = make_points(2400, step_m=100.0)  # 239.9 km north-east of (45, 5): three days of ≤ 80 km
 GPX = gpx_from_points(ROUTE, name="Mapped")
-GROUPS = {e.group for e in ENRICHMENTS.values() if e.group}
+# An uploaded GPX has no start date: what needs one (weather, wind, calendar, daylight) is withheld, never pending
+# (the dated analysis with the fake Open-Meteo: tests/test_enrich_weather.py).
+UNDATED = [n for n, e in ENRICHMENTS.items() if not e.requires_start_date]
+GROUPS = {ENRICHMENTS[n].group for n in UNDATED if ENRICHMENTS[n].group}
 EVERY = 50  # a cluster of places every 50 route points (5 km): every day's ends have a village and a camp site
 
 
@@ -67,12 +70,12 @@ def test_the_analysis_runs_by_itself_and_fills_every_day(app, client, rider, map
     response = upload(client, headers, GPX)
     assert response.status_code == 201
     trip_id = response.get_json()["id"]
-    assert set(analysis(reload(trip_id))) == set(ENRICHMENTS)  # dispatched with the days, nothing asked
+    assert set(analysis(reload(trip_id))) == set(UNDATED)  # dispatched with the days, nothing asked
     with atomic():
         db.session.get(Trip, trip_id).stages[0].end_label = "Chez nous"  # the rider's own label
     run_jobs(app)
     trip = reload(trip_id)
-    assert analysis(trip) == {name: ("done", None) for name in ENRICHMENTS}
+    assert analysis(trip) == {name: ("done", None) for name in UNDATED}
     assert trip.out_of_zone is False and len(trip.stages) == 3
     for stage in trip.stages:
         assert set(stage.alerts_by_group) == GROUPS, stage.day_number
@@ -97,7 +100,7 @@ def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ct
     trip = uploaded(rider)
     run_jobs(app)
     trip = reload(trip.id)
-    assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name in ENRICHMENTS}
+    assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name in UNDATED}
     assert trip.out_of_zone is True
     assert all(s.alerts_by_group == {} and s.enrichment == {} and s.accommodations == [] for s in trip.stages)
     from trips.readmodels.trip import next_action
@@ -112,7 +115,7 @@ def test_a_partly_covered_trip_is_out_of_zone_and_its_covered_days_are_analysed(
     assert trip.out_of_zone is True  # known as soon as the days are cut
     run_jobs(app)
     trip = reload(trip.id)
-    assert analysis(trip) == {name: ("done", None) for name in ENRICHMENTS}
+    assert analysis(trip) == {name: ("done", None) for name in UNDATED}
     first, _, last = trip.stages
     assert set(first.alerts_by_group) == GROUPS and first.enrichment["labels"]["end"]
     # Off the map the day was never looked at ("never ran", not "nothing found"), but for terrain, whose
@@ -227,7 +230,7 @@ def test_a_copy_keeps_the_analysis_and_runs_what_was_unfinished(app, ctx, rider,
     copy, _ = duplicate_trip(rider[0], trip_id, "copy-of-the-analysed-trip")
     copy_id = copy.id
     original, copy = reload(trip_id), db.session.get(Trip, copy_id)
-    assert analysis(copy) == {**{n: ("done", None) for n in ENRICHMENTS}, "labels": ("pending", None)}
+    assert analysis(copy) == {**{n: ("done", None) for n in UNDATED}, "labels": ("pending", None)}
     assert [s.alerts_by_group for s in copy.stages] == [s.alerts_by_group for s in original.stages]
     assert [s.enrichment for s in copy.stages] == [s.enrichment for s in original.stages]
     assert copy.out_of_zone is False

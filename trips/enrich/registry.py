@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from trips.enrich import (accommodations, bike_shops, border_crossing, cultural_pois, ferries, fords,
-                          health_services, labels, pois, railway_stations, terrain, water_points)
+from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries,
+                          fords, health_services, labels, pois, railway_stations, terrain, water_points)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
 
@@ -65,9 +65,9 @@ def register(enrichment: Enrichment) -> Enrichment:
     return e
 
 
-def _add(module, category: str, triggers, fields=(), needs=()) -> None:
+def _add(module, category: str, triggers, fields=(), needs=(), dated: bool = False) -> None:
     register(Enrichment(module.NAME, category, module.GROUP, frozenset(triggers), tuple(needs), QUEUE,
-                        module.compute, tuple(fields)))
+                        module.compute, tuple(fields), requires_start_date=dated))
 
 
 # domain.md §5.1 triggers. fords is "cascaded from weather" there; until weather exists (step 8) it reads the
@@ -84,6 +84,10 @@ _add(border_crossing, "terrain_security", (GEOMETRY,))
 _add(ferries, "terrain_security", (GEOMETRY,))
 _add(fords, "terrain_security", (GEOMETRY,), needs=("weather",))
 _add(labels, "route", (GEOMETRY,), ("labels",))
+# Issue 11: withheld without a start date (§5.4). The calendar reads only the dates (DATES only, §5.1); the
+# daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
+_add(calendar, "context", (DATES,), dated=True)
+_add(daylight, "terrain_security", (GEOMETRY, DATES), dated=True)
 
 
 def categories() -> dict[str, tuple[str, ...]]:

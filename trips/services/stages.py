@@ -78,8 +78,10 @@ def _contiguous(a: Stage, b: Stage) -> bool:
 
 
 def geometry_changed(trip: Trip, _prepared=None) -> None:
-    """The days' lines, ends or order changed: the GEOMETRY-triggered enrichments run again (§5.4)."""
-    analysis.redispatch(trip, triggers=("GEOMETRY",))
+    """The days' lines, ends or order changed: the GEOMETRY-triggered enrichments run again, and the calendar
+    on a dated trip (a day's date is startDate + its index, and an added, moved or removed day shifts the
+    others': §5.4, "plus weather and calendar when dated")."""
+    analysis.redispatch(trip, triggers=("GEOMETRY",), names=("calendar",))
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,

@@ -135,8 +135,8 @@ def get_trip(actor: User, trip_id: str) -> Trip:
 INVALIDATES = {
     "start_date": {"triggers": ("DATES",)},
     "ebike_mode": {"names": ("terrain",)},
-    "departure_hour": {"names": ("terrain", "weather")},
-    "average_speed": {"names": ("terrain", "weather")},
+    "departure_hour": {"names": ("terrain", "weather", "daylight")},  # daylight: the arrival time moves
+    "average_speed": {"names": ("terrain", "weather", "daylight")},
     "enabled_accommodation_types": {"names": ("accommodations",)},
 }
 

@@ -3,8 +3,9 @@
 A duplicate code is refused when its module is imported (the manner of Sentry's GroupTypeRegistry). Facts
 store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
 catalogues under translations/, keyed `alert.<code>`, trips/i18n.py), injecting `stage` (the day number) from
-the owning day. `message` here is the English source text: the en catalogue must say the same
-(tests/test_i18n.py).
+the owning day. `message` here is the English source text: the en catalogue must say the same, and a new
+code needs its `alert.<code>` entry in translations/en and translations/fr (tests/test_i18n.py fails on a
+code without one, or an entry without a code).
 """
 from __future__ import annotations
 

