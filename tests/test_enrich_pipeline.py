@@ -105,8 +105,8 @@ def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ct
     assert all(s.alerts_by_group == {} and s.enrichment == {} and s.accommodations == [] for s in trip.stages)
     from trips.readmodels.trip import next_action
 
-    told = next_action(trip)  # the cure is an import, not another try
-    assert NO_MAP_DATA in told and "analyze_trip" not in told
+    told = next_action(trip)  # the cure is an import first, then another analysis
+    assert told.startswith("No map data covers this trip") and "flask osm import" in told
 
 
 def test_a_partly_covered_trip_is_out_of_zone_and_its_covered_days_are_analysed(app, ctx, rider, tmp_path):
@@ -205,16 +205,16 @@ def test_the_registry_refuses_a_duplicate_and_an_unknown_dispatch(ctx, rider):
         registry.register(ENRICHMENTS["pois"])
     with pytest.raises(ValueError, match="unknown category"):
         registry.register(replace(ENRICHMENTS["pois"], name="pois2", category="nowhere"))
-    with pytest.raises(ValueError, match="cascade"):  # fords need it: weather comes with its cascade (step 8)
-        registry.register(replace(ENRICHMENTS["pois"], name="weather", category="weather", group="wind"))
-    assert "pois2" not in ENRICHMENTS and "weather" not in ENRICHMENTS
+    with pytest.raises(ValueError, match="not registered before it"):  # the cascade has no cycle
+        registry.register(replace(ENRICHMENTS["pois"], name="pois3", needs=("pois4",)))
+    assert "pois2" not in ENRICHMENTS and "pois3" not in ENRICHMENTS
     trip = uploaded(rider)
     with pytest.raises(ValueError, match="unknown enrichments"):
-        registry.select(trip, names=["weather"])  # step 8: not registered, never reported pending
+        registry.select(trip, names=["events"])  # issue 11 item 5: not registered, never reported pending
     with pytest.raises(ValueError, match="scoped"):
         registry.dispatch(trip, names=["pois"], stage_ids=[trip.stages[0].id])
     assert "weather" not in analysis(trip) and set(registry.select(trip, triggers=["DATES"])) == {
-        "pois", "accommodations", "terrain"}
+        "pois", "accommodations", "terrain", "fords"}  # undated: weather, wind and the calendar withheld
     generation = trip.generation
     assert registry.dispatch(trip, names=[]) == [] and trip.generation == generation  # nothing touched
 

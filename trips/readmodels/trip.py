@@ -44,12 +44,18 @@ def next_action(trip: Trip) -> str | None:
     if "stages" in failed:
         return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
     if failed:
-        # One sentence per distinct reason: "no map data" is fixed by an import, not by retrying.
-        reasons = sorted({reason for reason in failed.values() if reason})
-        told = " ".join(r if r.endswith(".") else r + "." for r in reasons[:3])
-        cure = "" if reasons and all(r == NO_MAP_DATA for r in reasons) else f" {RETRY}"
-        return f"Some analyses failed ({', '.join(sorted(failed))}). {told}{cure}".replace("  ", " ")
+        reasons = {reason for reason in failed.values() if reason}
+        if reasons == {NO_MAP_DATA}:  # no retry helps until a region is imported
+            return ("No map data covers this trip yet, so its days could not be analysed. Once the operator has "
+                    "imported a region with `flask osm import`, call analyze_trip.")
+        told = " ".join(_sentence(r) for r in sorted(reasons)[:3])
+        return f"Some analyses failed ({', '.join(sorted(failed))}). {told} {RETRY}".replace("  ", " ")
     return None
+
+
+def _sentence(reason: str) -> str:
+    reason = reason.strip()
+    return reason[:1].upper() + reason[1:] + ("" if reason.endswith(".") else ".")
 
 
 def trip_detail(trip: Trip) -> dict:
