@@ -7,6 +7,10 @@ timeout = 120
 # otherwise take X-Forwarded-Proto from any loopback caller, even with no proxy configured.
 forwarded_allow_ips = ""
 
+# gunicorn 27's control socket defaults to one path per user ($HOME/.gunicorn/gunicorn.ctl): two servers of the
+# same user (two `make run`, a test server beside one) would fight over it, and BTP does not use it.
+control_socket_disable = True
+
 # One JSON line per record, gunicorn's own lines included (trips/core/observability.py). No gunicorn access log:
 # the app writes one line per request, with the route, the user and the request id. (Any logconfig_dict turns
 # gunicorn's access log on, so its logger goes to a NullHandler.)
