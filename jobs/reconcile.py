@@ -32,8 +32,10 @@ def claims(job: Job) -> set[tuple[str, str, int | None]]:
         return {(args[0], "route", args[1]), (args[0], "stages", ANY)}  # it enqueues the cutting at the end
     if func == "jobs.tasks.generate_stages":
         return {(args[0], "stages", args[1])}
-    if func == "jobs.tasks.run_enrichment":
-        return {(args[0], args[1], args[2])}
+    if func == "jobs.tasks.run_enrichment":  # and what waits on it (the weather cascade queues them when it ends)
+        from trips.enrich.registry import dependents
+
+        return {(args[0], args[1], args[2])} | {(args[0], d, args[2]) for d in dependents(args[1])}
     if func == "jobs.tasks.reroute_stage":
         return {(args[0], "route_segment", ANY)}
     return set()

@@ -164,14 +164,17 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
                 computations.transition(trip_id, name, generation, "superseded")
             return
         result = registry.run_compute(name, snap, db.engine, stage_ids=stage_ids, radius_km=radius_km)
-        if not result.covered:  # no imported area touches the trip: say so, never store an empty result
+        failure = registry.NO_MAP_DATA if not result.covered else result.failure
+        if failure:  # no imported area touches the trip, or a provider is down: say so, store nothing
             with atomic():
-                computations.transition(trip_id, name, generation, "failed", registry.NO_MAP_DATA)
+                if computations.transition(trip_id, name, generation, "failed", failure[:255]):
+                    registry.cascade(trip_id, name, generation)
             return
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
             if trip is not None and registry.apply(trip, name, generation, result, expand=radius_km is not None):
                 computations.transition(trip_id, name, generation, "done")
+                registry.cascade(trip_id, name, generation)  # what waited on it runs now, on what it stored
             else:
                 computations.transition(trip_id, name, generation, "superseded")
 
@@ -203,7 +206,11 @@ def settle_failed(job, cause: str) -> None:
             for trip_id, name, generation in _failed_computations(job):
                 reason = ROUTE_FAILED_STAGES if (job.func_name.endswith("fetch_route") and name == "stages") \
                     else INTERNAL_FAILURE
-                computations.transition(trip_id, name, generation, "failed", reason)
+                if computations.transition(trip_id, name, generation, "failed", reason) \
+                        and job.func_name == "jobs.tasks.run_enrichment":
+                    from trips.enrich import registry
+
+                    registry.cascade(trip_id, name, generation)  # its dependents must not wait for ever
 
 
 def on_job_failure(job, connection, exc_type, exc_value, tb) -> None:

@@ -10,7 +10,8 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim", "tests.fakes.cimd"]
+pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim", "tests.fakes.cimd",
+                  "tests.fakes.openmeteo"]
 
 PG_TEST_SCHEMA = "btp_test"
 
@@ -59,6 +60,12 @@ def thirdparty_server():
     return get_fake_thirdparty()
 
 
+def _fake_openmeteo_url() -> str:
+    from tests.fakes.openmeteo import get_fake_openmeteo
+
+    return get_fake_openmeteo().base_url
+
+
 @pytest.fixture(scope="session")
 def app_config(database_url, redis_server, tmp_path_factory, thirdparty_server):
     return {
@@ -69,6 +76,7 @@ def app_config(database_url, redis_server, tmp_path_factory, thirdparty_server):
         "BTP_KOMOOT_URL": thirdparty_server.base_url,
         "BTP_STRAVA_URL": thirdparty_server.base_url,
         "BTP_RIDEWITHGPS_URL": thirdparty_server.base_url,
+        "BTP_OPENMETEO_URL": _fake_openmeteo_url(),  # never the real service: every test stays on 127.0.0.1
         "TESTING": True,
     }
 

@@ -121,8 +121,8 @@ def test_a_ford_is_dry_without_a_forecast_or_under_50_percent(ctx, tmp_path, pro
         m.way([at(10, -100), at(10, 0), at(10, 100)], {"highway": "track", "ford": "yes"})  # ends day 1: its
         m.node(*at(20, 0), {"ford": "yes"})  # at day 2's end, beside the rest day too: day 2's
     result = run(fords, tmp_path, snap, build, forecast={"s1": probability, "s2": probability})
-    assert codes(result, "s1") == (["ford_crossing_dry"] if dry else [])
-    assert codes(result, "s2") == (["ford_crossing_dry"] if dry else [])
+    assert codes(result, "s1") == (["ford_crossing_dry"] if dry else ["ford_crossing_wet"])
+    assert codes(result, "s2") == (["ford_crossing_dry"] if dry else ["ford_crossing_wet"])
     assert result.alerts["s3"] == []
     if dry:
         assert result.alerts["s1"][0].params == {"count": 2} and result.alerts["s2"][0].params == {"count": 1}

@@ -7,15 +7,18 @@ origin refused, the size cap, and the deadline over a body that trickles in.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Callable
 
 import pytest
 
 from tests.fakes.nominatim import get_fake_nominatim, place
+from tests.fakes.openmeteo import get_fake_openmeteo
 from tests.fakes.thirdparty import get_fake_thirdparty, komoot_html, make_points
 from tests.fakes.valhalla import get_fake_valhalla
 from trips.errors import Unavailable
 from trips.places.geocode import search_places
+from trips.providers.openmeteo import WeatherUnavailable, day_forecasts
 from trips.providers.routes import fetch_route
 from trips.providers.valhalla import MAX_RESPONSE_BYTES, RoutingError
 from trips.route.routing import reroute
@@ -102,7 +105,26 @@ def _nominatim() -> Provider:
     )
 
 
-@pytest.fixture(params=[_routes, _valhalla, _nominatim], ids=["routes", "valhalla", "nominatim"])
+def _openmeteo() -> Provider:
+    fake = get_fake_openmeteo()
+    wanted = [(45.0, 5.0, date.today()), (45.1, 5.2, date.today())]
+    return Provider(
+        "openmeteo", WeatherUnavailable, fake, fake.config,
+        call=lambda cfg, sleeps: day_forecasts(wanted, cfg, None, sleep=sleeps.append) or None,
+        requests=lambda: len(fake.requests),
+        fail=lambda status, headers: fake.fail(status, times=None, headers=headers),
+        fail_once=lambda status, headers: fake.fail(status, times=1, headers=headers),
+        redirect=fake.redirect,
+        silent=lambda seconds: fake.slow(seconds, times=None),
+        huge=lambda size: fake.answer(b"[" + b" " * size + b"]"),
+        trickle=lambda interval: fake.trickle(b"[]" + b" " * 400, interval),
+        max_bytes=lambda cfg: cfg.max_bytes,
+        policy=lambda cfg: cfg.policy(),
+    )
+
+
+@pytest.fixture(params=[_routes, _valhalla, _nominatim, _openmeteo],
+                ids=["routes", "valhalla", "nominatim", "openmeteo"])
 def provider(request) -> Provider:
     chosen = request.param()
     chosen.fake.reset()
@@ -110,7 +132,7 @@ def provider(request) -> Provider:
         chosen.fake.add_komoot_tour(1, "Tour", make_points(20))
     elif chosen.name == "valhalla":
         chosen.fake.set_route([(45.0, 5.0), (45.05, 5.08), (45.1, 5.02)])
-    else:
+    elif chosen.name == "nominatim":
         chosen.fake.places.append(place("Annecy", 45.9, 6.12))
     yield chosen
     chosen.fake.reset()

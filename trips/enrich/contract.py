@@ -32,6 +32,7 @@ class StageSnap:
     geometry: tuple[Vertex, ...]
     date: date | None = None
     selected_accommodation: dict | None = None
+    weather: dict | None = None  # the day's stored forecast (trips/enrich/weather.py), for its dependents
 
     @property
     def line(self) -> list[Point]:
@@ -81,12 +82,14 @@ class Result:
     looked at must have an entry (an empty list = ran, found nothing). `data[stage_id]` holds the other
     per-day fields the enrichment owns (e.g. "resupply", "supplyTimeline", "accommodations"), JSON-ready.
     `covered` is False when no imported map area touches the trip (the registry then fails the computation
-    with the "no map data" reason instead of storing an empty result).
+    with the "no map data" reason instead of storing an empty result); `failure` is a provider's reason for
+    having no answer (the weather service down): the computation fails with it, writing nothing.
     """
 
     alerts: dict[str, list[AlertFact]] = field(default_factory=dict)
     data: dict[str, dict[str, Any]] = field(default_factory=dict)
     covered: bool = True
+    failure: str | None = None  # a provider could not answer: the computation fails with this reason
 
     def add(self, fact: AlertFact) -> None:
         self.alerts.setdefault(fact.stage_id, []).append(fact)

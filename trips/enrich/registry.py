@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries,
-                          fords, health_services, labels, pois, railway_stations, terrain, water_points)
+from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries, fords,
+                          health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
 
@@ -50,17 +50,16 @@ ENRICHMENTS: dict[str, Enrichment] = {}
 
 def register(enrichment: Enrichment) -> Enrichment:
     """Add an enrichment. Raises ValueError on a duplicate or structural name, an unknown category, group,
-    trigger or queue, or when it needs a registered enrichment or one needs it: running after another
-    computation is the weather cascade of step 8 (fords after weather), which must come with its dispatch;
-    until then a need that is not registered is read as absent (fords are dry)."""
+    trigger or queue, or a need that is not registered before it (so the cascade has no cycle): a dependent
+    waits for its needs to settle when they are dispatched with it (`cascade`)."""
     e = enrichment
     if e.name in ENRICHMENTS or e.name in STRUCTURAL["route"]:
         raise ValueError(f"enrichment {e.name!r} is registered twice")
     if e.category not in CATEGORY_ORDER or (e.group is not None and e.group not in GROUPS) \
             or not e.triggers <= TRIGGERS or e.queue != QUEUE:
         raise ValueError(f"enrichment {e.name!r}: unknown category, group, trigger or queue")
-    if any(n in ENRICHMENTS for n in e.needs) or any(e.name in other.needs for other in ENRICHMENTS.values()):
-        raise ValueError(f"enrichment {e.name!r}: one needs the other, and the cascade is not wired yet")
+    if any(n not in ENRICHMENTS for n in e.needs):
+        raise ValueError(f"enrichment {e.name!r} needs one not registered before it: {list(e.needs)}")
     ENRICHMENTS[e.name] = e
     return e
 
@@ -70,8 +69,12 @@ def _add(module, category: str, triggers, fields=(), needs=(), dated: bool = Fal
                         module.compute, tuple(fields), requires_start_date=dated))
 
 
-# domain.md §5.1 triggers. fords is "cascaded from weather" there; until weather exists (step 8) it reads the
-# map only (dry fords), so the geometry is what makes its result stale.
+# domain.md §5.1 triggers. weather (a forecast by date, over a window the departure hour and speed set: those
+# two name it in trips/services/trips.py INVALIDATES) is withheld on an undated trip, and so is wind, which
+# reads nothing else; fords are cascaded after weather for their wet/dry part (so the dates make them stale
+# too), and on an undated trip run on the map alone (dry).
+_add(weather, "weather", (GEOMETRY, DATES), ("weather",), dated=True)
+_add(wind, "weather", (GEOMETRY, DATES), needs=("weather",), dated=True)
 _add(pois, "points_of_interest", (GEOMETRY, DATES), ("resupply", "supplyTimeline"))
 _add(accommodations, "accommodations", (GEOMETRY, DATES), ("accommodations",))
 _add(terrain, "terrain_security", (GEOMETRY, DATES), ("terrain",))
@@ -82,7 +85,7 @@ _add(railway_stations, "terrain_security", (GEOMETRY,))
 _add(cultural_pois, "context", (GEOMETRY,), ("culturalPois",))
 _add(border_crossing, "terrain_security", (GEOMETRY,))
 _add(ferries, "terrain_security", (GEOMETRY,))
-_add(fords, "terrain_security", (GEOMETRY,), needs=("weather",))
+_add(fords, "terrain_security", (GEOMETRY, DATES), needs=("weather",))
 _add(labels, "route", (GEOMETRY,), ("labels",))
 # Issue 11: withheld without a start date (§5.4). The calendar reads only the dates (DATES only, §5.1); the
 # daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
@@ -143,8 +146,45 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     trip.out_of_zone = out_of_zone(trip)
     extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
     for name in chosen:
-        after_commit(enqueue, run_enrichment, trip.id, name, trip.generation, *extra)
+        if not any(n in chosen for n in ENRICHMENTS[name].needs):  # else queued when its needs settle (cascade)
+            after_commit(enqueue, run_enrichment, trip.id, name, trip.generation, *extra)
     return chosen
+
+
+def dependents(name: str) -> tuple[str, ...]:
+    """The enrichments that need `name` (registry order)."""
+    return tuple(n for n, e in ENRICHMENTS.items() if name in e.needs)
+
+
+def cascade(trip_id: str, name: str, generation: int) -> list[str]:
+    """`name` settled (done or failed) for `generation`: queue, after the commit, each dependent of that
+    generation still pending whose needs have all settled. Call in the unit of work that settled it. A dependent
+    then reads whatever its need stored (nothing after a failure: fords are dry, wind looks at no day).
+    Returns the names queued."""
+    import sqlalchemy as sa
+
+    from jobs import enqueue
+    from jobs.tasks import run_enrichment
+    from trips import computations
+    from trips.core.db import after_commit, db
+    from trips.models import Computation
+
+    waiting = dependents(name)
+    if not waiting:
+        return []
+    rows = db.session.execute(sa.select(Computation.name, Computation.status, Computation.generation)
+                              .where(Computation.trip_id == trip_id)).all()
+    status = {r.name: (r.status, r.generation) for r in rows}
+    queued = []
+    for dependent in waiting:
+        if status.get(dependent) != ("pending", generation):
+            continue
+        needs = ENRICHMENTS[dependent].needs
+        if any(status.get(n, ("done", 0))[0] in computations.ACTIVE and status[n][1] == generation for n in needs):
+            continue
+        after_commit(enqueue, run_enrichment, trip_id, dependent, generation)
+        queued.append(dependent)
+    return queued
 
 
 def out_of_zone(trip) -> bool:
@@ -170,7 +210,9 @@ def snapshot(trip) -> TripSnap:
             elevation_loss_m=float(s.elevation_loss or 0.0), start=(s.start_lat, s.start_lon),
             end=(s.end_lat, s.end_lon), geometry=geometry,
             date=trip.start_date + timedelta(days=s.position) if trip.start_date else None,
-            selected_accommodation=dict(s.selected_accommodation) if s.selected_accommodation else None))
+            selected_accommodation=dict(s.selected_accommodation) if s.selected_accommodation else None,
+            # an undated trip has no forecast, whatever an earlier dated analysis left on the day
+            weather=dict((s.enrichment or {}).get("weather") or {}) or None if trip.start_date else None))
     return TripSnap(id=trip.id, generation=trip.generation, start_date=trip.start_date,
                     ebike_mode=bool(trip.ebike_mode), departure_hour=int(trip.departure_hour),
                     average_speed=float(trip.average_speed),

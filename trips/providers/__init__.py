@@ -1,5 +1,5 @@
 """Third-party providers: one hardened HTTP client (http.py) and one Redis cache (cache.py) under small modules
-for the route services (routes.py: Komoot, Strava, RideWithGPS), Valhalla and Nominatim. Each provider's
+for the route services (routes.py: Komoot, Strava, RideWithGPS), Valhalla, Nominatim and Open-Meteo. Each provider's
 config is built once, from the app's configuration, in create_app (`init_app`), and read with `configs()`."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from flask import Flask, current_app
 
 from trips.providers.nominatim import GeocodeConfig
+from trips.providers.openmeteo import WeatherConfig
 from trips.providers.routes import SourceConfig
 from trips.providers.valhalla import RoutingConfig
 
@@ -17,6 +18,7 @@ class Providers:
     routes: SourceConfig
     valhalla: RoutingConfig
     nominatim: GeocodeConfig
+    openmeteo: WeatherConfig
 
 
 def init_app(app: Flask) -> None:
@@ -26,6 +28,7 @@ def init_app(app: Flask) -> None:
                             ridewithgps_url=conf["BTP_RIDEWITHGPS_URL"]),
         valhalla=RoutingConfig(valhalla_url=conf["BTP_VALHALLA_URL"]),
         nominatim=GeocodeConfig(nominatim_url=conf["BTP_NOMINATIM_URL"]),
+        openmeteo=WeatherConfig(openmeteo_url=conf["BTP_OPENMETEO_URL"]),
     )
 
 

@@ -14,6 +14,10 @@ FERRY_CROSSING = register(
 FORD_CROSSING_DRY = register(
     "ford_crossing_dry", "nudge", "ford",
     "Stage {stage} crosses a ford. Passable in dry weather, but take care.", ("count",))
+FORD_CROSSING_WET = register(
+    "ford_crossing_wet", "warning", "ford",
+    "Stage {stage} crosses a ford and rain is forecast. It may be impassable in high water.",
+    ("count", "precipitationProbability"))
 
 
 @lru_cache(maxsize=1)
