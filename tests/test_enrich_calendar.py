@@ -185,3 +185,13 @@ def test_a_dated_trip_runs_both_through_the_worker_and_an_undated_one_withholds_
             {"calendar": "done", "daylight": "done"}
     assert [f["code"] for f in trip_.stages[1].alerts_by_group["calendar"]] == [CALENDAR_SUNDAY.code]
     assert trip_.stages[0].alerts_by_group["calendar"] == []
+
+
+def test_the_geocoder_reads_every_city_whatever_the_chunk_boundaries(monkeypatch):
+    from trips.enrich import countries
+
+    vectors, country, codes = countries._load()
+    assert len(vectors) > 30_000 and {"FR", "DE", "CH", "IT", "ES", "BE", "NL", "GB"} <= set(codes)
+    monkeypatch.setattr(countries, "CHUNK", 997)  # most cities now straddle a chunk's end
+    small = countries._load()
+    assert small[2] == codes and (small[1] == country).all() and (small[0] == vectors).all()

