@@ -34,19 +34,19 @@ from selenium.webdriver.common.by import By  # noqa: E402
 ARTIFACTS = ROOT / "test-artifacts"
 GEOD = Geod(ellps="WGS84")
 WEATHER = [  # the first seven days: what D1's weather enrichment stores (domain.md §8.2), varied
-    {"icon": "01d", "description": "clear sky", "tempMin": 14.2, "tempMax": 26.8, "windSpeed": 12.0,
+    {"icon": "01d", "weatherCode": 0, "description": "clear sky", "tempMin": 14.2, "tempMax": 26.8, "windSpeed": 12.0,
      "windGusts": 20.5, "windDirection": "SO", "precipitationProbability": 5, "relativeWindDirection": "tailwind"},
-    {"icon": "02d", "description": "mainly clear", "tempMin": 13.0, "tempMax": 24.1, "windSpeed": 18.0,
+    {"icon": "02d", "weatherCode": 1, "description": "mainly clear", "tempMin": 13.0, "tempMax": 24.1, "windSpeed": 18.0,
      "windDirection": "NE", "precipitationProbability": 10, "relativeWindDirection": "headwind"},
-    {"icon": "10d", "description": "rain", "tempMin": 11.5, "tempMax": 17.9, "windSpeed": 25.0, "windGusts": 48.0,
+    {"icon": "10d", "weatherCode": 63, "description": "rain", "tempMin": 11.5, "tempMax": 17.9, "windSpeed": 25.0, "windGusts": 48.0,
      "windDirection": "O", "precipitationProbability": 85, "relativeWindDirection": "crosswind"},
-    {"icon": "11d", "description": "thunderstorm", "tempMin": 16.0, "tempMax": 29.5, "windSpeed": 30.0,
+    {"icon": "11d", "weatherCode": 95, "description": "thunderstorm", "tempMin": 16.0, "tempMax": 29.5, "windSpeed": 30.0,
      "windGusts": 62.0, "windDirection": "S", "precipitationProbability": 70},
-    {"icon": "04d", "description": "overcast", "tempMin": 12.0, "tempMax": 19.0, "windSpeed": 8.0,
+    {"icon": "04d", "weatherCode": 3, "description": "overcast", "tempMin": 12.0, "tempMax": 19.0, "windSpeed": 8.0,
      "windDirection": "N", "precipitationProbability": 20},
-    {"icon": "50d", "description": "fog", "tempMin": 6.5, "tempMax": 12.0, "windSpeed": 3.0,
+    {"icon": "50d", "weatherCode": 45, "description": "fog", "tempMin": 6.5, "tempMax": 12.0, "windSpeed": 3.0,
      "precipitationProbability": 15, "relativeWindDirection": "unknown"},
-    {"icon": "13d", "description": "snow", "tempMin": -3.0, "tempMax": 1.5, "windSpeed": 22.0,
+    {"icon": "13d", "weatherCode": 73, "description": "snow", "tempMin": -3.0, "tempMax": 1.5, "windSpeed": 22.0,
      "windDirection": "NO", "precipitationProbability": 90},
 ]
 ALERTS = [
@@ -139,9 +139,9 @@ def _screenshot(driver, width: int, name: str) -> dict:
     _viewport(driver, width, sizes["height"])
     ARTIFACTS.mkdir(exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / name))
-    # Close-ups a person can read without zooming: the two trip-wide pictures and the first three days.
+    # Close-ups a person can read without zooming: the two trip-wide pictures and the seven days with a forecast.
     parts = driver.find_elements(By.CSS_SELECTOR, "main > figure.picture")
-    parts += driver.find_elements(By.CSS_SELECTOR, "li.day")[:3]
+    parts += driver.find_elements(By.CSS_SELECTOR, "li.day")[:7]
     for i, element in enumerate(parts):
         element.screenshot(str(ARTIFACTS / name.replace(".png", f"-part{i + 1}.png")))
     return sizes

@@ -102,10 +102,12 @@ def test_distance_profile_accumulates_from_the_day_start():
 
 
 @pytest.mark.parametrize(("forecast", "kind"), [
-    ({"icon": "01d"}, "sun"), ({"icon": "02d"}, "partly"), ({"icon": "04d"}, "cloud"), ({"icon": "10d"}, "rain"),
+    ({"icon": "01d"}, "sun"), ({"icon": "02d"}, "partly"), ({"icon": "03d"}, "partly"), ({"icon": "04d"}, "cloud"), ({"icon": "10d"}, "rain"),
     ({"icon": "09d"}, "rain"), ({"icon": "13d"}, "snow"), ({"icon": "11d"}, "storm"), ({"icon": "50d"}, "fog"),
     ({"weatherCode": 95}, "storm"), ({"weatherCode": 73}, "snow"), ({"weatherCode": 45}, "fog"),
     ({"description": "Light drizzle"}, "rain"), ({"icon": "zz", "weatherCode": 7}, None), ({}, None),
+    ({"icon": "01d", "description": "unknown", "weatherCode": 42}, None),  # outside the WMO table: no sun
+    ({"icon": "01d", "weatherCode": 63}, "rain"),  # the code wins over the icon
 ])
 def test_weather_kinds(forecast, kind):
     assert pictures.weather_kind(forecast) == kind

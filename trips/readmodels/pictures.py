@@ -170,8 +170,11 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
     colours = colours or [colour(i) for i in range(len(series))]
     x0, x1 = min(k for k, _ in flat), max(k for k, _ in flat)
     lo, hi = min(e for _, e in flat), max(e for _, e in flat)
-    e_step = nice_step(max(hi - lo, 50.0), 4)
-    e_lo, e_hi = math.floor(lo / e_step) * e_step, math.ceil(hi / e_step) * e_step
+    room = 0.15 * max(hi - lo, 50.0)  # headroom for the max and min labels, above and below their points
+    e_step = nice_step(max(hi - lo, 50.0) + 2 * room, 4)
+    e_lo, e_hi = math.floor((lo - room) / e_step) * e_step, math.ceil((hi + room) / e_step) * e_step
+    if lo >= 0 > e_lo:  # a route at sea level keeps 0 m as its floor
+        e_lo = 0.0
     if e_hi - e_lo < e_step:
         e_hi = e_lo + e_step
     left, top = PLOT["left"], PLOT["top"]
@@ -249,13 +252,14 @@ _ICONS = {
             'y2="45"/><line x1="34" y1="39" x2="31" y2="45"/></g>',
     "snow": _CLOUD.format(fill="#9aa7b0") + '<g fill="#56B4E9"><circle cx="17" cy="42" r="2.5"/>'
             '<circle cx="25" cy="44" r="2.5"/><circle cx="33" cy="42" r="2.5"/></g>',
-    "storm": _CLOUD.format(fill="#5b6b76") + '<polygon points="26,34 19,44 24,44 21,48 31,38 26,38 29,34" '
-             'fill="#E69F00"/>',
+    "storm": '<g transform="translate(0 -6)">' + _CLOUD.format(fill="#5b6b76") + '</g>'
+             '<polygon points="26,25 14,39 22,39 17,48 34,33 26,33 30,25" '
+             'fill="#E69F00" stroke="#ffffff" stroke-width="1"/>',
     "fog": '<g stroke="#8493a0" stroke-width="3.5" stroke-linecap="round"><line x1="8" y1="16" x2="40" y2="16"/>'
            '<line x1="12" y1="24" x2="36" y2="24"/><line x1="8" y1="32" x2="40" y2="32"/>'
            '<line x1="14" y1="40" x2="34" y2="40"/></g>',
 }
-_BY_ICON = {"01": "sun", "02": "partly", "03": "cloud", "04": "cloud", "09": "rain", "10": "rain",
+_BY_ICON = {"01": "sun", "02": "partly", "03": "partly", "04": "cloud", "09": "rain", "10": "rain",
             "11": "storm", "13": "snow", "50": "fog"}
 _BY_WORD = {"clear": "sun", "sun": "sun", "sunny": "sun", "partly": "partly", "cloud": "cloud",
             "overcast": "cloud", "drizzle": "rain", "rain": "rain", "shower": "rain", "snow": "snow",
@@ -263,11 +267,9 @@ _BY_WORD = {"clear": "sun", "sun": "sun", "sunny": "sun", "partly": "partly", "c
 
 
 def weather_kind(forecast: dict) -> str | None:
-    """sun | partly | cloud | rain | snow | storm | fog from the forecast's icon ("10d"), its WMO
-    weatherCode, else a word of its icon or description; None when nothing says."""
-    icon = str(forecast.get("icon") or "").strip().lower()
-    if icon[:2] in _BY_ICON and icon[:2].isdigit():
-        return _BY_ICON[icon[:2]]
+    """sun | partly | cloud | rain | snow | storm | fog from the forecast's WMO weatherCode, else its icon
+    ("10d"), else a word of its icon or description; None when nothing says. A code outside the WMO table
+    gives None, not the "unknown" sun (01d) the original falls back to: no picture of weather nobody forecast."""
     code = forecast.get("weatherCode")
     if isinstance(code, int) and not isinstance(code, bool):
         for codes, kind in (((0,), "sun"), ((1, 2), "partly"), ((3,), "cloud"), ((45, 48), "fog"),
@@ -275,6 +277,10 @@ def weather_kind(forecast: dict) -> str | None:
                             ((85, 86), "snow"), (range(95, 100), "storm")):
             if code in codes:
                 return kind
+        return None
+    icon = str(forecast.get("icon") or "").strip().lower()
+    if icon[:2] in _BY_ICON and icon[:2].isdigit():
+        return _BY_ICON[icon[:2]]
     words = f"{icon} {str(forecast.get('description') or '').lower()}"
     return next((kind for word, kind in _BY_WORD.items() if word in words), None)
 
