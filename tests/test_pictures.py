@@ -166,7 +166,7 @@ def test_the_drawings_are_well_formed_svg_with_a_viewbox_and_no_inline_style():
         assert not [e for e in svg.iter() if e.get("style") is not None]  # CSP style-src 'self' would refuse
 
 
-def test_the_share_page_draws_the_days_and_no_weather_it_does_not_have(client, rider):
+def test_the_share_page_draws_the_riding_days_and_no_weather_it_does_not_have(client, rider):
     import io
 
     from tests.fakes.thirdparty import gpx_from_points, make_points
@@ -175,9 +175,14 @@ def test_the_share_page_draws_the_days_and_no_weather_it_does_not_have(client, r
     from trips.services.sharing import share_trip
     from trips.services.trips import import_gpx
 
-    user, _ = rider
+    user, headers = rider
     gpx = gpx_from_points(make_points(1800, step_m=100.0), name="Ride\u202e <b>bold</b>")
-    trip = db.session.get(Trip, import_gpx(user, io.BytesIO(gpx), {}).id)
+    trip = import_gpx(user, io.BytesIO(gpx), {})
+    rest = client.post(f"/api/trips/{trip.id}/stages/{trip.stages[0].id}/rest-day",
+                       headers={**headers, "If-Match": '"1"'})
+    assert rest.status_code == 200  # a rest day (one point, no distance) sits between the first two days
+    db.session.rollback()
+    trip = db.session.get(Trip, trip.id)
     first = min(trip.stages, key=lambda s: s.day_number)
     first.enrichment = {**(first.enrichment or {}), "weather": {"icon": "10d", "description": "rain",
                                                                  "tempMin": 8, "tempMax": 13, "windDirection": "N"}}
@@ -185,8 +190,9 @@ def test_the_share_page_draws_the_days_and_no_weather_it_does_not_have(client, r
     page = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}")
     html = page.get_data(as_text=True)
     tree = etree.HTML(html)
-    days = len(trip.stages)
-    assert days >= 2
+    days = len([s for s in trip.stages if not s.is_rest_day])
+    assert days >= 2 and len(trip.stages) == days + 1
+    assert len(tree.xpath("//li[contains(@class, 'rest')]//svg")) == 0  # a rest day draws nothing
     assert len(tree.xpath("//svg[@class='route']//polyline[@class='day-line']")) == days
     assert len(tree.xpath("//svg[@class='profile']")) == days + 1
     assert len(tree.xpath("//div[@class='weather']")) == 1  # only the day that has a forecast
