@@ -8,17 +8,17 @@ from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
 
-# One line per day: a 30-day digest with alerts and lodgings on every day must stay under 12 KB (the full texts
-# are in get_stage): the title at 100 characters, labels and names at 20, at most two critical alerts at 72.
+# One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
+# on every day must stay under 12 KB (the full texts are in get_stage): the title at 100 characters, labels
+# and names at 16, at most two critical alerts at 60.
 DIGEST_TITLE = 100
-DIGEST_LABEL = 20
-DIGEST_ALERT = 72
+DIGEST_LABEL = 16
+DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
 MAX_ACCOMMODATIONS = 5  # domain.md §7.2: at most five candidates per day
 ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
-WEATHER_NOT_COMPUTED = {"status": day.NOT_COMPUTED}  # the forecast arrives in step 8
 
 
 def _iso(value):
@@ -55,7 +55,13 @@ def stage_digest(stage: Stage) -> dict:
         "startLabel": label(stage.start_label, DIGEST_LABEL),
         "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": digest_accommodation(stage),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
-    }
+    } | _weather_word(stage)
+
+
+def _weather_word(stage: Stage) -> dict:
+    """{"weather": "rain 12–17°"} for a day with a forecast, else nothing (bytes count in a 30-day digest)."""
+    word = day.weather_word(stage.trip, stage)
+    return {"weather": word} if word else {}
 
 
 def trip_digest(trip: Trip) -> dict:
@@ -85,7 +91,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])
     out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in full["resupply"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
-    return {**out, "tripVersion": trip.version, "weather": dict(WEATHER_NOT_COMPUTED)}
+    # the day's forecast summary; its hourly slots stay in the REST stage detail
+    weather = day.forecast(trip, stage)
+    return {**out, "tripVersion": trip.version, "weather": weather,
+            "weatherAvailability": day.weather_availability(trip, stage)}
 
 
 def _alert(alert: dict) -> dict:

@@ -291,3 +291,72 @@ def test_departure_and_speed_changes_dispatch_weather_again():
     assert "weather" in INVALIDATES["departure_hour"]["names"] and "weather" in INVALIDATES["average_speed"]["names"]
     assert {"weather", "wind", "fords"} <= {n for n, e in registry.ENRICHMENTS.items() if "DATES" in e.triggers}
 
+
+
+# --- the read models ----------------------------------------------------------------------------------------
+
+def test_the_forecast_on_the_wire_and_its_availability_derived_when_read(app, client, rider, fake):
+    import jsonschema
+
+    from mcp.tools import get_stage as get_stage_tool
+    from mcp.tools import get_trip as get_trip_tool
+    from tests.mcp_helpers import call, mcp_token, payload
+    from tests.test_readmodels_enriched import forecast
+    from trips.core.db import atomic, db
+    from trips.models import Trip
+    from trips.readmodels import day
+
+    user, headers = rider
+    start = TODAY - timedelta(days=1)  # day 1 is past, day 2 today, day 3 tomorrow
+    made = dated_trip(rider, start)
+    with atomic():
+        trip_ = db.session.get(Trip, made.id)
+        for c in trip_.computations:
+            c.status = "pending" if c.name == "weather" else "done"
+        trip_.stages[1].enrichment = {"weather": forecast(start, 1)}
+    trip_ = reload(made.id)
+    first, second, third = trip_.stages
+    assert [day.weather_availability(trip_, s) for s in trip_.stages] == ["past", "available", None]  # pending
+    assert day.weather_availability(trip_, first, today=start - timedelta(days=17)) == "beyond_horizon"
+    with atomic():
+        next(c for c in db.session.get(Trip, made.id).computations if c.name == "weather").status = "failed"
+    trip_ = reload(made.id)
+    assert day.weather_availability(trip_, trip_.stages[2]) == "unavailable"  # settled without data
+
+    doc = client.get("/api/openapi.json").get_json()
+    detail = client.get(f"/api/trips/{made.id}/stages/{second.id}", headers=headers).get_json()
+    assert detail["weatherAvailability"] == "available" and len(detail["weather"]["hourly"]) == 12
+    whole = client.get(f"/api/trips/{made.id}", headers=headers).get_json()
+    assert "hourly" not in whole["stages"][1]["weather"] and whole["stages"][2]["weather"] is None
+    for name, real in (("StageDetail", detail), ("TripDetail", whole)):
+        validator = jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{name}",
+                                                     "components": doc["components"]})
+        assert validator.is_valid(real), name
+
+    token = mcp_token(app, user)
+    stage_answer = payload(call(client, token, "get_stage", {"tripId": made.id, "stageId": second.id}))
+    jsonschema.Draft202012Validator(get_stage_tool.OUTPUT).validate(stage_answer)
+    assert stage_answer["weather"]["description"] == "rain" and "hourly" not in stage_answer["weather"]
+    assert stage_answer["weatherAvailability"] == "available"
+    digest = payload(call(client, token, "get_trip", {"id": made.id}))
+    jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)
+    assert [d.get("weather") for d in digest["stages"]] == [None, "rain 12–17°", None]
+
+
+def test_a_forecast_for_another_date_is_not_shown(ctx, rider):
+    from tests.test_readmodels_enriched import forecast
+    from trips.core.db import atomic, db
+    from trips.models import Trip
+    from trips.readmodels import day
+
+    made = dated_trip(rider)
+    with atomic():
+        trip_ = db.session.get(Trip, made.id)
+        trip_.stages[0].enrichment = {"weather": forecast(TODAY + timedelta(days=3), 0)}  # the dates moved since
+    trip_ = reload(made.id)
+    assert day.forecast(trip_, trip_.stages[0]) is None and day.weather_word(trip_, trip_.stages[0]) is None
+    with atomic():
+        db.session.get(Trip, made.id).start_date = None  # undated now
+    trip_ = reload(made.id)
+    assert day.weather_availability(trip_, trip_.stages[0]) is None
+    assert registry.snapshot(trip_).stages[0].weather is None  # and its dependents see none either

@@ -372,15 +372,19 @@ def test_hostile_text_comes_back_cleaned_but_intact(client, owner):
 def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     user, _, token = owner
     long_trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(30 * 350), name="T" * 300)),
-                           {"fatigueFactor": "1.0", "startDate": str(date.today() + timedelta(days=10)),
-                            "endDate": str(date.today() + timedelta(days=39))})
-    fill(long_trip.id, gaps_every=5)  # every alert group filled with real codes, five priced candidates a day
+                           {"fatigueFactor": "1.0", "startDate": str(date.today()),
+                            "endDate": str(date.today() + timedelta(days=29))})
+    # every alert group filled with real codes, five priced candidates a day, a forecast on the 17 days that can
+    # have one (today to today + 16)
+    fill(long_trip.id, gaps_every=5)
     with atomic():
         for stage in db.session.get(Trip, long_trip.id).stages:
             stage.label = stage.start_label = stage.end_label = "L" * 250
     result = payload(call(client, token, "get_trip", {"id": long_trip.id}))
     assert result["stageCount"] == 30 and result["stages"][0]["alertCount"] == 18
     assert len(result["stages"][0]["criticalAlerts"]) == 2 and result["stages"][0]["accommodation"].endswith(" €")
+    assert ["weather" in d for d in result["stages"]] == [True] * 17 + [False] * 13
+    assert result["stages"][0]["weather"] == "rain 12–17°"
     assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
     fill(long_trip.id, chosen=True, gaps_every=5)
     result = payload(call(client, token, "get_trip", {"id": long_trip.id}))

@@ -59,6 +59,29 @@ def facts(next_day: int, gap: bool = True) -> dict:
     }
 
 
+def in_horizon(start, position: int) -> bool:
+    """Whether the day can have a forecast: today to today + 16 days (domain.md §8.2)."""
+    from datetime import timedelta
+
+    from trips.enrich.weather import in_horizon as within, today_utc
+
+    return within(start + timedelta(days=position), today_utc())
+
+
+def forecast(start, position: int) -> dict:
+    """A day's forecast as trips/enrich/weather.py stores it: a 12-hour riding window, wet and windy."""
+    from datetime import timedelta
+
+    hourly = [{"hour": 7 + h, "temp": 11.5 + h / 2, "apparentTemp": 9.5 + h / 2, "precipitationMm": 1.2,
+               "precipitationProbability": 80.0, "windSpeed": 28.5, "windGusts": 52.5, "windDirectionDeg": 225.0,
+               "relativeWindDirection": "headwind", "weatherCode": 63} for h in range(12)]
+    return {"date": (start + timedelta(days=position)).isoformat(), "icon": "10d", "description": "rain",
+            "weatherCode": 63, "tempMin": 11.5, "tempMax": 17.0, "apparentTempMin": 9.5, "apparentTempMax": 15.0,
+            "windSpeed": 28.5, "windGusts": 52.5, "windDirection": "SO", "precipitationProbability": 80.0,
+            "precipitationMm": 14.4, "humidity": 88.0, "uvIndex": 2, "comfortIndex": 33,
+            "relativeWindDirection": "headwind", "hourly": hourly}
+
+
 def candidates() -> list[dict]:
     return [{"name": f"{LONG} {kind}", "type": kind, "lat": 45.2 + i / 100, "lon": 5.7, "estimatedPriceMin": 8 + i,
              "estimatedPriceMax": 25 + i, "isExactPrice": i == 0, "possibleClosed": i == 1,
@@ -88,6 +111,8 @@ def fill(trip_id: str, *, chosen: bool = False, gaps_every: int = 1) -> None:
         for stage in trip.stages:
             stage.alerts_by_group = facts(stage.day_number + 1, gap=(stage.day_number - 1) % gaps_every == 0)
             stage.enrichment = enrichment()
+            if trip.start_date is not None and in_horizon(trip.start_date, stage.position):
+                stage.enrichment = {**stage.enrichment, "weather": forecast(trip.start_date, stage.position)}
             if chosen:
                 stage.selected_accommodation = {**candidates()[2], "name": "Chosen " + LONG}
             else:
@@ -165,7 +190,8 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
     assert answer["accommodations"][0] == {
         "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7, "priceMin": 8, "priceMax": 25,
         "isExactPrice": True, "distance": 1.234, "possibleClosed": False}
-    assert answer["groups"]["terrain"] == "done" and answer["weather"] == {"status": "not computed"}
+    assert answer["groups"]["terrain"] == "done"
+    assert answer["weather"] is None and answer["weatherAvailability"] is None  # an undated trip: no forecast
     assert len(answer["resupply"]) == 6 and answer["resupply"][0]["openAtPassage"] is True
     assert answer["culturalPois"][0]["type"] == "castle" and answer["terrain"]["roughKm"] == 12.34
     assert "events" not in answer and isinstance(answer["categoryStatus"], list)
@@ -208,12 +234,12 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)
     line = digest["stages"][0]
     assert digest["outOfZone"] is True and line["alertCount"] == 18
-    assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km in total).",
+    assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km…",
                                       "Discontinuity: 1.5 km between stage 1 and 2."]
-    assert line["accommodation"] == "suggested: " + LONG[:20] + "… · 8–25 €"
+    assert line["accommodation"] == "suggested: " + LONG[:16] + "… · 8–25 €"
     fill(trip.id, chosen=True)
     line = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"][0]
-    assert line["accommodation"] == "Chosen " + LONG[:13] + "… · 10–27 €"  # the choice, not a suggestion
+    assert line["accommodation"] == "Chosen " + LONG[:9] + "… · 10–27 €"  # the choice, not a suggestion
 
 
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):

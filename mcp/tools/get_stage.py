@@ -53,8 +53,24 @@ OUTPUT = s.obj({
         "Up to three places to visit near the route; null when not computed.")),
     "terrain": s.nullable(s.obj({}, description="Kilometres of rough surface and main road, the steepest "
                                                 "gradient, the share of the day on the map; null when not computed.")),
-    "weather": s.obj({"status": s.string("not computed until the forecast is fetched.")},
-                     description="The forecast, when known."),
+    "weather": s.nullable(s.obj({
+        "date": s.string("The day's date, YYYY-MM-DD."), "description": s.string("rain, partly cloudy…"),
+        "icon": s.string("An OpenWeather-style icon name (01d…)."),
+        "weatherCode": s.nullable(s.integer("WMO weather code of the middle riding hour.")),
+        "tempMin": s.number("°C while riding, lowest."), "tempMax": s.number("°C while riding, highest."),
+        "apparentTempMin": s.nullable(s.number("Feels like, °C, lowest.")),
+        "apparentTempMax": s.nullable(s.number("Feels like, °C, highest.")),
+        "windSpeed": s.nullable(s.number("km/h, highest.")), "windGusts": s.nullable(s.number("km/h, highest.")),
+        "windDirection": s.nullable(s.string("Where the wind blows from: N, NE, E, SE, S, SO, O (west), NO.")),
+        "relativeWindDirection": s.string("headwind, tailwind, crosswind or unknown, for the day's direction."),
+        "precipitationProbability": s.nullable(s.number("%, highest.")),
+        "precipitationMm": s.nullable(s.number("mm while riding.")),
+        "humidity": s.nullable(s.number("%.")), "uvIndex": s.nullable(s.integer("UV index, highest.")),
+        "comfortIndex": s.integer("0–100: 40 or less is poor for cycling.")},
+        description="The forecast over the riding hours; null when there is none (see weatherAvailability).")),
+    "weatherAvailability": s.nullable(s.string(
+        "Why there is no forecast: past, beyond_horizon (over 16 days ahead) or unavailable (the weather service "
+        "gave none); available with one; null on an undated trip or while it is fetched.")),
 }, required=("stageId", "dayNumber", "distance", "alerts", "groups"))
 
 

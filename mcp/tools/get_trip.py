@@ -14,6 +14,8 @@ DAY = s.obj({
     "alertCount": s.integer("Alerts on this day, every group (get_stage lists them)."),
     "criticalAlerts": s.array(s.string("A critical alert." + s.DATA),
                               "The critical alerts' messages (at most three, shortened)."),
+    "weather": s.string("The forecast in a word and the riding temperatures (\"rain 12–18°\"); absent "
+                        "without one (get_stage's weatherAvailability says why)."),
 })
 OUTPUT = s.obj({
     "id": s.string("The trip's id."), "version": s.integer("Pass it to the edits."),

@@ -80,6 +80,47 @@ class AlertOut(Answer):
 
 
 ENRICHED = "Null when the analysis never ran on this day."
+NUMBER = "Null when the weather service gave no value."
+
+
+@answer
+class HourlyWeatherOut(Answer):
+    hour = fields.Integer(validate=validate.Range(0, 23), metadata={"description": "Local hour."})
+    temp = fields.Float(metadata={"description": "°C."})
+    apparentTemp = nullable(fields.Float(metadata={"description": "Feels like, °C. " + NUMBER}))
+    precipitationMm = nullable(fields.Float(metadata={"description": NUMBER}))
+    precipitationProbability = nullable(fields.Float(metadata={"description": "%. " + NUMBER}))
+    windSpeed = nullable(fields.Float(metadata={"description": "km/h. " + NUMBER}))
+    windGusts = nullable(fields.Float(metadata={"description": "km/h. " + NUMBER}))
+    windDirectionDeg = nullable(fields.Float(metadata={"description": "Where the wind blows from. " + NUMBER}))
+    relativeWindDirection = fields.String(validate=validate.OneOf(("headwind", "tailwind", "crosswind", "unknown")))
+    weatherCode = nullable(fields.Integer(metadata={"description": "WMO code. " + NUMBER}))
+
+
+@answer
+class WeatherOut(Answer):
+    """The day's forecast over its riding window (domain.md §8.2); `hourly` only in the stage detail."""
+
+    OPTIONAL = ("hourly",)
+    date = fields.Date()
+    icon = fields.String(metadata={"examples": ["01d", "10d"]})
+    description = fields.String(metadata={"examples": ["rain", "partly cloudy"]})
+    weatherCode = nullable(fields.Integer(metadata={"description": "WMO code of the median hour."}))
+    tempMin = fields.Float(metadata={"description": "°C."})
+    tempMax = fields.Float(metadata={"description": "°C."})
+    apparentTempMin = nullable(fields.Float())
+    apparentTempMax = nullable(fields.Float())
+    windSpeed = nullable(fields.Float(metadata={"description": "Highest, km/h."}))
+    windGusts = nullable(fields.Float(metadata={"description": "Highest, km/h."}))
+    windDirection = nullable(fields.String(validate=validate.OneOf(("N", "NE", "E", "SE", "S", "SO", "O", "NO")),
+                                           metadata={"description": "Where it blows from (O = west)."}))
+    precipitationProbability = nullable(fields.Float(metadata={"description": "Highest, %."}))
+    precipitationMm = nullable(fields.Float(metadata={"description": "Sum over the window."}))
+    humidity = nullable(fields.Float(metadata={"description": "%, the median hour."}))
+    uvIndex = nullable(fields.Integer())
+    comfortIndex = fields.Integer(validate=validate.Range(0, 100))
+    relativeWindDirection = fields.String(validate=validate.OneOf(("headwind", "tailwind", "crosswind", "unknown")))
+    hourly = fields.List(fields.Nested(HourlyWeatherOut))
 
 
 @answer
@@ -112,6 +153,13 @@ class StageSummaryOut(Answer):
                                                                                   "cluster. " + ENRICHED}))
     culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
     terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
+    weather = nullable(fields.Nested(WeatherOut, metadata={"description": "Null without a forecast for the day's "
+                                                                          "date (see weatherAvailability)."}))
+    weatherAvailability = nullable(fields.String(
+        validate=validate.OneOf(("available", "past", "beyond_horizon", "unavailable")),
+        metadata={"description": "Why there is a forecast or none: past, beyond_horizon (over 16 days ahead), "
+                                 "unavailable (the weather service gave none); null on an undated trip or while "
+                                 "it is being fetched. Derived when read."}))
 
 
 @answer
@@ -283,7 +331,7 @@ class ProblemOut(Schema):
 # Component names, parts before the wholes they make up (apispec names a part by the first that uses it).
 RESPONSES = {
     "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
-    "StageSummary": StageSummaryOut,
+    "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "StageSummary": StageSummaryOut,
     "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
     "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,

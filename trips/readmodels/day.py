@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from trips import computations, i18n
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
+from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.models import Stage, Trip
 from trips.route.pacing import rider_time
@@ -71,6 +72,57 @@ def group_statuses(trip: Trip, stage: Stage) -> dict[str, str]:
     return out
 
 
+AVAILABILITIES = ("available", "past", "beyond_horizon", "unavailable")
+
+
+def stage_date(trip: Trip, stage: Stage):
+    """startDate + the day's index (ADR-070), None on an undated trip."""
+    from datetime import timedelta
+
+    return trip.start_date + timedelta(days=stage.position) if trip.start_date else None
+
+
+def forecast(trip: Trip, stage: Stage, hourly: bool = False) -> dict | None:
+    """The day's stored forecast (trips/enrich/weather.py) when it is for the day's current date (a start date
+    moved or cleared since leaves none), without its hourly slots unless `hourly`."""
+    stored = (stage.enrichment or {}).get("weather")
+    day = stage_date(trip, stage)
+    if not isinstance(stored, dict) or day is None or stored.get("date") != day.isoformat():
+        return None
+    return dict(stored) if hourly else {k: v for k, v in stored.items() if k != "hourly"}
+
+
+def weather_availability(trip: Trip, stage: Stage, today=None) -> str | None:
+    """Derived at read time, never stored: past or beyond_horizon from the day's date (§8.2's 16 days),
+    available with a forecast, unavailable once the weather computation settled without one; None on an undated
+    trip or while the forecast may still come."""
+    from trips.enrich.weather import HORIZON_DAYS, today_utc
+
+    day = stage_date(trip, stage)
+    if day is None:
+        return None
+    offset = (day - (today or today_utc())).days
+    if offset < 0:
+        return "past"
+    if offset > HORIZON_DAYS:
+        return "beyond_horizon"
+    if forecast(trip, stage) is not None:
+        return "available"
+    status = next((c.status for c in trip.computations if c.name == "weather"), None)
+    return "unavailable" if status in ("done", "failed") else None
+
+
+def weather_word(trip: Trip, stage: Stage) -> str | None:
+    """The digest's short weather: the median hour's description and the riding window's temperatures
+    ("rain 12–18°"), None without a forecast."""
+    w = forecast(trip, stage)
+    if w is None:
+        return None
+    low, high = w.get("tempMin"), w.get("tempMax")
+    temps = f" {low:.0f}–{high:.0f}°" if isinstance(low, (int, float)) and isinstance(high, (int, float)) else ""
+    return f"{w.get('description') or 'unknown'}{temps}"
+
+
 def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:
     """(the chosen place to sleep, True), else (the best ranked candidate, False), else (None, False)."""
     if stage.selected_accommodation:
@@ -99,6 +151,8 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
         **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
+        # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
+        "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),
     }
 
 
