@@ -72,6 +72,12 @@ def test_long_days_are_downsampled_keeping_both_ends():
     assert pictures.downsample(pts[:10], 300) == pts[:10]
     svg = parse(pictures.route_svg([{"number": 1, "geometry": line(5000, step=(0.0001, 0.0002))}]))
     assert len(coords(svg.find(f"{SVG}polyline[@class='day-line']"))) == pictures.MAX_POINTS
+    month = [{"number": i + 1, "geometry": line(1000, start=(45 + i * 0.1, 5.0), step=(0.0001, 0.0002))}
+             for i in range(30)]  # a long trip shares one budget: 30 × 80 points, not 30 × 300
+    drawn = [coords(p) for p in parse(pictures.route_svg(month)).iter(f"{SVG}polyline") if p.get("class")]
+    assert [len(d) for d in drawn] == [pictures.ROUTE_BUDGET // 30] * 30
+    profile = parse(pictures.profile_svg([pictures.distance_profile(d["geometry"]) for d in month]))
+    assert {len(coords(p)) for p in profile.iter(f"{SVG}polyline")} == {pictures.MIN_POINTS}  # 1200 // 30 = 40
 
 
 def test_the_profile_scales_distance_and_elevation_into_the_plot():

@@ -25,6 +25,9 @@ from trips.core.text import floor
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 MAX_POINTS = 300  # per day: far more than a 700 px wide picture can show, a few KB of markup
+# A whole trip shares a budget (a 30-day trip would otherwise draw 9 000 points in 700 px); a day keeps at
+# least MIN_POINTS so its bends still show.
+ROUTE_BUDGET, PROFILE_BUDGET, MIN_POINTS = 2400, 1200, 40
 ROUTE_W, ROUTE_PAD = 600, 24
 PROFILE_W, PROFILE_H = 400, 150
 PLOT = {"left": 58, "right": 14, "top": 14, "bottom": 30}  # the profile's margins for the axis labels
@@ -98,7 +101,8 @@ def route_svg(days: Sequence[dict], title: str = "The route") -> Markup:
     """The route outline: `days` = [{"number": int, "geometry": [[lat, lon, ele?], …]}, …] in order; each day
     in its colour (by position), a numbered disc at its end, a ring at the trip's start. Days without two
     points (rest days) draw nothing. Empty Markup when no day has a point."""
-    lines = [downsample(_lat_lon(d.get("geometry"))) for d in days]
+    per_day = max(MIN_POINTS, min(MAX_POINTS, ROUTE_BUDGET // max(len(days), 1)))
+    lines = [downsample(_lat_lon(d.get("geometry")), per_day) for d in days]
     if not any(lines):
         return Markup("")
     height = route_height(lines)
@@ -163,7 +167,8 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
     """An elevation profile: `segments` = one [(km, m), …] series per day (km cumulative over the picture),
     each filled in its colour (`colours`, else the palette); x axis in km, y axis in m, the lowest and the
     highest points marked. Empty Markup with fewer than two points in all."""
-    series = [downsample(s) for s in segments]
+    per_day = max(MIN_POINTS, min(MAX_POINTS, PROFILE_BUDGET // max(len(segments), 1)))
+    series = [downsample(s, per_day) for s in segments]
     flat = [p for s in series for p in s]
     if len(flat) < 2:
         return Markup("")
