@@ -360,3 +360,13 @@ def test_a_forecast_for_another_date_is_not_shown(ctx, rider):
     trip_ = reload(made.id)
     assert day.weather_availability(trip_, trip_.stages[0]) is None
     assert registry.snapshot(trip_).stages[0].weather is None  # and its dependents see none either
+
+
+def test_a_departure_change_on_a_dated_trip_runs_weather_then_what_reads_it(client, rider, fake):
+    from tests.test_enrich_dispatch import patch, pending, queued, settle
+
+    trip_ = settle(dated_trip(rider, TODAY + timedelta(days=1)).id)  # from today on, the trip is locked
+    fresh = patch(client, rider[1], trip_, {"departureHour": 6})
+    assert {"terrain", "weather", "wind", "fords"} <= pending(fresh)  # fords and wind read the new forecast
+    assert {n for n, _ in queued()} == pending(fresh) - {"wind", "fords"}  # they wait for it
+    assert registry.select(fresh, names=["fords"]) == ["fords"]  # a dependent alone runs on what is stored

@@ -101,7 +101,8 @@ def categories() -> dict[str, tuple[str, ...]]:
 
 def select(trip, *, triggers=None, names=None) -> list[str]:
     """The enrichments a dispatch runs, in registry order: those named (unknown names refused), else those
-    with one of `triggers`, else all; an enrichment requiring a start date is withheld on an undated trip.
+    with one of `triggers`, else all, and those that need one of them; an enrichment requiring a start date is
+    withheld on an undated trip.
     Raises ValueError on an unknown name or trigger."""
     if names is not None:
         unknown = set(names) - set(ENRICHMENTS)
@@ -109,9 +110,13 @@ def select(trip, *, triggers=None, names=None) -> list[str]:
             raise ValueError(f"unknown enrichments: {sorted(unknown)}")
     if triggers is not None and not set(triggers) <= TRIGGERS:
         raise ValueError(f"unknown triggers: {sorted(set(triggers) - TRIGGERS)}")
-    chosen = [n for n, e in ENRICHMENTS.items()
-              if (names is None or n in names) and (triggers is None or e.triggers & set(triggers))]
-    return [n for n in chosen if trip.start_date is not None or not ENRICHMENTS[n].requires_start_date]
+    eligible = [n for n in ENRICHMENTS if trip.start_date is not None or not ENRICHMENTS[n].requires_start_date]
+    chosen = {n for n in eligible if (names is None or n in names)
+              and (triggers is None or ENRICHMENTS[n].triggers & set(triggers))}
+    for n in eligible:  # registry order: needs come first, so a dependent's dependents follow it here
+        if set(ENRICHMENTS[n].needs) & chosen:
+            chosen.add(n)  # what reads a re-run computation's result is stale with it (weather → wind, fords)
+    return [n for n in eligible if n in chosen]
 
 
 def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None) -> list[str]:
