@@ -370,3 +370,17 @@ def test_a_departure_change_on_a_dated_trip_runs_weather_then_what_reads_it(clie
     assert {"terrain", "weather", "wind", "fords"} <= pending(fresh)  # fords and wind read the new forecast
     assert {n for n, _ in queued()} == pending(fresh) - {"wind", "fords"}  # they wait for it
     assert registry.select(fresh, names=["fords"]) == ["fords"]  # a dependent alone runs on what is stored
+
+
+def test_a_weather_job_failing_for_good_releases_what_waits_on_it(ctx, rider, fake):
+    from types import SimpleNamespace
+
+    from jobs import get_queue
+    from jobs.tasks import INTERNAL_FAILURE, settle_failed
+
+    trip_ = dated_trip(rider)
+    get_queue().empty()
+    job = SimpleNamespace(id="j", func_name="jobs.tasks.run_enrichment", args=(trip_.id, "weather", trip_.generation))
+    settle_failed(job, "RuntimeError")
+    assert analysis(reload(trip_.id))["weather"] == ("failed", INTERNAL_FAILURE)
+    assert sorted(j.args[1] for j in get_queue().get_jobs()) == ["fords", "wind"]  # no longer waiting for ever
