@@ -17,7 +17,7 @@ from oauth.server import revoke_client_for_user
 from oauth.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
 from trips.errors import Invalid, NotFound
-from trips.i18n import LOCALES
+from trips.core.i18n import LOCALES
 from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def revoke_agent(user: User, grant_id: str) -> None:
 
 
 def set_locale(user: User, locale: str | None) -> None:
-    """The reader's language (trips/i18n.py LOCALES), or None to follow the browser's. Raises Invalid naming
+    """The reader's language (trips/core/i18n.py LOCALES), or None to follow the browser's. Raises Invalid naming
     `locale` when it is not one of them (the value is not echoed)."""
     if locale is not None and locale not in LOCALES:
         raise Invalid({"locale": f"must be one of: {', '.join(LOCALES)}"})

@@ -15,7 +15,7 @@ class User(db.Model):
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     # Stored lower-cased: the unique index then makes e-mail addresses case-insensitive.
     email: Mapped[str] = mapped_column(sa.String(254), unique=True, nullable=False)
-    # The language chosen on /account (trips/i18n.py LOCALES); null = not chosen: Accept-Language, else English.
+    # The language chosen on /account (trips/core/i18n.py LOCALES); null = not chosen: Accept-Language, else English.
     locale: Mapped[str | None] = mapped_column(sa.String(5), nullable=True)
     created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow)
 

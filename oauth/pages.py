@@ -10,7 +10,7 @@ from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
 from trips.errors import Invalid, NotFound, RateLimited
-from trips.i18n import LOCALES
+from trips.core.i18n import LOCALES
 
 bp = Blueprint("pages", __name__)
 # The languages offered on /account, each named in itself by CLDR ("English", "Français").
@@ -97,7 +97,7 @@ def account():
 
 @bp.post("/account/locale")
 def set_locale():
-    # The language alerts are rendered in (trips/i18n.py); "" follows the browser's (REST Accept-Language).
+    # The language alerts are rendered in (trips/core/i18n.py); "" follows the browser's (REST Accept-Language).
     user = current_user()
     if user is None or not csrf_ok(request.form.get("csrf_token")):
         return redirect(url_for(".account"))

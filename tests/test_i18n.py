@@ -1,4 +1,4 @@
-"""Alerts in the reader's language (trips/i18n.py, domain.md §5.5 ADR-069): the catalogues cover every code and
+"""Alerts in the reader's language (trips/core/i18n.py, domain.md §5.5 ADR-069): the catalogues cover every code and
 nothing else, numbers and country names follow the locale, and the locale is the account's, else REST's
 Accept-Language, else English; MCP answers use the account's, the share page the owner's."""
 import importlib
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
+from flask import g
 
 import trips.enrich.alerts as alert_modules
 from tests.factories import auth, make_token, make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_oauth_flow import csrf_of, sign_in
-from trips import i18n
+from trips.core import i18n
 from trips.core.db import atomic, db
 from trips.enrich.alerts.catalogue import CATALOGUE, render
 from trips.models import Stage
@@ -218,7 +219,14 @@ def test_mcp_answers_use_the_account_locale(app, client, trip_with_alerts):
 def test_the_share_page_reads_in_the_owner_locale(app, client, trip_with_alerts):
     user, trip, _ = trip_with_alerts
     code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
-    assert "Switzerland" in client.get(f"/s/{code}", headers={"Accept-Language": "fr"}).get_data(as_text=True)
+
+    def page(**headers):
+        # The test's app context outlives each request: a visitor has no principal, not the owner's from the
+        # POST above (in production every request has its own context).
+        g.pop("principal", None)
+        return client.get(f"/s/{code}", headers=headers).get_data(as_text=True)
+
+    assert "Switzerland" in page(**{"Accept-Language": "fr"})
     set_locale(user, "fr")
-    html = client.get(f"/s/{code}", headers={"Accept-Language": "en"}).get_data(as_text=True)
+    html = page(**{"Accept-Language": "en"})
     assert "Suisse" in html and "Switzerland" not in html

@@ -6,7 +6,6 @@ from datetime import date
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates, validates_schema
 
 from trips.errors import Invalid
-from trips.i18n import LOCALES
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
 from trips.core import jsonio
@@ -83,16 +82,6 @@ class TripListQuery(Schema):
     title = fields.String(validate=validate.Length(max=255))
     start_date = fields.Date(data_key="startDate")
     end_date = fields.Date(data_key="endDate")
-
-
-class AccountUpdate(Schema):
-    """PATCH /api/users/me, the /account form's twin: the reader's language; null follows the request's
-    Accept-Language, else English (trips/i18n.py)."""
-
-    class Meta:
-        unknown = RAISE
-
-    locale = fields.String(required=True, allow_none=True, validate=validate.OneOf(LOCALES))
 
 
 def check_dates(start: date | None, end: date | None) -> None:

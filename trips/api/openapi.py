@@ -19,6 +19,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import validate
 
+from oauth.api import AccountUpdate
 from trips import schemas
 
 from trips.api import schemas as api_schemas
@@ -111,7 +112,7 @@ EXAMPLES = {
     schemas.AccommodationChoice: {"lat": None, "lon": None},
     schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
     schemas.AccommodationScan: {"radiusKm": 10},
-    schemas.AccountUpdate: {"locale": "fr"},
+    AccountUpdate: {"locale": "fr"},
 }
 
 
@@ -186,7 +187,7 @@ OPERATIONS = {
     "users_api.me": Op("Who am I", READ, {200: body("Me", "The account.")}, tag="account"),
     "users_api.update_me": Op("Choose my language (en, fr; null: the request's Accept-Language, else en)", WRITE,
                               {200: body("Me", "The account as changed.")}, (400, 413, 422),
-                              body=schemas.AccountUpdate, tag="account"),
+                              body=AccountUpdate, tag="account"),
     "users_api.applications": Op("The applications (agents) I authorized", READ, {
         200: body("ApplicationList", "The applications.")}, tag="account"),
     "users_api.application": Op("One authorized application", READ, {200: body("Application", "It.")}, (404,),
@@ -269,8 +270,9 @@ def build(app: Flask) -> dict:
     for name, schema in api_schemas.RESPONSES.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
-                 "AccommodationChoice", "WaypointIn", "AccountUpdate"):
+                 "AccommodationChoice", "WaypointIn"):
         spec.components.schema(name, schema=getattr(schemas, name))
+    spec.components.schema("AccountUpdate", schema=AccountUpdate)
     # The upload's form: the file, and the settings as GpxUploadSettings loads them (one flat object: multipart
     # fields are named properties, OpenAPI 3.1 §4.8.14.4).
     form = marshmallow.converter.schema2jsonschema(schemas.GpxUploadSettings)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES
-from trips.i18n import LOCALES
+from trips.core.i18n import LOCALES
 from trips.models import ACCOMMODATION_TYPES
 from trips.readmodels.day import GROUP_STATUSES
 

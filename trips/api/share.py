@@ -5,13 +5,16 @@ from datetime import timedelta
 
 from flask import Blueprint, g, jsonify, render_template
 
+from oauth.models import User
 from oauth.principal import require_api_scope
+from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
+from trips.core.db import db
 from trips.core.problems import conditional_json
 from trips.core.text import clean_answer, floor
 
@@ -53,6 +56,7 @@ def shared_route(code):
 @pages.get("/s/<code>")
 def shared_page(code):
     trip = sharing.shared_trip(code)
+    i18n.pin(_owner_locale(trip))  # the alerts read in the owner's language, whoever opens the link
     # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
     # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
     # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
@@ -95,6 +99,12 @@ def _pictures(trip) -> dict:
                                         [colours[s.id] for s in moving]),
         "days": days,
     }
+
+
+def _owner_locale(trip) -> str | None:
+    """The owner's chosen language (ADR-069), else the trip's own (taken from the account when it was made)."""
+    owner = db.session.get(User, trip.user_id)
+    return i18n.normalize(owner.locale if owner else None) or trip.locale
 
 
 def _stay(stage) -> dict | None:

@@ -8,6 +8,8 @@ completeness is a set comparison of codes (tests/test_i18n.py). A `.mo` that is 
 `.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
 text shown is the source's, never a stale compile.
 
+App-wide infrastructure (trips/core): the account pages (oauth/) and every reader use it.
+
 Resolution (`current_locale`): a locale pinned for this request (the share page pins the trip owner's), else
 the signed-in account's (REST and MCP: g.principal), else on REST the request's Accept-Language negotiated
 among LOCALES (the answer then varies on it, RFC 9110 §12.5.5), else English.
@@ -28,7 +30,7 @@ log = logging.getLogger(__name__)
 LOCALES = ("en", "fr")
 DEFAULT = "en"
 DOMAIN = "alerts"
-TRANSLATIONS = Path(__file__).resolve().parent.parent / "translations"
+TRANSLATIONS = Path(__file__).resolve().parents[2] / "translations"
 _PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
 
 
@@ -98,16 +100,6 @@ def pin(locale: str | None) -> None:
     from flask import request
 
     request.environ[_PINNED] = normalize(locale) or DEFAULT
-
-
-def owner_locale(trip) -> str:
-    """The language a trip's owner reads in (the share page, ADR-069): their account's choice, else the
-    trip's own (taken from the account when it was made), else English."""
-    from oauth.models import User
-    from trips.core.db import db
-
-    owner = db.session.get(User, trip.user_id)
-    return normalize(owner.locale if owner else None) or normalize(trip.locale) or DEFAULT
 
 
 def current_locale() -> str:

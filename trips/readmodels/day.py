@@ -7,7 +7,8 @@ computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips
 """
 from __future__ import annotations
 
-from trips import computations, i18n
+from trips import computations
+from trips.core import i18n
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
@@ -29,7 +30,7 @@ def alerts(stage: Stage, segments: bool = True, locale: str | None = None) -> li
     """The day's alerts as the reader sees them ({code, severity, group, message, action?}), critical first,
     then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored. Without
     `segments`, an action loses its polylines (map geometry, read with the day: a trip's days stay small).
-    Rendered in `locale`, by default the reader's (trips/i18n.py current_locale: the account's, else
+    Rendered in `locale`, by default the reader's (trips/core/i18n.py current_locale: the account's, else
     Accept-Language on REST, else English); a country is stored as its ISO code and named here (§6)."""
     locale = locale or i18n.current_locale()
     out = []

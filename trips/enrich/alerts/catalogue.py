@@ -2,7 +2,7 @@
 
 A duplicate code is refused when its module is imported (the manner of Sentry's GroupTypeRegistry). Facts
 store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
-catalogues under translations/, keyed `alert.<code>`, trips/i18n.py), injecting `stage` (the day number) from
+catalogues under translations/, keyed `alert.<code>`, trips/core/i18n.py), injecting `stage` (the day number) from
 the owning day. `message` here is the English source text: the en catalogue must say the same, and a new
 code needs its `alert.<code>` entry in translations/en and translations/fr (tests/test_i18n.py fails on a
 code without one, or an entry without a code).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trips import i18n
+from trips.core import i18n
 
 SEVERITIES = ("critical", "warning", "nudge")
 # "daylight" is its own group (issue 11): the original raised the sunset alert inside terrain, but each
@@ -45,7 +45,7 @@ def register(code: str, severity: str, group: str, message: str, params: tuple[s
 
 
 def render(fact: dict, day_number: int, locale: str | None = None) -> dict:
-    """A stored fact as the reader sees it, in `locale` (default: the request's, trips/i18n.py):
+    """A stored fact as the reader sees it, in `locale` (default: the request's, trips/core/i18n.py):
     {code, severity, group, message, action?}. The template comes from the locale's catalogue (key
     `alert.<code>`), else the English one, else the code's registered English text; numbers are written the
     locale's way, a `country` code is named in it. Unknown codes (a catalogue that lost one) render with their
