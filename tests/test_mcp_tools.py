@@ -389,6 +389,12 @@ def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     fill(long_trip.id, chosen=True, gaps_every=5)
     result = payload(call(client, token, "get_trip", {"id": long_trip.id}))
     assert len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
+    with atomic():  # the same trip read by a French-speaking account: its alert texts are longer
+        db.session.get(type(user), user.id).locale = "fr"
+    fill(long_trip.id, gaps_every=5)
+    french = payload(call(client, token, "get_trip", {"id": long_trip.id}))
+    assert french["stages"][0]["criticalAlerts"] != result["stages"][0]["criticalAlerts"]  # rendered in French
+    assert len(json.dumps(french, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
 
 
 def test_partial_means_the_days_are_still_coming(client, owner):
