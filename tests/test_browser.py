@@ -3,26 +3,20 @@ page, see it on the account page and disconnect it. Catches what a test client c
 Content-Security-Policy on forms and redirects, real form submission."""
 import base64
 import hashlib
-import os
 import re
 import secrets
-import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
 
+from tests.chromium import chromium_or_skip, headless_chrome
 from tests.live import free_port, gunicorn
 
 pytestmark = pytest.mark.slow
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-if not (CHROMIUM and DRIVER):
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must have chromium and chromedriver (.ci/run installs them)")
-    pytest.skip("chromium and chromedriver are not installed", allow_module_level=True)
+chromium_or_skip()
 
-from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as until  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -36,14 +30,7 @@ def site(app, app_config, tmp_path_factory):
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'profile'}", "--window-size=390,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(20)
+    driver = headless_chrome(tmp_path / "profile")
     yield driver
     driver.quit()
 

@@ -6,8 +6,6 @@ phone width does not scroll sideways, and the strict CSP refused nothing."""
 import io
 import json
 import math
-import os
-import shutil
 
 import pytest
 
@@ -15,6 +13,7 @@ from tests.factories import make_user
 from pyproj import Geod
 
 from tests.fakes.thirdparty import gpx_from_points
+from tests.chromium import chromium_or_skip, headless_chrome
 from tests.live import ROOT, gunicorn
 from trips.core.db import db
 from trips.models import Trip
@@ -22,13 +21,8 @@ from trips.services.sharing import share_trip
 from trips.services.trips import import_gpx
 
 pytestmark = pytest.mark.slow
-CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-if not (CHROMIUM and DRIVER):
-    if os.environ.get("CI"):
-        raise RuntimeError("CI must have chromium and chromedriver (.ci/run installs them)")
-    pytest.skip("chromium and chromedriver are not installed", allow_module_level=True)
+chromium_or_skip()
 
-from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts"
@@ -107,15 +101,7 @@ def shared_code(ctx):
 
 @pytest.fixture
 def browser(tmp_path):
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--hide-scrollbars", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=390,900"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
-    driver.set_page_load_timeout(20)
+    driver = headless_chrome(tmp_path / "profile", "--hide-scrollbars", browser_log=True)
     yield driver
     driver.quit()
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Hashable
 from urllib.parse import parse_qs, urlsplit
 
-from tests.fakes.server import FakeHandler, FakeServer, configured, fixture_for, singleton
+from tests.fakes.server import AnyPathAnswers, FakeHandler, FakeServer, configured, fixture_for, singleton
 
 
 def place(name: str, lat: float, lon: float, *, country: str = "France", address: dict | None = None,
@@ -64,7 +64,7 @@ class _Handler(FakeHandler):
         self._send(200, json.dumps(places[:count]).encode(), "application/json; charset=utf-8")
 
 
-class FakeNominatim(FakeServer):
+class FakeNominatim(AnyPathAnswers, FakeServer):
     handler = _Handler
     thread_name = "fake-nominatim"
     place = staticmethod(place)
@@ -77,23 +77,6 @@ class FakeNominatim(FakeServer):
 
     def _clear(self) -> None:
         self.places: list[dict] = []
-
-    # programmed answers (one queue for every path)
-    def fail(self, status: int, times: int | None = 1, headers: dict[str, str] | None = None) -> None:
-        self._queue_behaviour(None, "status", times, status=status, headers=headers or {})
-
-    def answer(self, body: bytes, status: int = 200, times: int | None = 1,
-               content_type: str = "application/json") -> None:
-        self._queue_behaviour(None, "body", times, status=status, body=body, content_type=content_type)
-
-    def redirect(self, location: str, status: int = 302, times: int | None = None) -> None:
-        self._queue_behaviour(None, "redirect", times, status=status, location=location)
-
-    def slow(self, seconds: float, times: int | None = 1) -> None:
-        self._queue_behaviour(None, "slow", times, seconds=seconds)
-
-    def trickle(self, body: bytes, interval: float, times: int | None = 1) -> None:
-        self._queue_behaviour(None, "trickle", times, body=body, interval=interval)
 
     def _state(self, key: Hashable) -> list[dict]:
         return list(self.places)

@@ -24,7 +24,7 @@ from typing import Any, Hashable
 from urllib.parse import parse_qs, urlsplit
 
 from tests.fakes.nominatim import RecordedRequest
-from tests.fakes.server import FakeHandler, FakeServer, configured, fixture_for, singleton
+from tests.fakes.server import AnyPathAnswers, FakeHandler, FakeServer, configured, fixture_for, singleton
 
 DEFAULTS: dict[str, Any] = {
     "temperature_2m": 18.0, "apparent_temperature": 17.0, "precipitation": 0.0, "precipitation_probability": 10.0,
@@ -87,7 +87,7 @@ class _Handler(FakeHandler):
         self._send(200, json.dumps(body).encode(), "application/json; charset=utf-8")
 
 
-class FakeOpenMeteo(FakeServer):
+class FakeOpenMeteo(AnyPathAnswers, FakeServer):
     handler = _Handler
     thread_name = "fake-openmeteo"
 
@@ -105,22 +105,6 @@ class FakeOpenMeteo(FakeServer):
         """Open-Meteo's error answer: {"error": true, "reason": ...}."""
         body = json.dumps({"error": True, "reason": reason}).encode()
         self.answer(body, status=status, times=times)
-
-    def fail(self, status: int, times: int | None = 1, headers: dict[str, str] | None = None) -> None:
-        self._queue_behaviour(None, "status", times, status=status, headers=headers or {})
-
-    def answer(self, body: bytes, status: int = 200, times: int | None = 1,
-               content_type: str = "application/json") -> None:
-        self._queue_behaviour(None, "body", times, status=status, body=body, content_type=content_type)
-
-    def redirect(self, location: str, status: int = 302, times: int | None = None) -> None:
-        self._queue_behaviour(None, "redirect", times, status=status, location=location)
-
-    def slow(self, seconds: float, times: int | None = 1) -> None:
-        self._queue_behaviour(None, "slow", times, seconds=seconds)
-
-    def trickle(self, body: bytes, interval: float, times: int | None = 1) -> None:
-        self._queue_behaviour(None, "trickle", times, body=body, interval=interval)
 
     def _state(self, key: Hashable) -> tuple[dict, dict]:
         return dict(self.values), {k: dict(v) for k, v in self.by_point.items()}

@@ -282,3 +282,23 @@ def fixture_for(getter: Callable[[], F], name: str) -> Any:
 
 __all__ = ["DISCONNECTS", "Behaviour", "FakeHandler", "FakeServer", "RecordedRequest", "StreamRecord", "configured",
            "fixture_for", "singleton"]
+
+
+class AnyPathAnswers:
+    """Programmed answers on one queue for every path (a FakeServer mixin for single-endpoint services)."""
+
+    def fail(self, status: int, times: int | None = 1, headers: dict[str, str] | None = None) -> None:
+        self._queue_behaviour(None, "status", times, status=status, headers=headers or {})
+
+    def answer(self, body: bytes, status: int = 200, times: int | None = 1,
+               content_type: str = "application/json") -> None:
+        self._queue_behaviour(None, "body", times, status=status, body=body, content_type=content_type)
+
+    def redirect(self, location: str, status: int = 302, times: int | None = None) -> None:
+        self._queue_behaviour(None, "redirect", times, status=status, location=location)
+
+    def slow(self, seconds: float, times: int | None = 1) -> None:
+        self._queue_behaviour(None, "slow", times, seconds=seconds)
+
+    def trickle(self, body: bytes, interval: float, times: int | None = 1) -> None:
+        self._queue_behaviour(None, "trickle", times, body=body, interval=interval)
