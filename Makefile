@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
-# The alert catalogues (trips/i18n.py): .po sources in the repo, .mo compiled here (gitignored).
+# The message catalogues (trips/core/i18n.py: alerts.po, pages.po): .po sources in the repo, .mo compiled here
+# (gitignored).
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
 .PHONY: run test bench lint clean catalogues

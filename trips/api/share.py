@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from babel.dates import format_date
 from flask import Blueprint, g, jsonify, render_template
 
 from oauth.models import User
@@ -56,7 +57,8 @@ def shared_route(code):
 @pages.get("/s/<code>")
 def shared_page(code):
     trip = sharing.shared_trip(code)
-    i18n.pin(_owner_locale(trip))  # the alerts read in the owner's language, whoever opens the link
+    locale = i18n.normalize(_owner_locale(trip)) or i18n.DEFAULT
+    i18n.pin(locale)  # the alerts and the page's words read in the owner's language, whoever opens the link
     # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
     # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
     # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
@@ -67,11 +69,20 @@ def shared_page(code):
         "stays": {s.id: _stay(s) for s in trip.stages},
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
-                               stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip))
+                               stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
+                               lang=locale, **_words(locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
 
-def _pictures(trip) -> dict:
+def _words(locale: str) -> dict:
+    """What the template writes with: `t(key, **params)` the page words (pages.po) in `locale`, `num(value,
+    digits)` a number as `locale` writes it, `day_date(date)` a short day ("Mon 1 Jun" / "lun. 1 juin")."""
+    return {"t": lambda key, **params: i18n.t(key, locale, **params),
+            "num": lambda value, digits=1: i18n.number(value, locale, digits),
+            "day_date": lambda value: format_date(value, "EEE d MMM", locale=locale)}
+
+
+def _pictures(trip, locale: str) -> dict:
     """The share page's drawings (trips/readmodels/pictures.py): the route by day, the trip's profile, and per
     stage id its profile and weather (None without a forecast). The geometry is read here, never put on the
     wire."""
@@ -82,21 +93,22 @@ def _pictures(trip) -> dict:
         km = series[stage.id][-1][0] if series[stage.id] else km
     moving = [s for s in stages if not s.is_rest_day and len(s.geometry or []) >= 2]
     colours = {s.id: pictures.colour(i) for i, s in enumerate(moving)}
-    days = {}
+    days, marks = {}, (i18n.t("share.max", locale), i18n.t("share.min", locale))
     for stage in stages:
         own = [(k - series[stage.id][0][0], e) for k, e in series[stage.id]] if series[stage.id] else []
         days[stage.id] = {
             "colour": colours.get(stage.id),
-            "profile": pictures.profile_svg([own], f"Day {stage.day_number}: elevation",
-                                            [colours.get(stage.id, pictures.PALETTE[0])]),
+            "profile": pictures.profile_svg([own], i18n.t("share.day_elevation", locale, day=stage.day_number),
+                                            [colours.get(stage.id, pictures.PALETTE[0])], marks),
             "weather": pictures.day_weather((stage.enrichment or {}).get("weather"),
-                                            (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)),
+                                            (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
+                                            locale),
         }
     return {
         "route": pictures.route_svg([{"number": s.day_number, "geometry": s.geometry} for s in moving],
-                                    floor(trip.title or "The route")),
-        "profile": pictures.profile_svg([series[s.id] for s in moving], "The trip: elevation",
-                                        [colours[s.id] for s in moving]),
+                                    floor(trip.title or i18n.t("share.route", locale))),
+        "profile": pictures.profile_svg([series[s.id] for s in moving], i18n.t("share.trip_elevation", locale),
+                                        [colours[s.id] for s in moving], marks),
         "days": days,
     }
 

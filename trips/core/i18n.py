@@ -4,7 +4,9 @@ and locale-aware numbers and country names, all from Babel.
 Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to
 `.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
 the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
-completeness is a set comparison of codes (tests/test_i18n.py). A `.mo` that is missing or older than its
+completeness is a set comparison of codes (tests/test_i18n.py). A second domain, `pages.po`, holds the words of
+the pages and read models (the share page, the weather words), keyed by the registry of trips/readmodels/words.py
+and read through `t`, with the same fallbacks. A `.mo` that is missing or older than its
 `.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
 text shown is the source's, never a stale compile.
 
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 LOCALES = ("en", "fr")
 DEFAULT = "en"
 DOMAIN = "alerts"
+PAGES = "pages"  # the words of the pages: `t`
 TRANSLATIONS = Path(__file__).resolve().parents[2] / "translations"
 _PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
 
@@ -47,23 +50,23 @@ def normalize(locale: str | None) -> str | None:
     return base if base in LOCALES else None
 
 
-def _paths(locale: str) -> tuple[Path, Path]:
+def _paths(locale: str, domain: str = DOMAIN) -> tuple[Path, Path]:
     folder = TRANSLATIONS / locale / "LC_MESSAGES"
-    return folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
+    return folder / f"{domain}.po", folder / f"{domain}.mo"
 
 
-def is_fresh(locale: str) -> bool:
-    """True when the compiled catalogue of `locale` exists and is not older than its source."""
-    po, mo = _paths(locale)
+def is_fresh(locale: str, domain: str = DOMAIN) -> bool:
+    """True when the compiled catalogue of `locale` (and `domain`) exists and is not older than its source."""
+    po, mo = _paths(locale, domain)
     return mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime
 
 
-@lru_cache(maxsize=len(LOCALES))
-def messages(locale: str) -> dict[str, str]:
-    """{msgid: msgstr} of `locale`'s alert catalogue, untranslated entries left out. Raises FileNotFoundError
-    when the locale has no `.po` source."""
-    po, mo = _paths(locale)
-    if is_fresh(locale):
+@lru_cache(maxsize=4 * len(LOCALES))
+def messages(locale: str, domain: str = DOMAIN) -> dict[str, str]:
+    """{msgid: msgstr} of `locale`'s catalogue of `domain` (the alerts unless told), untranslated entries left
+    out. Raises FileNotFoundError when the locale has no `.po` source."""
+    po, mo = _paths(locale, domain)
+    if is_fresh(locale, domain):
         with mo.open("rb") as handle:
             catalog = read_mo(handle)
     else:
@@ -78,6 +81,14 @@ def template(code: str, locale: str) -> str | None:
     neither catalogue has it."""
     key = message_key(code)
     return messages(normalize(locale) or DEFAULT).get(key) or messages(DEFAULT).get(key)
+
+
+def t(key: str, locale: str | None, **params) -> str:
+    """The page word `key` (pages.po) in `locale`, English when the locale lacks it, the key itself when neither
+    catalogue has it (a test keeps that from shipping); `params` fill its {fields} (str.format): format numbers
+    with `number` first."""
+    text = messages(normalize(locale) or DEFAULT, PAGES).get(key) or messages(DEFAULT, PAGES).get(key) or key
+    return text.format(**params) if params else text
 
 
 def number(value, locale: str, digits: int = 1) -> str:

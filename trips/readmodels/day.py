@@ -83,14 +83,19 @@ def stage_date(trip: Trip, stage: Stage):
     return trip.start_date + timedelta(days=stage.position) if trip.start_date else None
 
 
-def forecast(trip: Trip, stage: Stage, hourly: bool = False) -> dict | None:
+def forecast(trip: Trip, stage: Stage, hourly: bool = False, locale: str | None = None) -> dict | None:
     """The day's stored forecast (trips/enrich/weather.py) when it is for the day's current date (a start date
-    moved or cleared since leaves none), without its hourly slots unless `hourly`."""
+    moved or cleared since leaves none), without its hourly slots unless `hourly`. Its description is the word of
+    its WMO code in `locale`, by default the reader's (trips/readmodels/words.py): the stored one is English."""
+    from trips.readmodels import words
+
     stored = (stage.enrichment or {}).get("weather")
     day = stage_date(trip, stage)
     if not isinstance(stored, dict) or day is None or stored.get("date") != day.isoformat():
         return None
-    return dict(stored) if hourly else {k: v for k, v in stored.items() if k != "hourly"}
+    out = dict(stored) if hourly else {k: v for k, v in stored.items() if k != "hourly"}
+    out["description"] = words.describe(stored, locale or i18n.current_locale())
+    return out
 
 
 def weather_availability(trip: Trip, stage: Stage, today=None) -> str | None:
@@ -113,15 +118,15 @@ def weather_availability(trip: Trip, stage: Stage, today=None) -> str | None:
     return "unavailable" if status in ("done", "failed") else None
 
 
-def weather_word(trip: Trip, stage: Stage) -> str | None:
-    """The digest's short weather: the median hour's description and the riding window's temperatures
-    ("rain 12–18°"), None without a forecast."""
-    w = forecast(trip, stage)
+def weather_word(trip: Trip, stage: Stage, locale: str | None = None) -> str | None:
+    """The digest's short weather: the median hour's description in the reader's language and the riding
+    window's temperatures ("rain 12–18°", "pluie 12–18°"), None without a forecast."""
+    w = forecast(trip, stage, locale=locale)
     if w is None:
         return None
     low, high = w.get("tempMin"), w.get("tempMax")
     temps = f" {low:.0f}–{high:.0f}°" if isinstance(low, (int, float)) and isinstance(high, (int, float)) else ""
-    return f"{w.get('description') or 'unknown'}{temps}"
+    return f"{w['description']}{temps}"
 
 
 def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:

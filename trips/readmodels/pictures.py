@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
+from trips.core import i18n
 from trips.core.text import floor
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -163,10 +164,11 @@ def nice_step(span: float, most: int = 6) -> float:
 
 
 def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = "Elevation profile",
-                colours: Sequence[str] | None = None) -> Markup:
+                colours: Sequence[str] | None = None, marks: tuple[str, str] = ("max", "min")) -> Markup:
     """An elevation profile: `segments` = one [(km, m), …] series per day (km cumulative over the picture),
     each filled in its colour (`colours`, else the palette); x axis in km, y axis in m, the lowest and the
-    highest points marked. Empty Markup with fewer than two points in all."""
+    highest points marked, named by `marks` (the reader's words for max and min). Empty Markup with fewer
+    than two points in all."""
     per_day = max(MIN_POINTS, min(MAX_POINTS, PROFILE_BUDGET // max(len(segments), 1)))
     series = [downsample(s, per_day) for s in segments]
     flat = [p for s in series for p in s]
@@ -220,16 +222,17 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
                      f'fill="{fill}" fill-opacity="0.25"/><polyline points="{line}" fill="none" '
                      f'stroke="{fill}" stroke-width="2" stroke-linejoin="round"/>')
     parts.append(f'<line x1="{left}" x2="{left + w}" y1="{base}" y2="{base}" stroke="#5b6b76"/>')
-    for (km, m), word in ((max(flat, key=lambda p: p[1]), "max"), (min(flat, key=lambda p: p[1]), "min")):
+    for (km, m), word, top_mark in ((max(flat, key=lambda p: p[1]), marks[0], True),
+                                    (min(flat, key=lambda p: p[1]), marks[1], False)):
         x, y = sx(km), sy(m)
         anchor = "start" if x < left + w * 0.7 else "end"
         dx = 6 if anchor == "start" else -6
-        dy = -7 if word == "max" or y > base - 18 else 18  # a low minimum is named above its point
+        dy = -7 if top_mark or y > base - 18 else 18  # a low minimum is named above its point
         parts.append(f'<circle class="extreme" cx="{_n(x)}" cy="{_n(y)}" r="3.5" fill="#1d2a33"/>'
                      f'<text x="{_n(x + dx)}" y="{_n(min(max(y + dy, top + 12), base - 4))}" '
                      f'text-anchor="{anchor}" font-size="14" font-weight="700" fill="#1d2a33" '
                      f'stroke="#ffffff" stroke-width="4" stroke-linejoin="round" paint-order="stroke">'
-                     f'{word} {round(m)} m</text>')
+                     f'{_text(word)} {round(m)} m</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -343,14 +346,25 @@ def wind_svg(relative: float | None, label: str = "") -> Markup:
         f'<polygon points="24,9 16,20 32,20" stroke-width="1"/></g></svg>')
 
 
-def day_weather(forecast: dict | None, start: tuple[float, float], end: tuple[float, float]) -> dict | None:
+# The page words (trips/readmodels/words.py) of the wind relative to the direction of travel, "" for none.
+_WIND_WORDS = {"headwind": "wind.headwind", "tailwind": "wind.tailwind", "crosswind": "wind.crosswind",
+               "": "wind.wind"}
+
+
+def day_weather(forecast: dict | None, start: tuple[float, float], end: tuple[float, float],
+                locale: str | None = None) -> dict | None:
     """What the page shows of a day's forecast (stage.enrichment["weather"]): {icon, wind (Markup), kind,
-    description, tempMin, tempMax, windSpeed, windGusts, precipitationProbability, relative}; None without
-    a forecast (nothing is drawn: no forecast is never shown as fair weather)."""
+    description, tempMin, tempMax, windSpeed, windGusts, precipitationProbability, relative, relativeText};
+    None without a forecast (nothing is drawn: no forecast is never shown as fair weather). The words are in
+    `locale` (English by default): the description is the WMO code's word, `relative` stays the English class
+    name (headwind | tailwind | crosswind | "") and `relativeText` is its word."""
+    from trips.readmodels import words
+
     if not isinstance(forecast, dict) or not forecast:
         return None
     kind = weather_kind(forecast)
-    description = floor(str(forecast.get("description") or kind or ""))
+    said = forecast.get("weatherCode") is not None or forecast.get("description")
+    description = floor(words.describe(forecast, locale) if said else kind or "")
     relative = relative_wind(forecast, bearing(start, end))
     word = str(forecast.get("relativeWindDirection") or "").lower()
     if word not in _RELATIVE and relative is not None:
@@ -362,7 +376,9 @@ def day_weather(forecast: dict | None, start: tuple[float, float], end: tuple[fl
         value = forecast.get(key)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
-    return {"icon": weather_icon_svg(kind, description), "wind": wind_svg(relative, word or "wind"),
+    text = i18n.t(_WIND_WORDS[word], locale)
+    return {"icon": weather_icon_svg(kind, description), "wind": wind_svg(relative, text),
             "kind": kind, "description": description, "relative": word,
+            "relativeText": text if word else "",
             **{key: number(key) for key in ("tempMin", "tempMax", "windSpeed", "windGusts",
                                             "precipitationProbability")}}
