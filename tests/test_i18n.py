@@ -21,8 +21,10 @@ from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_oauth_flow import csrf_of, sign_in
 from trips.core import i18n
 from trips.core.db import atomic, db
+from trips.enrich import weather
 from trips.enrich.alerts.catalogue import CATALOGUE, render
 from trips.models import Stage
+from trips.readmodels import words
 from trips.services.trips import import_gpx
 
 for _module in pkgutil.iter_modules(alert_modules.__path__):  # every family registers its codes on import
@@ -230,3 +232,104 @@ def test_the_share_page_reads_in_the_owner_locale(app, client, trip_with_alerts)
     set_locale(user, "fr")
     html = page(**{"Accept-Language": "en"})
     assert "Suisse" in html and "Switzerland" not in html
+
+
+# --- the page words (pages.po, trips/readmodels/words.py) --------------------------------------------------
+
+def page_entries(locale: str) -> dict[str, str]:
+    with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.PAGES}.po").open("rb") as handle:
+        return {m.id: m.string for m in read_po(handle) if m.id}
+
+
+@pytest.mark.parametrize("locale", i18n.LOCALES)
+def test_every_page_key_has_an_entry_and_every_entry_a_key(locale):
+    entries = page_entries(locale)
+    assert words.KEYS - set(entries) == set(), f"{locale}: keys without a word"
+    assert set(entries) - words.KEYS == set(), f"{locale}: words of no key"
+    assert all(entries.values()), f"{locale}: untranslated entries"
+
+
+def test_every_registered_page_key_is_used_by_the_code_or_a_template():
+    # The weather keys come from the WMO table itself (words.WEATHER_KEYS); the others are written out where used.
+    sources = [p for p in (*(ROOT / "trips").rglob("*.py"), *(ROOT / "mcp").rglob("*.py"),
+                           *(ROOT / "templates").rglob("*.html")) if p.name != "words.py"]
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sources)
+    assert [key for key in words.PAGE_KEYS if f'"{key}"' not in text] == []
+    assert len(set(words.PAGE_KEYS)) == len(words.PAGE_KEYS)
+
+
+def test_french_and_english_page_words_fill_the_same_fields():
+    en, fr = page_entries("en"), page_entries("fr")
+    assert {k: fields_of(v) for k, v in fr.items()} == {k: fields_of(v) for k, v in en.items()}
+    assert all(en[k] != fr[k] for k in en if k not in ("share.max", "share.min")), "left in English"
+
+
+def test_a_page_word_falls_back_to_english_then_to_its_key(monkeypatch):
+    assert i18n.t("share.day", "fr", day=3) == "Jour 3" and i18n.t("share.day", "de", day=3) == "Day 3"
+    monkeypatch.delitem(i18n.messages("fr", i18n.PAGES), "share.day")
+    assert i18n.t("share.day", "fr", day=3) == "Day 3"
+    assert i18n.t("share.nothing", "fr") == "share.nothing"
+
+
+def test_the_weather_word_is_the_code_s_in_the_reader_s_language():
+    assert words.describe({"weatherCode": 63, "description": "rain"}, "fr") == "pluie"
+    assert words.describe({"weatherCode": 95}, "en") == "thunderstorm"
+    assert words.describe({"weatherCode": 42}, "fr") == "inconnu"  # outside the WMO table
+    assert words.describe({"description": "rain showers"}, "fr") == "averses"  # stored without a code
+    assert words.describe({"description": "Sunny spells"}, "fr") == "Sunny spells"  # not ours: as stored
+    assert {words.weather_key(row[2]) for row in weather._WMO} <= words.KEYS
+
+
+@pytest.fixture
+def trip_with_weather(trip_with_alerts):
+    from datetime import date
+
+    from tests.test_readmodels_enriched import forecast
+    from trips.models import Trip
+
+    user, trip, stage_id = trip_with_alerts
+    with atomic():
+        stored = db.session.get(Trip, trip.id)
+        stored.start_date = date.today()
+        stage = db.session.get(Stage, stage_id)
+        stage.enrichment = {**(stage.enrichment or {}), "weather": forecast(stored.start_date, stage.position)}
+    return user, trip, stage_id
+
+
+def test_get_stage_rest_and_the_digest_say_the_weather_in_the_reader_s_language(app, client, trip_with_weather):
+    user, trip, stage_id = trip_with_weather
+    token = mcp_token(app, user)
+
+    def read():
+        stage = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stage_id}))
+        digest = payload(call(client, token, "get_trip", {"id": trip.id}))
+        return stage["weather"]["description"], digest["stages"][0]["weather"]
+
+    assert read() == ("rain", "rain 12–17°")
+    rest = client.get(f"/api/trips/{trip.id}/stages/{stage_id}",
+                      headers={**auth(make_token(user)), "Accept-Language": "fr"}).get_json()
+    assert rest["weather"]["description"] == "pluie"
+    set_locale(user, "fr")
+    assert read() == ("pluie", "pluie 12–17°")
+    stored = db.session.get(Stage, stage_id).enrichment["weather"]
+    assert stored["description"] == "rain" and stored["weatherCode"] == 63  # no language stored
+
+
+def test_the_share_page_words_are_the_owner_s(app, client, trip_with_weather):
+    user, trip, _ = trip_with_weather
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+
+    def page(**headers):
+        g.pop("principal", None)
+        return client.get(f"/s/{code}", headers=headers).get_data(as_text=True)
+
+    english = page(**{"Accept-Language": "fr"})
+    assert '<html lang="en">' in english and "Day 1" in english and ">rain<" in english
+    assert "chance of rain" in english and "headwind" in english and "Jour" not in english
+    set_locale(user, "fr")
+    html = page(**{"Accept-Language": "en"})
+    assert '<html lang="fr">' in html and "Jour 1" in html and ">pluie<" in html
+    assert f"80{NBSP}% de risque de pluie" in html and "vent de face" in html and "vent 28 km/h" in html
+    assert "Télécharger le fichier GPX" in html and f"Le voyage{NBSP}: altitude" in html
+    for english_word in ("Day 1", ">rain<", "chance of", ">headwind<", "Download", "elevation", "m up"):
+        assert english_word not in html, english_word

@@ -394,6 +394,7 @@ def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     fill(long_trip.id, gaps_every=5)
     french = payload(call(client, token, "get_trip", {"id": long_trip.id}))
     assert french["stages"][0]["criticalAlerts"] != result["stages"][0]["criticalAlerts"]  # rendered in French
+    assert french["stages"][0]["weather"] == "pluie 12–17°"  # the code's word in the reader's language
     assert len(json.dumps(french, ensure_ascii=False, separators=(",", ":")).encode()) < 12 * 1024
 
 
