@@ -104,7 +104,8 @@ class WeatherOut(Answer):
     OPTIONAL = ("hourly",)
     date = fields.Date()
     icon = fields.String(metadata={"examples": ["01d", "10d"]})
-    description = fields.String(metadata={"examples": ["rain", "partly cloudy"]})
+    description = fields.String(metadata={"description": "The word of weatherCode in the reader's language.",
+                                          "examples": ["rain", "partly cloudy", "pluie"]})
     weatherCode = nullable(fields.Integer(metadata={"description": "WMO code of the median hour."}))
     tempMin = fields.Float(metadata={"description": "°C."})
     tempMax = fields.Float(metadata={"description": "°C."})
