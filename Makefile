@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # (gitignored).
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
-.PHONY: run test bench lint clean catalogues
+.PHONY: run test bench soak lint clean catalogues
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,11 +28,22 @@ run: $(STAMP) catalogues
 test: $(STAMP) catalogues
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+# Every bench/bench_*.py, then the soak (SOAK_SECONDS), then bench/report.py (bench/out/summary.md). A failing
+# script does not stop the others; the target fails at the end if any did.
+BENCH_SCRIPTS ?= $(sort $(wildcard bench/bench_*.py))
+SOAK_SECONDS ?= 600
+bench: $(STAMP) catalogues
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
-	$(BIN)/python bench/bench_gpx.py
-	$(BIN)/python bench/bench_osm.py
-	$(BIN)/python bench/bench_analysis.py
+	@mkdir -p bench/out && rm -f bench/out/*.json bench/out/summary.md
+	@failed=""; \
+	for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(BIN)/python $$s || failed="$$failed $$s"; done; \
+	if [ -f bench/soak.py ]; then echo "== bench/soak.py"; \
+	  $(BIN)/python bench/soak.py --seconds $(SOAK_SECONDS) || failed="$$failed bench/soak.py"; fi; \
+	$(BIN)/python bench/report.py --failed "$$failed" || failed="$$failed bench/report.py"; \
+	if [ -n "$$failed" ]; then echo "bench: failed:$$failed"; exit 1; fi
+
+soak: $(STAMP) catalogues
+	$(BIN)/python bench/soak.py --seconds $(SOAK_SECONDS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
