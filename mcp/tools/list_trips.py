@@ -5,13 +5,10 @@ from trips.schemas import TripListQuery
 from trips.services import trips as services
 
 ITEM = s.obj({
-    "id": s.string("The trip's id."), "title": s.nullable(s.string("The trip's title." + s.DATA)),
-    "startDate": s.nullable(s.string("First day.")), "endDate": s.nullable(s.string("Last day.")),
-    "totalDistance": s.number("Kilometres."), "stageCount": s.integer("Days."),
-    "createdAt": s.string("Creation time."), "updatedAt": s.string("Last change."),
-    "status": s.string("draft, analyzing, analyzed or failed."),
+    "id": s.string("Trip id."), "title": s.TITLE, "startDate": s.FIRST_DAY, "endDate": s.LAST_DAY,
+    "totalDistance": s.KM, "stageCount": s.DAYS, "createdAt": s.string("ISO 8601, UTC."),
+    "updatedAt": s.string("Last change, ISO 8601, UTC."), "status": s.string("draft, analyzing, analyzed or failed."),
 })
-
 
 def run(ctx, args: dict) -> dict:
     query = {k: str(v) for k, v in args.items()}
@@ -34,8 +31,8 @@ TOOL = Tool(
         "startDate": s.string("Only trips starting on or after this date (YYYY-MM-DD).", format="date"),
         "endDate": s.string("Only trips ending on or before this date (YYYY-MM-DD).", format="date"),
     }),
-    output_schema=s.obj({"member": s.array(ITEM, "The trips of this page."), "totalItems": s.integer("All matches."),
-                         "page": s.integer("This page."), "itemsPerPage": s.integer("Page size.")},
+    output_schema=s.obj({"member": s.array(ITEM, "This page's trips."), "totalItems": s.integer("All matches."),
+                         "page": s.integer("1-based."), "itemsPerPage": s.integer("Page size.")},
                         required=("member", "totalItems")),
     annotations={"readOnlyHint": True},
 )
