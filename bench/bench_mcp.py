@@ -1,0 +1,573 @@
+"""Benchmark: MCP tools/call under load, BTP (gunicorn -w 4 sync) against a FastMCP 4 peer (uvicorn ×2), same database.
+
+Run from the repository root:  .venv/bin/python bench/bench_mcp.py [--seconds 10] [--keep]
+
+Untimed set-up (about a minute): a fresh PostgreSQL database `btp_bench_<pid>` (PostGIS, for the map) on
+127.0.0.1 and a redis-server of its own on a free port; the schema migrated; the generated map of
+bench/bench_analysis.py imported; one user, one OAuth access token (trips:read trips:write, the MCP audience);
+the 14-day trip on that map uploaded as GPX (dated, analysed to the end by an in-process RQ worker: its digest
+carries alerts, lodgings and labels) and 20 small trips beside it for list_trips, 16 of them the days renamed by
+the edit runs (8 for BTP, 8 for the peer). Budgets are lifted with BTP_LIMIT_* (trips/core/limits.py); nothing in
+the guard chain is switched off. Then BTP under `gunicorn -w 4 wsgi:app` (gunicorn.conf.py, as in production) and
+the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
+
+Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
+reported in the notes with both sizes).
+
+Timed: `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
+error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
+list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
+per connection) at 1 and 8. Memory: VmRSS of every gunicorn and peer worker after the warm-up and once BTP has
+served at least 10 000 calls. Writes bench/out/mcp.json (bench/common.py).
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from datetime import date, timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+for p in (str(ROOT), str(HERE)):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+from common import row, write_result  # noqa: E402
+
+PEER_VENV = ROOT / ".cache" / "bench-peer"
+PEER_REQUIREMENTS = HERE / "peers" / "requirements.txt"
+LUA = HERE / "lua" / "mcp_call.lua"
+PG = {"host": "127.0.0.1", "user": "postgres"}
+MODERN = "2026-07-28"
+LIFTED = {"BTP_LIMIT_MCP_ADDRESS": "1000000000/60", "BTP_LIMIT_MCP_CALLS": "1000000000/60",
+          "BTP_LIMIT_MCP_WRITES": "1000000000/60", "BTP_LIMIT_TRIP_CREATE": "1000000/60"}
+OTHER_TRIPS = 20
+EDIT_TRIPS = 8  # per server: one per connection at the most edit connections
+
+
+def log(*parts) -> None:
+    print("[bench_mcp]", *parts, flush=True)
+
+
+# --- processes we start, stopped whatever happens ---------------------------------------------------------------
+class Stack:
+    """Processes and clean-up callbacks, undone in reverse order at exit (also on SIGTERM)."""
+
+    def __init__(self):
+        self._undo = []
+        atexit.register(self.close)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    def popen(self, cmd, **kw) -> subprocess.Popen:
+        proc = subprocess.Popen(cmd, start_new_session=True, **kw)
+        self._undo.append(lambda: _stop(proc))
+        return proc
+
+    def defer(self, fn) -> None:
+        self._undo.append(fn)
+
+    def close(self) -> None:
+        while self._undo:
+            fn = self._undo.pop()
+            try:
+                fn()
+            except Exception as exc:  # clean-up must go on
+                print(f"[bench_mcp] clean-up: {exc}", file=sys.stderr)
+
+
+def _stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)  # its own session: the server and the workers it forked
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise SystemExit(f"process {proc.args[0]} exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"nothing listens on {port} after {timeout:.0f} s")
+
+
+# --- database, Redis ---------------------------------------------------------------------------------------------
+def create_database(stack: Stack, keep: bool) -> str:
+    name = f"btp_bench_{os.getpid()}"
+    subprocess.run(["createdb", "-h", PG["host"], "-U", PG["user"], name], check=True)
+    if not keep:
+        stack.defer(lambda: subprocess.run(["dropdb", "--force", "-h", PG["host"], "-U", PG["user"], name],
+                                           check=False))
+    subprocess.run(["psql", "-q", "-h", PG["host"], "-U", PG["user"], "-d", name, "-c",
+                    "CREATE EXTENSION IF NOT EXISTS postgis"], check=True)
+    return name
+
+
+def start_redis(stack: Stack, tmp: Path) -> int:
+    port = free_port()
+    proc = stack.popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                        "--appendonly", "no", "--dir", str(tmp)], stdout=subprocess.DEVNULL)
+    wait_port(port, proc)
+    return port
+
+
+# --- the data --------------------------------------------------------------------------------------------------
+def setup_data(env: dict) -> dict:
+    """Migrate, import the map, create the user, token and trips, run the analysis. Returns what the load needs."""
+    import logging
+
+    logging.getLogger("rq").setLevel(logging.WARNING)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    from flask_migrate import upgrade
+    from rq import SimpleWorker
+
+    import bench_analysis
+    from app import create_app
+    from jobs import get_queue, get_redis
+    from jobs.tasks import bind_app
+    from oauth.tokens import create_user, issue_token
+    from tests.fakes.thirdparty import gpx_from_points
+    from trips.core.db import atomic, db
+    from trips.models import Trip
+    from trips.osm.importer import import_file
+    from trips.services.trips import import_gpx
+
+    app = create_app(dict(env), environ={})
+    with app.app_context():
+        upgrade()
+        points = bench_analysis.route()
+        t = time.perf_counter()
+        import_file(db.engine, bench_analysis.region(points).write(Path(env["BTP_INSTANCE_DIR"]) / "region.osm.pbf"),
+                    name="bench")
+        log(f"map generated and imported in {time.perf_counter() - t:.1f} s")
+        user = create_user("bench@example.org")
+        db.session.commit()
+        with atomic():
+            token = issue_token(user, app.config["MCP_RESOURCE"], "trips:read trips:write", 30 * 86400,
+                                client_id="bench-agent")
+        bind_app(app)
+        start = (date.today() + timedelta(days=200)).isoformat()  # dated (daylight, calendar), beyond the forecast
+        main_trip = import_gpx(user, io.BytesIO(gpx_from_points(points, name="Bench 14 days")),
+                               {"startDate": start})
+        main_id = main_trip.id
+        others = []
+        for i in range(OTHER_TRIPS):  # small trips on the same map (analysed too), for list_trips and the edits
+            small = points[i * 500: i * 500 + 500]  # 50 km: one day
+            trip = import_gpx(user, io.BytesIO(gpx_from_points(small, name=f"Weekend {i + 1}")), {})
+            others.append(trip.id)
+        t = time.perf_counter()
+        SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
+        log(f"analysis of {1 + OTHER_TRIPS} trips settled in {time.perf_counter() - t:.1f} s")
+        trip = db.session.get(Trip, main_id)
+        statuses = {c.name: c.status for c in trip.computations}
+        edits = []
+        for trip_id in others[: 2 * EDIT_TRIPS]:
+            t2 = db.session.get(Trip, trip_id)
+            edits.append((t2.id, t2.stages[0].id))
+        info = {"token": token, "trip": main_id, "days": len(trip.stages), "statuses": statuses, "edits": edits,
+                "trips": 1 + OTHER_TRIPS, "catalogue": peer_catalogue()}
+    return info
+
+
+def peer_catalogue() -> dict:
+    """BTP's catalogues as data for the peer: alert severity/group/English template, weather words, categories."""
+    from trips import computations
+    from trips.core import i18n
+    from trips.enrich import weather
+    from trips.enrich.alerts.catalogue import CATALOGUE, COUNTERS, GROUPS, SEVERITIES
+    from trips.enrich.registry import NO_MAP_DATA
+    from trips.readmodels import day, words  # noqa: F401  (registers every alert code)
+
+    return {
+        "alerts": {code: [k.severity, k.group, i18n.template(code, "en") or k.message] for code, k in CATALOGUE.items()},
+        "groups": list(GROUPS), "severities": list(SEVERITIES), "counters": sorted(COUNTERS),
+        "categories": {c: list(names) for c, names in computations.CATEGORIES.items()},
+        "weather_words": {str(row[0]): words.describe({"weatherCode": row[0]}, "en") for row in weather._WMO},
+        "no_map_data": NO_MAP_DATA,
+    }
+
+
+def edit_versions(db_url: str, edits: list) -> list[tuple[str, str, int]]:
+    """(trip, stage, current version) for each edit trip, read straight from the database."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            out = []
+            for trip_id, stage_id in edits:
+                version = conn.execute(sa.text("SELECT version FROM trip WHERE id = :i"), {"i": trip_id}).scalar()
+                out.append((trip_id, stage_id, version))
+            return out
+    finally:
+        engine.dispose()
+
+
+# --- the servers -----------------------------------------------------------------------------------------------
+def ensure_peer_venv() -> Path:
+    """The peer's own virtual environment (.cache/bench-peer), installed from bench/peers/requirements.txt."""
+    stamp = PEER_VENV / (".installed-" + hashlib.sha256(PEER_REQUIREMENTS.read_bytes()).hexdigest()[:12])
+    if not stamp.exists():
+        log("installing the peer's venv", PEER_VENV)
+        if not (PEER_VENV / "bin" / "python").exists():
+            subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
+        subprocess.run([str(PEER_VENV / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", "-r", str(PEER_REQUIREMENTS)], check=True)
+        for old in PEER_VENV.glob(".installed-*"):
+            old.unlink()
+        stamp.touch()
+    return PEER_VENV
+
+
+def start_btp(stack: Stack, env: dict, port: int, logs: Path, workers: int = 4) -> subprocess.Popen:
+    cmd = [str(ROOT / ".venv" / "bin" / "gunicorn"), "-w", str(workers), "-b", f"127.0.0.1:{port}", "wsgi:app"]
+    proc = stack.popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                       stderr=open(logs / "gunicorn.log", "wb"))
+    wait_port(port, proc)
+    return proc
+
+
+def start_peer(stack: Stack, env: dict, port: int, logs: Path, workers: int = 2) -> subprocess.Popen:
+    venv = ensure_peer_venv()
+    cmd = [str(venv / "bin" / "uvicorn"), "fastmcp_peer:app", "--app-dir", str(HERE / "peers"), "--host",
+           "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning", "--no-access-log"]
+    proc = stack.popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.DEVNULL,
+                       stderr=open(logs / "peer.log", "wb"))
+    wait_port(port, proc)
+    return proc
+
+
+def call(port: int, token: str, tool: str, arguments: dict, timeout: float = 30.0) -> tuple[int, dict | None]:
+    """One stateless tools/call as the Lua script sends it: (HTTP status, the JSON-RPC answer or None)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}}
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=json.dumps(body).encode(), headers={
+        "Authorization": f"Bearer {token}", "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call", "Mcp-Name": tool}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        try:
+            return exc.code, json.loads(raw)
+        except ValueError:
+            return exc.code, {"raw": raw[:300].decode(errors="replace")}
+
+
+def wait_answers(port: int, token: str, tool: str, arguments: dict, timeout: float = 60.0) -> dict:
+    end = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < end:
+        try:
+            status, answer = call(port, token, tool, arguments)
+            if status == 200 and answer and "result" in answer and not answer["result"].get("isError"):
+                return answer["result"]
+            last = (status, answer)
+        except OSError as exc:
+            last = exc
+        time.sleep(0.3)
+    raise SystemExit(f"{tool} on port {port} never answered a result: {str(last)[:400]}")
+
+
+# --- memory ----------------------------------------------------------------------------------------------------
+def children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return sorted(out)
+
+
+def rss_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def worker_rss(master: subprocess.Popen, name_contains: str | None = None) -> dict[int, float]:
+    """{worker pid: VmRSS MB} of the server's worker processes (the master's children; uvicorn's spawn helpers
+    such as multiprocessing's resource tracker are left out by `name_contains` on the command line)."""
+    out = {}
+    for pid in children(master.pid):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if name_contains and name_contains not in cmdline:
+            continue
+        value = rss_mb(pid)
+        if value is not None:
+            out[pid] = value
+    return out
+
+
+# --- load ------------------------------------------------------------------------------------------------------
+def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
+        timeout_s: int = 10) -> dict:
+    """One wrk run with bench/lua/mcp_call.lua; returns its WRKJSON figures plus calls_s."""
+    env = {**os.environ, "MCP_TOKEN": token}
+    if edits is not None:
+        env["MCP_EDITS"] = ";".join(f"{t},{s},{v}" for t, s, v in edits)
+        threads = connections  # one connection per thread: each chains the versions of its own trip
+    else:
+        env["MCP_CALLS"] = "\n".join(f"{tool}\t{json.dumps(args, separators=(',', ':'))}" for tool, args in calls)
+        threads = threads or min(connections, 2)
+    cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{max(1, round(seconds))}s",
+           "--timeout", f"{timeout_s}s", "-s", str(LUA), f"http://127.0.0.1:{port}/mcp"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
+    line = next((ln for ln in done.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
+    if line is None:
+        raise RuntimeError(f"wrk gave no figures (rc {done.returncode}): {done.stderr[-500:]} {done.stdout[-500:]}")
+    out = json.loads(line[len("WRKJSON "):])
+    out["calls_s"] = round(out["requests"] / (out["duration_us"] / 1e6), 1)
+    out["errors_total"] = out["errors"] + out["socket_errors"]
+    return out
+
+
+def tool_calls(trip_id: str) -> dict[str, list]:
+    return {"get_trip": [("get_trip", {"id": trip_id})], "list_trips": [("list_trips", {})]}
+
+
+# --- comparing the answers -------------------------------------------------------------------------------------
+def differences(a, b, path="$", out=None, limit=8) -> list[str]:
+    out = [] if out is None else out
+    if len(out) >= limit:
+        return out
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(dict.fromkeys([*a, *b])):
+            if key not in a or key not in b:
+                out.append(f"{path}.{key} only in {'peer' if key in b else 'BTP'}")
+            else:
+                differences(a[key], b[key], f"{path}.{key}", out, limit)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} items in BTP, {len(b)} in the peer")
+        for i, (x, y) in enumerate(zip(a, b)):
+            differences(x, y, f"{path}[{i}]", out, limit)
+    elif a != b or type(a) is not type(b):
+        out.append(f"{path}: BTP {json.dumps(a, ensure_ascii=False)[:60]} / peer {json.dumps(b, ensure_ascii=False)[:60]}")
+    return out
+
+
+def compare(btp_port: int, peer_port: int, token: str, tool: str, arguments: dict) -> tuple[bool, str]:
+    ours = wait_answers(btp_port, token, tool, arguments).get("structuredContent")
+    theirs = wait_answers(peer_port, token, tool, arguments).get("structuredContent")
+    size = lambda v: len(json.dumps(v, ensure_ascii=False, separators=(",", ":")).encode())  # noqa: E731
+    if ours == theirs:
+        return True, f"{tool}: the peer's structuredContent equals BTP's ({size(ours)} bytes of compact JSON)"
+    diff = differences(ours, theirs)
+    return False, (f"{tool}: the peer's structuredContent differs from BTP's (BTP {size(ours)} bytes, peer "
+                   f"{size(theirs)} bytes): " + "; ".join(diff))
+
+
+# --- the whole run ---------------------------------------------------------------------------------------------
+class Servers:
+    """Database, Redis, data, BTP and the peer, up and warm (shared with bench/soak.py)."""
+
+    def __init__(self, stack: Stack, keep: bool = False, peer: bool = True, btp_workers: int = 4):
+        self.tmp = Path(tempfile.mkdtemp(prefix="btp-bench-mcp-"))
+        if not keep:
+            stack.defer(lambda: shutil.rmtree(self.tmp, ignore_errors=True))
+        else:
+            log("keeping", self.tmp)
+        self.db_name = create_database(stack, keep)
+        self.db_url = f"postgresql+psycopg://{PG['user']}@{PG['host']}:5432/{self.db_name}"
+        redis_port = start_redis(stack, self.tmp)
+        self.btp_port, self.peer_port = free_port(), free_port()
+        self.env = {"DATABASE_URL": self.db_url, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
+                    "BTP_BASE_URL": f"http://127.0.0.1:{self.btp_port}", "BTP_SECRET_KEY": "bench-secret-key",
+                    "BTP_ENV": "production", "BTP_INSTANCE_DIR": str(self.tmp), **LIFTED}
+        t = time.perf_counter()
+        self.info = setup_data(self.env)
+        log(f"data ready in {time.perf_counter() - t:.1f} s: trip {self.info['trip']} ({self.info['days']} days), "
+            f"computations {self.info['statuses']}")
+        self.token = self.info["token"]
+        self.btp = start_btp(stack, self.env, self.btp_port, self.tmp, btp_workers)
+        self.peer = None
+        if peer:
+            catalogue = self.tmp / "catalogue.json"
+            catalogue.write_text(json.dumps(self.info["catalogue"]), encoding="utf-8")
+            peer_env = {"PEER_DATABASE_URL": self.db_url.replace("postgresql+psycopg://", "postgresql://"),
+                        "PEER_AUDIENCE": self.env["BTP_BASE_URL"] + "/mcp", "PEER_CATALOGUE": str(catalogue)}
+            self.peer = start_peer(stack, peer_env, self.peer_port, self.tmp)
+        wait_answers(self.btp_port, self.token, "get_trip", {"id": self.info["trip"]})
+        if peer:
+            wait_answers(self.peer_port, self.token, "get_trip", {"id": self.info["trip"]})
+
+    def btp_rss(self) -> dict[int, float]:
+        return worker_rss(self.btp, "gunicorn")
+
+    def peer_rss(self) -> dict[int, float]:
+        return worker_rss(self.peer, "spawn_main") if self.peer else {}
+
+    def log_tail(self, name: str, n: int = 2000) -> str:
+        try:
+            return (self.tmp / name).read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+def _ms(us: float) -> float:
+    return round(us / 1000, 2)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="duration of each load point (default 10)")
+    ap.add_argument("--connections", default="1,8,32", help="read load points (default 1,8,32)")
+    ap.add_argument("--edit-connections", default="1,8", help="edit_stages load points (default 1,8)")
+    ap.add_argument("--tools", default="get_trip,list_trips", help="read tools to load (default both)")
+    ap.add_argument("--memory-calls", type=int, default=10_000, help="BTP calls before the second RSS sample")
+    ap.add_argument("--no-peer", action="store_true", help="BTP alone (no ratios)")
+    ap.add_argument("--keep", action="store_true", help="keep the database and the temporary directory")
+    args = ap.parse_args(argv)
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is missing: apt-get install wrk")
+    reads = [int(c) for c in args.connections.split(",") if c]
+    writes = [int(c) for c in args.edit_connections.split(",") if c]
+    if max(writes, default=0) > EDIT_TRIPS:
+        raise SystemExit(f"--edit-connections: at most {EDIT_TRIPS}")
+    stack = Stack()
+    try:
+        return run(stack, args, reads, writes)
+    finally:
+        stack.close()
+
+
+def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
+    s = Servers(stack, keep=args.keep, peer=not args.no_peer)
+    peer = not args.no_peer
+    notes, rows = [], []
+    equal = {}
+    if peer:
+        for tool, arguments in (("get_trip", {"id": s.info["trip"]}), ("list_trips", {})):
+            equal[tool], note = compare(s.btp_port, s.peer_port, s.token, tool, arguments)
+            notes.append(note)
+            log(note)
+    calls = tool_calls(s.info["trip"])
+    # warm-up: every worker of both servers has served both tools
+    for port in (s.btp_port, s.peer_port) if peer else (s.btp_port,):
+        for tool in ("get_trip", "list_trips"):
+            wrk(port, s.token, 2, 8, calls=calls[tool])
+    rss_warm, peer_warm = s.btp_rss(), s.peer_rss()
+    log("RSS after warm-up (MB): BTP", rss_warm, "peer", peer_warm)
+    btp_calls = 0
+    results = {}
+    for tool in [t for t in args.tools.split(",") if t]:
+        for c in reads:
+            ours = wrk(s.btp_port, s.token, args.seconds, c, calls=calls[tool])
+            btp_calls += ours["requests"]
+            theirs = wrk(s.peer_port, s.token, args.seconds, c, calls=calls[tool]) if peer else None
+            results[(tool, c)] = (ours, theirs)
+            log(f"{tool} c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 "
+                f"{_ms(ours['p99_us'])} ms errors {ours['errors_total']}"
+                + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 {_ms(theirs['p99_us'])} ms "
+                   f"errors {theirs['errors_total']}" if theirs else ""))
+    for c in writes:
+        half = EDIT_TRIPS
+        ours = wrk(s.btp_port, s.token, args.seconds, c, edits=edit_versions(s.db_url, s.info["edits"][:half])[:c])
+        btp_calls += ours["requests"]
+        theirs = wrk(s.peer_port, s.token, args.seconds, c,
+                     edits=edit_versions(s.db_url, s.info["edits"][half:2 * half])[:c]) if peer else None
+        results[("edit_stages", c)] = (ours, theirs)
+        log(f"edit_stages c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms errors "
+            f"{ours['errors_total']}" + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms errors "
+                                         f"{theirs['errors_total']}" if theirs else ""))
+    while btp_calls < args.memory_calls:  # at least --memory-calls since the warm-up before the second sample
+        extra = wrk(s.btp_port, s.token, 5, 8, calls=calls["get_trip"] + calls["list_trips"])
+        btp_calls += extra["requests"]
+    rss_after, peer_after = s.btp_rss(), s.peer_rss()
+    log(f"RSS after {btp_calls} BTP calls (MB): BTP", rss_after, "peer", peer_after)
+
+    peer_name = "FastMCP 4.2 + uvicorn ×2" if peer else None
+    total_errors = 0
+    for (tool, c), (ours, theirs) in results.items():
+        base = lambda key: theirs[key] if theirs else None  # noqa: E731
+        target = "ratio >= 2" if c in (8, 32) and tool != "edit_stages" else None
+        ratio_met = (ours["calls_s"] / theirs["calls_s"] >= 2) if target and theirs else None
+        rows.append(row(f"{tool} calls/s, {c} client{'s' if c > 1 else ''}", "calls/s", ours["calls_s"],
+                        base("calls_s"), peer_name, target, ratio_met))
+        p50_target = "<= 2 ms" if c == 1 and tool != "edit_stages" else None
+        rows.append(row(f"{tool} p50, {c} client{'s' if c > 1 else ''}", "ms", _ms(ours["p50_us"]),
+                        _ms(theirs["p50_us"]) if theirs else None, peer_name, p50_target,
+                        _ms(ours["p50_us"]) <= 2 if p50_target else None))
+        p99_target = "< 50 ms" if c == 8 and tool != "edit_stages" else None
+        rows.append(row(f"{tool} p99, {c} client{'s' if c > 1 else ''}", "ms", _ms(ours["p99_us"]),
+                        _ms(theirs["p99_us"]) if theirs else None, peer_name, p99_target,
+                        _ms(ours["p99_us"]) < 50 if p99_target else None))
+        rows.append(row(f"{tool} errors, {c} client{'s' if c > 1 else ''}", "calls", ours["errors_total"],
+                        base("errors_total"), peer_name, "= 0", ours["errors_total"] == 0))
+        total_errors += ours["errors_total"]
+        if ours["errors_total"]:
+            notes.append(f"BTP {tool} c={c}: {ours['errors_total']} errors, first: {ours['sample_error'][:300]}")
+        if theirs and theirs["errors_total"]:
+            notes.append(f"peer {tool} c={c}: {theirs['errors_total']} errors, first: {theirs['sample_error'][:300]}")
+    for label_, btp_rss, peer_rss in (("after warm-up", rss_warm, peer_warm),
+                                      (f"after {btp_calls} calls", rss_after, peer_after)):
+        worst = max(btp_rss.values(), default=None)
+        rows.append(row(f"RSS per worker, max of {len(btp_rss)}, {label_}", "MB", worst,
+                        max(peer_rss.values(), default=None) if peer else None, peer_name, "<= 150 MB",
+                        worst is not None and worst <= 150))
+    notes.append("RSS per worker (MB): BTP after warm-up " + json.dumps(sorted(rss_warm.values())) + ", after "
+                 f"{btp_calls} calls " + json.dumps(sorted(rss_after.values())) + "; peer "
+                 + json.dumps(sorted(peer_warm.values())) + " → " + json.dumps(sorted(peer_after.values())))
+    notes.append(f"set-up: trip {s.info['days']} days, computations "
+                 + ", ".join(f"{k}={v}" for k, v in sorted(s.info["statuses"].items()))
+                 + f"; {s.info['trips']} trips; wrk {args.seconds:g} s per point, 2 threads (edits: one per "
+                 "connection); BTP gunicorn -w 4 sync on PostgreSQL + Redis, budgets lifted with BTP_LIMIT_*")
+    if any(v is False for v in equal.values()):
+        notes.append("The peer reimplements trip_digest from the same rows and BTP's catalogues as data "
+                     "(bench/peers/fastmcp_peer.py); a difference above is a gap in that reimplementation.")
+    notes.append("Other work may share the 2 CPUs: compare the ratios (same run), not the absolute numbers.")
+    if total_errors:
+        notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 600).replace("\n", " | "))
+    path = write_result("mcp", rows, notes)
+    log("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
