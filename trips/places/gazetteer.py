@@ -394,6 +394,9 @@ def main(argv: list[str]) -> int:
     except Unavailable as exc:
         print(f"gazetteer: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # the folder cannot be made or written
+        print(f"gazetteer: {type(exc).__name__}: {exc.strerror}", file=sys.stderr)
+        return 1
     return 0
 
 
