@@ -1,12 +1,16 @@
 """What the tools answer: compact digests built from the same records as REST, labels cleaned and bounded."""
 from __future__ import annotations
 
+from collections import OrderedDict
+
+from trips.core import i18n
 from trips.core.text import label
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
+from trips.services.trips import load_day_json
 
 # One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
 # on every day must stay under 12 KB (the full texts are in get_stage): the title at 100 characters, labels
@@ -64,9 +68,39 @@ def _weather_word(stage: Stage) -> dict:
     return {"weather": word} if word else {}
 
 
+class _Lines:
+    """The digest lines last rendered, per day: a day's line is a pure function of its columns, its trip's start
+    date and the reader's language, so a line whose inputs are all unchanged is not rendered again (decoding and
+    rendering a day's alerts and weather is most of a get_trip otherwise). The key holds every input, the
+    stored JSON texts as their hashes (per process, randomised); the least recently used lines go first."""
+
+    def __init__(self, size: int):
+        self.size, self.lines = size, OrderedDict()
+
+    def line(self, trip: Trip, stage: Stage, locale: str) -> dict:
+        stored = getattr(stage, "stored_json", None)  # read as text by trips.services.trips.read_trip
+        if stored is None:
+            return stage_digest(stage)
+        key = (stage.id, locale, trip.start_date, stage.position, stage.distance, stage.elevation,
+               stage.is_rest_day, stage.start_label, stage.end_label, *(hash(t) for t in stored.values()))
+        line = self.lines.get(key)
+        if line is None:
+            load_day_json(stage)
+            line = self.lines[key] = stage_digest(stage)
+            if len(self.lines) > self.size:
+                self.lines.popitem(last=False)
+        else:
+            self.lines.move_to_end(key)
+        return {**line, "criticalAlerts": list(line["criticalAlerts"])}
+
+
+LINES = _Lines(4096)  # ~1 KB a line: a few MB per worker at most
+
+
 def trip_digest(trip: Trip) -> dict:
     stages = list(trip.stages)
     values = settings(trip)
+    locale = i18n.current_locale()
     return {
         "id": trip.id, "version": trip.version, **values, "title": label(trip.title, DIGEST_TITLE),
         "status": trip.status,
@@ -74,7 +108,7 @@ def trip_digest(trip: Trip) -> dict:
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": computations.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
-        "stages": [stage_digest(s) for s in stages],
+        "stages": [LINES.line(trip, s, locale) for s in stages],
     }
 
 

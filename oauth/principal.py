@@ -7,8 +7,7 @@ from functools import wraps
 from flask import g, request
 
 from oauth.models import User
-from oauth.tokens import API_AUDIENCE, lookup_token
-from trips.core.db import db
+from oauth.tokens import API_AUDIENCE, live_token
 
 
 @dataclass(frozen=True)
@@ -42,12 +41,13 @@ def require_api_scope(scope: str):
     def decorator(view):
         @wraps(view)
         def wrapped(*args, **kwargs):
-            row = lookup_token(bearer_token() or "", API_AUDIENCE)
-            if row is None:
+            found = live_token(bearer_token() or "", API_AUDIENCE)
+            if found is None:
                 raise Unauthorized()
+            row, user = found
             if scope not in row.scopes:
                 raise InsufficientScope(scope)
-            g.principal = Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+            g.principal = Principal(user=user, scopes=row.scopes, client_id=row.client_id)
             return view(*args, **kwargs)
 
         return wrapped

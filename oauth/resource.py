@@ -8,11 +8,11 @@ from __future__ import annotations
 from flask import current_app, g
 
 from jobs import get_redis
-from oauth.models import Grant, User
+from oauth.models import Grant
 from trips.core.db import utcnow
 from oauth.principal import Principal, bearer_token
 from oauth.scopes import SCOPES
-from oauth.tokens import lookup_token
+from oauth.tokens import live_token
 from trips.core.db import atomic, db
 
 LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
@@ -46,12 +46,13 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     """The caller of /mcp. Raises McpUnauthorized (error="invalid_token" only when a token was sent, RFC 6750
     §3.1) and McpInsufficientScope (403, naming the missing scope)."""
     token = bearer_token()
-    row = lookup_token(token, current_app.config["MCP_RESOURCE"]) if token else None
-    if row is None:
+    found = live_token(token, current_app.config["MCP_RESOURCE"]) if token else None
+    if found is None:
         raise McpUnauthorized(token_sent=token is not None)
+    row, user = found
     if required_scope and required_scope not in row.scopes:
         raise McpInsufficientScope(required_scope)
-    g.principal = Principal(user=db.session.get(User, row.user_id), scopes=row.scopes, client_id=row.client_id)
+    g.principal = Principal(user=user, scopes=row.scopes, client_id=row.client_id)
     return g.principal  # g: the access log names the user (trips/core/observability.py)
 
 

@@ -69,13 +69,15 @@ def is_locked(trip: Trip) -> bool:
     return trip.start_date is not None and trip.start_date <= datetime.now(timezone.utc).date()
 
 
-def load_owned_trip(actor_id: str, trip_id: str) -> Trip:
-    """The caller's trip. Raises NotFound alike for a malformed id, an unknown id and someone else's id."""
+def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
+    """The caller's trip (loaded with the ORM `options` given: eager loads for a read model). Raises NotFound
+    alike for a malformed id, an unknown id and someone else's id."""
     try:
         uuid.UUID(str(trip_id))
     except ValueError:
         raise NotFound(NOT_FOUND) from None
-    trip = db.session.scalar(sa.select(Trip).where(Trip.id == str(trip_id).lower(), Trip.user_id == actor_id))
+    trip = db.session.scalar(sa.select(Trip).where(Trip.id == str(trip_id).lower(), Trip.user_id == actor_id)
+                             .options(*options))
     if trip is None:
         raise NotFound(NOT_FOUND)
     return trip

@@ -4,9 +4,12 @@ Every function takes the acting user explicitly, checks ownership itself and rai
 """
 from __future__ import annotations
 
+import json
+
 import sqlalchemy as sa
 from marshmallow import ValidationError
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import defer, joinedload, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from jobs import enqueue, get_redis
 from oauth.models import User
@@ -127,6 +130,35 @@ def list_trips(actor: User, query) -> dict:
 def get_trip(actor: User, trip_id: str) -> Trip:
     """Raises NotFound alike for an unknown trip and someone else's."""
     return load_owned_trip(actor.id, trip_id)
+
+
+# The JSON columns of a day a digest reads: a trip's digest reads them as their stored text, and the read model
+# decodes a day's only when that text changed since it last rendered the day (mcp/answers.py). The largest
+# columns (a day's geometry and pending waypoint) are never read: no read model of a trip shows them.
+DAY_JSON = ("alerts_by_group", "accommodations", "selected_accommodation", "enrichment")
+
+
+def read_trip(actor: User, trip_id: str) -> Trip:
+    """The trip for its digest, in two statements: the trip with its computations, then its days with the text
+    of their DAY_JSON columns (`stage.stored_json`, {column: text}; the columns themselves are left unloaded:
+    `load_day_json` decodes them). Nothing is loaded lazily on the way out. Raises NotFound as get_trip."""
+    trip = load_owned_trip(actor.id, trip_id, (joinedload(Trip.computations),))
+    texts = [sa.cast(getattr(Stage, name), sa.Text) for name in DAY_JSON]
+    rows = db.session.execute(
+        sa.select(Stage, *texts).where(Stage.trip_id == trip.id).order_by(Stage.position)
+        .options(defer(Stage.geometry), defer(Stage.waypoint), *(defer(getattr(Stage, n)) for n in DAY_JSON))
+    ).all()
+    for stage, *stored in rows:
+        stage.stored_json = dict(zip(DAY_JSON, stored))
+    set_committed_value(trip, "stages", [row[0] for row in rows])
+    return trip
+
+
+def load_day_json(stage: Stage) -> None:
+    """Decode the DAY_JSON columns of a day `read_trip` read as text (as the ORM would have, without a query)."""
+    for name, text in stage.stored_json.items():
+        if name not in stage.__dict__:  # not loaded already in this session
+            set_committed_value(stage, name, None if text is None else json.loads(text))
 
 
 # domain.md §5.4, ComputationDependencyResolver: what a changed setting invalidates, dispatched again as one
