@@ -187,7 +187,7 @@ def setup_data(env: dict) -> dict:
             trip = import_gpx(user, io.BytesIO(gpx_from_points(small, name=f"Weekend {i + 1}")), {})
             others.append(trip.id)
         t = time.perf_counter()
-        SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
+        SimpleWorker([get_queue()], connection=get_redis()).work(burst=True, logging_level="WARNING")
         log(f"analysis of {1 + OTHER_TRIPS} trips settled in {time.perf_counter() - t:.1f} s")
         trip = db.session.get(Trip, main_id)
         statuses = {c.name: c.status for c in trip.computations}

@@ -44,8 +44,9 @@ def row(figure: str, unit: str, btp, baseline=None, baseline_name=None, target=N
     }
 
 
-def write_result(name: str, rows, notes=()) -> Path:
-    """Write ``bench/out/<name>.json`` (rows from ``row()``) and return its path."""
+def write_result(name: str, rows, notes=(), extra: dict | None = None) -> Path:
+    """Write ``bench/out/<name>.json`` (rows from ``row()``) and return its path; `extra` adds top-level keys
+    (a series, a verdict) beside the common ones."""
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {
         "bench": name,
@@ -54,6 +55,8 @@ def write_result(name: str, rows, notes=()) -> Path:
         "rows": list(rows),
         "notes": [str(n) for n in notes],
     }
+    for key, value in (extra or {}).items():
+        doc.setdefault(key, value)
     path = OUT / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
