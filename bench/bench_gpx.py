@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -90,19 +91,24 @@ def prepare_btp_upload(path: str | os.PathLike, tmp: str):
         upgrade()
         with atomic():
             token = issue_token(create_user("bench@example.org"), API_AUDIENCE, "trips:write")
-    with open(path, "rb") as f:
+    body = os.path.join(tmp, "body.multipart")
+    with open(path, "rb") as f, open(body, "wb") as out:  # the request body, on disk like a client's upload
         stream, _, boundary = stream_encode_multipart(
-            {"gpxFile": FileStorage(f, "bench.gpx", content_type="application/gpx+xml")}, use_tempfile=False)
-    return app, token, stream.getvalue(), boundary
+            {"gpxFile": FileStorage(f, "bench.gpx", content_type="application/gpx+xml")}, use_tempfile=True)
+        shutil.copyfileobj(stream, out)
+    return app, token, body, boundary
 
 
 def run_btp_upload(prepared) -> dict:
     """BTP from upload to stored days: POST /api/trips/gpx-upload (multipart parsing, streamed GPX parse,
-    pacing, the trip, its route and its days written to SQLite, the JSON answer)."""
+    pacing, the trip, its route and its days written to SQLite, the JSON answer). The request body is read
+    from a file as the app reads it (wsgi.input), as a server hands it a socket: the process never holds the
+    whole body unless the product does."""
     app, token, body, boundary = prepared
-    response = app.test_client().post(
-        "/api/trips/gpx-upload", data=body, content_type=f"multipart/form-data; boundary={boundary}",
-        headers={"Authorization": f"Bearer {token}"})
+    with open(body, "rb") as stream:
+        response = app.test_client().post(
+            "/api/trips/gpx-upload", input_stream=stream, content_length=os.path.getsize(body),
+            content_type=f"multipart/form-data; boundary={boundary}", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 201, response.get_data(as_text=True)[:300]
     trip = response.get_json()
     return {"points": None, "stages": len(trip["stages"]), "km": trip["totalDistance"], "kept": None}

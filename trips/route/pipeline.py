@@ -17,9 +17,10 @@ MIN_STAGES = 2
 
 
 def pack_tracks(tracks: list[np.ndarray]) -> tuple[bytes, list[int]]:
-    joined = np.ascontiguousarray(np.concatenate(tracks).astype("<f8"))
+    joined = tracks[0] if len(tracks) == 1 else np.concatenate(tracks)
+    joined = np.ascontiguousarray(joined, dtype="<f8")  # no copy when it already is (a parsed route)
     ends = np.cumsum([len(t) for t in tracks]).tolist()
-    return zlib.compress(joined.tobytes(), 1), ends
+    return zlib.compress(memoryview(joined).cast("B"), 1), ends
 
 
 def unpack_tracks(route: TripRoute) -> list[np.ndarray]:
@@ -64,10 +65,11 @@ def check_day_count(trip: Trip, changes: dict) -> None:
     day_count(route.distance_km, pacing_settings(trip, changes))
 
 
-def plan_days(trip: Trip) -> list[StagePlan]:
-    """The days of the stored route: one per tour for a Komoot collection, else the pacing engine's cut.
-    Raises TooLarge when they would be more, or longer, than BTP plans (trips/route/pacing.py)."""
-    tracks = unpack_tracks(trip.route)
+def plan_days(trip: Trip, tracks: list[np.ndarray] | None = None) -> list[StagePlan]:
+    """The days of the stored route (or of `tracks`, the route just stored, not unpacked again): one per
+    tour for a Komoot collection, else the pacing engine's cut. Raises TooLarge when they would be more, or
+    longer, than BTP plans (trips/route/pacing.py)."""
+    tracks = unpack_tracks(trip.route) if tracks is None else tracks
     if _is_collection(trip, len(tracks)):
         return plan_collection(tracks)
     points = tracks[0] if len(tracks) == 1 else np.concatenate(tracks)
@@ -96,7 +98,7 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
     if not trip.title and parsed.title:
         trip.title = parsed.title
     initialize(trip, ("route", "stages"), trip.generation)
-    replace_stages(trip, plan_days(trip))
+    replace_stages(trip, plan_days(trip, parsed.tracks))
     for c in trip.computations:
         c.status = "done"
     start_analysis(trip)
