@@ -29,7 +29,7 @@ from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
 from trips.core.metrics import counted_tool_calls
-from trips.core.ratelimit import limit
+from trips.core.ratelimit import limit_all
 
 log = logging.getLogger(__name__)
 TOOLS_TTL_MS = 300_000
@@ -121,7 +121,7 @@ def tools_call(message, ex) -> dict:
                       input_responses=message.params.get("inputResponses"),
                       request_state=message.params.get("requestState"))
     try:
-        _spend_budget(ex.principal, tool)
+        _spend_budget(ex, tool)
         _admit(tool, message.params.get("arguments"), ex.principal)
         answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
@@ -149,11 +149,31 @@ def _admit(tool, arguments, principal) -> None:
         admit(principal.user.id, trip_id)
 
 
-def _spend_budget(principal, tool) -> None:
-    key = f"{principal.user.id}|{principal.client_id or 'cli'}"
-    limit(get_redis(), "mcp_calls", key)  # budgets: trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES
-    if tool.writes:
-        limit(get_redis(), "mcp_writes", key)
+class AddressRefused(Exception):
+    """The client address is over its limit (counted with the agent's budgets): the endpoint answers HTTP 429.
+    Not a tool call's outcome: it is neither counted nor answered as a tool result."""
+
+    uncounted = True
+
+    def __init__(self, cause: RateLimited):
+        super().__init__("mcp_address")
+        self.cause = cause
+
+
+def _spend_budget(ex, tool) -> None:
+    """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
+    agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES): one Redis round trip. Raises
+    AddressRefused, or RateLimited for the agent's budgets."""
+    key = f"{ex.principal.user.id}|{ex.principal.client_id or 'cli'}"
+    address, ex.address = getattr(ex, "address", None), None
+    pairs = [("mcp_address", address)] if address is not None else []
+    pairs += [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])
+    try:
+        limit_all(get_redis(), pairs)
+    except RateLimited as exc:
+        if getattr(exc, "bucket", None) == "mcp_address":
+            raise AddressRefused(exc) from None
+        raise
 
 
 MODERN = {"server/discover": discover, "tools/list": tools_list, "tools/call": tools_call}
@@ -175,6 +195,8 @@ def handle(message: Message, ex) -> tuple[dict | None, int]:
         return result_envelope(message.id, method(message, ex)), 200
     except RpcError as error:
         return error_envelope(message.id, error), error.http_status
+    except AddressRefused:
+        raise
     except Exception:
         return _internal(message.id, quote(message.method)), 200
 

@@ -21,7 +21,7 @@ from mcp.protocol import (
     error_envelope, parse_message,
 )
 from oauth.principal import Principal
-from oauth.resource import McpInsufficientScope, challenge, mcp_principal
+from oauth.resource import McpInsufficientScope, McpUnauthorized, challenge, mcp_principal
 from trips.core import jsonio
 from trips.errors import RateLimited
 from trips.core.ratelimit import limit
@@ -40,6 +40,10 @@ class Exchange:
     batch: bool = False
     modern: bool = False
     version: str | None = None
+    # The client address whose hit is not counted yet: it is counted with the agent's budgets in one round trip
+    # when the request is a tools/call that reaches them (mcp/dispatch.py), else on its own (`settle_address`)
+    # before any answer, so an address over its limit is answered 429 whatever else the request holds.
+    address: str | None = None
 
 
 def _allowed_origins() -> set[str]:
@@ -56,13 +60,35 @@ def check_origin(ex: Exchange) -> None:
 
 
 def limit_address(ex: Exchange) -> None:
+    # Per client address (trips/core/limits.py "mcp_address"; behind nginx the address is the real client's:
+    # BTP_TRUSTED_PROXIES), judged before any answer is given: see Exchange.address.
+    ex.address = request.remote_addr or "?"
+
+
+def settle_address(ex: Exchange) -> None:
+    """Count the client address's hit now, unless it was counted already. Raises _HttpAnswer (429) when the
+    address is over its limit."""
+    address, ex.address = ex.address, None
+    if address is None:
+        return
     try:
-        # Per client address, before authentication (trips/core/limits.py "mcp_address"; behind nginx the address
-        # is the real client's: BTP_TRUSTED_PROXIES).
-        limit(get_redis(), "mcp_address", request.remote_addr or "?")
+        limit(get_redis(), "mcp_address", address)
     except RateLimited as exc:
-        raise _http(429, {"error": "rate_limited", "error_description": "Too many requests from this address."},
-                    {"Retry-After": str(exc.retry_after)}) from None
+        raise address_refused(exc) from None
+
+
+def address_refused(exc: RateLimited) -> _HttpAnswer:
+    return _http(429, {"error": "rate_limited", "error_description": "Too many requests from this address."},
+                 {"Retry-After": str(exc.retry_after)})
+
+
+def _budgets_with_the_call(ex: Exchange) -> bool:
+    """True when the request is one tools/call the dispatcher will spend the agent's budgets for at once (a served
+    tool, in the token's scopes): the address is then counted with them (dispatch._spend_budget)."""
+    if ex.batch or ex.messages[0].is_notification or ex.messages[0].method != "tools/call":
+        return False
+    tool = dispatch.tool_of(ex.messages[0])
+    return tool is not None and tool.scope in ex.principal.scopes
 
 
 def authenticate(ex: Exchange) -> None:
@@ -203,8 +229,14 @@ def _json(payload, status: int = 200) -> Response:
 def mcp_post():
     ex = Exchange()
     try:
-        for step in PIPELINE:
-            step(ex)
+        try:
+            for step in PIPELINE:
+                step(ex)
+        except (_HttpAnswer, RpcError, McpInsufficientScope, McpUnauthorized):
+            settle_address(ex)  # an address over its limit is answered 429 first, as before any other check
+            raise
+        if not _budgets_with_the_call(ex):
+            settle_address(ex)
     except _HttpAnswer as answer:
         return answer.response
     except RpcError as error:
@@ -218,7 +250,10 @@ def mcp_post():
         answers = [dispatch.handle_raw(item, ex) for item in ex.body]
         answers = [a for a in answers if a is not None]
         return Response(encode_batch(answers), mimetype="application/json") if answers else Response(status=202)
-    answer, status = dispatch.handle(ex.messages[0], ex)
+    try:
+        answer, status = dispatch.handle(ex.messages[0], ex)
+    except dispatch.AddressRefused as refused:
+        return address_refused(refused.cause).response
     return Response(status=202) if answer is None else _json(answer, status)
 
 

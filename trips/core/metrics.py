@@ -116,6 +116,8 @@ def counted_tool_calls(known):
             try:
                 result = tools_call(message, ex)
             except Exception as exc:
+                if getattr(exc, "uncounted", False):  # not a call's outcome (the address over its limit)
+                    raise
                 data = getattr(exc, "data", None)
                 outcome = "error"
                 if hasattr(exc, "code") and hasattr(exc, "http_status"):  # an RpcError: a refusal, not a fault

@@ -29,22 +29,28 @@ KEY_PREFIX = "btp:rl"
 # bucket -> (hits allowed, window in seconds): the defaults; trips.core.limits is the registry and its configuration.
 LIMITS = DEFAULTS
 
-# KEYS[1] = the sorted set; ARGV = window in ms, limit, unique member.
-# Returns {1, 0} when the hit is recorded, {0, ms until the oldest counted hit leaves the window} when refused.
+# KEYS = the sorted sets, judged in order; ARGV = window in ms and limit for each key, then one unique member.
+# Returns {0, 0} when every hit is recorded; {i, ms until the oldest counted hit of KEYS[i] leaves its window}
+# when KEYS[i] refuses: the hits of the keys before it stay recorded, none after it is made (as one call per key,
+# in order, stopping at the first refusal, would leave them), in one round trip.
 _SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local window = tonumber(ARGV[1])
-local limit = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window)
-  return {1, 0}
+local member = ARGV[#ARGV]
+for i, key in ipairs(KEYS) do
+  local window = tonumber(ARGV[2 * i - 1])
+  local limit = tonumber(ARGV[2 * i])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  if redis.call('ZCARD', key) >= limit then
+    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+    return {i, tonumber(oldest[2]) + window - now}
+  end
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, window)
 end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {0, tonumber(oldest[2]) + window - now}
+return {0, 0}
 """
+_SCRIPT_ATTR = "_btp_rate_limit_script"  # kept on the client: registered (its SHA computed) once per client
 
 
 def _key(bucket: str, key: str) -> str:
@@ -56,38 +62,63 @@ def _per(window_s: int) -> str:
     return named.get(window_s) or f"{window_s} seconds"
 
 
-def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
-    """Count one hit for `key` in `bucket`, allowing at most `limit` hits in any `window_s` seconds.
-
-    A refused hit is not counted. Raises RateLimited (retry_after = whole seconds, at least 1, until the oldest
-    counted hit leaves the window) when the limit is reached; ValueError for a limit or window below 1.
-    A missing or unreachable Redis lets the hit through (logged): see the module docstring."""
-    if limit < 1 or window_s < 1:
-        raise ValueError("limit and window_s must be at least 1")
-    if redis is None:
-        log.warning("rate limit %s: no Redis configured, not enforced", bucket)
-        return
-    try:
+def _script(redis: redis_lib.Redis):
+    script = getattr(redis, _SCRIPT_ATTR, None)
+    if script is None:
         script = redis.register_script(_SCRIPT)
-        allowed, wait_ms = script(keys=[_key(bucket, key)], args=[window_s * 1000, limit, uuid.uuid4().hex])
+        setattr(redis, _SCRIPT_ATTR, script)
+    return script
+
+
+def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]) -> None:
+    """Count one hit in each (bucket, key, limit, window_s) of `budgets`, in order, in one Redis round trip:
+    each allows at most `limit` hits in any `window_s` seconds.
+
+    A refused hit is not counted, and neither are the ones after it (those before it are). Raises RateLimited
+    (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
+    bucket that refused) at the first budget that is spent; ValueError for a limit or window below 1.
+    A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
+    if any(limit < 1 or window_s < 1 for _, _, limit, window_s in budgets):
+        raise ValueError("limit and window_s must be at least 1")
+    if not budgets:
+        return
+    if redis is None:
+        log.warning("rate limit %s: no Redis configured, not enforced", budgets[0][0])
+        return
+    args = [n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)]
+    try:
+        refused, wait_ms = _script(redis)(keys=[_key(b, k) for b, k, _, _ in budgets], args=[*args, uuid.uuid4().hex])
     except (redis_lib.RedisError, OSError) as exc:
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", bucket, exc)
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", budgets[0][0], exc)
         return
-    if int(allowed) == 1:
+    if int(refused) == 0:
         return
+    bucket, _, limit, window_s = budgets[int(refused) - 1]
     retry_after = max(1, math.ceil(int(wait_ms) / 1000))
-    raise RateLimited(
-        f"Too many requests: at most {limit} per {_per(window_s)}. Try again in {retry_after} s.",
-        retry_after,
-    )
+    exc = RateLimited(f"Too many requests: at most {limit} per {_per(window_s)}. Try again in {retry_after} s.",
+                      retry_after)
+    exc.bucket = bucket
+    raise exc
+
+
+def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
+    """Count one hit for `key` in `bucket`, allowing at most `limit` hits in any `window_s` seconds (`hits` with
+    one budget). Raises RateLimited or ValueError as `hits`; a missing or unreachable Redis lets it through."""
+    hits(redis, [(bucket, key, limit, window_s)])
 
 
 def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
     """`hit` with the limit and window configured for `bucket` (trips.core.limits: the default or BTP_LIMIT_*).
 
     Raises RateLimited when the limit is reached, KeyError for a bucket missing from the registry."""
-    allowed, window_s = configured(bucket)
-    hit(redis, bucket, key, allowed, window_s)
+    limit_all(redis, [(bucket, key)])
 
 
-__all__ = ["KEY_PREFIX", "LIMITS", "hit", "limit"]
+def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]]) -> None:
+    """`hits` for several (bucket, key) pairs with their configured limits, in order, in one round trip (the MCP
+    endpoint: the client address and the agent's budgets together). Raises RateLimited (`bucket` says which)
+    at the first that is spent, KeyError for a bucket missing from the registry."""
+    hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs])
+
+
+__all__ = ["KEY_PREFIX", "LIMITS", "hit", "hits", "limit", "limit_all"]
