@@ -28,6 +28,12 @@ run: $(STAMP) catalogues
 test: $(STAMP) catalogues
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The fault suite (tests/faults, left out of `make test`): real gunicorn and workers against a PostgreSQL database and
+# a redis-server of its own, killed, stopped and disconnected for real. Needs PostgreSQL on 127.0.0.1 (or
+# BTP_FAULTS_PG_URL; it creates and drops its own database) and redis-server on PATH.
+test-faults: $(STAMP) catalogues
+	$(BIN)/python -m pytest tests/faults $(PYTEST_ARGS)
+
 # Every bench/bench_*.py, then the soak (SOAK_SECONDS), then bench/report.py (bench/out/summary.md). A failing
 # script does not stop the others; the target fails at the end if any did.
 BENCH_SCRIPTS ?= $(sort $(wildcard bench/bench_*.py))

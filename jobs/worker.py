@@ -12,6 +12,9 @@ RQ 3.0 leaves three gaps this class closes (see README "When something dies"):
   Short intervals bring abandoned jobs back within a minute.
 * Worker registration (`rq:workers:<queue>`) is written once, at birth: a Redis restarted empty forgets a
   worker that is alive and working. Each beat here re-registers and refreshes a `LIVENESS_TTL` key.
+* A worker killed with its scheduler leaves the scheduler lock held for its TTL (61 s): no scheduler moves the
+  retries RQ schedules (1 s, 5 s) to the queue meanwhile. Maintenance frees a lock its holder stopped refreshing
+  (SCHEDULER_STALE_S) and takes it.
 * RQ retries a lost Redis only around its blocking dequeue; a Redis error anywhere else in the loop (setting the
   worker's state, the suspension check, a beat while a horse works) ends the worker. Here the worker waits for
   Redis (at most RECONNECT_MAX_S between attempts) and goes on, so it is back within a beat of Redis.
@@ -23,6 +26,7 @@ import time
 
 from redis import Redis
 from rq import Worker, worker_registration
+from rq.scheduler import RQScheduler
 
 from jobs import REDIS_DOWN, reconcile
 
@@ -34,6 +38,8 @@ LIVENESS_TTL = 3 * BEAT_S  # a worker missing three beats is dead for /readyz
 ABANDON_SLACK_S = 20  # an execution outlives its last beat by this (RQ: 60 s), then maintenance takes it back
 MAINTENANCE_S = 15  # registries cleaned (abandoned jobs) and computations reconciled this often, idle or busy
 RECONNECT_MAX_S = 4.0  # at most this long between reconnection attempts while Redis is away (RQ: 60 s)
+SCHEDULER_LOCK_TTL = 1 + 60  # RQ's scheduler lock: its interval (1 s) + 60 s, refreshed every interval
+SCHEDULER_STALE_S = 10  # a scheduler lock not refreshed for this long is a dead scheduler's
 
 ALIVE_SET = "btp:workers:alive"
 ALIVE_KEY = "btp:worker:alive:{}"
@@ -81,6 +87,25 @@ return gone
 def prune(connection: Redis) -> int:
     """Drop the names of workers whose liveness key lapsed (they died without a word); returns how many."""
     return int(connection.eval(_PRUNE, 1, ALIVE_SET, ALIVE_KEY.format("")))
+
+
+# RQ's scheduler refreshes its lock (TTL interval + 60 s) every second; a lock left unrefreshed SCHEDULER_STALE_S is
+# a dead scheduler's (killed with its worker). Atomic: a lock refreshed meanwhile is kept.
+_FREE_STALE_LOCK = """
+if redis.call('EXISTS', KEYS[1]) == 1 and redis.call('TTL', KEYS[1]) < tonumber(ARGV[1]) then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+def free_stale_scheduler_lock(connection: Redis, queue_name: str) -> bool:
+    """Free the queue's scheduler lock when its holder stopped refreshing it; True when it was freed.
+
+    Otherwise a worker killed with its scheduler keeps every retry waiting in the scheduled registry until the lock
+    expires (61 s); freed, the live worker's next maintenance takes the lock and enqueues them."""
+    key = RQScheduler.get_locking_key(queue_name)
+    return bool(connection.eval(_FREE_STALE_LOCK, 1, key, SCHEDULER_LOCK_TTL - SCHEDULER_STALE_S))
 
 
 class BTPWorker(Worker):
@@ -162,6 +187,15 @@ class BTPWorker(Worker):
             self.run_maintenance_tasks()
 
     def run_maintenance_tasks(self):
+        try:  # before RQ's maintenance, which takes a free scheduler lock (its scheduler runs the retries)
+            freed = [q.name for q in self.queues if free_stale_scheduler_lock(self.connection, q.name)]
+            if freed:
+                log.warning("worker %s: freed the scheduler lock of %s (its holder died)", self.name, freed)
+                running = self.scheduler and self.scheduler._process and self.scheduler._process.is_alive()
+                if self.scheduler and not running:  # RQ would take it only at the next maintenance
+                    self.scheduler.acquire_locks(auto_start=True)
+        except Exception:
+            log.exception("worker %s: checking the scheduler lock failed", self.name)
         try:
             super().run_maintenance_tasks()
         except Exception:  # a maintenance hiccup must not stop the worker; it runs again in MAINTENANCE_S

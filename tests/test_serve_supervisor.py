@@ -14,7 +14,7 @@ import requests
 from jobs.worker import ABANDON_SLACK_S, BEAT_S, MAINTENANCE_S
 from tests.fakes.thirdparty import make_points
 from tests.live import BIN, ROOT, free_port, server_env
-from tests.test_worker_crash import _stats, horse_of, wait_for
+from tests.procs import _stats, horse_of, wait_for
 
 pytestmark = pytest.mark.slow
 # README "When something dies": a job whose worker died runs again once its execution lapses and maintenance runs.

@@ -1,12 +1,11 @@
 """A worker or its work horse killed mid-job: the job is retried; after the retries it is failed, not running.
 
-Real worker processes (`flask worker`, jobs/worker.py) against the test database and Redis."""
+Real worker processes (`flask worker`, jobs/worker.py) against the run's PostgreSQL database and Redis. Some tests
+here expire the dead worker's execution themselves (what maintenance does once it lapses), to reach the next
+attempt at once; test_a_worker_killed_mid_job_is_taken_back_within_the_bound waits out the real bounds."""
 import os
 import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from rq.registry import StartedJobRegistry
@@ -17,64 +16,10 @@ from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
 from jobs.worker import LIVENESS_TTL, MAINTENANCE_S
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import make_points
+from tests.procs import horse_of, kill, start_worker, wait_for
 from tests.test_pipeline import reload, run_jobs, statuses, structural
 
 pytestmark = pytest.mark.slow
-FLASK = str(Path(sys.executable).parent / "flask")
-
-
-def start_worker(app_config) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_")}
-    env.update({k: str(v) for k, v in app_config.items() if k.startswith(("BTP_", "DATABASE_URL", "REDIS_URL"))})
-    return subprocess.Popen([FLASK, "--app", "app", "worker"], env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
-def _stats() -> dict[int, tuple[int, int]]:
-    """pid → (parent pid, process group) of every process."""
-    out = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        out[int(stat.parent.name)] = (int(fields[1]), int(fields[2]))
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """Child processes, recursively (the work horse runs in a process group of its own, so killpg misses it)."""
-    stats = _stats()
-    found, frontier = [], [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [p for p, (ppid, _) in stats.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
-def horse_of(worker_pid: int) -> int | None:
-    """The worker's work horse: the child RQ forked and moved into a process group of its own (os.setpgrp);
-    the scheduler process stays in the worker's group."""
-    return next((p for p, (ppid, pgid) in _stats().items() if ppid == worker_pid and pgid == p), None)
-
-
-def kill(worker: subprocess.Popen) -> None:
-    """SIGKILL the worker and its work horse, mid-job: nothing gets to clean up."""
-    for pid in [worker.pid, *descendants(worker.pid)]:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    worker.wait()
 
 
 def expire_abandoned(app) -> None:
@@ -183,3 +128,68 @@ def test_a_job_over_its_timeout_on_the_last_attempt_is_failed(app, client, rider
     SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
     trip = reload(trip_id)
     assert statuses(trip) == {"route": ("failed", INTERNAL_FAILURE), "stages": ("failed", ROUTE_FAILED_STAGES)}
+
+
+def test_a_stale_scheduler_lock_is_freed_and_a_fresh_one_kept(redis_client):
+    from jobs.worker import SCHEDULER_LOCK_TTL, SCHEDULER_STALE_S, free_stale_scheduler_lock
+
+    key = "rq:scheduler-lock:btp"
+    redis_client.set(key, "live-scheduler", ex=SCHEDULER_LOCK_TTL - 1)  # refreshed a second ago
+    assert free_stale_scheduler_lock(redis_client, "btp") is False and redis_client.get(key) == b"live-scheduler"
+    redis_client.set(key, "dead-scheduler", ex=SCHEDULER_LOCK_TTL - SCHEDULER_STALE_S - 1)
+    assert free_stale_scheduler_lock(redis_client, "btp") is True and redis_client.get(key) is None
+    assert free_stale_scheduler_lock(redis_client, "btp") is False  # no lock: nothing to free
+
+
+def test_a_worker_killed_mid_job_is_taken_back_within_the_bound(app, app_config, ctx, fake_thirdparty, tmp_path,
+                                                                 measured):
+    """Served for real, nothing expired by hand: the killed worker (and its scheduler) drops out of /readyz, the
+    next worker takes the job back once its execution lapses, the retry runs and the trip is cut into days."""
+    from jobs.worker import ABANDON_SLACK_S, BEAT_S
+    from tests.faults.stack import HttpClient
+    from tests.live import gunicorn
+
+    fake_thirdparty.add_komoot_tour("71", "Killed tour", make_points(1200))
+    fake_thirdparty.slow("/tour/71", 60, times=1)
+    headers = auth(make_token(make_user()))
+    with gunicorn(app_config, tmp_path / "gunicorn.log") as live:
+        web = HttpClient(live.url)
+
+        def worker_check():
+            return web.get("/readyz").get_json()["checks"]["worker"]
+
+        first = start_worker(app_config, tmp_path / "worker-1.log")
+        try:
+            wait_for(lambda: worker_check() == "ok", timeout=90, what="the first worker to count as live")
+            created = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/71"},
+                               headers={**headers, **idem()})
+            assert created.status_code == 202, created.get_json()
+            trip_id = created.get_json()["id"]
+            wait_for(lambda: fake_thirdparty.requests_to("/tour/71") == 1, timeout=30, what="the job to start")
+        finally:
+            kill(first)
+        killed = time.monotonic()
+        assert statuses(reload(trip_id))["route"][0] == "running"
+        measured("killed worker no longer counted by /readyz",
+                 wait_for(lambda: worker_check() == "missing", timeout=LIVENESS_TTL + 5, what="/readyz to drop it"),
+                 f"{LIVENESS_TTL} s")
+        not_ready = web.get("/readyz")
+        assert not_ready.status_code == 503 and not_ready.get_json()["status"] == "not ready"
+        assert statuses(reload(trip_id))["route"][0] == "running"  # only a live worker settles it
+
+        second = start_worker(app_config, tmp_path / "worker-2.log")
+        try:
+            wait_for(lambda: web.get("/readyz").status_code == 200, timeout=90, what="/readyz with a new worker")
+            # README "When something dies": lapsed BEAT_S + ABANDON_SLACK_S after its last beat, taken back at the
+            # next maintenance (MAINTENANCE_S); the retry then waits 1 s and the scheduler's poll. A dead
+            # scheduler's lock (61 s) must not hold it longer.
+            bound = BEAT_S + ABANDON_SLACK_S + MAINTENANCE_S + 10
+            wait_for(lambda: structural(reload(trip_id)) == {"route": ("done", None), "stages": ("done", None)},
+                     timeout=bound - (time.monotonic() - killed), what="the job to be retried and done")
+            measured("worker SIGKILLed mid-job → job retried and done (from the kill)", time.monotonic() - killed,
+                     f"{bound} s")
+            assert second.poll() is None
+        finally:
+            kill(second)
+    assert fake_thirdparty.requests_to("/tour/71") == 2  # the killed attempt and the retry
+    assert len(reload(trip_id).stages) == 2
