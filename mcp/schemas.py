@@ -98,10 +98,10 @@ def bare(kind: str) -> dict:
     return {"type": kind}
 
 
-TRIP_ID = string("Trip id, from list_trips or create_trip.")
-STAGE_ID = string("A day's stageId, from get_trip.")
-VERSION = integer("The trip version, from get_trip or the last edit's answer: if the trip changed since, the call "
-                  "fails instead of overwriting.", minimum=1)
+TRIP_ID = string("From list_trips or create_trip.")
+STAGE_ID = string("From get_trip's stages.")
+VERSION = integer("From get_trip or the last edit: if the trip changed since, the call fails (nothing is "
+                  "overwritten).", minimum=1)
 CONFIRMATION_TOKEN = string("Leave it out at first: the answer shows the impact and a token; call again with it to "
                             "make the change. The token is not the user's agreement: ask them first.")
 
@@ -124,7 +124,7 @@ DAY_END = text("Where the day ends.")
 FIRST_DAY = nullable(string("First day, YYYY-MM-DD."))
 LAST_DAY = nullable(string("Last day, YYYY-MM-DD."))
 TITLE = text("The trip's title.")
-NEXT_ACTION = nullable(string("What to call next, if anything."))
+NEXT_ACTION = nullable(string("What to call next, if any."))
 KM = number("Km.")
 DAYS = integer("Days.")
 
@@ -166,13 +166,13 @@ SETTINGS_OUT = {
 }
 
 RESULT = string("What was done.")
-AFTER = integer("The new trip version, for the next edit.")
+AFTER = integer("The trip's new version: pass it to the next edit.")
 ACK = obj({"result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION}, required=("result",))
 
 CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing was done yet: call again with the token."),
     "confirmationToken": string("Send it back as confirmationToken to make exactly this call (once, within 5 "
-                                "minutes)."),
+                                "min)."),
     "action": string("What the confirmed call will do."),
     "impact": obj({
         "tripId": string("Trip id."), "title": TITLE, "stageCount": DAYS, "startDate": FIRST_DAY,

@@ -50,6 +50,47 @@ def walk(schema):
             yield from walk(value)
 
 
+def undescribed(schema: dict, path: str = "") -> list[str]:
+    """The paths of the properties, at any depth (inside items and anyOf branches too), with no description."""
+    found = []
+    for name, sub in (schema.get("properties") or {}).items():
+        here = f"{path}.{name}"
+        if not (isinstance(sub.get("description"), str) and sub["description"].strip()):
+            found.append(here)
+        found += undescribed(sub, here)
+    for key in ("items", "anyOf"):
+        for branch in ([schema[key]] if isinstance(schema.get(key), dict) else schema.get(key) or []):
+            found += undescribed(branch, path + "[]")
+    return found
+
+
+def undeclared(value, schema: dict, path: str = "") -> list[str]:
+    """The paths of the keys an answer carries that its schema does not list, wherever the schema lists its
+    object's properties (an object declared without any, like `groups`, is described in words)."""
+    if isinstance(value, dict):
+        branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") == "object"]
+        listed = branches[0].get("properties") if branches else None
+        if not listed:
+            return []
+        return [p for key, item in value.items()
+                for p in ([f"{path}.{key}"] if key not in listed else undeclared(item, listed[key], f"{path}.{key}"))]
+    if isinstance(value, list):
+        items = next((b.get("items") for b in schema.get("anyOf", [schema]) if b.get("type") == "array"), None)
+        return [p for item in value for p in undeclared(item, items or {}, path + "[]")]
+    return []
+
+
+def test_the_schema_walkers_find_what_they_name():
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string", "description": "A."}, "b": {"type": "string", "description": " "},
+        "c": {"anyOf": [{"type": "array", "items": {"type": "object", "properties": {
+            "d": {"type": "number"}}}}, {"type": "null"}], "description": "C."}}}
+    assert undescribed(schema) == [".b", ".c[][].d"]
+    answer = {"a": "x", "c": [{"d": 1, "e": 2}], "f": None}
+    assert undeclared(answer, schema) == [".c[].e", ".f"]
+    assert undeclared({"c": None}, schema) == []
+
+
 @pytest.fixture
 def owner(app, ctx):
     user = make_user("owner@example.org")
@@ -59,6 +100,36 @@ def owner(app, ctx):
 
 def test_the_registry_is_the_thirteen_tools_in_order():
     assert [t.name for t in TOOLS] == NAMES
+
+
+# tools/list is loaded into every conversation before the first call: its size is the result object as compact
+# JSON in UTF-8 bytes (1 KB = 1024 B). bench/bench_tools_list.py reports it beside the size before issue 12.
+TOOLS_LIST_CEILING = 32 * 1024  # what it weighs now (31.1 KB) with every field typed and described: only down
+TOOLS_LIST_TARGET = 24 * 1024  # issue 12 item 7
+
+
+def listed(app) -> dict:
+    token = mcp_token(app, make_user("lister@example.org"))
+    result = modern(app.test_client(), token, "tools/list").get_json()["result"]
+    assert [t["name"] for t in result["tools"]] == NAMES  # both scopes: every tool listed
+    return result
+
+
+def compact_size(value, ascii_only: bool = False) -> int:
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only).encode())
+
+
+def test_tools_list_stays_under_its_ceiling(app, ctx):
+    result = listed(app)
+    assert compact_size(result) <= TOOLS_LIST_CEILING
+    assert compact_size(result, ascii_only=True) <= TOOLS_LIST_CEILING + 512  # escaped °, €, – and …
+
+
+@pytest.mark.xfail(strict=True, reason="unmet: with every field the answers carry typed, null-able through anyOf "
+                   "and described, the schemas' structure alone (no description text) weighs 20 KB; see "
+                   "bench/bench_tools_list.py. Remove this mark when it passes.")
+def test_tools_list_fits_the_issue_12_target(app, ctx):
+    assert compact_size(listed(app)) <= TOOLS_LIST_TARGET
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
@@ -71,6 +142,7 @@ def test_tool_contract(tool):
             if isinstance(node, dict):
                 assert not isinstance(node.get("type"), list)
                 assert not {"$ref", "$defs", "definitions", "$schema"} & node.keys()
+        assert undescribed(schema) == [], "every argument and every output field says what it is"
     assert tool.annotations == ANNOTATIONS[tool.name]
     assert tool.listing()["annotations"]["title"] == tool.title
     assert set(tool.input_schema.get("required", [])) <= set(tool.input_schema["properties"])
@@ -120,8 +192,27 @@ def test_someone_elses_id_answers_like_an_unknown_id(app, client, owner, name):
 
 
 def test_answers_validate_against_their_output_schemas(client, owner):
-    _, trip, token = owner
+    """Every answer validates against its tool's outputSchema and carries no key the schema leaves out: on the
+    plain trip, on a dated trip with every analysis filled (alerts with their actions, places, weather, the
+    chosen place), and for the confirmations' first (challenge) and second (done) calls."""
+    user, trip, token = owner
     by_name = {t.name: t for t in TOOLS}
+
+    def check(name, result):
+        assert not result["isError"], (name, payload(result))
+        answer, schema = payload(result), by_name[name].output_schema
+        Draft202012Validator(schema).validate(answer)
+        assert undeclared(answer, schema) == [], name
+        assert json.loads(result["content"][0]["text"]) == answer
+        return answer
+
+    dated = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400))), {"startDate": str(date.today())})
+    fill(dated.id)
+    fill(dated.id, chosen=True)  # the candidates stay, a place is chosen
+    day = check("get_stage", call(client, token, "get_stage", {"tripId": dated.id, "stageId": dated.stages[0].id}))
+    assert day["weather"] and day["selectedAccommodation"] and day["accommodations"] and day["resupply"]
+    assert {"splitAtKm", "afterStage", "lat"} <= {k for a in day["alerts"] for k in (a["action"] or {})}
+    assert check("get_trip", call(client, token, "get_trip", {"id": dated.id}))["stages"][0]["weather"]
     stage = trip.stages[0].id
     plan = [("list_trips", {}), ("get_trip", {"id": trip.id}), ("get_stage", {"tripId": trip.id, "stageId": stage}),
             ("search_places", {"q": "Grenoble"}), ("create_trip", {"sourceUrl": "https://www.komoot.com/tour/9"}),
@@ -131,11 +222,14 @@ def test_answers_validate_against_their_output_schemas(client, owner):
             ("choose_accommodation", {"tripId": trip.id, "stageId": stage, "version": 2}),
             ("analyze_trip", {"id": trip.id}), ("share_trip", {"tripId": trip.id}),
             ("unshare_trip", {"tripId": trip.id}), ("delete_trip", {"id": trip.id})]
+    challenged = set()
     for name, args in plan:
-        result = call(client, token, name, args)
-        assert not result["isError"], (name, payload(result))
-        Draft202012Validator(by_name[name].output_schema).validate(payload(result))
-        assert json.loads(result["content"][0]["text"]) == payload(result)
+        answer = check(name, call(client, token, name, args))
+        if answer.get("confirmationRequired"):
+            challenged.add(name)
+            done = check(name, call(client, token, name, {**args, "confirmationToken": answer["confirmationToken"]}))
+            assert "result" in done and "confirmationRequired" not in done
+    assert challenged == {"update_trip_settings", "unshare_trip", "delete_trip"}
 
 
 def test_reads_are_the_rest_twins(client, owner):

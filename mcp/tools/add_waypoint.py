@@ -19,8 +19,8 @@ TOOL = Tool(
     description="Reroute one day through a place (within 30 km of it), in the background. The trip version "
                 "does not move.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID,
-                        "waypointLat": s.number("Latitude of the place.", **s.rules(WaypointIn, "lat")),
-                        "waypointLon": s.number("Longitude of the place.", **s.rules(WaypointIn, "lon"))},
+                        "waypointLat": s.number("The place's latitude.", **s.rules(WaypointIn, "lat")),
+                        "waypointLon": s.number("The place's longitude.", **s.rules(WaypointIn, "lon"))},
                        required=("tripId", "stageId", "waypointLat", "waypointLon")),
     output_schema=s.ACK,
 )

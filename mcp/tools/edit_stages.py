@@ -48,8 +48,8 @@ TOOL = Tool(
                 "stageId). Needs the trip's version; answers the new one.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
-        "stageId": s.STAGE_ID, "position": s.integer("add: 0-based place of the new day (default: last).",
-                                                     **s.rules(StageAdd, "position")),
+        "stageId": s.string("From get_trip's stages (every action but add)."),
+        "position": s.integer("add: 0-based place of the new day (default: last).", **s.rules(StageAdd, "position")),
         "toIndex": s.integer("move: the day's new 0-based place.", minimum=0),
         "startPoint": s.point("add, update: where the day starts."),
         "endPoint": s.point("add, update: where the day ends."),

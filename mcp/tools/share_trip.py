@@ -15,5 +15,5 @@ TOOL = Tool(
                 "the same link.",
     input_schema=s.obj({"tripId": s.TRIP_ID}, required=("tripId",)),
     output_schema=s.obj({"url": s.string("The public link."), "shortCode": s.string("Its code."),
-                         "createdAt": s.string("When it was created.")}, required=("url", "shortCode")),
+                         "createdAt": s.string("ISO 8601, UTC.")}, required=("url", "shortCode")),
 )
