@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.fuzz.support import assert_bounded_message
+from tests.fuzz.support import OUTCOMES, assert_bounded_message
 from tests.mcp_helpers import MODERN
 
 INTERNAL_ERROR = -32603
@@ -72,8 +72,16 @@ def _is_challenge(answer) -> bool:
     return "confirmationToken" in (result.get("structuredContent") or {})
 
 
-def judge(response, ledger, before, what: str) -> str:
-    """Check one /mcp answer. Returns "refused", "challenged", "accepted" or "mixed" (a batch with both)."""
+def judge(response, ledger, before, what: str, kind: str | None = None) -> str:
+    """Check one /mcp answer. Returns "refused", "challenged", "accepted" or "mixed" (a batch with both), and
+    counts it under `kind` for the session's summary."""
+    outcome = _judge(response, ledger, before, what)
+    if kind:
+        OUTCOMES[(kind, outcome)] += 1
+    return outcome
+
+
+def _judge(response, ledger, before, what: str) -> str:
     assert response.status_code < 500, f"{what}: HTTP {response.status_code} {response.data[:300]!r}"
     raw = response.get_data(as_text=True)
     if response.status_code == 202:

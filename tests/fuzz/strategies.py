@@ -183,9 +183,9 @@ def edges(schema: dict, root: dict | None = None) -> list:
     return out
 
 
-def with_edges(schema: dict, root: dict | None = None):
+def with_edges(schema: dict, root: dict | None = None, overrides: dict | None = None):
     """Mostly admitted values, sometimes an edge or a wrong type."""
-    return st.one_of(valid(schema, root), st.sampled_from(edges(schema, root)), SCALARS)
+    return st.one_of(valid(schema, root, overrides), st.sampled_from(edges(schema, root)), SCALARS)
 
 
 def hostile_object(schema: dict, root: dict | None = None, overrides: dict | None = None):
@@ -208,7 +208,7 @@ def hostile_object(schema: dict, root: dict | None = None, overrides: dict | Non
             return value
         return out
 
-    choices = [st.tuples(st.just("none"), st.none(), st.none())]
+    choices = []
     if names:
         choices.append(st.sampled_from(names).flatmap(
             lambda n: st.tuples(st.just("edge"), st.just(n), st.sampled_from(edges(properties[n], root)))))
@@ -220,4 +220,5 @@ def hostile_object(schema: dict, root: dict | None = None, overrides: dict | Non
         lambda n: n not in properties), SCALARS))
     choices.append(st.tuples(st.just("replace"), st.none(), st.one_of(json_values(6), st.sampled_from(
         [None, [], "", 0, [{}], LONG])) ))
-    return st.builds(mutate, valid_object(schema, root, overrides), st.one_of(choices))
+    untouched = st.tuples(st.just("none"), st.none(), st.none())
+    return st.builds(mutate, valid_object(schema, root, overrides), st.one_of(untouched, st.one_of(choices)))

@@ -27,6 +27,7 @@ HARD_LIMIT_S = 20  # the watchdog: SIGALRM interrupts a case that runs longer (a
 SCALE = float(os.environ.get("BTP_FUZZ_SCALE") or 1)
 CASES: collections.Counter = collections.Counter()
 SLOWEST: dict[str, float] = {}
+OUTCOMES: collections.Counter = collections.Counter()  # (kind, outcome): how deep the cases went
 _STARTED = time.monotonic()
 
 
@@ -69,7 +70,9 @@ def summary() -> str | None:
         return None
     total = sum(CASES.values())
     kinds = ", ".join(f"{kind} {n} (slowest {SLOWEST[kind] * 1000:.0f} ms)" for kind, n in sorted(CASES.items()))
-    return f"fuzz: {total} cases in {time.monotonic() - _STARTED:.0f} s — {kinds}"
+    outcomes = ", ".join(f"{kind} {outcome} {n}" for (kind, outcome), n in sorted(OUTCOMES.items()))
+    return f"fuzz: {total} cases in {time.monotonic() - _STARTED:.0f} s — {kinds}" + (
+        f"; outcomes: {outcomes}" if outcomes else "")
 
 
 # ------------------------------------------------------------------ the database fingerprint

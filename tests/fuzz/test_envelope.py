@@ -130,7 +130,7 @@ def _post(client, body: bytes, sent: dict):
 def _run(client, ledger, body: bytes, sent: dict, what: str) -> str:
     with bounded_case("envelope"):
         before = ledger.look()
-        outcome = rpc.judge(_post(client, body, sent), ledger, before, what)
+        outcome = rpc.judge(_post(client, body, sent), ledger, before, what, "envelope")
     return outcome
 
 

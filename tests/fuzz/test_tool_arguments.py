@@ -1,0 +1,188 @@
+"""Every tool's arguments, generated from the inputSchema tools/list publishes (tests/fuzz/strategies.py):
+admitted values, then one mutation (an edge value or a wrong type for one argument, a required one dropped,
+an unknown one added, or no object at all), sent as tools/call against real trips: the owner's (undated,
+dated, started) and another user's.
+
+Properties, for every case: never an HTTP 500, never -32603, never a hang; a refusal (isError, a JSON-RPC
+error) or a confirmation challenge commits nothing and its messages are bounded; another user's trip is
+refused like an unknown one; a started trip is refused by every tool that carries its lock."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz import rpc
+from tests.fuzz.strategies import HOSTILE_TEXT, LONE, dumps, hostile_object, with_edges
+from tests.fuzz.support import LONG, bounded_case, fuzz_settings
+from tests.fuzz.test_envelope import TOOLS, once
+from trips.core.db import db
+from trips.models import Trip
+
+pytestmark = pytest.mark.slow
+
+UNKNOWN = "0192f000-0000-7000-8000-000000000000"
+TRIP_ARGUMENTS = ("id", "tripId")
+LOCK_CARRYING = {"update_trip_settings", "edit_stages", "add_waypoint", "choose_accommodation", "analyze_trip"}
+
+
+@dataclass(frozen=True)
+class TripRef:
+    """A trip named by role; resolved to its id when the case runs."""
+
+    role: str
+
+
+@dataclass(frozen=True)
+class DayRef:
+    """The n-th day (modulo) of the trip the case names; resolved when the case runs."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class VersionRef:
+    """The named trip's current version, plus `delta`."""
+
+    delta: int
+
+
+# Places on or near the fixtures' route (it runs north-east from 45.0 N 5.0 E for 240 km), so that a point
+# argument gets past "too far from the day" some of the time; the schema's own values cover the rest.
+NEAR_LAT, NEAR_LON = st.floats(44.9, 46.6), st.floats(4.9, 7.2)
+NEAR_POINT = st.fixed_dictionaries({"lat": NEAR_LAT, "lon": NEAR_LON}, optional={"ele": st.floats(-500, 9000)})
+TRIPS = st.sampled_from([TripRef("trip")] * 6 + [TripRef("dated"), TripRef("locked"), TripRef("foreign"),
+                                                  TripRef("unknown")])
+OVERRIDES = {
+    "id": TRIPS, "tripId": TRIPS,
+    "action": st.one_of(st.sampled_from(["add", "update", "move", "delete", "rest_day"]),
+                        st.sampled_from(["ADD", "", "remove", LONE, LONG])),
+    "stageId": st.one_of(st.integers(0, 5).map(DayRef), st.integers(0, 5).map(DayRef),
+                         st.sampled_from([UNKNOWN, "", LONE, LONG, "../x"])),
+    "version": st.one_of(st.just(VersionRef(0)), st.just(VersionRef(0)), st.just(VersionRef(0)),
+                         st.sampled_from([VersionRef(-1), VersionRef(1)]),
+                         st.sampled_from(["*", "", "7", "1e3", 0, -1, 2 ** 40, None, True, 1.5])),
+    "sourceUrl": st.sampled_from(["https://www.komoot.com/tour/123456", "https://www.strava.com/routes/42",
+                                  "https://ridewithgps.com/routes/7", "http://www.komoot.com/tour/1",
+                                  "https://evil.example/tour/1", "javascript:alert(1)", "file:///etc/passwd",
+                                  "https://127.0.0.1:6379/", "https://www.komoot.com/tour/" + "9" * 3000,
+                                  "https://www.komoot.com/tour/1\u202e", "", " ", LONG]),
+    "waypointLat": NEAR_LAT, "waypointLon": NEAR_LON, "selectedAccommodationLat": NEAR_LAT,
+    "selectedAccommodationLon": NEAR_LON, "startPoint": NEAR_POINT, "endPoint": NEAR_POINT,
+    "confirmationToken": st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=40)),
+    "idempotencyKey": st.one_of(st.text("abcXYZ019-_", min_size=16, max_size=40), st.sampled_from(HOSTILE_TEXT)),
+}
+
+
+def _listing(client, token) -> dict:
+    response = client.post("/mcp", data=dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                               "params": {"_meta": rpc.META}}),
+                           headers=rpc.headers(token, "tools/list"))
+    assert response.status_code == 200, response.data[:300]
+    return {tool["name"]: tool for tool in response.get_json()["result"]["tools"]}
+
+
+def test_every_tool_listed_is_fuzzed(client, world):
+    assert sorted(_listing(client, world.token)) == sorted(TOOLS)
+
+
+def _resolve(world, arguments):
+    """Replace the references a case holds by the trip's id, its current day ids and version."""
+    if not isinstance(arguments, dict):
+        return arguments, None
+    ids = {"trip": world.trip.id, "dated": world.dated.id, "locked": world.locked.id,
+           "foreign": world.foreign.id, "unknown": UNKNOWN}
+    named = next((arguments[k] for k in TRIP_ARGUMENTS if isinstance(arguments.get(k), TripRef)), TripRef("trip"))
+    db.session.rollback()
+    trip = db.session.get(Trip, ids[named.role]) if named.role != "unknown" else None
+    out = {}
+    for key, value in arguments.items():
+        if isinstance(value, TripRef):
+            value = ids[value.role]
+        elif isinstance(value, DayRef):
+            value = trip.stages[value.index % len(trip.stages)].id if trip is not None and trip.stages else UNKNOWN
+        elif isinstance(value, VersionRef):
+            value = max((trip.version if trip is not None else 1) + value.delta, 0)
+        out[key] = value
+    return out, named.role
+
+
+def _mirrors(schema: dict, arguments) -> dict:
+    """Mcp-Param-* headers for arguments whose schema names x-mcp-header (SEP-2243), as a client sends them."""
+    out = {}
+    if not isinstance(arguments, dict):
+        return out
+    for name, prop in schema.get("properties", {}).items():
+        suffix = prop.get("x-mcp-header") if isinstance(prop, dict) else None
+        value = arguments.get(name)
+        if isinstance(suffix, str) and isinstance(value, (str, int, bool)) and value is not None:
+            out[f"Mcp-Param-{suffix}"] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+# edit_stages reads a different set of its arguments per action (any other is refused by name): cases shaped
+# per action, from the published schema's own properties, get past that refusal to the edit itself.
+ACTIONS = {"add": (["startPoint", "endPoint"], ["position", "label"]), "update": (["stageId"], ["startPoint",
+           "endPoint", "label"]), "cut": (["stageId", "distance"], []), "move": (["stageId", "toIndex"], []),
+           "delete": (["stageId"], []), "rest_day": (["stageId"], [])}
+
+
+def _per_action(schema: dict):
+    shapes = []
+    for action, (required, optional) in ACTIONS.items():
+        base = ["tripId", "version", "action"]
+        shape = {"type": "object", "required": base + required,
+                 "properties": {n: schema["properties"][n] for n in base + required + optional}}
+        shaped = {**OVERRIDES, "action": st.just("update" if action == "cut" else action)}
+        shapes.append(hostile_object(shape, None, shaped))
+    return st.one_of(shapes)
+
+
+def _strategy(name: str, schema: dict):
+    objects = hostile_object(schema, None, OVERRIDES)
+    if name == "edit_stages":
+        objects = st.one_of(objects, _per_action(schema), _per_action(schema))
+    return st.one_of(objects, objects, objects, objects, objects, with_edges(schema, None, OVERRIDES))
+
+
+@pytest.fixture
+def warm(request, ctx):
+    """The offline gazetteer built (once per instance folder, in a child process) before search_places is
+    fuzzed: a worker's first start, not a case."""
+    if request.node.callspec.params.get("name") == "search_places":
+        from trips.places.gazetteer import get_gazetteer
+
+        get_gazetteer()
+
+
+@pytest.mark.parametrize("name", TOOLS)
+@given(data=st.data(), elicit=st.sampled_from([False, False, False, True]))
+@fuzz_settings(110)
+def test_fuzz_tool_arguments(client, world, ledger, unlimited, warm, name, data, elicit):
+    tool = once(world, "listing", lambda: _listing(client, world.token))[name]
+    schema = tool["inputSchema"]
+    arguments = data.draw(once(world, f"args:{name}", lambda: _strategy(name, schema)))
+    arguments, role = _resolve(world, arguments)
+    body = rpc.call_body(name, arguments)
+    if elicit:
+        body["params"]["_meta"] = {**rpc.META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    sent = {**rpc.headers(world.token, "tools/call", name), **_mirrors(schema, arguments)}
+    with bounded_case("tool arguments"):
+        before = ledger.look()
+        response = client.post("/mcp", data=dumps(body), headers=sent)
+        outcome = rpc.judge(response, ledger, before, f"{name} call", name)
+    if os.environ.get("BTP_FUZZ_DEBUG") and outcome == "refused":
+        text = response.get_data(as_text=True)
+        print("REFUSED", name, text[:300].replace(world.trip.id, "T"), json.dumps(arguments, default=str)[:200])
+    names_a_trip = isinstance(arguments, dict) and any(k in arguments for k in TRIP_ARGUMENTS)
+    if names_a_trip and role == "foreign":
+        assert outcome == "refused", json.dumps(response.get_json())[:300]
+        refusal = json.loads(response.get_json()["result"]["content"][0]["text"]) if "result" in \
+            response.get_json() else None
+        assert refusal is None or refusal["error"]["code"] in ("not_found", "invalid_argument"), refusal
+    if names_a_trip and role == "locked" and name in LOCK_CARRYING:
+        assert outcome == "refused", json.dumps(response.get_json())[:300]
