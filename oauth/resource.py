@@ -13,6 +13,7 @@ from trips.core.db import utcnow
 from oauth.principal import Principal, bearer_token
 from oauth.scopes import SCOPES
 from oauth.tokens import live_token
+from trips.core import metrics
 from trips.core.db import atomic, db
 
 LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
@@ -60,14 +61,25 @@ def touch_grant(principal: Principal) -> None:
     """Stamp the grant's last use after a successful call, at most once per window; never fails the call."""
     if not principal.client_id:
         return
-    try:
-        if not get_redis().set(f"btp:grant-used:{principal.user.id}:{principal.client_id}", 1, nx=True,
-                               ex=LAST_USED_EVERY):
+    user_id, client_id = principal.user.id, principal.client_id
+    key = f"btp:grant-used:{user_id}:{client_id}"
+
+    def stamp(first_in_window) -> None:
+        if not first_in_window:
             return
-        with atomic():
-            db.session.query(Grant).filter(Grant.user_id == principal.user.id, Grant.client_id == principal.client_id,
-                                           Grant.revoked_at.is_(None)).update({"last_used_at": utcnow()})
-    except Exception:  # a bookkeeping write must not fail the agent's call
+        try:
+            with atomic():
+                db.session.query(Grant).filter(Grant.user_id == user_id, Grant.client_id == client_id,
+                                               Grant.revoked_at.is_(None)).update({"last_used_at": utcnow()})
+        except Exception:  # a bookkeeping write must not fail the agent's call
+            current_app.logger.warning("could not stamp the last use of a grant", exc_info=True)
+
+    # In a request: the window's key is set in the round trip that records the request's metrics, after the view.
+    if metrics.join_last_round_trip(lambda pipe: pipe.set(key, 1, nx=True, ex=LAST_USED_EVERY), stamp):
+        return
+    try:
+        stamp(get_redis().set(key, 1, nx=True, ex=LAST_USED_EVERY))
+    except Exception:
         current_app.logger.warning("could not stamp the last use of a grant", exc_info=True)
 
 

@@ -49,18 +49,51 @@ def _key(name: str) -> str:
     return f"{PREFIX}:{name}"
 
 
-def _record(redis, *ops) -> None:
-    """Apply (command, metric, field, amount) operations in one pipelined round trip; never raises."""
+_LAST_TRIP = "_btp_last_round_trip"  # on flask.g: what waits for the request's last round trip
+
+
+def _record(redis, *ops, joined=()) -> None:
+    """Apply (command, metric, field, amount) operations in one pipelined round trip, with the `joined`
+    (build, then) commands of `join_last_round_trip`; never raises."""
     if redis is None or time.monotonic() < getattr(redis, _PAUSED, 0.0):
         return
     try:
         pipe = redis.pipeline(transaction=False)
         for command, name, field, amount in ops:
             getattr(pipe, command)(_key(name), field, amount)
-        pipe.execute()
+        for build, _ in joined:
+            build(pipe)
+        results = pipe.execute()
     except (redis_lib.RedisError, OSError) as exc:
         setattr(redis, _PAUSED, time.monotonic() + PAUSE_S)
         log.warning("metrics not recorded for %.0f s: Redis unavailable: %s", PAUSE_S, exc)
+        return
+    for (_, then), result in zip(joined, results[len(ops):]):
+        then(result)
+
+
+def _waiting() -> dict | None:
+    """What waits for this request's last round trip (its metrics, record_request), or None outside a request."""
+    from flask import g, has_request_context
+
+    if not has_request_context():
+        return None
+    waiting = g.get(_LAST_TRIP)
+    if waiting is None:
+        waiting = {"ops": [], "joined": []}
+        setattr(g, _LAST_TRIP, waiting)
+    return waiting
+
+
+def join_last_round_trip(build, then) -> bool:
+    """In a request: `build(pipeline)` adds one command to the round trip that records the request's metrics
+    after its view (record_request), and `then(result)` runs with its result once it answered (not at all when
+    Redis could not be reached). Returns False outside a request, where the caller sends its command itself."""
+    waiting = _waiting()
+    if waiting is None:
+        return False
+    waiting["joined"].append((build, then))
+    return True
 
 
 def _field(*parts) -> str:
@@ -74,13 +107,28 @@ def _observe(name: str, labels: tuple, value: float) -> list[tuple]:
 
 
 def record_request(redis, method: str, route: str, status: int, seconds: float) -> None:
+    """The request's counters, with everything that waited for its last round trip (tool calls, joined
+    commands): one round trip a request."""
     method = method if method in METHODS else "OTHER"  # the method is the client's: bound the label values
+    waiting = _waiting()
+    if waiting is not None:
+        from flask import g
+
+        g.pop(_LAST_TRIP, None)
+    waiting = waiting or {"ops": [], "joined": []}
     _record(redis, ("hincrby", "btp_http_requests_total", _field(method, route, str(status)), 1),
-            *_observe("btp_http_request_duration_seconds", (method, route), seconds))
+            *_observe("btp_http_request_duration_seconds", (method, route), seconds), *waiting["ops"],
+            joined=waiting["joined"])
 
 
 def record_tool_call(redis, tool: str, outcome: str) -> None:
-    _record(redis, ("hincrby", "btp_tool_calls_total", _field(tool, outcome), 1))
+    """Count a tool call: in a request, with the request's own counters (record_request); else at once."""
+    op = ("hincrby", "btp_tool_calls_total", _field(tool, outcome), 1)
+    waiting = _waiting()
+    if waiting is not None:
+        waiting["ops"].append(op)
+        return
+    _record(redis, op)
 
 
 def record_job(redis, kind: str, outcome: str, seconds: float) -> None:
