@@ -11,12 +11,15 @@ registry withholds it, and a direct call looks at no day). Needs no map: an unma
 """
 from __future__ import annotations
 
-import holidays
+from typing import TYPE_CHECKING
 
 from trips.enrich.alerts.calendar import CALENDAR_PUBLIC_HOLIDAY, CALENDAR_SUNDAY
 from trips.enrich.contract import AlertFact, Result, TripSnap
 from trips.enrich.countries import nearest_country
 from trips.osm import queries as Q
+
+if TYPE_CHECKING:
+    import holidays
 
 NAME = "calendar"
 GROUP = "calendar"
@@ -45,6 +48,8 @@ def _countries_by_day(snap: TripSnap, engine) -> list[list[str]]:
 
 def _calendars(countries, years) -> dict[str, holidays.HolidayBase]:
     """{iso: its national public holidays over `years`}; a country the package does not know is left out."""
+    import holidays  # loaded by the job that needs it, not by every web worker
+
     out = {}
     for iso in countries:
         try:

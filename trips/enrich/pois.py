@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-import opening_hours
-
 from trips.enrich import corridor as C
 from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_ON_STAGE
 from trips.enrich.contract import AlertFact, StageSnap, TripSnap
@@ -121,6 +119,8 @@ def open_at(hours: str, lat: float, lon: float, when: datetime) -> bool | None:
     """Whether an OSM opening_hours value says open at the local time `when` at (lat, lon): True, False, or
     None when unparseable or unknown. The place's coordinates give its timezone, public holidays (`PH`) and
     sun times (`sunrise-sunset`)."""
+    import opening_hours  # loaded by the job that needs it, not by every web worker
+
     try:
         state, _comment = opening_hours.OpeningHours(hours, coords=(lat, lon)).state(when)
     except (opening_hours.ParserError, SyntaxError, ValueError, opening_hours.InvalidCoordinatesError,

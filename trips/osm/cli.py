@@ -4,7 +4,6 @@ import sqlalchemy as sa
 from flask.cli import AppGroup
 
 from trips.core.db import db
-from trips.osm.importer import import_file
 from trips.osm.store import MapImportError
 from trips.osm.tables import osm_area
 
@@ -21,6 +20,8 @@ osm_cli = AppGroup("osm", help="Manage the local OpenStreetMap data.")
 @click.option("--quiet", is_flag=True, help="No progress lines.")
 def osm_import(path, name, node_cache, quiet):
     """Import an OpenStreetMap extract (.osm.pbf, .osm or .osm.bz2)."""
+    from trips.osm.importer import import_file  # osmium: loaded by the command, not by every web worker
+
     echo = None if quiet else (lambda line: click.echo(line, err=True))
     try:
         result = import_file(db.engine, path, name=name, echo=echo, node_cache=node_cache)
