@@ -183,3 +183,88 @@ def test_encoded_lines_round_trip_to_the_microdegree():
         start += n
     with pytest.raises(ValueError, match="truncated"):
         decode(encode_many(coords[:3], np.array([3]))[0][:-1])
+
+
+def _per_box_reference(conn, table, boxes, where="", params=None):
+    """The queries as they were before batching: one statement per box (R*Tree IN, or PostGIS envelope)."""
+    cols = ", ".join(f"t.{c.name}" for c in table.columns)
+    out = []
+    for box in boxes:
+        args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3], **(params or {})}
+        if conn.dialect.name == "sqlite":
+            spatial = (f"t.id IN (SELECT id FROM {table.name}_rtree WHERE min_lat <= :c AND max_lat >= :a "
+                       "AND min_lon <= :d AND max_lon >= :b)")
+        else:
+            s = Q.postgis_schema(conn)
+            spatial = f'"{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))'
+        sql = sa.text(f"SELECT {cols} FROM {table.name} t JOIN osm_area r ON r.id = t.area_id "
+                      f"AND r.status = 'ready' WHERE {spatial} {where} ORDER BY t.id")
+        if "kinds" in args:
+            sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+        out.append(conn.execute(sql, args).mappings().all())
+    return out
+
+
+def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monkeypatch):
+    """Property over a generated map (random points, ways and ferries around a meandering line): one
+    statement for all of a line's chunks (also cut into several statements) finds exactly what one statement
+    per chunk found, and issues one statement where the per-chunk form issued one per chunk."""
+    import random
+
+    rnd = random.Random(12)
+    line = [(LAT, LON)]
+    for _ in range(120):  # ~24 km, a vertex every ~200 m, turning
+        lat, lon = line[-1]
+        line.append((lat + rnd.uniform(-0.0015, 0.0025), lon + rnd.uniform(0.0, 0.003)))
+    m = MapBuilder()
+    kinds = [{"amenity": "drinking_water"}, {"shop": "bakery"}, {"tourism": "hotel", "name": "H"},
+             {"shop": "bicycle"}, {"amenity": "pharmacy"}]
+    for _ in range(600):
+        lat, lon = rnd.choice(line)
+        m.node(lat + rnd.uniform(-0.02, 0.02), lon + rnd.uniform(-0.02, 0.02), dict(rnd.choice(kinds)))
+    for _ in range(150):
+        lat, lon = rnd.choice(line)
+        pts = [(lat + rnd.uniform(-0.01, 0.01), lon + rnd.uniform(-0.01, 0.01)) for _ in range(rnd.randint(2, 5))]
+        m.way(pts, {"highway": rnd.choice(["track", "primary", "residential"]), "surface": "gravel"})
+    for _ in range(10):
+        lat, lon = rnd.choice(line)
+        m.way([(lat - 0.01, lon - 0.01), (lat + 0.01, lon + 0.01)], {"route": "ferry", "name": "F"})
+    imported(m)
+
+    def answers():
+        return (Q.points_along(line, 800), Q.points_along(line, 1500, kinds=["water", "resupply"]),
+                Q.ways_along(line, 50), Q.ferries_along(line, 500))
+
+    statements = []
+
+    def spatial_statements(run):
+        statements.clear()
+        result = run()
+        return result, len([s for s in statements if "osm_area r" in s])
+
+    def record(*args):
+        statements.append(args[2])
+
+    sa.event.listen(db.engine, "before_cursor_execute", record)
+    try:
+        batched, batched_statements = spatial_statements(answers)
+        monkeypatch.setattr(Q, "_BOXES_PER_STATEMENT", 7)
+        split, split_statements = spatial_statements(answers)
+        monkeypatch.setattr(Q, "_select_boxes", _per_box_reference)
+        reference, per_chunk_statements = spatial_statements(answers)
+    finally:
+        sa.event.remove(db.engine, "before_cursor_execute", record)
+
+    def comparable(answer):
+        return [sorted((p.osm_type, p.osm_id, p.kind, round(p.distance_m, 6), round(p.along_m, 6)) for p in r)
+                for r in answer[:2]] + [
+                sorted((w.osm_id, round(w.distance_m, 6), round(w.near_m, 6)) for w in r) for r in answer[2:]]
+
+    assert all(batched) and all(reference)  # the map has something for every query
+    assert comparable(batched) == comparable(split) == comparable(reference)
+    assert [[p.osm_id for p in r] for r in batched] == [[p.osm_id for p in r] for r in reference]
+    chunks = len(list(Q._chunks(Q._as_line(line))))
+    assert chunks > 20
+    assert per_chunk_statements == 4 * chunks
+    assert batched_statements == 4
+    assert split_statements == 4 * math.ceil(chunks / 7)

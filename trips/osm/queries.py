@@ -98,18 +98,47 @@ def _grow(box, metres: float):
 
 def _select(conn, table: sa.Table, box, where: str = "", params: dict | None = None) -> list:
     """Rows of `table` in ready areas whose index box meets `box` (min_lat, min_lon, max_lat, max_lon)."""
+    return _select_boxes(conn, table, [box], where, params)[0]
+
+
+_BOXES_PER_STATEMENT = 5_000
+
+
+def _select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
+    """`_select` for every box of `boxes`, in one statement (per _BOXES_PER_STATEMENT boxes): the boxes are
+    a relation joined to the spatial index, so a line's chunks cost one round trip, not one each. Returns the
+    rows per box, in the order of `boxes`, each box's rows by id."""
+    out: list[list] = [[] for _ in boxes]
+    for first in range(0, len(boxes), _BOXES_PER_STATEMENT):
+        part = boxes[first:first + _BOXES_PER_STATEMENT]
+        for row in _select_part(conn, table, part, where, params or {}):
+            out[first + row["q_k"]].append(row)
+    return out
+
+
+def _select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) -> list:
     cols = ", ".join(f"t.{c.name}" for c in table.columns)
-    args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3], **(params or {})}
+    join = f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE 1 = 1 {where} ORDER BY q.k, t.id"
     if conn.dialect.name == "sqlite":
-        spatial = (f"t.id IN (SELECT id FROM {table.name}_rtree WHERE min_lat <= :c AND max_lat >= :a "
-                   "AND min_lon <= :d AND max_lon >= :b)")
+        # CROSS JOIN keeps the boxes the outer loop: each one probes the R*Tree (SQLite never reorders it).
+        sql = sa.text(
+            "WITH q(k, a, b, c, d) AS (SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+            "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(:boxes)) "
+            f"SELECT q.k AS q_k, {cols} FROM q CROSS JOIN {table.name}_rtree x ON x.min_lat <= q.c "
+            "AND x.max_lat >= q.a AND x.min_lon <= q.d AND x.max_lon >= q.b "
+            f"CROSS JOIN {table.name} t ON t.id = x.id {join}")
+        args = {"boxes": json.dumps([list(map(float, b)) for b in boxes]), **params}
     else:
         s = postgis_schema(conn)
         if s is None:
             return []  # no PostGIS, so nothing was ever imported
-        spatial = f'"{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))'
-    sql = sa.text(f"SELECT {cols} FROM {table.name} t JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
-                  f"WHERE {spatial} {where}")
+        sql = sa.text(
+            "WITH q AS (SELECT * FROM unnest(CAST(:qk AS integer[]), CAST(:qa AS float8[]), CAST(:qb AS float8[]), "
+            "CAST(:qc AS float8[]), CAST(:qd AS float8[])) AS q(k, a, b, c, d)) "
+            f'SELECT q.k AS q_k, {cols} FROM q JOIN {table.name} t ON "{s}".ST_Intersects(t.geom, '
+            f'"{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {join}')
+        args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
+                **params}
     if "kinds" in args:
         sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
     return conn.execute(sql, args).mappings().all()
@@ -165,19 +194,20 @@ def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoin
     pts = _as_line(line)
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     best: dict[tuple, tuple[float, float, dict]] = {}
+    chunks = list(_chunks(pts))
     with _engine(engine).connect() as conn:
-        for _start, chunk, cum in _chunks(pts):
-            rows = _select(conn, osm_point, _grow(_box(chunk), buffer_m), where, params)
-            if not rows:
-                continue
-            dist, seg, t, _, _ = G.nearest_on_line(np.array([r["lat"] for r in rows]),
-                                                   np.array([r["lon"] for r in rows]), chunk)
-            seg_len = np.diff(cum) if len(cum) > 1 else np.zeros(1)
-            along = cum[seg] + t * seg_len[seg]
-            for row, d, a in zip(rows, dist, along):
-                key = (row["osm_type"], row["osm_id"], row["kind"])
-                if d <= buffer_m and (key not in best or d < best[key][0]):
-                    best[key] = (float(d), float(a), row)
+        per_chunk = _select_boxes(conn, osm_point, [_grow(_box(c), buffer_m) for _, c, _ in chunks], where, params)
+    for (_start, chunk, cum), rows in zip(chunks, per_chunk):
+        if not rows:
+            continue
+        dist, seg, t, _, _ = G.nearest_on_line(np.array([r["lat"] for r in rows]),
+                                               np.array([r["lon"] for r in rows]), chunk)
+        seg_len = np.diff(cum) if len(cum) > 1 else np.zeros(1)
+        along = cum[seg] + t * seg_len[seg]
+        for row, d, a in zip(rows, dist, along):
+            key = (row["osm_type"], row["osm_id"], row["kind"])
+            if d <= buffer_m and (key not in best or d < best[key][0]):
+                best[key] = (float(d), float(a), row)
     found = [_point(row, d, a) for d, a, row in best.values()]
     return sorted(found, key=lambda p: (p.along_m, p.distance_m))
 
@@ -188,19 +218,20 @@ def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine
     closest approach of two polylines is one of these)."""
     pts = _as_line(line)
     found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
+    chunks = list(_chunks(pts))
     with _engine(engine).connect() as conn:
-        for _start, chunk, _cum in _chunks(pts):
-            rows = _select(conn, table, _grow(_box(chunk), buffer_m))
-            if not rows:
-                continue
-            entries = []
-            for row in rows:
-                entry = found.get(row["osm_id"])
-                if entry is None:
-                    way = G.decode(row["line"])
-                    entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
-                entries.append(entry)
-            _measure(chunk, entries)
+        per_chunk = _select_boxes(conn, table, [_grow(_box(c), buffer_m) for _, c, _ in chunks])
+    for (_start, chunk, _cum), rows in zip(chunks, per_chunk):
+        if not rows:
+            continue
+        entries = []
+        for row in rows:
+            entry = found.get(row["osm_id"])
+            if entry is None:
+                way = G.decode(row["line"])
+                entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
+            entries.append(entry)
+        _measure(chunk, entries)
     out = []
     for row, way, vertex, dist in found.values():
         if dist > buffer_m:
