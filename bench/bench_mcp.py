@@ -344,10 +344,25 @@ def worker_rss(master: subprocess.Popen, name_contains: str | None = None) -> di
     return out
 
 
+def cpu_seconds(master: subprocess.Popen | None) -> float:
+    """User + system CPU seconds of the server: its master and every worker (PostgreSQL and Redis not counted)."""
+    if master is None:
+        return 0.0
+    total = 0
+    for pid in (master.pid, *children(master.pid)):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 # --- load ------------------------------------------------------------------------------------------------------
 def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
-        timeout_s: int = 10) -> dict:
-    """One wrk run with bench/lua/mcp_call.lua; returns its WRKJSON figures plus calls_s."""
+        timeout_s: int = 10, server: subprocess.Popen | None = None) -> dict:
+    """One wrk run with bench/lua/mcp_call.lua; returns its WRKJSON figures plus calls_s, and with `server` the
+    CPU milliseconds that server's processes spent per call (cpu_ms)."""
     env = {**os.environ, "MCP_TOKEN": token}
     if edits is not None:
         env["MCP_EDITS"] = ";".join(f"{t},{s},{v}" for t, s, v in edits)
@@ -357,13 +372,16 @@ def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, 
         threads = threads or min(connections, 2)
     cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{max(1, round(seconds))}s",
            "--timeout", f"{timeout_s}s", "-s", str(LUA), f"http://127.0.0.1:{port}/mcp"]
+    cpu_before = cpu_seconds(server)
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
+    cpu = cpu_seconds(server) - cpu_before
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
     if line is None:
         raise RuntimeError(f"wrk gave no figures (rc {done.returncode}): {done.stderr[-500:]} {done.stdout[-500:]}")
     out = json.loads(line[len("WRKJSON "):])
     out["calls_s"] = round(out["requests"] / (out["duration_us"] / 1e6), 1)
     out["errors_total"] = out["errors"] + out["socket_errors"]
+    out["cpu_ms"] = round(1000 * cpu / out["requests"], 2) if server is not None and out["requests"] else None
     return out
 
 
@@ -461,6 +479,8 @@ def main(argv=None) -> int:
     ap.add_argument("--edit-connections", default="1,8", help="edit_stages load points (default 1,8)")
     ap.add_argument("--tools", default="get_trip,list_trips", help="read tools to load (default both)")
     ap.add_argument("--memory-calls", type=int, default=10_000, help="BTP calls before the second RSS sample")
+    ap.add_argument("--memory-max-seconds", type=float, default=180.0,
+                    help="at most this long topping the calls up to --memory-calls (default 180)")
     ap.add_argument("--no-peer", action="store_true", help="BTP alone (no ratios)")
     ap.add_argument("--keep", action="store_true", help="keep the database and the temporary directory")
     args = ap.parse_args(argv)
@@ -498,25 +518,31 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     results = {}
     for tool in [t for t in args.tools.split(",") if t]:
         for c in reads:
-            ours = wrk(s.btp_port, s.token, args.seconds, c, calls=calls[tool])
+            ours = wrk(s.btp_port, s.token, args.seconds, c, calls=calls[tool], server=s.btp)
             btp_calls += ours["requests"]
-            theirs = wrk(s.peer_port, s.token, args.seconds, c, calls=calls[tool]) if peer else None
+            theirs = wrk(s.peer_port, s.token, args.seconds, c, calls=calls[tool], server=s.peer) if peer else None
             results[(tool, c)] = (ours, theirs)
             log(f"{tool} c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 "
-                f"{_ms(ours['p99_us'])} ms errors {ours['errors_total']}"
+                f"{_ms(ours['p99_us'])} ms CPU/call {ours['cpu_ms']} ms errors {ours['errors_total']}"
                 + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 {_ms(theirs['p99_us'])} ms "
-                   f"errors {theirs['errors_total']}" if theirs else ""))
+                   f"CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}" if theirs else ""))
     for c in writes:
         half = EDIT_TRIPS
-        ours = wrk(s.btp_port, s.token, args.seconds, c, edits=edit_versions(s.db_url, s.info["edits"][:half])[:c])
+        ours = wrk(s.btp_port, s.token, args.seconds, c, edits=edit_versions(s.db_url, s.info["edits"][:half])[:c],
+                   server=s.btp)
         btp_calls += ours["requests"]
-        theirs = wrk(s.peer_port, s.token, args.seconds, c,
+        theirs = wrk(s.peer_port, s.token, args.seconds, c, server=s.peer,
                      edits=edit_versions(s.db_url, s.info["edits"][half:2 * half])[:c]) if peer else None
         results[("edit_stages", c)] = (ours, theirs)
         log(f"edit_stages c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms errors "
             f"{ours['errors_total']}" + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms errors "
                                          f"{theirs['errors_total']}" if theirs else ""))
+    topped = time.monotonic()
     while btp_calls < args.memory_calls:  # at least --memory-calls since the warm-up before the second sample
+        if time.monotonic() - topped > args.memory_max_seconds:
+            notes.append(f"the second RSS sample came after {btp_calls} calls, not {args.memory_calls}: "
+                         f"--memory-max-seconds {args.memory_max_seconds:g} ran out (a slow or busy machine)")
+            break
         extra = wrk(s.btp_port, s.token, 5, 8, calls=calls["get_trip"] + calls["list_trips"])
         btp_calls += extra["requests"]
     rss_after, peer_after = s.btp_rss(), s.peer_rss()
@@ -538,6 +564,8 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
         rows.append(row(f"{tool} p99, {c} client{'s' if c > 1 else ''}", "ms", _ms(ours["p99_us"]),
                         _ms(theirs["p99_us"]) if theirs else None, peer_name, p99_target,
                         _ms(ours["p99_us"]) < 50 if p99_target else None))
+        rows.append(row(f"{tool} server CPU per call, {c} client{'s' if c > 1 else ''}", "ms", ours["cpu_ms"],
+                        base("cpu_ms"), peer_name))
         rows.append(row(f"{tool} errors, {c} client{'s' if c > 1 else ''}", "calls", ours["errors_total"],
                         base("errors_total"), peer_name, "= 0", ours["errors_total"] == 0))
         total_errors += ours["errors_total"]
@@ -561,7 +589,9 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     if any(v is False for v in equal.values()):
         notes.append("The peer reimplements trip_digest from the same rows and BTP's catalogues as data "
                      "(bench/peers/fastmcp_peer.py); a difference above is a gap in that reimplementation.")
-    notes.append("Other work may share the 2 CPUs: compare the ratios (same run), not the absolute numbers.")
+    notes.append("Other work may share the 2 CPUs: compare the ratios (same run), not the absolute numbers. "
+                 "'server CPU per call' (user + system CPU of the server's master and workers over the point, per "
+                 "call; PostgreSQL, Redis and wrk not counted) depends least on what else runs.")
     if total_errors:
         notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 600).replace("\n", " | "))
     path = write_result("mcp", rows, notes)
