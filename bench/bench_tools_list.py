@@ -61,8 +61,10 @@ def measure() -> dict:
     tools = {t["name"]: {"description": size(t["description"]), "input": size(t["inputSchema"]),
                          "output": size(t.get("outputSchema")) if "outputSchema" in t else 0, "all": size(t)}
              for t in result["tools"]}
+    functions = [{"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}
+                 for t in result["tools"]]
     return {"utf8": size(result), "ascii": size(result, True), "legacy_utf8": size(old),
-            "outputs": sum(t["output"] for t in tools.values()), "tools": tools}
+            "outputs": sum(t["output"] for t in tools.values()), "functions": size(functions), "tools": tools}
 
 
 def run_measure(tree: Path) -> dict:
@@ -118,6 +120,8 @@ def main() -> None:
         row("tools/list, compact JSON, UTF-8 (2025-11-25 leg)", "KB", kb(now["legacy_utf8"]), before("legacy_utf8"),
             name),
         row("output schemas, all tools", "KB", kb(now["outputs"]), before("outputs"), name),
+        row("name + description + inputSchema only (what a host turns into function definitions)", "KB",
+            kb(now["functions"]), before("functions"), name),
     ]
     for tool, sizes in now["tools"].items():
         was = (base or {}).get("tools", {}).get(tool)
@@ -128,7 +132,7 @@ def main() -> None:
     if base is None:
         notes.append(f"no baseline: {args.baseline} could not be exported or measured (see stderr)")
     path = write_result("tools_list", rows, notes)
-    for r in rows[:4]:
+    for r in rows[:5]:
         print(f"{r['figure']}: {r['btp']} KB (baseline {r['baseline']} KB, ratio {r['ratio']})")
     print(f"wrote {path}")
 
