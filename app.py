@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from flask import Flask
 
 from trips.core import limits
-from trips.core.db import db, migrate
+from trips.core.db import db
 
 # Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
 KNOWN_ENV = (
@@ -133,7 +133,8 @@ def _secret_key(conf: dict, instance: Path) -> str:
     return key
 
 
-def create_app(overrides: dict | None = None, environ: dict | None = None) -> Flask:
+def create_app(overrides: dict | None = None, environ: dict | None = None, *, serving: bool = False) -> Flask:
+    """`serving`: the app of a web worker (wsgi.py), which never migrates: no `flask db` and no alembic in it."""
     conf = load_config(environ, overrides)
     instance = Path(conf["BTP_INSTANCE_DIR"]).resolve()
     instance.mkdir(parents=True, exist_ok=True)
@@ -166,7 +167,10 @@ def create_app(overrides: dict | None = None, environ: dict | None = None) -> Fl
 
     configure_engine_options(app)
     db.init_app(app)
-    migrate.init_app(app, db, directory=str(Path(__file__).parent / "migrations"))
+    if not serving:  # `flask db …` and flask_migrate.upgrade(); alembic costs a web worker ~8 MB for nothing
+        from flask_migrate import Migrate
+
+        Migrate(app, db, directory=str(Path(__file__).parent / "migrations"))
 
     import jobs
     import mcp

@@ -1,4 +1,4 @@
 """gunicorn entry point: `gunicorn wsgi:app`."""
 from app import create_app
 
-app = create_app()
+app = create_app(serving=True)

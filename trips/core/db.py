@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 
 from flask import Flask, current_app
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -28,7 +27,6 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
-migrate = Migrate()
 
 # SQLite: begin write transactions with BEGIN IMMEDIATE so two writers queue on the busy timeout instead of
 # one failing with SQLITE_BUSY_SNAPSHOT when it upgrades a read snapshot (https://sqlite.org/wal.html).
