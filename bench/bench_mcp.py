@@ -183,7 +183,7 @@ def setup_data(env: dict) -> dict:
         main_id = main_trip.id
         others = []
         for i in range(OTHER_TRIPS):  # small trips on the same map (analysed too), for list_trips and the edits
-            small = points[i * 500: i * 500 + 500]  # 50 km: one day
+            small = points[i * 500: i * 500 + 150]  # 15 km: one day (a short analysis)
             trip = import_gpx(user, io.BytesIO(gpx_from_points(small, name=f"Weekend {i + 1}")), {})
             others.append(trip.id)
         t = time.perf_counter()
