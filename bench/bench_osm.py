@@ -28,8 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _path in (str(ROOT), str(ROOT / "bench")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
 
 import osmium  # noqa: E402
 from osmium.osm.mutable import Node, Relation, Way  # noqa: E402
@@ -159,6 +160,28 @@ def _size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
 
 
+def _write(args, file_bytes: int, counts: dict, report: dict, peak_mb: float, db_mb: float | None) -> None:
+    """bench/out/osm.json: throughput and peak memory against the issue-10 targets as their baselines."""
+    from common import row, write_result
+
+    objects = sum(counts.values())
+    rate = objects / report["seconds"]
+    engine = "PostgreSQL + PostGIS" if args.database_url else "SQLite"
+    rows = [row(f"import into {engine}: objects per second", "objects/s", round(rate), 100_000, "target (issue 10)",
+                ">= 100 000 objects/s", rate >= 100_000),
+            row(f"import into {engine}: peak RSS of the importing process", "MB", round(peak_mb, 1), 500,
+                "target (issue 10)", "< 500 MB", peak_mb < 500),
+            row(f"import into {engine}: wall time", "s", round(report["seconds"], 2))]
+    notes = [f"{file_bytes / 1e6:.1f} MB .osm.pbf: {counts['nodes']:,} nodes, {counts['ways']:,} ways, "
+             f"{counts['relations']} relations; kept: " + ", ".join(f"{v:,} {k}" for k, v in report["kept"].items()),
+             f"RSS after imports and migrations: {report['rss_start_mb']:.0f} MB",
+             "previous figures (2026-12-01, load 4-9): SQLite 38.9-48.3 s, 180 000-222 000 objects/s, 375-383 MB, "
+             "94 MB database; PostgreSQL + PostGIS 56.2 s, 155 000 objects/s, 366 MB"]
+    if db_mb is not None:
+        notes.append(f"SQLite database on disk: {db_mb:.0f} MB")
+    write_result("osm" if not args.database_url else "osm-postgresql", rows, notes)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=100.0, help="size of the generated .osm.pbf (MB)")
@@ -190,8 +213,11 @@ def main() -> None:
           f"{objects / report['seconds']:,.0f} objects/s, peak RSS {peak:.0f} MB "
           f"(after imports and migrations: {report['rss_start_mb']:.0f} MB)")
     print("kept: " + ", ".join(f"{v:,} {k}" for k, v in report["kept"].items()))
+    db_mb = None
     if not args.database_url:
-        print(f"SQLite database on disk: {_size_mb(work / 'bench.sqlite3'):.0f} MB")
+        db_mb = _size_mb(work / "bench.sqlite3")
+        print(f"SQLite database on disk: {db_mb:.0f} MB")
+    _write(args, pbf.stat().st_size, counts, report, peak, db_mb)
     if not args.keep:
         for p in work.iterdir():
             p.unlink()

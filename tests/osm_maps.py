@@ -119,3 +119,28 @@ def map_support_or_skip(engine) -> None:
     with engine.connect() as conn:
         if not conn.execute(sa.text("SELECT 1 FROM pg_available_extensions WHERE name = 'postgis'")).scalar():
             pytest.skip("this PostgreSQL has no PostGIS (apt-get install postgresql-15-postgis-3)")
+
+
+def per_box_select(conn, table, boxes, where="", params=None):
+    """trips.osm.queries._select_boxes as it was before batching: one statement per box (R*Tree IN, or the
+    PostGIS envelope): the reference tests/test_osm_queries.py and bench/bench_analysis.py compare with."""
+    import sqlalchemy as sa
+
+    from trips.osm.store import postgis_schema
+
+    cols = ", ".join(f"t.{c.name}" for c in table.columns)
+    out = []
+    for box in boxes:
+        args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3], **(params or {})}
+        if conn.dialect.name == "sqlite":
+            spatial = (f"t.id IN (SELECT id FROM {table.name}_rtree WHERE min_lat <= :c AND max_lat >= :a "
+                       "AND min_lon <= :d AND max_lon >= :b)")
+        else:
+            s = postgis_schema(conn)
+            spatial = f'"{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))'
+        sql = sa.text(f"SELECT {cols} FROM {table.name} t JOIN osm_area r ON r.id = t.area_id "
+                      f"AND r.status = 'ready' WHERE {spatial} {where} ORDER BY t.id")
+        if "kinds" in args:
+            sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+        out.append(conn.execute(sql, args).mappings().all())
+    return out

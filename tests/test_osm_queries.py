@@ -6,7 +6,7 @@ import math
 import pytest
 import sqlalchemy as sa
 
-from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north
+from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north, per_box_select
 from trips.core.db import db
 from trips.route.geo import distance_m
 from trips.osm import queries as Q
@@ -185,26 +185,6 @@ def test_encoded_lines_round_trip_to_the_microdegree():
         decode(encode_many(coords[:3], np.array([3]))[0][:-1])
 
 
-def _per_box_reference(conn, table, boxes, where="", params=None):
-    """The queries as they were before batching: one statement per box (R*Tree IN, or PostGIS envelope)."""
-    cols = ", ".join(f"t.{c.name}" for c in table.columns)
-    out = []
-    for box in boxes:
-        args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3], **(params or {})}
-        if conn.dialect.name == "sqlite":
-            spatial = (f"t.id IN (SELECT id FROM {table.name}_rtree WHERE min_lat <= :c AND max_lat >= :a "
-                       "AND min_lon <= :d AND max_lon >= :b)")
-        else:
-            s = Q.postgis_schema(conn)
-            spatial = f'"{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))'
-        sql = sa.text(f"SELECT {cols} FROM {table.name} t JOIN osm_area r ON r.id = t.area_id "
-                      f"AND r.status = 'ready' WHERE {spatial} {where} ORDER BY t.id")
-        if "kinds" in args:
-            sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
-        out.append(conn.execute(sql, args).mappings().all())
-    return out
-
-
 def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monkeypatch):
     """Property over a generated map (random points, ways and ferries around a meandering line): one
     statement for all of a line's chunks (also cut into several statements) finds exactly what one statement
@@ -250,7 +230,7 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
         batched, batched_statements = spatial_statements(answers)
         monkeypatch.setattr(Q, "_BOXES_PER_STATEMENT", 7)
         split, split_statements = spatial_statements(answers)
-        monkeypatch.setattr(Q, "_select_boxes", _per_box_reference)
+        monkeypatch.setattr(Q, "_select_boxes", per_box_select)
         reference, per_chunk_statements = spatial_statements(answers)
     finally:
         sa.event.remove(db.engine, "before_cursor_execute", record)

@@ -181,25 +181,23 @@ def fit_points(points, max_points: int = MAX_STAGE_POINTS, tolerance_m: float = 
     return pts
 
 
-def _geometries(lines: list[np.ndarray]) -> list[np.ndarray]:
-    """Each day's line at 20 m, each pass coarser for all days alike until the trip keeps at most
+def _stages(lines) -> list[StagePlan]:
+    """The days of `lines` (an iterable: each day's full-resolution line is measured, simplified at 20 m and
+    let go before the next is made), then each pass coarser for all days alike until the trip keeps at most
     MAX_TRIP_POINTS points (one tolerance for the whole trip: the same fidelity everywhere)."""
-    tolerance = geo.TOLERANCE_M
-    shapes = [fit_points(line, MAX_STAGE_POINTS, tolerance) for line in lines]
-    while sum(map(len, shapes)) > MAX_TRIP_POINTS and tolerance < _MAX_TOLERANCE_M:
-        tolerance *= 2
-        shapes = [fit_points(shape, MAX_STAGE_POINTS, tolerance) for shape in shapes]
-    return shapes
-
-
-def _stages(lines: list[np.ndarray]) -> list[StagePlan]:
     stages = []
-    for day, (points, shape) in enumerate(zip(lines, _geometries(lines)), start=1):
+    for day, points in enumerate(lines, start=1):
         gain, loss = geo.elevation_gain_loss(points[:, 2])
         stages.append(StagePlan(
             day_number=day, distance_km=geo.total_distance_km(points), elevation_gain_m=gain,
-            elevation_loss_m=loss, start=_endpoint(points[0]), end=_endpoint(points[-1]), geometry=shape,
+            elevation_loss_m=loss, start=_endpoint(points[0]), end=_endpoint(points[-1]),
+            geometry=fit_points(points, MAX_STAGE_POINTS, geo.TOLERANCE_M),
         ))
+    tolerance = geo.TOLERANCE_M
+    while sum(len(s.geometry) for s in stages) > MAX_TRIP_POINTS and tolerance < _MAX_TOLERANCE_M:
+        tolerance *= 2
+        for stage in stages:
+            stage.geometry = fit_points(stage.geometry, MAX_STAGE_POINTS, tolerance)
     return stages
 
 
@@ -233,17 +231,28 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
     n_days = day_count(total_km, settings)
     targets = daily_targets(n_days, total_km, ascent, settings.fatigue_factor, settings.elevation_penalty,
                             settings.max_distance_per_day)
-    days, rest, offset = [], raw, 0.0  # `rest` is what is left of the route, starting `offset` km in
-    rest_cum = cum
+    return _stages(_cut_days(raw, cum, targets))
+
+
+def _cut_days(raw: np.ndarray, cum: np.ndarray, targets: list[float]):
+    """Yield each day's line: every day but the last ends exactly on its target, at a point interpolated
+    between the two raw points around it, which starts the next day. What is left of the route is never
+    copied: it is `first` (the last cut, or the route's start), then raw[s:], beginning `offset` km in."""
+    first, s, offset = raw[0], 1, 0.0
     for target in targets[:-1]:
-        if rest_cum[-1] - offset <= target:
+        rest_km = np.empty(len(raw) - s + 1)  # km from `first` at each point of what is left
+        rest_km[0] = 0.0
+        np.subtract(cum[s:], offset, out=rest_km[1:])
+        if rest_km[-1] <= target:
             break  # the route ends within this day
-        head, rest = geo.cut_at_km(rest, target, rest_cum - offset)  # the day ends exactly on its target
-        days.append(head)
+        j = int(np.searchsorted(rest_km, target, side="left"))  # rest_km[j - 1] < target <= rest_km[j]
+        before = first if j == 1 else raw[s + j - 2]
+        f = (target - rest_km[j - 1]) / (rest_km[j] - rest_km[j - 1])
+        cut = before + f * (raw[s + j - 1] - before)
+        yield np.vstack((first, raw[s:s + j - 1], cut))
+        first, s = cut, (s + j if f >= 1.0 else s + j - 1)
         offset += target
-        rest_cum = np.concatenate(([offset], rest_cum[len(rest_cum) - len(rest) + 1:]))
-    days.append(rest)
-    return _stages(days)
+    yield np.vstack((first, raw[s:]))
 
 
 def plan_collection(tracks) -> list[StagePlan]:
