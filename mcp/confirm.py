@@ -17,6 +17,7 @@ TOKEN_INVALID = ('This "confirmationToken" is not valid for this call: it was ma
                  'already used, or has expired. Call the tool again without it to get a fresh impact summary.')
 STATE_INVALID = "This requestState is not valid for this call: it was altered, used already, or expired."
 DECLINED = "Nothing was done: the person declined."
+RESPONSES_INVALID = 'must be an object keyed by the name of the input request, such as {"confirm": {…}}'
 
 
 class ConfirmationRequired(Exception):
@@ -45,12 +46,16 @@ def confirmer(ctx, arguments: dict, action: str):
                 return
             raise Invalid({"confirmationToken": TOKEN_INVALID})
         if ctx.request_state is not None or ctx.input_responses is not None:
+            if ctx.input_responses is not None and not isinstance(ctx.input_responses, dict):
+                raise Invalid({"inputResponses": RESPONSES_INVALID})  # before the state is used up
             if not open_state(redis, secret, ctx.request_state, binding):
                 raise Invalid({"requestState": STATE_INVALID})
-            answer = (ctx.input_responses or {}).get("confirm") or {}
-            if answer.get("action") == "accept" and (answer.get("content") or {}).get("confirm") is True:
+            answer = (ctx.input_responses or {}).get("confirm")
+            answer = answer if isinstance(answer, dict) else {}
+            content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
+            if answer.get("action") == "accept" and content.get("confirm") is True:
                 return
-            raise ConfirmationRequired({"result": DECLINED, "nextAction": None})
+            raise ConfirmationRequired({"result": DECLINED, "nextAction": None})  # anything else is no
         summary = impact(trip, share_link(trip))
         if ctx.can_elicit:
             title = summary["title"] or "this trip"

@@ -69,7 +69,9 @@ def _is_challenge(answer) -> bool:
         return False
     if result.get("resultType") == "input_required":
         return True
-    return "confirmationToken" in (result.get("structuredContent") or {})
+    structured = result.get("structuredContent") or {}
+    declined = str(structured.get("result", "")).startswith("Nothing was done")  # mcp/confirm.py DECLINED
+    return "confirmationToken" in structured or declined
 
 
 def judge(response, ledger, before, what: str, kind: str | None = None) -> str:

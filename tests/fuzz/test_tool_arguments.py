@@ -13,11 +13,11 @@ import os
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz import rpc
-from tests.fuzz.strategies import HOSTILE_TEXT, LONE, dumps, hostile_object, with_edges
+from tests.fuzz.strategies import HOSTILE_TEXT, LONE, dumps, hostile_object, json_values, with_edges
 from tests.fuzz.support import LONG, bounded_case, fuzz_settings
 from tests.fuzz.test_envelope import TOOLS, once
 from trips.core.db import db
@@ -186,3 +186,52 @@ def test_fuzz_tool_arguments(client, world, ledger, unlimited, warm, name, data,
         assert refusal is None or refusal["error"]["code"] in ("not_found", "invalid_argument"), refusal
     if names_a_trip and role == "locked" and name in LOCK_CARRYING:
         assert outcome == "refused", json.dumps(response.get_json())[:300]
+
+
+# ------------------------------------------------------------------ the human's answer to an elicitation
+
+ANSWERS = st.one_of(json_values(5), st.fixed_dictionaries({"confirm": st.one_of(json_values(3), st.fixed_dictionaries(
+    {"action": st.sampled_from(["accept", "accept", "decline", "cancel", "ACCEPT", 1, None])},
+    optional={"content": st.one_of(json_values(2), st.fixed_dictionaries({"confirm": st.one_of(
+        st.just(True), st.just(True), json_values(1))}))}))}))
+STATES = st.sampled_from(["genuine"] * 6 + ["altered", "absent", "junk"])
+
+
+def _elicit(client, world, name: str, arguments: dict, params: dict | None = None):
+    body = rpc.call_body(name, arguments)
+    body["params"]["_meta"] = {**rpc.META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    body["params"].update(params or {})
+    return client.post("/mcp", data=dumps(body), headers=rpc.headers(world.token, "tools/call", name))
+
+
+@given(name=st.sampled_from(["update_trip_settings", "unshare_trip", "delete_trip"]), answer=ANSWERS,
+       state=STATES, junk=json_values(2))
+@example(name="update_trip_settings", answer=["x"], state="genuine", junk=None)  # found: -32603 (mcp/confirm.py)
+@example(name="update_trip_settings", answer={"confirm": {"action": "accept", "content": "x"}}, state="genuine",
+         junk=None)
+@fuzz_settings(150)
+def test_fuzz_elicitation_answers(client, world, ledger, unlimited, name, answer, state, junk):
+    """A second call carrying the human's answer (inputResponses) and the sealed requestState of the first:
+    whatever the answer's shape, a refusal or "declined" writes nothing, and never -32603."""
+    from trips.services import sharing
+
+    db.session.rollback()
+    trip = db.session.get(Trip, world.dated.id if name == "unshare_trip" else world.trip.id)
+    if name == "unshare_trip" and sharing.active_share(trip.id) is None:
+        sharing.share_trip(world.owner, trip.id)
+    arguments = {"tripId": trip.id} if name == "unshare_trip" else {"id": trip.id}
+    if name == "update_trip_settings":
+        arguments.update(version=trip.version, title="Renamed")
+    if name == "delete_trip" and isinstance(answer, dict) and isinstance(answer.get("confirm"), dict):
+        answer = {"confirm": {**answer["confirm"], "action": "decline"}}  # the trip stays for the next cases
+    with bounded_case("elicitation answer"):
+        first = _elicit(client, world, name, arguments).get_json()["result"]
+        assert first["resultType"] == "input_required", first
+        sealed = first["requestState"]
+        params = {"inputResponses": answer, "requestState": {"genuine": sealed, "altered": sealed[:-2] + "xx",
+                                                             "junk": junk}.get(state)}
+        if state == "absent":
+            del params["requestState"]
+        before = ledger.look()
+        rpc.judge(_elicit(client, world, name, arguments, params), ledger, before, f"{name} answer",
+                  "elicitation")

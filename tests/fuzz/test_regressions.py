@@ -1,0 +1,51 @@
+"""What the fuzzing found, kept as plain tests that run on every CI pass (the fuzz modules run once).
+
+1. mcp/confirm.py: the second call of an elicitation, with a genuine requestState and an inputResponses that
+   is not an object (or whose "confirm" answer or its content is not an object), answered -32603
+   (AttributeError on .get). Now: a non-object inputResponses is refused by name before the state is used up;
+   any other shape of answer is "declined"; nothing is written either way."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fuzz import rpc
+from tests.fuzz.strategies import dumps
+from trips.core.db import db
+from trips.models import Trip
+
+
+def _elicit(client, world, arguments: dict, params: dict | None = None):
+    body = rpc.call_body("update_trip_settings", arguments)
+    body["params"]["_meta"] = {**rpc.META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}}
+    body["params"].update(params or {})
+    response = client.post("/mcp", data=dumps(body), headers=rpc.headers(world.token, "tools/call",
+                                                                          "update_trip_settings"))
+    assert response.status_code == 200
+    return response.get_json()
+
+
+@pytest.mark.parametrize("answer,refused", [
+    (["x"], True), ("yes", True), (5, True),
+    ({"confirm": "yes"}, False), ({"confirm": {"action": "accept", "content": "x"}}, False),
+    ({"confirm": {"action": "accept", "content": ["confirm"]}}, False), ({"confirm": None}, False),
+])
+def test_a_malformed_answer_to_an_elicitation_is_refused_or_declined_and_writes_nothing(client, world, ledger,
+                                                                                        answer, refused):
+    arguments = {"id": world.trip.id, "version": world.trip.version, "title": "Renamed"}
+    state = _elicit(client, world, arguments)["result"]["requestState"]
+    before = ledger.look()
+    result = _elicit(client, world, arguments, {"requestState": state, "inputResponses": answer})["result"]
+    ledger.assert_unchanged(before, "a malformed answer")
+    text = json.loads(result["content"][0]["text"])
+    if refused:
+        assert result["isError"] is True and "inputResponses" in text["error"]["fields"]
+        # the state was not used up: the well-formed answer still goes through
+        accepted = _elicit(client, world, arguments, {"requestState": state, "inputResponses": {
+            "confirm": {"action": "accept", "content": {"confirm": True}}}})["result"]
+        assert accepted["isError"] is False
+        db.session.rollback()
+        assert db.session.get(Trip, world.trip.id).title == "Renamed"
+    else:
+        assert result["isError"] is False and text["result"].startswith("Nothing was done")
