@@ -154,6 +154,22 @@ def test_a_broken_or_stale_file_is_rebuilt(small, damage):
     assert Gazetteer(small).search("grenoble", 1)[0].name == "Grenoble"
 
 
+def test_a_file_damaged_under_an_open_index_is_unavailable_then_rebuilt(small, monkeypatch):
+    monkeypatch.setattr(gazetteer, "_open", {})
+    index = get_gazetteer(small.parent.parent)
+    assert index.path == small
+    size = small.stat().st_size
+    with open(small, "r+b") as fh:  # every page but the first two (header, meta) overwritten in place
+        fh.seek(2 * 4096)
+        fh.write(b"\xff" * (size - 2 * 4096))
+    with pytest.raises(Unavailable, match="damaged"):
+        index.search("grenoble", 5)
+    assert not small.exists()  # so that the next search rebuilds it
+    monkeypatch.setattr(gazetteer, "_build_in_child", ensure)  # the small source is patched in this process only
+    again = get_gazetteer(small.parent.parent)
+    assert again is not index and again.search("grenoble", 1)[0].name == "Grenoble"
+
+
 def test_a_new_release_gets_its_own_file_and_the_old_one_goes(small, monkeypatch):
     old_release = small
     monkeypatch.setattr(gazetteer, "source_version", lambda: "99.0.0")

