@@ -3,7 +3,9 @@
 1. mcp/confirm.py: the second call of an elicitation, with a genuine requestState and an inputResponses that
    is not an object (or whose "confirm" answer or its content is not an object), answered -32603
    (AttributeError on .get). Now: a non-object inputResponses is refused by name before the state is used up;
-   any other shape of answer is "declined"; nothing is written either way."""
+   any other shape of answer is "declined"; nothing is written either way.
+2. oauth/registration.py: POST /oauth/register with a list or an object among grant_types answered 500
+   (TypeError: unhashable type, from set()). Now 400 invalid_client_metadata."""
 from __future__ import annotations
 
 import json
@@ -49,3 +51,13 @@ def test_a_malformed_answer_to_an_elicitation_is_refused_or_declined_and_writes_
         assert db.session.get(Trip, world.trip.id).title == "Renamed"
     else:
         assert result["isError"] is False and text["result"].startswith("Nothing was done")
+
+
+@pytest.mark.parametrize("grant", [["authorization_code"], {}, 1, None])
+def test_a_registration_with_a_grant_that_is_not_a_string_is_refused(client, ledger, grant):
+    before = ledger.look()
+    response = client.post("/oauth/register", json={"redirect_uris": ["https://agent.example/cb"],
+                                                    "grant_types": ["authorization_code", grant]})
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "invalid_client_metadata"
+    ledger.assert_unchanged(before, "a refused registration")

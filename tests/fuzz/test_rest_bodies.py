@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from tests.fuzz.strategies import HOSTILE_TEXT, dumps, hostile_object, resolve
+from tests.fuzz.strategies import HOSTILE_TEXT, dumps, hostile_object, json_values, resolve
 from tests.fuzz.support import LONG, OUTCOMES, assert_bounded_message, bounded_case, fuzz_settings
 from tests.fuzz.test_envelope import once
 from tests.fuzz.test_tool_arguments import NEAR_LAT, NEAR_LON, NEAR_POINT, OVERRIDES, UNKNOWN
@@ -113,3 +113,34 @@ def test_fuzz_rest_bodies(client, world, ledger, unlimited, method, path, data, 
     if role == "foreign" and "{trip_id}" in path:
         assert response.status_code in (400, 404, 415, 422, 428), (what, response.status_code)
         assert response.status_code != 200
+
+
+# ------------------------------------------------------------------ dynamic client registration (RFC 7591)
+
+URIS = st.sampled_from(["https://agent.example/cb", "http://127.0.0.1:8765/cb", "http://[::1]/cb",
+                        "com.example.app:/cb", "https://[::1", "http://127.0.0.1:99999/", "https://a.example/#f",
+                        "javascript:alert(1)", "https://user@a.example/", "", LONG, "https://a.example/\ud800"])
+REGISTRATION = st.fixed_dictionaries({}, optional={
+    "redirect_uris": st.one_of(st.lists(URIS, min_size=1, max_size=3), json_values(3)),
+    "client_name": st.one_of(st.sampled_from(HOSTILE_TEXT), json_values(2)),
+    "token_endpoint_auth_method": st.one_of(st.just("none"), json_values(2)),
+    "grant_types": st.one_of(st.just(["authorization_code"]), st.lists(json_values(2), max_size=3)),
+    "response_types": st.one_of(st.just(["code"]), json_values(2)),
+    "extra": json_values(3)})
+
+
+@given(body=st.one_of(REGISTRATION, REGISTRATION, json_values(4)))
+@example(body={"redirect_uris": ["https://agent.example/cb"], "grant_types": [["authorization_code"]]})
+@example(body={"redirect_uris": ["https://agent.example/cb"], "grant_types": [{}]})
+@fuzz_settings(150)
+def test_fuzz_client_registration(client, app, ledger, unlimited, body):
+    with bounded_case("registration body"):
+        before = ledger.look()
+        response = client.post("/oauth/register", data=dumps(body), headers={"Content-Type": "application/json"})
+        assert response.status_code < 500, response.data[:300]
+        if response.status_code >= 400:
+            raw = response.get_data(as_text=True)
+            assert_bounded_message(raw, "a registration refusal")
+            assert len(response.get_json()["error_description"]) <= MESSAGE_MAX
+            ledger.assert_unchanged(before, "registration")
+    OUTCOMES[("registration", "refused" if response.status_code >= 400 else "registered")] += 1
