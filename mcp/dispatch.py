@@ -17,8 +17,8 @@ from mcp.arguments import check_arguments
 from trips.core.text import clean_answer, quote
 from mcp.protocol import (
     HANDSHAKE_VERSIONS, INSUFFICIENT_SCOPE, INSTRUCTIONS, INTERNAL_ERROR, INVALID_PARAMS, LATEST_HANDSHAKE,
-    META_CAPABILITIES, META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Message, RpcError, error_envelope,
-    parse_message, result_envelope,
+    META_CAPABILITIES, META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Fragment, Message, RpcError,
+    Spliced, SplicedList, encode_once, error_envelope, parse_message, result_envelope,
 )
 from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
@@ -92,10 +92,16 @@ def _tool_result(structured: dict, is_error: bool, modern: bool) -> dict:
     admit, so the agent would never read "Trip not found". Widening every output schema to admit the refusal
     would double tools/list and blur what a success looks like; the text block is what every client shows."""
     structured = clean_answer(structured)
-    result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False)}], "isError": is_error}
-    if not is_error:
-        result["structuredContent"] = structured
-    return _modern(result) if modern else result
+    if is_error:  # small, and read back by the metrics (tool_outcome): a plain result
+        result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False,
+                                                                  separators=(",", ":"))}], "isError": True}
+        return _modern(result) if modern else result
+    # One encoding for both forms (mcp/protocol.py Fragment): the text block carries the structured content's
+    # JSON text, as the specification asks, spliced into the answer as a string.
+    encoded, as_text = encode_once(structured)
+    result = Spliced({"content": SplicedList([Spliced({"type": "text", "text": Fragment(as_text)})]),
+                      "isError": False, "structuredContent": Fragment(encoded)})
+    return Spliced(_modern(result)) if modern else result
 
 
 def refusal(exc: DomainError) -> dict:
@@ -122,7 +128,7 @@ def tools_call(message, ex) -> dict:
                       request_state=message.params.get("requestState"))
     try:
         _spend_budget(ex, tool)
-        _admit(tool, message.params.get("arguments"), ex.principal)
+        admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (kept: see _admit)
         answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
@@ -143,10 +149,14 @@ def tools_call(message, ex) -> dict:
 def _admit(tool, arguments, principal) -> None:
     """C42 (ownership → lock → version → …): before a lock-carrying tool's arguments are judged, the trip it
     names must be the caller's and not started. Raises NotFound (someone else's id answers exactly like an
-    unknown one) or Locked. An id that is absent or not a string is left to the argument checks."""
+    unknown one) or Locked. An id that is absent or not a string is left to the argument checks.
+
+    Returns the trip admitted (None when nothing was): the caller holds it while the tool runs, so the session's
+    identity map (weak references) keeps it and the write's fail-fast pass does not read it again."""
     trip_id = arguments.get(tool.locked_trip) if tool.locked_trip and isinstance(arguments, dict) else None
     if isinstance(trip_id, str):
-        admit(principal.user.id, trip_id)
+        return admit(principal.user.id, trip_id)
+    return None
 
 
 class AddressRefused(Exception):
@@ -164,7 +174,7 @@ def _spend_budget(ex, tool) -> None:
     """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
     agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES): one Redis round trip. Raises
     AddressRefused, or RateLimited for the agent's budgets."""
-    key = f"{ex.principal.user.id}|{ex.principal.client_id or 'cli'}"
+    key = f"{ex.principal.user_id}|{ex.principal.client_id or 'cli'}"
     address, ex.address = getattr(ex, "address", None), None
     pairs = [("mcp_address", address)] if address is not None else []
     pairs += [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])

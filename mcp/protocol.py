@@ -65,8 +65,27 @@ def parse_message(obj) -> Message:
     return Message(method=obj["method"], params=params, id=obj.get("id"), is_notification="id" not in obj)
 
 
+class Fragment:
+    """JSON text encoded already (UTF-8 bytes): `encode` writes it as it is, inside a Spliced container."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, json_bytes: bytes):
+        self.json = json_bytes
+
+
+class Spliced(dict):
+    """A JSON object holding Fragments (directly or inside Spliced/SplicedList values): `encode` writes its members
+    one by one and splices the fragments, so a value encoded once is never encoded again."""
+
+
+class SplicedList(list):
+    """A JSON array holding Fragments, as Spliced."""
+
+
 def result_envelope(message_id, result: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": message_id, "result": result}
+    envelope = {"jsonrpc": "2.0", "id": message_id, "result": result}
+    return Spliced(envelope) if isinstance(result, Spliced) else envelope
 
 
 def error_envelope(message_id, error: RpcError) -> dict:
@@ -99,4 +118,18 @@ def encode_batch(answers: list) -> bytes:
 
 
 def _dumps(value) -> bytes:
+    if isinstance(value, Fragment):
+        return value.json
+    if isinstance(value, Spliced):
+        return b"{" + b",".join(_dumps(str(k)) + b":" + _dumps(v) for k, v in value.items()) + b"}"
+    if isinstance(value, SplicedList):
+        return b"[" + b",".join(_dumps(v) for v in value) + b"]"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def encode_once(value) -> tuple[bytes, bytes]:
+    """(the compact UTF-8 JSON of `value`, the same text as a JSON string literal): the two forms a tool result
+    carries (structuredContent, and the text block that repeats it), from one encoding. Raises what json.dumps
+    raises (TypeError, ValueError, RecursionError) and UnicodeEncodeError."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8"), json.dumps(text, ensure_ascii=False).encode("utf-8")

@@ -1,7 +1,7 @@
 """Who is calling: the bearer token of a REST request (audience `api` only)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import wraps
 
 from flask import g, request
@@ -15,6 +15,13 @@ class Principal:
     user: User
     scopes: frozenset[str]
     client_id: str | None = None
+    # The user's id as read with the token: what the budgets, the grant's last use and the access log key on,
+    # without reading the account again after a write's commit has expired it.
+    user_id: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        if self.user_id is None:
+            object.__setattr__(self, "user_id", self.user.id)
 
 
 class Unauthorized(Exception):

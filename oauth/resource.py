@@ -61,7 +61,7 @@ def touch_grant(principal: Principal) -> None:
     """Stamp the grant's last use after a successful call, at most once per window; never fails the call."""
     if not principal.client_id:
         return
-    user_id, client_id = principal.user.id, principal.client_id
+    user_id, client_id = principal.user_id, principal.client_id
     key = f"btp:grant-used:{user_id}:{client_id}"
 
     def stamp(first_in_window) -> None:

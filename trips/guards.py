@@ -63,6 +63,8 @@ class WriteContext:
     confirm: Callable[[Trip], None] | None = None  # raises when the caller has not confirmed (MCP)
     trip: Trip | None = None
     prepared: object = None  # what `validate` returned
+    load_options: tuple = ()  # how the chain under the lock loads the trip (eager loads for the operation)
+    locked: bool = False  # set by guarded_write once the trip's lock is held
 
 
 def is_locked(trip: Trip) -> bool:
@@ -76,15 +78,21 @@ def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
         uuid.UUID(str(trip_id))
     except ValueError:
         raise NotFound(NOT_FOUND) from None
-    trip = db.session.scalar(sa.select(Trip).where(Trip.id == str(trip_id).lower(), Trip.user_id == actor_id)
-                             .options(*options))
-    if trip is None:
+    trip_id = str(trip_id).lower()
+    if options:  # a read with its eager loads (Session.get would leave them out for a trip it holds expired)
+        trip = db.session.scalar(sa.select(Trip).where(Trip.id == trip_id).options(*options))
+    else:
+        # By primary key: a trip this unit of work read already (the admission, the fail-fast pass) is not read
+        # again; atomic() commits before its block, which expires everything, so the chain under the lock reads
+        # it anew.
+        trip = db.session.get(Trip, trip_id)
+    if trip is None or trip.user_id != actor_id:
         raise NotFound(NOT_FOUND)
     return trip
 
 
 def ownership(ctx: WriteContext) -> None:
-    ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id)
+    ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id, ctx.load_options if ctx.locked else ())
 
 
 def lock(ctx: WriteContext) -> None:
@@ -154,4 +162,5 @@ def guarded_write(ctx: WriteContext):
     """
     run_chain(ctx, FAIL_FAST_CHAIN)
     with atomic(lock=trip_lock(ctx.trip.id)):
+        ctx.locked = True
         yield run_chain(ctx, WRITE_CHAIN)

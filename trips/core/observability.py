@@ -97,7 +97,7 @@ def configure_logging(level: int = logging.INFO) -> None:
 def _user_id() -> str | None:
     principal = getattr(g, "principal", None)  # bearer callers: REST (require_api_scope) and /mcp
     if principal is not None:
-        user_id = getattr(principal.user, "id", None)  # None when the account was deleted mid-request
+        user_id = getattr(principal, "user_id", None)  # as read with the token (no read after a commit)
         return str(user_id) if user_id is not None else None
     if session.accessed:  # a page that read the session; reading it here would add Vary: Cookie to every answer
         return session.get("uid")

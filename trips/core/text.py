@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "has_unstorable", "mend", "MAX_DEPTH", "UNSTORABLE"]
+__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "Floored", "floored", "has_unstorable", "mend", "MAX_DEPTH",
+           "UNSTORABLE"]
 
 ELLIPSIS = "…"
 MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
@@ -117,8 +118,20 @@ def quote(value: object, limit: int = 40) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+class Floored(dict):
+    """A JSON object whose every string went through the floor already (made only by `floored`): `clean_answer`
+    returns it as it is instead of walking it again (a part of an answer kept for many answers, such as a day's
+    digest line). Never mutated once made."""
+
+
+def floored(obj: dict) -> Floored:
+    """`clean_answer(obj)`, marked as floored. Raises as clean_answer."""
+    return Floored(clean_answer(obj))
+
+
 def clean_answer(obj, _depth: int = 0):
     """A copy of a JSON-like answer with `floor` applied to every string value; dict keys (ours) untouched.
+    A Floored part (already floored) is kept as it is.
 
     Accepts dict, list, tuple (kept a tuple), str, int, float, bool and None.
     Raises TypeError on any other type (its text would escape the floor: convert it first) and ValueError
@@ -127,6 +140,8 @@ def clean_answer(obj, _depth: int = 0):
     if isinstance(obj, str):
         return floor(obj)
     if obj is None or isinstance(obj, (int, float)):  # bool is an int
+        return obj
+    if isinstance(obj, Floored):
         return obj
     if _depth >= MAX_DEPTH:
         raise ValueError(f"answer nested deeper than {MAX_DEPTH} levels")

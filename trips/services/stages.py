@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
+from sqlalchemy.orm import defer, selectinload
 
 from oauth.models import User
 from trips import analysis, computations
@@ -84,11 +85,22 @@ def geometry_changed(trip: Trip, _prepared=None) -> None:
     analysis.redispatch(trip, triggers=("GEOMETRY",), names=("calendar",))
 
 
+# An edit of the days reads the trip, its days and its computations in three statements (under the lock), without
+# the JSON columns the enrichments own (no edit reads them; a dispatch after it reads the geometry, for the map
+# coverage). A rename alone reads no geometry either.
+_OWNED_BY_ENRICHMENTS = (Stage.alerts_by_group, Stage.enrichment, Stage.accommodations, Stage.selected_accommodation,
+                         Stage.waypoint)
+DAY_EDIT_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in _OWNED_BY_ENRICHMENTS)),
+                    selectinload(Trip.computations))
+RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.geometry, *_OWNED_BY_ENRICHMENTS))),
+                  selectinload(Trip.computations))
+
+
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
-               invalidate=geometry_changed) -> Trip:
+               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
     `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing)."""
-    ctx = WriteContext(actor.id, trip_id, precondition, validate=validate)
+    ctx = WriteContext(actor.id, trip_id, precondition, validate=validate, load_options=load_options)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
             raise Conflict("The days are being computed; try again once they are ready.")
@@ -163,7 +175,9 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
             geometry_changed(trip)
 
-    return write_days(actor, trip_id, precondition, validate, apply, invalidate)
+    rename = isinstance(data, dict) and data.keys() == {"label"}  # nothing but the label: no geometry read
+    return write_days(actor, trip_id, precondition, validate, apply, invalidate,
+                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS)
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:

@@ -1,0 +1,164 @@
+"""The MCP hot path (issue 12): get_trip, list_trips and a day's rename cost a bounded number of SQL statements
+and Redis round trips whatever the trip's size, and nothing in auth, budgets or the floor is skipped for it: the
+answers equal the full read model's, a day changed behind the server's back is read anew, a revoked token is
+refused on the very next request on any instance, spent budgets still refuse."""
+import io
+import json
+from contextlib import contextmanager
+from datetime import date, timedelta
+
+import pytest
+import redis as redis_lib
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from mcp.answers import LINES, trip_digest
+from tests.factories import make_user
+from tests.fakes.thirdparty import gpx_from_points, make_points
+from tests.mcp_helpers import call, mcp_token, modern, payload
+from tests.test_readmodels_enriched import fill, settle
+from trips.core.db import atomic, db, utcnow
+from trips.core.text import clean_answer
+from trips.models import Stage
+from trips.services import trips as services
+
+CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "ROLLBACK")
+
+
+@pytest.fixture
+def owner(app, ctx):
+    """A dated five-day trip whose every day carries every enrichment (alerts with polylines, lodgings,
+    forecasts), its analysis settled, and an agent's token."""
+    user = make_user("hot-path@example.org")
+    start = (date.today() + timedelta(days=3)).isoformat()
+    trip = import_gpx_days(user, start)
+    fill(trip.id)
+    settle(trip.id)
+    return user, trip.id, mcp_token(app, user)
+
+
+def import_gpx_days(user, start):
+    trip = services.import_gpx(user, io.BytesIO(gpx_from_points(make_points(4000), name="Hot path")),
+                               {"startDate": start})
+    assert len(trip.stages) >= 5
+    return trip
+
+
+@contextmanager
+def counted(monkeypatch):
+    """{"sql": statements other than transaction control, "redis": round trips} while the block runs."""
+    seen = {"sql": [], "redis": 0}
+
+    def statement(conn, cursor, text, parameters, context, executemany):
+        if not text.lstrip().upper().startswith(CONTROL):
+            seen["sql"].append(text)
+
+    sent = redis_lib.connection.AbstractConnection.send_packed_command
+
+    def round_trip(self, command, check_health=True):
+        seen["redis"] += 1
+        return sent(self, command, check_health)
+
+    monkeypatch.setattr(redis_lib.connection.AbstractConnection, "send_packed_command", round_trip)
+    event.listen(db.engine, "before_cursor_execute", statement)
+    try:
+        yield seen
+    finally:
+        event.remove(db.engine, "before_cursor_execute", statement)
+        monkeypatch.undo()
+
+
+def test_get_trip_costs_three_statements_and_two_round_trips_cold_or_warm(client, owner, monkeypatch):
+    _, trip_id, token = owner
+    call(client, token, "get_trip", {"id": trip_id})  # the grant's last use: stamped once per five minutes
+    LINES.lines.clear()
+    for _ in range(2):  # the first renders every day, the second reuses the lines: the same cost in statements
+        with counted(monkeypatch) as seen:
+            result = call(client, token, "get_trip", {"id": trip_id})
+        assert not result["isError"] and len(result["structuredContent"]["stages"]) >= 5
+        # token + user; trip + computations; days (no lazy load, none per day)
+        assert len(seen["sql"]) == 3, seen["sql"]
+        # budgets (address, calls) in one script; the request's counters, the tool's and the grant's window
+        assert seen["redis"] == 2
+
+
+def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
+    user, trip_id, token = owner
+    call(client, token, "list_trips")  # the grant's last use: stamped once per five minutes
+    with counted(monkeypatch) as seen:
+        assert not call(client, token, "list_trips")["isError"]
+    assert len(seen["sql"]) <= 5 and seen["redis"] == 2, seen  # token, count, page, days, computations
+    version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
+    stage_id = db.session.scalar(sa.select(Stage.id).where(Stage.trip_id == trip_id, Stage.position == 2))
+    rename = {"tripId": trip_id, "action": "update", "stageId": stage_id, "label": "Col de Rousset"}
+    version = payload(call(client, token, "edit_stages", {**rename, "version": version}))["version"]  # scripts
+    with counted(monkeypatch) as seen:  # loaded in Redis (the lock's release), as on a server that has run
+        result = call(client, token, "edit_stages", {**rename, "version": version, "label": "Col du Rousset"})
+    assert payload(result)["version"] == version + 1
+    # token + user, admission, under the lock: trip, days, computations, two UPDATEs, the version read back
+    assert len(seen["sql"]) <= 8, seen["sql"]
+    assert seen["redis"] == 4  # budgets, the trip's lock taken and released, the request's counters
+
+
+def test_the_answer_is_the_full_read_model_and_its_text_block_the_same_json(client, owner):
+    user, trip_id, token = owner
+    first = call(client, token, "get_trip", {"id": trip_id})
+    again = call(client, token, "get_trip", {"id": trip_id})
+    db.session.rollback()
+    full = json.loads(json.dumps(clean_answer(trip_digest(services.get_trip(user, trip_id)))))  # no shortcut
+    assert first["structuredContent"] == again["structuredContent"] == full
+    assert json.loads(first["content"][0]["text"]) == first["structuredContent"]
+    assert any(day["criticalAlerts"] and day.get("weather") for day in full["stages"])  # the lines say things
+
+
+def test_a_day_changed_behind_the_server_is_read_anew(client, owner):
+    _, trip_id, token = owner
+    before = payload(call(client, token, "get_trip", {"id": trip_id}))["stages"][1]
+    assert before["alertCount"] > 0 and before["accommodation"] and before.get("weather")
+    with atomic():  # as a job writes: a bulk UPDATE, no ORM event, the trip row untouched
+        db.session.execute(sa.update(Stage).where(Stage.trip_id == trip_id, Stage.position == 1).values(
+            alerts_by_group={}, accommodations=[], enrichment={}, start_label="Die\u202e\nGare"))
+    after = payload(call(client, token, "get_trip", {"id": trip_id}))["stages"][1]
+    assert after["alertCount"] == 0 and after["criticalAlerts"] == [] and after["accommodation"] is None
+    assert "weather" not in after
+    assert after["startLabel"] == "Die Gare"  # the floor still applies to what the lines carry
+
+
+def test_a_revoked_token_is_refused_at_once_on_this_instance_and_another(app, client, owner, fresh_app):
+    from oauth.models import AccessToken
+
+    _, trip_id, token = owner
+    other = fresh_app().test_client()  # a second instance on the same database and Redis
+    assert not call(client, token, "get_trip", {"id": trip_id})["isError"]
+    assert not call(other, token, "get_trip", {"id": trip_id})["isError"]
+    with atomic():
+        db.session.execute(sa.update(AccessToken).values(revoked_at=utcnow()))
+    for instance in (client, other):
+        response = modern(instance, token, "tools/call", {"name": "get_trip", "arguments": {"id": trip_id}})
+        assert response.status_code == 401 and "invalid_token" in response.headers["WWW-Authenticate"]
+
+
+def test_spent_budgets_still_refuse(app, client, owner, monkeypatch, redis_client):
+    _, trip_id, token = owner
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_calls", (2, 60))
+    results = [call(client, token, "get_trip", {"id": trip_id}) for _ in range(3)]
+    assert [r["isError"] for r in results] == [False, False, True]
+    assert payload(results[-1])["error"]["code"] == "rate_limited"
+    assert redis_client.zcard("btp:rl:mcp_address:127.0.0.1") == 3  # counted with the budgets, every call
+
+
+def test_an_address_over_its_limit_is_answered_429_before_anything_else(app, client, owner, monkeypatch,
+                                                                        redis_client):
+    _, trip_id, token = owner
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_address", (2, 60))
+    assert [call(client, token, "get_trip", {"id": trip_id})["isError"] for _ in range(2)] == [False, False]
+    counted_calls = redis_client.hgetall("btp:metrics:btp_tool_calls_total")
+    refused = modern(client, token, "tools/call", {"name": "get_trip", "arguments": {"id": trip_id}})
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert redis_client.hgetall("btp:metrics:btp_tool_calls_total") == counted_calls  # not a tool call's outcome
+    # the agent's budget was not spent by the refused request (a refusal stops before the keys after it)
+    assert redis_client.zcard(next(iter(redis_client.scan_iter("btp:rl:mcp_calls:*")))) == 2
+    garbled = client.post("/mcp", data=b"{not json", headers={"Authorization": f"Bearer {token}",
+                                                              "Content-Type": "application/json"})
+    assert garbled.status_code == 429
+    assert modern(client, "btp_at_unknown", "tools/list").status_code == 429  # before a 401, as before
