@@ -507,6 +507,12 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
             equal[tool], note = compare(s.btp_port, s.peer_port, s.token, tool, arguments)
             notes.append(note)
             log(note)
+        bogus = "btp_at_" + "x" * 43  # BTP's prefix, unknown token: both must refuse it (their checks are real)
+        refused = {name: call(port, bogus, "list_trips", {})[0] for name, port in (("BTP", s.btp_port),
+                                                                               ("peer", s.peer_port))}
+        notes.append("an unknown bearer token: HTTP " + ", ".join(f"{k} {v}" for k, v in refused.items()))
+        if set(refused.values()) != {401}:
+            log("WARNING: an unknown token was not refused with 401 by both:", refused)
     calls = tool_calls(s.info["trip"])
     # warm-up: every worker of both servers has served both tools
     for port in (s.btp_port, s.peer_port) if peer else (s.btp_port,):
