@@ -51,3 +51,12 @@ def ledger(app, ctx):
     keeper = Ledger()
     yield keeper
     keeper.close()
+
+
+@pytest.fixture
+def gazetteer(ctx):
+    """The offline gazetteer built (once per instance folder, in a child process) before place searches are
+    fuzzed: a worker's first start, not a case."""
+    from trips.places.gazetteer import get_gazetteer
+
+    get_gazetteer()

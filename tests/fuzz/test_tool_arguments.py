@@ -150,13 +150,10 @@ def _strategy(name: str, schema: dict):
 
 
 @pytest.fixture
-def warm(request, ctx):
-    """The offline gazetteer built (once per instance folder, in a child process) before search_places is
-    fuzzed: a worker's first start, not a case."""
+def warm(request):
+    """The gazetteer built before search_places is fuzzed (tests/fuzz/conftest.py)."""
     if request.node.callspec.params.get("name") == "search_places":
-        from trips.places.gazetteer import get_gazetteer
-
-        get_gazetteer()
+        request.getfixturevalue("gazetteer")
 
 
 @pytest.mark.parametrize("name", TOOLS)
