@@ -85,7 +85,11 @@ def category_statuses(trip: Trip) -> list[dict]:
 
 def list_status(trip: Trip, stage_count: int) -> str:
     """The trip list's status: draft | analyzing | analyzed | failed."""
-    statuses = [c.status for c in trip.computations]
+    return list_status_of([c.status for c in trip.computations], stage_count)
+
+
+def list_status_of(statuses: list[str], stage_count: int) -> str:
+    """`list_status` from the computations' statuses alone (a list page reads them without the ORM)."""
     if not statuses:
         return "analyzed" if stage_count else "draft"
     if any(s in ACTIVE for s in statuses):

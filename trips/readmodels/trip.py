@@ -75,12 +75,15 @@ def trip_detail(trip: Trip) -> dict:
 
 
 def trip_list_item(trip: Trip) -> dict:
-    stages = list(trip.stages)
+    # A list page (trips.services.trips.list_trips) read the days' distances and the computations' statuses as
+    # plain rows beside its trips: `list_summary` = (distances in day order, statuses).
+    distances, statuses = getattr(trip, "list_summary", None) or (
+        [s.distance for s in trip.stages], [c.status for c in trip.computations])
     return {
         "id": trip.id, "title": trip.title, "startDate": _iso(trip.start_date), "endDate": _iso(trip.end_date),
-        "totalDistance": round(sum(s.distance for s in stages), 1), "stageCount": len(stages),
+        "totalDistance": round(sum(distances), 1), "stageCount": len(distances),
         "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",
-        "status": computations.list_status(trip, len(stages)),
+        "status": computations.list_status_of(statuses, len(distances)),
     }
 
 

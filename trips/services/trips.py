@@ -8,7 +8,7 @@ import json
 
 import sqlalchemy as sa
 from marshmallow import ValidationError
-from sqlalchemy.orm import defer, joinedload, selectinload
+from sqlalchemy.orm import defer, joinedload, load_only
 from sqlalchemy.orm.attributes import set_committed_value
 
 from jobs import enqueue, get_redis
@@ -20,7 +20,7 @@ from trips.errors import Conflict, Invalid, InvalidQuery
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
-from trips.models import Stage, Trip
+from trips.models import Computation, Stage, Trip
 from trips.route.pacing import TooLarge
 from trips.services.idempotency import digest, idempotent
 from trips.schemas import (
@@ -120,11 +120,33 @@ def list_trips(actor: User, query) -> dict:
     size = q["items_per_page"]
     trips = db.session.scalars(
         sa.select(Trip).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
-        .offset((q["page"] - 1) * size).limit(size)
-        .options(selectinload(Trip.stages).load_only(Stage.distance, Stage.position),
-                 selectinload(Trip.computations))
+        .offset((q["page"] - 1) * size).limit(size).options(load_only(*LIST_COLUMNS))
     ).all()
+    _summarize(trips)
     return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
+
+
+# What a list item shows of a trip (trips.readmodels.trip.trip_list_item); its days and computations are read as
+# plain rows (two statements for the page, no ORM object per day or computation).
+LIST_COLUMNS = (Trip.id, Trip.user_id, Trip.title, Trip.start_date, Trip.end_date, Trip.created_at, Trip.updated_at)
+
+
+def _summarize(trips: list[Trip]) -> None:
+    """Set `trip.list_summary` = (its days' distances in day order, its computations' statuses) on each."""
+    if not trips:
+        return
+    ids = [t.id for t in trips]
+    distances: dict[str, list[float]] = {i: [] for i in ids}
+    statuses: dict[str, list[str]] = {i: [] for i in ids}
+    for trip_id, distance in db.session.execute(
+            sa.select(Stage.trip_id, Stage.distance).where(Stage.trip_id.in_(ids))
+            .order_by(Stage.trip_id, Stage.position)):
+        distances[trip_id].append(distance)
+    for trip_id, status in db.session.execute(
+            sa.select(Computation.trip_id, Computation.status).where(Computation.trip_id.in_(ids))):
+        statuses[trip_id].append(status)
+    for trip in trips:
+        trip.list_summary = (distances[trip.id], statuses[trip.id])
 
 
 def get_trip(actor: User, trip_id: str) -> Trip:
