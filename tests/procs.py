@@ -5,19 +5,30 @@ import os
 import signal
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.live import BIN, ROOT, server_env
 
 
-def wait_for(predicate, timeout=60.0, what: str = "the condition"):
-    """Poll `predicate` every 0.1 s until it is true; fails after `timeout` seconds. Returns the seconds waited."""
+def wait_for(predicate, timeout=60.0, what: str = "the condition", logs: tuple[Path, ...] = ()):
+    """Poll `predicate` every 0.1 s until it is true; fails after `timeout` seconds, with the end of each of `logs`.
+    Returns the seconds waited."""
     start = time.monotonic()
     deadline = start + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        if time.monotonic() >= deadline:
+            tails = "".join(f"\n--- {log}:\n{_tail(log)}" for log in logs)
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{tails}")
         time.sleep(0.1)
     return time.monotonic() - start
+
+
+def _tail(path: Path, chars: int = 4000) -> str:
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError as exc:
+        return f"({exc})"
 
 
 def _stats() -> dict[int, tuple[int, int]]:
@@ -63,10 +74,22 @@ def start_worker(app_config: dict, log: Path | None = None, **env_overrides) -> 
 
 
 def kill(worker: subprocess.Popen) -> None:
-    """SIGKILL the worker and its forks (scheduler, work horse), mid-job: nothing gets to clean up."""
+    """SIGKILL the worker and its forks (scheduler, work horse), mid-job: nothing gets to clean up. Once only."""
+    if worker.returncode is not None:
+        return
     for pid in [worker.pid, *descendants(worker.pid)]:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
     worker.wait(timeout=10)
+
+
+@contextmanager
+def worker_running(app_config: dict, log: Path | None = None, **env_overrides):
+    """`start_worker` for the length of a `with`, killed at its end (starting it first lets a server start meanwhile)."""
+    worker = start_worker(app_config, log, **env_overrides)
+    try:
+        yield worker
+    finally:
+        kill(worker)

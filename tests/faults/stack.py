@@ -2,7 +2,6 @@
 database of the run's own (created, then dropped), and an HTTP client the MCP test helpers can drive."""
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -89,13 +88,36 @@ def _admin() -> sa.Engine:
     return sa.create_engine(admin_url(), isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
 
 
+PREFIX = "btp_faults_"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _drop_orphans(conn) -> None:
+    """Drop the databases of earlier runs that died before dropping theirs (their pid is gone)."""
+    for (name,) in conn.execute(sa.text("SELECT datname FROM pg_database WHERE datname LIKE :p"),
+                                {"p": PREFIX + "%"}).all():
+        pid = name[len(PREFIX):].split("_", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextmanager
 def own_database():
     """A database of this run's own (`btp_faults_<pid>_<hex>`), dropped afterwards; yields its URL."""
-    name = f"btp_faults_{os.getpid()}_{secrets.token_hex(3)}"
+    name = f"{PREFIX}{os.getpid()}_{secrets.token_hex(3)}"
     engine = _admin()
     try:
         with engine.connect() as conn:
+            _drop_orphans(conn)
             conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     except sa.exc.OperationalError as exc:
         raise AssertionError(f"the fault tests need PostgreSQL at {make_url(admin_url()).host}: {exc}") from None
@@ -174,7 +196,3 @@ class HttpClient:
 
     def delete(self, path, **kw):
         return self.open("DELETE", path, **kw)
-
-
-def dumps(value) -> str:
-    return json.dumps(value, separators=(",", ":"))

@@ -16,7 +16,7 @@ from tests.mcp_helpers import call, mcp_token, payload
 from tests.faults.stack import HttpClient
 from tests.fakes.thirdparty import make_points
 from tests.live import gunicorn
-from tests.procs import kill, start_worker, wait_for
+from tests.procs import kill, start_worker, wait_for, worker_running
 from tests.test_pipeline import reload, structural
 from tests.test_trips_api import seed_trip
 
@@ -140,66 +140,62 @@ def test_a_ten_second_outage_of_a_served_btp(app, app_config, ctx, fake_thirdpar
     seeded = seed_trip(user)
     fake_thirdparty.add_komoot_tour("81", "Before the outage", make_points(600))
     fake_thirdparty.add_komoot_tour("82", "After the outage", make_points(600))
-    with gunicorn(config, tmp_path / "gunicorn.log") as live:
+    with worker_running(config, tmp_path / "worker.log") as worker, gunicorn(config, tmp_path / "gunicorn.log") as live:
         web = HttpClient(live.url, timeout=10)
-        worker = start_worker(config, tmp_path / "worker.log")
-        try:
-            wait_for(lambda: web.get("/readyz").status_code == 200, timeout=90, what="a live worker")
-            created = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/81"},
-                               headers={**headers, **idem()})
-            assert created.status_code == 202, created.get_json()
-            before_id = created.get_json()["id"]
-            wait_for(lambda: structural(reload(before_id)) == {"route": ("done", None), "stages": ("done", None)},
-                     timeout=30, what="the trip made before the outage")
-            before = web.get(f"/api/trips/{before_id}", headers=headers).get_json()
-            trips_before = len(web.get("/api/trips", headers=headers).get_json()["member"])
+        wait_for(lambda: web.get("/readyz").status_code == 200, timeout=90, what="a live worker")
+        created = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/81"},
+                           headers={**headers, **idem()})
+        assert created.status_code == 202, created.get_json()
+        before_id = created.get_json()["id"]
+        wait_for(lambda: structural(reload(before_id)) == {"route": ("done", None), "stages": ("done", None)},
+                 timeout=30, what="the trip made before the outage")
+        before = web.get(f"/api/trips/{before_id}", headers=headers).get_json()
+        trips_before = len(web.get("/api/trips", headers=headers).get_json()["member"])
 
-            private_redis.stop()
-            down, rounds, answers = time.monotonic(), 0, []
-            while time.monotonic() - down < OUTAGE_S:
-                rounds += 1
-                for name, send, check in _outage_probes(web, headers, token, seeded.id, before_id):
-                    answer = send()
-                    answers.append((name, answer.status_code, answer.seconds))
-                    assert answer.status_code != 500, (name, answer.get_data(as_text=True))
-                    assert answer.seconds < ANSWER_S, f"{name} took {answer.seconds:.1f} s while Redis was away"
-                    check(answer)
-            slowest = max(seconds for _, _, seconds in answers)
-            assert rounds >= 2 and all(status in (200, 503) for _, status, _ in answers), answers
-            measured(f"slowest answer while Redis was away ({len(answers)} requests)", slowest, f"{ANSWER_S} s")
+        private_redis.stop()
+        down, rounds, answers = time.monotonic(), 0, []
+        while time.monotonic() - down < OUTAGE_S:
+            rounds += 1
+            for name, send, check in _outage_probes(web, headers, token, seeded.id, before_id):
+                answer = send()
+                answers.append((name, answer.status_code, answer.seconds))
+                assert answer.status_code != 500, (name, answer.get_data(as_text=True))
+                assert answer.seconds < ANSWER_S, f"{name} took {answer.seconds:.1f} s while Redis was away"
+                check(answer)
+        slowest = max(seconds for _, _, seconds in answers)
+        assert rounds >= 2 and all(status in (200, 503) for _, status, _ in answers), answers
+        measured(f"slowest answer while Redis was away ({len(answers)} requests)", slowest, f"{ANSWER_S} s")
 
-            untouched = reload(seeded.id)  # every rename and create refused during the outage left nothing
-            assert (untouched.title, untouched.version) == ("Seeded", 1)
+        untouched = reload(seeded.id)  # every rename and create refused during the outage left nothing
+        assert (untouched.title, untouched.version) == ("Seeded", 1)
 
-            private_redis.start()  # same port, empty (no persistence)
-            up = time.monotonic()
-            renamed = []
-            measured("Redis back → first REST write answered 200", wait_for(
-                lambda: renamed.append(_rename(web, headers, seeded.id, "Back")) or renamed[-1].status_code == 200,
-                timeout=10, what="a write once Redis is back"))
-            shared = call(web, token, "share_trip", {"tripId": seeded.id})
-            assert shared["isError"] is False and payload(shared)["shortCode"]
-            again = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/82"},
-                             headers={**headers, **idem()})
-            assert again.status_code == 202, again.get_json()
-            after_id = again.get_json()["id"]
-            # The worker waits out the outage (at most RECONNECT_MAX_S between attempts) and runs the new job.
-            wait_for(lambda: structural(reload(after_id)) == {"route": ("done", None), "stages": ("done", None)},
-                     timeout=RECONNECT_MAX_S + 30, what="a job enqueued after the outage")
-            measured("Redis back → a job enqueued after it done", time.monotonic() - up)
-            wait_for(lambda: web.get("/readyz").status_code == 200, timeout=RECONNECT_MAX_S + LIVENESS_TTL,
-                     what="/readyz once Redis is back")
-            assert worker.poll() is None, "the worker quit during the outage"
+        private_redis.start()  # same port, empty (no persistence)
+        up = time.monotonic()
+        renamed = []
+        measured("Redis back → first REST write answered 200", wait_for(
+            lambda: renamed.append(_rename(web, headers, seeded.id, "Back")) or renamed[-1].status_code == 200,
+            timeout=10, what="a write once Redis is back"))
+        shared = call(web, token, "share_trip", {"tripId": seeded.id})
+        assert shared["isError"] is False and payload(shared)["shortCode"]
+        again = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/82"},
+                         headers={**headers, **idem()})
+        assert again.status_code == 202, again.get_json()
+        after_id = again.get_json()["id"]
+        # The worker waits out the outage (at most RECONNECT_MAX_S between attempts) and runs the new job.
+        wait_for(lambda: structural(reload(after_id)) == {"route": ("done", None), "stages": ("done", None)},
+                 timeout=RECONNECT_MAX_S + 30, what="a job enqueued after the outage")
+        measured("Redis back → a job enqueued after it done", time.monotonic() - up)
+        wait_for(lambda: web.get("/readyz").status_code == 200, timeout=RECONNECT_MAX_S + LIVENESS_TTL,
+                 what="/readyz once Redis is back")
+        assert worker.poll() is None, "the worker quit during the outage"
 
-            # Nothing lost, nothing half-written: the trip made before is as it was, the refused writes left nothing.
-            after = web.get(f"/api/trips/{before_id}", headers=headers).get_json()
-            assert _kept(after) == _kept(before)
-            assert structural(reload(before_id)) == {"route": ("done", None), "stages": ("done", None)}
-            fresh = reload(seeded.id)
-            assert (fresh.title, fresh.version) == ("Back", renamed[-1].get_json()["version"])
-            assert len(web.get("/api/trips", headers=headers).get_json()["member"]) == trips_before + 1
-        finally:
-            kill(worker)
+        # Nothing lost, nothing half-written: the trip made before is as it was, the refused writes left nothing.
+        after = web.get(f"/api/trips/{before_id}", headers=headers).get_json()
+        assert _kept(after) == _kept(before)
+        assert structural(reload(before_id)) == {"route": ("done", None), "stages": ("done", None)}
+        fresh = reload(seeded.id)
+        assert (fresh.title, fresh.version) == ("Back", renamed[-1].get_json()["version"])
+        assert len(web.get("/api/trips", headers=headers).get_json()["member"]) == trips_before + 1
 
 
 def _kept(trip: dict) -> dict:

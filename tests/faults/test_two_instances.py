@@ -1,6 +1,9 @@
 """Two BTP instances (gunicorn on two ports, as behind a load balancer) sharing the database and Redis: a
 confirmation minted on one is spent on the other, and a revocation on one holds on the other at once — the
 very next request there is refused, whatever either instance remembers of the token."""
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+
 import pytest
 import sqlalchemy as sa
 
@@ -25,8 +28,13 @@ AGENT = "https://agent.example/client.json"
 def instances(app_config, tmp_path_factory):
     """(one, other): the same configuration (database, Redis, secret, public URL), two ports."""
     logs = tmp_path_factory.mktemp("instances")
-    with gunicorn(app_config, logs / "one.log", workers=WORKERS) as one, \
-            gunicorn(app_config, logs / "other.log", workers=WORKERS) as other:
+    servers = [gunicorn(app_config, logs / f"{name}.log", workers=WORKERS) for name in ("one", "other")]
+    with ExitStack() as stack, ThreadPoolExecutor(len(servers)) as pool:  # both start at once
+        started = [pool.submit(server.__enter__) for server in servers]
+        for server, future in zip(servers, started):
+            if future.exception() is None:
+                stack.push(server)  # stopped at the end, even when the other did not start
+        one, other = (future.result() for future in started)
         yield HttpClient(one.url), HttpClient(other.url)
 
 

@@ -16,7 +16,7 @@ from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
 from jobs.worker import LIVENESS_TTL, MAINTENANCE_S
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import make_points
-from tests.procs import horse_of, kill, start_worker, wait_for
+from tests.procs import horse_of, kill, start_worker, wait_for, worker_running
 from tests.test_pipeline import reload, run_jobs, statuses, structural
 
 pytestmark = pytest.mark.slow
@@ -152,13 +152,14 @@ def test_a_worker_killed_mid_job_is_taken_back_within_the_bound(app, app_config,
     fake_thirdparty.add_komoot_tour("71", "Killed tour", make_points(1200))
     fake_thirdparty.slow("/tour/71", 60, times=1)
     headers = auth(make_token(make_user()))
-    with gunicorn(app_config, tmp_path / "gunicorn.log") as live:
+    # The first worker starts while gunicorn does; it is killed mid-job below (and at the end, whatever happens).
+    with worker_running(app_config, tmp_path / "worker-1.log") as first, \
+            gunicorn(app_config, tmp_path / "gunicorn.log") as live:
         web = HttpClient(live.url)
 
         def worker_check():
             return web.get("/readyz").get_json()["checks"]["worker"]
 
-        first = start_worker(app_config, tmp_path / "worker-1.log")
         try:
             wait_for(lambda: worker_check() == "ok", timeout=90, what="the first worker to count as live")
             created = web.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/71"},
@@ -179,13 +180,15 @@ def test_a_worker_killed_mid_job_is_taken_back_within_the_bound(app, app_config,
 
         second = start_worker(app_config, tmp_path / "worker-2.log")
         try:
-            wait_for(lambda: web.get("/readyz").status_code == 200, timeout=90, what="/readyz with a new worker")
+            wait_for(lambda: web.get("/readyz").status_code == 200, timeout=90, what="/readyz with a new worker",
+                     logs=(tmp_path / "worker-2.log",))
             # README "When something dies": lapsed BEAT_S + ABANDON_SLACK_S after its last beat, taken back at the
             # next maintenance (MAINTENANCE_S); the retry then waits 1 s and the scheduler's poll. A dead
             # scheduler's lock (61 s) must not hold it longer.
             bound = BEAT_S + ABANDON_SLACK_S + MAINTENANCE_S + 10
             wait_for(lambda: structural(reload(trip_id)) == {"route": ("done", None), "stages": ("done", None)},
-                     timeout=bound - (time.monotonic() - killed), what="the job to be retried and done")
+                     timeout=bound - (time.monotonic() - killed), what="the job to be retried and done",
+                     logs=(tmp_path / "worker-2.log",))
             measured("worker SIGKILLed mid-job → job retried and done (from the kill)", time.monotonic() - killed,
                      f"{bound} s")
             assert second.poll() is None
