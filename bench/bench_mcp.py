@@ -358,6 +358,20 @@ def cpu_seconds(master: subprocess.Popen | None) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def wait_idle(server: subprocess.Popen | None, timeout: float = 90.0, below: float = 0.05) -> float:
+    """Wait until the server's processes spend under `below` CPU seconds per second (a worker's start-up work,
+    such as a background index build, would otherwise land in the first load point). Returns the seconds waited."""
+    start = time.monotonic()
+    last = cpu_seconds(server)
+    while server is not None and time.monotonic() - start < timeout:
+        time.sleep(1.0)
+        now = cpu_seconds(server)
+        if now - last < below:
+            break
+        last = now
+    return round(time.monotonic() - start, 1)
+
+
 # --- load ------------------------------------------------------------------------------------------------------
 def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
         timeout_s: int = 10, server: subprocess.Popen | None = None) -> dict:
@@ -454,6 +468,8 @@ class Servers:
         wait_answers(self.btp_port, self.token, "get_trip", {"id": self.info["trip"]})
         if peer:
             wait_answers(self.peer_port, self.token, "get_trip", {"id": self.info["trip"]})
+        idle = wait_idle(self.btp), wait_idle(self.peer)
+        log(f"servers idle after {idle[0]} s (BTP) and {idle[1]} s (peer)")
 
     def btp_rss(self) -> dict[int, float]:
         return worker_rss(self.btp, "gunicorn")
