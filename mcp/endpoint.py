@@ -9,6 +9,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, request
@@ -46,10 +47,17 @@ class Exchange:
     address: str | None = None
 
 
-def _allowed_origins() -> set[str]:
-    base = urlsplit(current_app.config["BTP_BASE_URL"])
-    extra = [o.strip().rstrip("/") for o in current_app.config.get("BTP_ALLOWED_ORIGINS", "").split(",") if o.strip()]
-    return {f"{base.scheme}://{base.netloc}", *extra}
+def _allowed_origins() -> frozenset[str]:
+    """The Origins allowed, from the app's configuration: worked out once per configuration."""
+    config = current_app.config
+    return _origins(config["BTP_BASE_URL"], config.get("BTP_ALLOWED_ORIGINS", ""))
+
+
+@lru_cache(maxsize=8)
+def _origins(base_url: str, allowed: str) -> frozenset[str]:
+    base = urlsplit(base_url)
+    extra = [o.strip().rstrip("/") for o in allowed.split(",") if o.strip()]
+    return frozenset({f"{base.scheme}://{base.netloc}", *extra})
 
 
 def check_origin(ex: Exchange) -> None:
@@ -168,10 +176,9 @@ def _mirror_params(message: Message) -> None:
     tool, arguments = dispatch.tool_of(message), message.params.get("arguments")
     if tool is None or not isinstance(arguments, dict):
         return
-    for prop, schema in tool.input_schema.get("properties", {}).items():
-        suffix = schema.get("x-mcp-header") if isinstance(schema, dict) else None
+    for prop, suffix in _mirrored(tool):
         value = arguments.get(prop)
-        if not isinstance(suffix, str) or value is None:
+        if value is None:
             continue
         header = decode_header(request.headers.get(f"Mcp-Param-{suffix}"))
         if isinstance(value, bool):
@@ -179,6 +186,19 @@ def _mirror_params(message: Message) -> None:
         elif isinstance(value, int) and header is not None and re.fullmatch(r"-?[0-9]{1,18}", header):
             header = int(header)
         _mirror(header, value, f"Mcp-Param-{suffix}")
+
+
+_MIRRORED: dict[int, tuple] = {}
+
+
+def _mirrored(tool) -> tuple[tuple[str, str], ...]:
+    """((argument, header suffix), …) of the arguments whose schema names `x-mcp-header`: read once per tool."""
+    known = _MIRRORED.get(id(tool))
+    if known is None or known[0] is not tool:
+        pairs = tuple((prop, schema["x-mcp-header"]) for prop, schema in tool.input_schema.get("properties", {}).items()
+                      if isinstance(schema, dict) and isinstance(schema.get("x-mcp-header"), str))
+        known = _MIRRORED[id(tool)] = (tool, pairs)
+    return known[1]
 
 
 def _mirror(header, body_value, name: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import timedelta
+from functools import lru_cache
 
 import sqlalchemy as sa
 from flask import current_app
@@ -85,15 +86,20 @@ def live_token(token: str, audience: str) -> tuple[AccessToken, User] | None:
     holds on the very next request whichever process or instance serves it."""
     if not token or len(token) > 200 or not token.startswith(ACCESS_PREFIX):
         return None
-    found = db.session.execute(
-        sa.select(AccessToken, User).join(User, User.id == AccessToken.user_id)
-        .where(AccessToken.token_hash == hash_token(token))).first()
+    found = db.session.execute(_live_statement(), {"token_hash": hash_token(token)}).first()
     if found is None:
         return None
     row, user = found
     if row.revoked_at is not None or row.expires_at <= utcnow() or row.audience != audience:
         return None
     return row, user
+
+
+@lru_cache(maxsize=1)
+def _live_statement():
+    """The token lookup, built once (every request runs it: the statement and its cache key are not rebuilt)."""
+    return (sa.select(AccessToken, User).join(User, User.id == AccessToken.user_id)
+            .where(AccessToken.token_hash == sa.bindparam("token_hash")))
 
 
 def user_by_email_or_404(email: str) -> User:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 
 import sqlalchemy as sa
 
@@ -80,7 +81,7 @@ def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
         raise NotFound(NOT_FOUND) from None
     trip_id = str(trip_id).lower()
     if options:  # a read with its eager loads (Session.get would leave them out for a trip it holds expired)
-        trip = db.session.scalar(sa.select(Trip).where(Trip.id == trip_id).options(*options))
+        trip = db.session.scalar(_trip_statement(options), {"trip_id": trip_id})
     else:
         # By primary key: a trip this unit of work read already (the admission, the fail-fast pass) is not read
         # again; atomic() commits before its block, which expires everything, so the chain under the lock reads
@@ -89,6 +90,12 @@ def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
     if trip is None or trip.user_id != actor_id:
         raise NotFound(NOT_FOUND)
     return trip
+
+
+@lru_cache(maxsize=16)
+def _trip_statement(options: tuple):
+    """The trip by id with `options` (a module's constant tuple), built once per tuple."""
+    return sa.select(Trip).where(Trip.id == sa.bindparam("trip_id")).options(*options)
 
 
 def ownership(ctx: WriteContext) -> None:

@@ -5,6 +5,7 @@ Every function takes the acting user explicitly, checks ownership itself and rai
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import sqlalchemy as sa
 from marshmallow import ValidationError
@@ -164,16 +165,25 @@ def read_trip(actor: User, trip_id: str) -> Trip:
     """The trip for its digest, in two statements: the trip with its computations, then its days with the text
     of their DAY_JSON columns (`stage.stored_json`, {column: text}; the columns themselves are left unloaded:
     `load_day_json` decodes them). Nothing is loaded lazily on the way out. Raises NotFound as get_trip."""
-    trip = load_owned_trip(actor.id, trip_id, (joinedload(Trip.computations),))
-    texts = [sa.cast(getattr(Stage, name), sa.Text) for name in DAY_JSON]
-    rows = db.session.execute(
-        sa.select(Stage, *texts).where(Stage.trip_id == trip.id).order_by(Stage.position)
-        .options(defer(Stage.geometry), defer(Stage.waypoint), *(defer(getattr(Stage, n)) for n in DAY_JSON))
-    ).all()
+    trip = load_owned_trip(actor.id, trip_id, _read_options())
+    rows = db.session.execute(_days_statement(), {"trip_id": trip.id}).all()
     for stage, *stored in rows:
         stage.stored_json = dict(zip(DAY_JSON, stored))
     set_committed_value(trip, "stages", [row[0] for row in rows])
     return trip
+
+
+@lru_cache(maxsize=1)
+def _read_options() -> tuple:
+    return (joinedload(Trip.computations),)
+
+
+@lru_cache(maxsize=1)
+def _days_statement():
+    """read_trip's days, built once (the statement and its cache key are not rebuilt on every read)."""
+    texts = [sa.cast(getattr(Stage, name), sa.Text) for name in DAY_JSON]
+    return (sa.select(Stage, *texts).where(Stage.trip_id == sa.bindparam("trip_id")).order_by(Stage.position)
+            .options(defer(Stage.geometry), defer(Stage.waypoint), *(defer(getattr(Stage, n)) for n in DAY_JSON)))
 
 
 def load_day_json(stage: Stage) -> None:
