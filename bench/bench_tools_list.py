@@ -2,7 +2,9 @@
 
 Each side runs in a fresh subprocess (`--measure`): an app on a throwaway SQLite database and the embedded
 Redis, a user with a token carrying both scopes (all thirteen tools are listed), then the real tools/list
-through /mcp on the 2026-07-28 leg (and the 2025-11-25 legacy leg). The size is the result object encoded as
+through /mcp on every leg: 2026-07-28, and the handshake legs 2025-11-25, 2025-06-18 and 2025-03-26 (whose
+listing alone repeats each title in annotations.title, for clients that read no top-level title). The size
+is the result object encoded as
 compact JSON, `json.dumps(result, separators=(",", ":"), ensure_ascii=False)` in UTF-8 bytes, and again with
 `ensure_ascii=True` (what the wire carries if the JSON is \\u-escaped). 1 KB = 1024 bytes.
 
@@ -23,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "9df19ea"
-TARGET_KB = 24
+TARGET_KB = 24  # issue 12 item 7, on every leg
+AIM_KB = 23.5  # the lead's aim on the 2026-07-28 leg (a margin for the next field)
+LEGACY_LEGS = ("2025-11-25", "2025-06-18", "2025-03-26")
 KB = 1024
 
 
@@ -53,7 +57,7 @@ def measure() -> dict:
             token = mcp_token(app, make_user("bench@example.org"))
             client = app.test_client()
             result = modern(client, token, "tools/list").get_json()["result"]
-            old = legacy(client, token, "tools/list").get_json()["result"]
+            legs = {leg: legacy(client, token, "tools/list", version=leg).get_json()["result"] for leg in LEGACY_LEGS}
     finally:
         if started:
             stop_embedded_redis(redis_url)
@@ -63,7 +67,8 @@ def measure() -> dict:
              for t in result["tools"]}
     functions = [{"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}
                  for t in result["tools"]]
-    return {"utf8": size(result), "ascii": size(result, True), "legacy_utf8": size(old),
+    return {"utf8": size(result), "ascii": size(result, True), "legs": {k: size(v) for k, v in legs.items()},
+            "legacy_utf8": size(legs["2025-11-25"]),
             "outputs": sum(t["output"] for t in tools.values()), "functions": size(functions), "tools": tools}
 
 
@@ -113,12 +118,18 @@ def main() -> None:
     def before(key):
         return None if base is None else kb(base[key])
 
+    def leg_before(leg):
+        if base is None:
+            return None
+        return kb(base["legs"][leg]) if "legs" in base else (kb(base["legacy_utf8"]) if leg == "2025-11-25" else None)
+
+    every = [now["utf8"], *now["legs"].values()]
     rows = [
         row("tools/list, compact JSON, UTF-8 (2026-07-28 leg, 13 tools)", "KB", kb(now["utf8"]), before("utf8"),
-            name, f"<= {TARGET_KB} KB", now["utf8"] <= TARGET_KB * KB),
+            name, f"<= {AIM_KB} KB (aim; <= {TARGET_KB} KB required)", now["utf8"] <= AIM_KB * KB),
         row("tools/list, compact JSON, ASCII-escaped", "KB", kb(now["ascii"]), before("ascii"), name),
-        row("tools/list, compact JSON, UTF-8 (2025-11-25 leg)", "KB", kb(now["legacy_utf8"]), before("legacy_utf8"),
-            name),
+        *[row(f"tools/list, compact JSON, UTF-8 ({leg} leg)", "KB", kb(now["legs"][leg]), leg_before(leg), name,
+              f"<= {TARGET_KB} KB", now["legs"][leg] <= TARGET_KB * KB) for leg in LEGACY_LEGS],
         row("output schemas, all tools", "KB", kb(now["outputs"]), before("outputs"), name),
         row("name + description + inputSchema only (what a host turns into function definitions)", "KB",
             kb(now["functions"]), before("functions"), name),
@@ -128,11 +139,13 @@ def main() -> None:
         for part in ("description", "input", "output"):
             rows.append(row(f"{tool}: {part}", "KB", kb(sizes[part]), kb(was[part]) if was else None, name))
     notes = [f"1 KB = {KB} bytes; sizes of json.dumps(result, separators=(',', ':')) of the tools/list result",
-             f"target met: {now['utf8'] <= TARGET_KB * KB} ({now['utf8']} bytes against {TARGET_KB * KB})"]
+             f"target met on every leg: {max(every) <= TARGET_KB * KB} (largest {max(every)} bytes against "
+             f"{TARGET_KB * KB}); aim met on 2026-07-28: {now['utf8'] <= AIM_KB * KB} ({now['utf8']} bytes against "
+             f"{int(AIM_KB * KB)})"]
     if base is None:
         notes.append(f"no baseline: {args.baseline} could not be exported or measured (see stderr)")
     path = write_result("tools_list", rows, notes)
-    for r in rows[:5]:
+    for r in rows[:7]:
         print(f"{r['figure']}: {r['btp']} KB (baseline {r['baseline']} KB, ratio {r['ratio']})")
     print(f"wrote {path}")
 

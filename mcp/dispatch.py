@@ -79,8 +79,8 @@ def ping(message, ex) -> dict:
 
 
 def tools_list(message, ex) -> dict:
-    # The list depends on the token's scopes: private to it. The text of every tool is a constant.
-    tools = [tool.listing() for tool in registry().tools if tool.scope in ex.principal.scopes]
+    # The list depends on the token's scopes: private to it. Each tool's listing is built once per era (Tool.listing).
+    tools = [tool.listing(ex.version) for tool in registry().tools if tool.scope in ex.principal.scopes]
     return _modern({"tools": tools, "ttlMs": TOOLS_TTL_MS, "cacheScope": "private"}) if ex.modern \
         else {"tools": tools}
 

@@ -1,6 +1,7 @@
 """The thirteen tools: the registry's contract, guards, refusals, confirmation, idempotency, text, budgets."""
 import io
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
 
@@ -12,7 +13,7 @@ from mcp.tools import TOOLS
 from oauth.scopes import SCOPES
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from tests.mcp_helpers import call, mcp_token, modern, payload
+from tests.mcp_helpers import call, legacy, mcp_token, modern, payload
 from tests.test_readmodels_enriched import fill
 from trips.core.db import atomic, db
 from trips.models import Trip
@@ -28,6 +29,7 @@ ANNOTATIONS = {
     "add_waypoint": {}, "choose_accommodation": {}, "analyze_trip": {}, "share_trip": {},
     "unshare_trip": {"destructiveHint": True}, "delete_trip": {"destructiveHint": True},
 }
+TITLE_OF = {t.name: t.title for t in TOOLS}
 UNKNOWN = "0192f000-0000-7000-8000-000000000000"
 
 
@@ -64,20 +66,39 @@ def undescribed(schema: dict, path: str = "") -> list[str]:
     return found
 
 
-def undeclared(value, schema: dict, path: str = "") -> list[str]:
-    """The paths of the keys an answer carries that its schema does not list, wherever the schema lists its
-    object's properties (an object declared without any, like `groups`, is described in words)."""
+def undeclared(value, schema: dict, path: str = "", words: str = "") -> list[str]:
+    """The paths of the keys an answer carries that its schema does not name: where the schema lists its object's
+    properties, each key must be one of them; an object typed in words (`{"type": "object"}` without properties,
+    like `weather`, or the items of an array of them, like `alerts`) must name every key it carries, at any depth,
+    as a word of its description (the description beside the anyOf or on the array that holds it)."""
+    words = schema.get("description") or words
     if isinstance(value, dict):
         branches = [b for b in schema.get("anyOf", [schema]) if b.get("type") == "object"]
         listed = branches[0].get("properties") if branches else None
         if not listed:
-            return []
+            return [f"{path}{sub}" for sub, key in keys_within(value) if not named(key, words)]
         return [p for key, item in value.items()
                 for p in ([f"{path}.{key}"] if key not in listed else undeclared(item, listed[key], f"{path}.{key}"))]
     if isinstance(value, list):
         items = next((b.get("items") for b in schema.get("anyOf", [schema]) if b.get("type") == "array"), None)
-        return [p for item in value for p in undeclared(item, items or {}, path + "[]")]
+        return [p for item in value for p in undeclared(item, items or {}, path + "[]", words)]
     return []
+
+
+def keys_within(value, path: str = ""):
+    """(path, key) of every key of every object inside `value`, at any depth."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{path}.{key}", key
+            yield from keys_within(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            yield from keys_within(item, path + "[]")
+
+
+def named(key: str, words: str) -> bool:
+    """`key` appears in `words` as a word of its own (tempMin in "tempMin/tempMax (°C)", not wind in windSpeed)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(key)}(?![A-Za-z0-9_])", words) is not None
 
 
 def test_the_schema_walkers_find_what_they_name():
@@ -89,6 +110,13 @@ def test_the_schema_walkers_find_what_they_name():
     answer = {"a": "x", "c": [{"d": 1, "e": 2}], "f": None}
     assert undeclared(answer, schema) == [".c[].e", ".f"]
     assert undeclared({"c": None}, schema) == []
+    in_words = {"type": "object", "properties": {
+        "w": {"anyOf": [{"type": "object"}, {"type": "null"}], "description": "tempMin/tempMax (°C), wind (km/h)."},
+        "xs": {"type": "array", "items": {"type": "object"}, "description": "a, b (null, or c: kind)."}}}
+    answer = {"w": {"tempMin": 1, "tempMax": 2, "windSpeed": 3}, "xs": [{"a": 1, "b": {"kind": 2, "e": 3}}, {"f": 4}]}
+    assert undeclared(answer, in_words) == [".w.windSpeed", ".xs[].b.e", ".xs[].f"]
+    assert undeclared({"w": None, "xs": [{"a": 1, "b": None}]}, in_words) == []
+    assert named("lat", "lat/lon (degrees)") and not named("lat", "latitude") and not named("kind", "kinds")
 
 
 @pytest.fixture
@@ -104,13 +132,15 @@ def test_the_registry_is_the_thirteen_tools_in_order():
 
 # tools/list is loaded into every conversation before the first call: its size is the result object as compact
 # JSON in UTF-8 bytes (1 KB = 1024 B). bench/bench_tools_list.py reports it beside the size before issue 12.
-TOOLS_LIST_CEILING = 32 * 1024  # what it weighs now (31.1 KB) with every field typed and described: only down
-TOOLS_LIST_TARGET = 24 * 1024  # issue 12 item 7
+TOOLS_LIST_TARGET = 24 * 1024  # issue 12 item 7, on every leg (23.5 KB on 2026-07-28, 23.7 KB on 2025-03-26 now)
+LEGS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", None)  # None: a 2025-03-26 client without the header
 
 
-def listed(app) -> dict:
-    token = mcp_token(app, make_user("lister@example.org"))
-    result = modern(app.test_client(), token, "tools/list").get_json()["result"]
+def listed(app, leg: str | None = "2026-07-28") -> dict:
+    token, client = mcp_token(app, make_user("lister@example.org")), app.test_client()
+    response = modern(client, token, "tools/list") if leg == "2026-07-28" else \
+        legacy(client, token, "tools/list", version=leg)
+    result = response.get_json()["result"]
     assert [t["name"] for t in result["tools"]] == NAMES  # both scopes: every tool listed
     return result
 
@@ -119,17 +149,22 @@ def compact_size(value, ascii_only: bool = False) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only).encode())
 
 
-def test_tools_list_stays_under_its_ceiling(app, ctx):
-    result = listed(app)
-    assert compact_size(result) <= TOOLS_LIST_CEILING
-    assert compact_size(result, ascii_only=True) <= TOOLS_LIST_CEILING + 512  # escaped °, €, – and …
+@pytest.mark.parametrize("leg", LEGS, ids=str)
+def test_tools_list_fits_the_issue_12_target(app, ctx, leg):
+    result = listed(app, leg)
+    assert compact_size(result) <= TOOLS_LIST_TARGET
+    assert compact_size(result, ascii_only=True) <= TOOLS_LIST_TARGET + 512  # escaped °, €, – and …
 
 
-@pytest.mark.xfail(strict=True, reason="unmet: with every field the answers carry typed, null-able through anyOf "
-                   "and described, the schemas' structure alone (no description text) weighs 20 KB; see "
-                   "bench/bench_tools_list.py. Remove this mark when it passes.")
-def test_tools_list_fits_the_issue_12_target(app, ctx):
-    assert compact_size(listed(app)) <= TOOLS_LIST_TARGET
+@pytest.mark.parametrize("leg", LEGS, ids=str)
+def test_annotations_repeat_the_title_only_for_the_clients_that_read_it_there(app, ctx, leg):
+    """2025-03-26 has no top-level Tool.title (2025-06-18 added it): its clients show annotations.title. Later
+    revisions carry the top-level title alone; the hints are the same on every leg."""
+    for tool in listed(app, leg)["tools"]:
+        annotations = tool.get("annotations", {})
+        assert tool["title"] == TITLE_OF[tool["name"]]
+        assert annotations.get("title") == (tool["title"] if leg in ("2025-03-26", None) else None)
+        assert {k: v for k, v in annotations.items() if k != "title"} == ANNOTATIONS[tool["name"]]
 
 
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
@@ -144,7 +179,9 @@ def test_tool_contract(tool):
                 assert not {"$ref", "$defs", "definitions", "$schema"} & node.keys()
         assert undescribed(schema) == [], "every argument and every output field says what it is"
     assert tool.annotations == ANNOTATIONS[tool.name]
-    assert tool.listing()["annotations"]["title"] == tool.title
+    assert tool.listing("2025-03-26")["annotations"]["title"] == tool.title
+    assert "title" not in tool.listing("2025-06-18").get("annotations", {})
+    assert tool.listing("2026-07-28") is tool.listing("2025-11-25") is tool.listing()  # built once per era
     assert set(tool.input_schema.get("required", [])) <= set(tool.input_schema["properties"])
 
 

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from oauth.principal import Principal
 
 ANNOTATION_KEYS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+# The revisions whose Tool has no top-level `title` (it came with 2025-06-18): their clients show
+# annotations.title, so only their listing repeats the title there.
+TITLE_IN_ANNOTATIONS = frozenset({"2025-03-26"})
 
 
 @dataclass
@@ -61,10 +65,20 @@ class Tool:
     def writes(self) -> bool:
         return self.scope == "trips:write"
 
-    def listing(self) -> dict:
+    def listing(self, version: str | None = None) -> dict:
+        """What tools/list says of this tool on protocol `version` (None: a revision with the top-level title).
+        Built once per era and kept: the same object on every call, read and never changed by the caller."""
+        return self._listings[version in TITLE_IN_ANNOTATIONS]
+
+    @cached_property
+    def _listings(self) -> tuple[dict, dict]:
+        """(the listing for the revisions that read the top-level title, the one for those that read
+        annotations.title). cached_property writes the instance's __dict__, which a frozen dataclass allows."""
         listing = {"name": self.name, "title": self.title, "description": self.description,
                    "inputSchema": self.input_schema, "outputSchema": self.output_schema,
-                   "annotations": {"title": self.title, **self.annotations}}
+                   "annotations": dict(self.annotations)}
         if self.output_schema is None:  # a tool answering Content blocks publishes no structured shape
             del listing["outputSchema"]
-        return listing
+        if not self.annotations:  # {} says what absent annotations say (every hint at its default)
+            del listing["annotations"]
+        return listing, {**listing, "annotations": {"title": self.title, **self.annotations}}

@@ -34,8 +34,8 @@ TOOL = Tool(
                 "with the same arguments within a few minutes answers the same trip.",
     input_schema=s.obj({
         "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")), **s.SETTINGS,
-        "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _. The same key answers the "
-                                   "same trip for 24 h; without it, identical calls within 5 minutes do."),
+        "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _; the same key answers the "
+                                   "same trip for 24 h."),
     }, required=("sourceUrl",)),
     output_schema=s.obj({"id": s.string("The new trip's id."), "result": s.RESULT,
                          "nextAction": s.string("What to call next.")}, required=("id", "result", "nextAction")),

@@ -42,15 +42,14 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
     locked_trip="tripId",
-    description="Change the days of a trip with one `action`: add (startPoint, endPoint, optional position "
-                "and label), update (startPoint/endPoint/label, or distance in km to cut the day there), move "
-                "(toIndex), delete (merges the day into its neighbour), rest_day (inserts a rest day after "
-                "stageId). Needs the trip's version; answers the new one.",
+    description="Change the days of a trip with one `action` (each argument says which read it): add, update "
+                "(or cut the day at `distance`), move, delete (merges the day into its neighbour), rest_day "
+                "(inserts a rest day after stageId). Needs the trip's version; answers the new one.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
         "stageId": s.string("From get_trip's stages (every action but add)."),
-        "position": s.integer("add: 0-based place of the new day (default: last).", **s.rules(StageAdd, "position")),
-        "toIndex": s.integer("move: the day's new 0-based place.", minimum=0),
+        "position": s.integer("add: 0-based (default: last).", **s.rules(StageAdd, "position")),
+        "toIndex": s.integer("move: its new 0-based place.", minimum=0),
         "startPoint": s.point("add, update: where the day starts."),
         "endPoint": s.point("add, update: where the day ends."),
         "label": s.string("add, update: the day's label.", **s.rules(StageUpdate, "label")),

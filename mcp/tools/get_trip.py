@@ -6,10 +6,11 @@ from trips.services import trips as services
 DAY = s.obj({
     "stageId": s.string("For get_stage and the edits."), "dayNumber": s.integer("1-based."), "distance": s.KM,
     "elevation": s.integer("Metres up."), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
-    "accommodation": s.text("The chosen place to sleep, else \"suggested: \" and the best one; € a night."),
-    "alertCount": s.integer("Alerts, every group (get_stage lists them)."),
-    "criticalAlerts": s.array(s.bare("string"), "Up to two critical alerts, shortened." + s.DATA),
-    "weather": s.string("Word and riding temperatures (\"rain 12–18°\"); absent without a forecast."),
+    "accommodation": s.nullable(s.string("The chosen place to sleep, else \"suggested: \" and the best; "
+                                         "€ a night.")),
+    "alertCount": s.integer("Every group's (get_stage lists them)."),
+    "criticalAlerts": s.array(s.bare("string"), "Up to two critical alerts, shortened."),
+    "weather": s.string("Word and riding temperatures (\"rain 12–18°\"), if forecast."),
 })
 OUTPUT = s.obj({
     "id": s.string("Trip id."), "version": s.integer("For the edits."), **s.SETTINGS_OUT,
@@ -17,12 +18,11 @@ OUTPUT = s.obj({
     "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps or "
                                       "gpx_upload.")),
     "status": s.string("ready, or draft with fewer than two riding days."),
-    "partial": s.boolean("Something is still running or queued: ask again in a few seconds. False once all "
-                         "settled, failures included."),
-    "nextAction": s.nullable(s.string("Wait, or how to recover from a failure; null: nothing to do.")),
+    "partial": s.boolean("Ask again in a few seconds; false once all settled, failures included."),
+    "nextAction": s.nullable(s.string("Wait, or how to recover; null: nothing to do.")),
     "isLocked": s.boolean("The trip has started: no more edits."),
-    "outOfZone": s.boolean("The route leaves the imported map areas: map-based analyses cover the part inside."),
-    "categoryStatus": s.category_status("running, done, failed or superseded."),
+    "outOfZone": s.boolean("Leaves the imported map areas: map-based analyses cover the part inside."),
+    "categoryStatus": s.category_status("running, done, failed or superseded"),
     "stageCount": s.DAYS, "totalDistance": s.number("Km, rest days excluded."),
     "stages": s.array(DAY, "One line per day."),
 }, required=("id", "version", "status", "partial", "stages"))
@@ -34,8 +34,9 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run,
     description="A trip's settings and one line per day, with the version the edits need. While `partial` "
-                "is true something is still being worked out. When a computation failed, `categoryStatus` "
-                "carries its reason and `nextAction` says how to recover.",
+                "is true, work is still running. When a computation failed, `categoryStatus` carries its reason "
+                "and `nextAction` says how to recover." +
+                s.data_note("Title, labels, names, alerts"),
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},
 )
