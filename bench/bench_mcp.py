@@ -465,9 +465,14 @@ class Servers:
             peer_env = {"PEER_DATABASE_URL": self.db_url.replace("postgresql+psycopg://", "postgresql://"),
                         "PEER_AUDIENCE": self.env["BTP_BASE_URL"] + "/mcp", "PEER_CATALOGUE": str(catalogue)}
             self.peer = start_peer(stack, peer_env, self.peer_port, self.tmp)
-        wait_answers(self.btp_port, self.token, "get_trip", {"id": self.info["trip"]})
-        if peer:
-            wait_answers(self.peer_port, self.token, "get_trip", {"id": self.info["trip"]})
+        try:
+            wait_answers(self.btp_port, self.token, "get_trip", {"id": self.info["trip"]})
+            if peer:
+                wait_answers(self.peer_port, self.token, "get_trip", {"id": self.info["trip"]})
+        except SystemExit:
+            for name in ("gunicorn.log", "peer.log"):
+                print(f"--- end of {name}:\n{self.log_tail(name, 4000)}", file=sys.stderr)
+            raise
         idle = wait_idle(self.btp), wait_idle(self.peer)
         log(f"servers idle after {idle[0]} s (BTP) and {idle[1]} s (peer)")
 
@@ -615,7 +620,7 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
                  "'server CPU per call' (user + system CPU of the server's master and workers over the point, per "
                  "call; PostgreSQL, Redis and wrk not counted) depends least on what else runs.")
     if total_errors:
-        notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 600).replace("\n", " | "))
+        notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 2000).replace("\n", " | "))
     path = write_result("mcp", rows, notes)
     log("wrote", path)
     return 0

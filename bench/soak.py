@@ -82,7 +82,7 @@ def soak(stack, args) -> int:
              "sampled every %gs; RSS series per worker pid in `series`" % args.interval]
     if first_error:
         notes.append("first error: " + first_error[:300])
-        notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 600).replace("\n", " | "))
+        notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 2000).replace("\n", " | "))
     series = [{**x, "rss": {str(k): v for k, v in x["rss"].items()}} for x in series]
     path = write_result("soak", rows, notes, extra={"series": series,
                                                     "verdict": {**verdict, "growth_mb": {str(k): v for k, v in growth.items()}}})
