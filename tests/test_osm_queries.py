@@ -248,3 +248,34 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
     assert per_chunk_statements == 4 * chunks
     assert batched_statements == 4
     assert split_statements == 4 * math.ceil(chunks / 7)
+
+
+@pytest.mark.parametrize("vertices", [1, 2, 40, 400])
+def test_nearest_in_chunks_is_nearest_on_line_per_chunk_bit_for_bit(vertices, monkeypatch):
+    """points_along measures every (chunk, point) pair at once: the same distances and positions along the
+    line, to the last bit, as trips.osm.geometry.nearest_on_line called chunk by chunk (repeated vertices,
+    a one-point line and pairs cut into several blocks included)."""
+    import numpy as np
+
+    from trips.osm import geometry as G
+
+    rng = np.random.default_rng(vertices)
+    line = np.column_stack((LAT + np.cumsum(rng.normal(0, 0.001, vertices)),
+                            LON + np.cumsum(rng.uniform(0, 0.002, vertices))))
+    if vertices > 2:
+        line[5] = line[4]  # a zero-length segment
+    chunks = list(Q._chunks(line))
+    chunk_of = rng.integers(0, len(chunks), 700)
+    lat = line[:, 0].mean() + rng.normal(0, 0.01, 700)
+    lon = line[:, 1].mean() + rng.normal(0, 0.01, 700)
+    monkeypatch.setattr(Q, "_PAIRS_PER_BLOCK", 97)
+    dist, along = Q._nearest_in_chunks(chunks, list(chunk_of), lat, lon)
+    for k, (_start, chunk, cum) in enumerate(chunks):
+        mine = chunk_of == k
+        if not mine.any():
+            continue
+        d, seg, t, _, _ = G.nearest_on_line(lat[mine], lon[mine], chunk)
+        seg_len = np.diff(cum) if len(cum) > 1 else np.zeros(1)
+        assert np.array_equal(dist[mine], d)
+        assert np.array_equal(along[mine], cum[seg] + t * seg_len[seg])
+    assert Q._nearest_in_chunks(chunks, [], np.zeros(0), np.zeros(0))[0].shape == (0,)

@@ -197,19 +197,62 @@ def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoin
     chunks = list(_chunks(pts))
     with _engine(engine).connect() as conn:
         per_chunk = _select_boxes(conn, osm_point, [_grow(_box(c), buffer_m) for _, c, _ in chunks], where, params)
-    for (_start, chunk, cum), rows in zip(chunks, per_chunk):
-        if not rows:
-            continue
-        dist, seg, t, _, _ = G.nearest_on_line(np.array([r["lat"] for r in rows]),
-                                               np.array([r["lon"] for r in rows]), chunk)
-        seg_len = np.diff(cum) if len(cum) > 1 else np.zeros(1)
-        along = cum[seg] + t * seg_len[seg]
-        for row, d, a in zip(rows, dist, along):
-            key = (row["osm_type"], row["osm_id"], row["kind"])
-            if d <= buffer_m and (key not in best or d < best[key][0]):
-                best[key] = (float(d), float(a), row)
+    pairs = [(k, row) for k, rows in enumerate(per_chunk) for row in rows]
+    dist, along = _nearest_in_chunks(chunks, [k for k, _ in pairs], np.array([r["lat"] for _, r in pairs]),
+                                     np.array([r["lon"] for _, r in pairs]))
+    for (_, row), d, a in zip(pairs, dist.tolist(), along.tolist()):
+        key = (row["osm_type"], row["osm_id"], row["kind"])
+        if d <= buffer_m and (key not in best or d < best[key][0]):
+            best[key] = (d, a, row)
     found = [_point(row, d, a) for d, a, row in best.values()]
     return sorted(found, key=lambda p: (p.along_m, p.distance_m))
+
+
+_PAIRS_PER_BLOCK = 4096
+
+
+def _nearest_in_chunks(chunks: list, chunk_of: list[int], lat: np.ndarray, lon: np.ndarray):
+    """(geodesic distance, metres along the line) of the nearest place on chunk `chunk_of[i]` for each point
+    i: trips.osm.geometry.nearest_on_line per chunk, the same arithmetic element for element, computed for
+    every (chunk, point) pair at once (segments padded to the longest chunk's) instead of a call per chunk."""
+    n = len(chunk_of)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    width = max(max(len(c) - 1, 1) for _, c, _ in chunks)
+    k_count = len(chunks)
+    origin = np.empty((k_count, 4))  # lat0, lon0, metres per degree north, east
+    ax, ay = np.full((k_count, width), np.inf), np.full((k_count, width), np.inf)
+    dx, dy = np.zeros((k_count, width)), np.zeros((k_count, width))
+    base, step = np.zeros((k_count, width)), np.zeros((k_count, width))  # metres along at each segment start, its length
+    for k, (_start, chunk, cum) in enumerate(chunks):
+        plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+        origin[k] = plane.lat0, plane.lon0, plane.north, plane.east
+        lx, ly = plane.xy(chunk[:, 0], chunk[:, 1])
+        if len(chunk) == 1:
+            lx, ly = np.repeat(lx, 2), np.repeat(ly, 2)
+        m = len(lx) - 1
+        ax[k, :m], ay[k, :m], dx[k, :m], dy[k, :m] = lx[:-1], ly[:-1], np.diff(lx), np.diff(ly)
+        if len(cum) > 1:
+            base[k, :m], step[k, :m] = cum[:-1], np.diff(cum)
+    seg2 = dx * dx + dy * dy
+    safe = np.where(seg2 > 0, seg2, 1.0)
+    chunk_of = np.asarray(chunk_of, dtype=np.int64)
+    dist, along = np.empty(n), np.empty(n)
+    for lo in range(0, n, _PAIRS_PER_BLOCK):
+        hi = min(lo + _PAIRS_PER_BLOCK, n)
+        k = chunk_of[lo:hi]
+        o = origin[k]
+        px, py = (lon[lo:hi] - o[:, 1]) * o[:, 3], (lat[lo:hi] - o[:, 0]) * o[:, 2]
+        with np.errstate(invalid="ignore"):  # padding segments: inf - inf; never the nearest
+            t = ((px[:, None] - ax[k]) * dx[k] + (py[:, None] - ay[k]) * dy[k]) / safe[k]
+        t = np.clip(np.where(seg2[k] > 0, t, 0.0), 0.0, 1.0)
+        fx, fy = ax[k] + t * dx[k], ay[k] + t * dy[k]
+        nearest = np.argmin((px[:, None] - fx) ** 2 + (py[:, None] - fy) ** 2, axis=1)
+        rows = np.arange(hi - lo)
+        flat, flon = fy[rows, nearest] / o[:, 2] + o[:, 0], fx[rows, nearest] / o[:, 3] + o[:, 1]
+        dist[lo:hi] = G.GEOD.inv(lon[lo:hi], lat[lo:hi], flon, flat)[2]
+        along[lo:hi] = base[k, nearest] + t[rows, nearest] * step[k, nearest]
+    return dist, along
 
 
 def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine]:
