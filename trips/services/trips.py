@@ -133,7 +133,7 @@ LIST_COLUMNS = (Trip.id, Trip.user_id, Trip.title, Trip.start_date, Trip.end_dat
 
 
 def _summarize(trips: list[Trip]) -> None:
-    """Set `trip.list_summary` = (its days' distances in day order, its computations' statuses) on each."""
+    """Set `trip.list_summary` = (its days' distances in day order, its computations' distinct statuses) on each."""
     if not trips:
         return
     ids = [t.id for t in trips]
@@ -143,8 +143,8 @@ def _summarize(trips: list[Trip]) -> None:
             sa.select(Stage.trip_id, Stage.distance).where(Stage.trip_id.in_(ids))
             .order_by(Stage.trip_id, Stage.position)):
         distances[trip_id].append(distance)
-    for trip_id, status in db.session.execute(
-            sa.select(Computation.trip_id, Computation.status).where(Computation.trip_id.in_(ids))):
+    for trip_id, status in db.session.execute(  # each status once: the list status asks which there are
+            sa.select(Computation.trip_id, Computation.status).distinct().where(Computation.trip_id.in_(ids))):
         statuses[trip_id].append(status)
     for trip in trips:
         trip.list_summary = (distances[trip.id], statuses[trip.id])
