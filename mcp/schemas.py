@@ -109,8 +109,7 @@ def in_words(description: str, *, null: bool = False, many: bool = False) -> dic
 
 TRIP_ID = string("From list_trips or create_trip.")
 STAGE_ID = string("From get_trip's stages.")
-VERSION = integer("From get_trip or the last edit; a stale one fails, overwriting nothing.",
-                  minimum=1)
+VERSION = integer("From get_trip or the last edit; a stale one fails, overwriting nothing.", minimum=1)
 CONFIRMATION_TOKEN = string("Omit at first: the answer shows the impact and a token, which is not the user's "
                             "agreement: ask them, then send it.")
 

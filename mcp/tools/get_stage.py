@@ -5,7 +5,8 @@ from trips.enrich.alerts.catalogue import GROUPS
 from trips.services import stages
 
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/schemas.py
-# in_words); what it acts on stays typed: ids, versions, dayNumber, and the places' lat/lon for choose_accommodation.
+# in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
+# are what choose_accommodation takes.
 PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), priceMin/priceMax (€ a "
                 "night, or null), isExactPrice (its own price, not an estimate), distance (km from the day's end), "
                 "possibleClosed (may be closed that day)")
@@ -28,8 +29,8 @@ OUTPUT = s.obj({
                          "go to lat/lon; auto_fix = apply splitAtKm as edit_stages update distance, maxDistance as "
                          "maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
-    "groups": s.obj({}, description=f"Per alert group ({', '.join(GROUPS)}): done, running, failed or not "
-                                    "computed (then it says nothing about the day)."),
+    "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, running, failed or not computed (then it "
+                         "says nothing about the day)."),
     "categoryStatus": s.category_status("running, done or failed"),
     "resupply": s.in_words("Up to six places to buy food: name, category (supermarket, bakery…), km (from the "
                            "day's start), openAtPassage (open when the rider passes, null: unknown), openingHours "
