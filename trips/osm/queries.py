@@ -276,11 +276,15 @@ def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine
             entries.append(entry)
         _measure(chunk, entries)
     out = []
-    for row, way, vertex, dist in found.values():
-        if dist > buffer_m:
-            continue
+    kept = [entry for entry in found.values() if entry[3] <= buffer_m]
+    if not kept:
+        return out
+    verts = np.vstack([way for _, way, _, _ in kept])  # every kept line's segments measured in one call
+    every = G.GEOD.inv(verts[:-1, 1], verts[:-1, 0], verts[1:, 1], verts[1:, 0])[2] if len(verts) > 1 else []
+    first = np.concatenate(([0], np.cumsum([len(way) for _, way, _, _ in kept])))
+    for (row, way, vertex, dist), start in zip(kept, first.tolist()):
         inside = vertex <= buffer_m
-        seg = G.GEOD.inv(way[:-1, 1], way[:-1, 0], way[1:, 1], way[1:, 0])[2] if len(way) > 1 else np.zeros(0)
+        seg = np.asarray(every[start:start + len(way) - 1]) if len(way) > 1 else np.zeros(0)
         near = float(seg[inside[:-1] & inside[1:]].sum()) if len(seg) else 0.0
         tags = {k.replace("cycleway_", "cycleway:"): row[k] for k in (
             "highway", "surface", "tracktype", "smoothness", "cycleway", "cycleway_left", "cycleway_right",
