@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from werkzeug.datastructures import FileStorage, MultiDict
+from werkzeug.test import encode_multipart
 
 from tests.fuzz.support import LONG, OUTCOMES, assert_bounded_message, bounded_case, fuzz_settings
 from trips.route.gpx import GpxError, parse_gpx
@@ -197,20 +199,32 @@ def test_fuzz_gpx_parser_bytes(outside, data):
     _parse(data, outside)
 
 
-@given(data=st.data(), title=st.one_of(st.none(), st.sampled_from(["", "Ride", "a\x00b", LONG, "\ufffd", " "])),
-       as_file=st.sampled_from([True] * 5 + [False]))
+FORM_VALUES = st.sampled_from(["", " ", "0", "-1", "1e400", "NaN", "inf", "true", "yes", "2026-02-30", "2031-06-01",
+                               "2031-06-03", "0.5", "1.0", "23", "24", "30", "300", "301", "hotel", "HOTEL", "a\x00b",
+                               "\ufffd", LONG])
+SETTINGS = st.dictionaries(st.sampled_from(["title", "startDate", "endDate", "fatigueFactor", "elevationPenalty",
+                                            "ebikeMode", "departureHour", "maxDistancePerDay", "averageSpeed",
+                                            "enabledAccommodationTypes", "sourceUrl", "unknown"]),
+                           st.one_of(FORM_VALUES, st.lists(FORM_VALUES, min_size=2, max_size=3)), max_size=3)
+
+
+@given(data=st.data(), settings=st.one_of(st.just({}), SETTINGS), as_file=st.sampled_from([True] * 5 + [False]))
 @fuzz_settings(150)
-def test_fuzz_gpx_upload(client, world, ledger, unlimited, outside, data, title, as_file):
+def test_fuzz_gpx_upload(client, world, ledger, unlimited, outside, data, settings, as_file):
     secret, listener = outside
     document = data.draw(docs(outside))
-    form = {"gpxFile": (io.BytesIO(document), "ride.gpx") if as_file else document.decode("latin-1")}
-    if title is not None:
-        form["title"] = title
+    form = MultiDict([("gpxFile", FileStorage(io.BytesIO(document), "ride.gpx") if as_file
+                           else document.decode("latin-1"))])
+    for name, value in settings.items():
+        for item in value if isinstance(value, list) else [value]:
+            form.add(name, item)
+    # encoded here, in memory: the test client spools a body over 500 KB to a temporary file it never closes
+    boundary, body = encode_multipart(form)
     seen = listener.connections
     with bounded_case("gpx upload"):
         before = ledger.look()
-        response = client.post("/api/trips/gpx-upload", headers=world.rest, content_type="multipart/form-data",
-                               data=form)
+        response = client.post("/api/trips/gpx-upload", headers=world.rest, data=body,
+                               content_type=f"multipart/form-data; boundary={boundary}")
         assert response.status_code < 500, response.data[:300]
         if response.status_code >= 400:
             assert response.mimetype == "application/problem+json", response.mimetype
