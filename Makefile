@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # (gitignored).
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
-.PHONY: run test bench soak lint clean catalogues
+.PHONY: run test test-fuzz bench soak lint clean catalogues
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ run: $(STAMP) catalogues
 
 test: $(STAMP) catalogues
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The hostile-input fuzzing alone (tests/fuzz, also part of `make test`): FUZZ_SCALE=10 runs ten times the cases.
+FUZZ_SCALE ?= 1
+test-fuzz: $(STAMP) catalogues
+	BTP_FUZZ_SCALE=$(FUZZ_SCALE) $(BIN)/python -m pytest tests/fuzz $(PYTEST_ARGS)
 
 # The fault suite (tests/faults, left out of `make test`): real gunicorn and workers against a PostgreSQL database and
 # a redis-server of its own, killed, stopped and disconnected for real. Needs PostgreSQL on 127.0.0.1 (or

@@ -106,7 +106,7 @@ def assert_unchanged(before: tuple, after: tuple, what: str) -> None:
     counts, digest = before
     if after != before:
         moved = {name: (counts[name], n) for name, n in after[0].items() if counts[name] != n}
-        raise AssertionError(f"a refused {what} wrote to the database: counts {moved or 'same'}, "
+        raise AssertionError(f"a refused {what} committed a write to the database: counts {moved or 'same'}, "
                              f"rows {'changed' if digest != after[1] else 'same'}")
 
 
