@@ -112,6 +112,23 @@ def test_split_tracks_gives_one_array_per_trk():
     assert np.array_equal(route.points, parse_gpx(data).points)
 
 
+
+def test_long_tracks_keep_every_point_in_order_across_chunks_and_segments(monkeypatch):
+    """Each track's points are gathered into one array grown in place: 30 000 points in uneven segments,
+    read in small chunks, come back whole, in order, one array per track when split."""
+    monkeypatch.setattr(gpx_module, "_CHUNK_BYTES", 4096)
+    rng = np.random.default_rng(5)
+    lat, lon = rng.uniform(-80, 80, 30_000).round(6), rng.uniform(-170, 170, 30_000).round(6)
+    cuts = [0, 3, 9_000, 9_001, 20_000, 30_000]
+    segs = ["<trkseg>" + "".join(pt(la, lo) for la, lo in zip(lat[a:b], lon[a:b])) + "</trkseg>"
+            for a, b in zip(cuts, cuts[1:])]
+    data = gpx(f"<trk>{''.join(segs[:3])}</trk><trk>{''.join(segs[3:])}</trk>")
+    route = parse_gpx(data)
+    assert np.array_equal(route.points[:, 0], lat) and np.array_equal(route.points[:, 1], lon)
+    split = parse_gpx(data, split_tracks=True)
+    assert [len(t) for t in split.tracks] == [9_001, 20_999]
+    assert np.array_equal(np.concatenate(split.tracks), route.points)
+
 # ------------------------------------------------------------------ title
 
 

@@ -210,7 +210,7 @@ class _Collector:
 
     def __init__(self, split_tracks: bool):
         self.split_tracks = split_tracks
-        self.tracks: list[list[np.ndarray]] = []
+        self.tracks: list[_Points] = []
         self.title: str | None = None
         self.title_done = False
         self.document_name: str | None = None  # <metadata><name> (GPX 1.1): the whole document's name
@@ -244,16 +244,36 @@ class _Collector:
                                      _elevations(seg, xp, n, bool(open_last))))
             _check(block)
             if self._new_track or not self.tracks:
-                self.tracks.append([])
+                self.tracks.append(_Points())
                 self._new_track = False
-            self.tracks[-1].append(block)
+            self.tracks[-1].add(block)
         if finished:
             del seg[:]
         elif len(seg) > 1:
             del seg[:-1]
 
     def result(self) -> list[np.ndarray]:
-        return [blocks[0] if len(blocks) == 1 else np.concatenate(blocks) for blocks in self.tracks if blocks]
+        return [points.array() for points in self.tracks if points.count]
+
+
+class _Points:
+    """A track's points, appended a block at a time into one array grown in place (realloc: no second copy
+    of the points while they are gathered, as joining a list of blocks at the end would make)."""
+
+    def __init__(self):
+        self.buf = np.empty((4096, 3))
+        self.count = 0
+
+    def add(self, block: np.ndarray) -> None:
+        end = self.count + len(block)
+        if end > len(self.buf):
+            self.buf.resize((max(end, 2 * len(self.buf)), 3), refcheck=False)  # no view of buf is ever kept
+        self.buf[self.count:end] = block
+        self.count = end
+
+    def array(self) -> np.ndarray:
+        self.buf.resize((self.count, 3), refcheck=False)
+        return self.buf
 
 
 def _check(block: np.ndarray) -> None:

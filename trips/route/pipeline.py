@@ -93,12 +93,13 @@ def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
 def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
     """The synchronous path of a GPX upload: route stored, days cut, both computations done. Raises
     TooLarge (the caller's transaction is then rolled back: nothing is kept)."""
-    store_route(trip, parsed)
     trip.source_type = "gpx_upload"
+    plans = plan_days(trip, parsed.tracks)  # before the route is packed: pacing's peak and the blob never meet
+    store_route(trip, parsed)
     if not trip.title and parsed.title:
         trip.title = parsed.title
     initialize(trip, ("route", "stages"), trip.generation)
-    replace_stages(trip, plan_days(trip, parsed.tracks))
+    replace_stages(trip, plans)
     for c in trip.computations:
         c.status = "done"
     start_analysis(trip)
