@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import numpy as np
-from sqlalchemy.orm import defer, selectinload
+from sqlalchemy.orm import defer, joinedload, selectinload
+from sqlalchemy.orm.attributes import set_committed_value
 
 from oauth.models import User
 from trips import analysis, computations
@@ -85,15 +86,15 @@ def geometry_changed(trip: Trip, _prepared=None) -> None:
     analysis.redispatch(trip, triggers=("GEOMETRY",), names=("calendar",))
 
 
-# An edit of the days reads the trip, its days and its computations in three statements (under the lock), without
+# An edit of the days reads the trip with its computations, then its days: two statements (under the lock), without
 # the JSON columns the enrichments own (no edit reads them; a dispatch after it reads the geometry, for the map
 # coverage). A rename alone reads no geometry either.
 _OWNED_BY_ENRICHMENTS = (Stage.alerts_by_group, Stage.enrichment, Stage.accommodations, Stage.selected_accommodation,
                          Stage.waypoint)
 DAY_EDIT_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in _OWNED_BY_ENRICHMENTS)),
-                    selectinload(Trip.computations))
+                    joinedload(Trip.computations))
 RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.geometry, *_OWNED_BY_ENRICHMENTS))),
-                  selectinload(Trip.computations))
+                  joinedload(Trip.computations))
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
@@ -113,6 +114,9 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
         trip.version += 1
         if invalidate is not None:
             invalidate(trip, ctx.prepared)
+        version = trip.version
+    # The commit expired the trip: the version it wrote is known, and the answer needs no read to say it.
+    set_committed_value(trip, "version", version)
     return trip
 
 
