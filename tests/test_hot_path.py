@@ -87,7 +87,7 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     call(client, token, "list_trips")  # the grant's last use: stamped once per five minutes
     with counted(monkeypatch) as seen:
         assert not call(client, token, "list_trips")["isError"]
-    assert len(seen["sql"]) <= 5 and seen["redis"] == 2, seen  # token, count, page, days, computations
+    assert len(seen["sql"]) == 4 and seen["redis"] == 2, seen  # token, the page and its total, days, statuses
     version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
     stage_id = db.session.scalar(sa.select(Stage.id).where(Stage.trip_id == trip_id, Stage.position == 2))
     rename = {"tripId": trip_id, "action": "update", "stageId": stage_id, "label": "Col de Rousset"}
@@ -162,3 +162,17 @@ def test_an_address_over_its_limit_is_answered_429_before_anything_else(app, cli
                                                               "Content-Type": "application/json"})
     assert garbled.status_code == 429
     assert modern(client, "btp_at_unknown", "tools/list").status_code == 429  # before a 401, as before
+
+
+def test_a_page_carries_the_total_of_every_match_past_the_end_too(client, owner):
+    from tests.test_trips_api import seed_trip
+
+    user, _, token = owner
+    for i in range(3):
+        seed_trip(user, title=f"Extra {i}")
+    listed = payload(call(client, token, "list_trips", {"itemsPerPage": 2}))
+    assert listed["totalItems"] == 4 and len(listed["member"]) == 2
+    past = payload(call(client, token, "list_trips", {"itemsPerPage": 2, "page": 5}))
+    assert past["totalItems"] == 4 and past["member"] == []
+    assert payload(call(client, token, "list_trips", {"title": "extra"}))["totalItems"] == 3
+    assert payload(call(client, token, "list_trips", {"title": "nothing like it"}))["totalItems"] == 0

@@ -117,12 +117,18 @@ def list_trips(actor: User, query) -> dict:
         where.append(Trip.start_date >= q["start_date"])
     if q.get("end_date"):
         where.append(Trip.end_date <= q["end_date"])
-    total = db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(*where))
     size = q["items_per_page"]
-    trips = db.session.scalars(
-        sa.select(Trip).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
+    rows = db.session.execute(  # the page and, beside each row, how many trips match in all (one statement)
+        sa.select(Trip, sa.func.count().over()).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
         .offset((q["page"] - 1) * size).limit(size).options(load_only(*LIST_COLUMNS))
     ).all()
+    trips = [trip for trip, _ in rows]
+    if rows:
+        total = rows[0][1]
+    elif q["page"] == 1:
+        total = 0
+    else:  # a page past the end: counted on its own
+        total = db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(*where))
     _summarize(trips)
     return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
 
