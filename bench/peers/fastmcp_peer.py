@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from babel import Locale
-from babel.numbers import format_decimal
+from babel.numbers import parse_pattern
 from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.server.dependencies import get_access_token
@@ -47,6 +47,7 @@ NO_MAP_DATA: str = CAT["no_map_data"]
 COUNTERS = frozenset(CAT["counters"])
 ACTIVE = ("pending", "running")
 EN = Locale.parse("en")
+NUMBER = parse_pattern("#,##0.#")  # at most one decimal, grouped (parsed once, not per number)
 
 pool = AsyncConnectionPool(DATABASE_URL, min_size=2, max_size=8, open=False, kwargs={"row_factory": dict_row})
 
@@ -112,7 +113,7 @@ def _param(name: str, value):
     if isinstance(value, int) and name in COUNTERS:
         return value
     if isinstance(value, (int, float)):
-        return format_decimal(value, format="#,##0.#", locale="en")
+        return NUMBER.apply(value, EN)
     return value
 
 
@@ -139,8 +140,7 @@ def _alerts(alerts_by_group: dict, day_number: int) -> tuple[int, list[str]]:
 def _accommodation(stage: dict) -> str | None:
     place, chosen = stage["selected_accommodation"], True
     if not place:
-        candidates = stage["accommodations"] or []
-        place, chosen = (candidates[0], False) if candidates else (None, False)
+        place, chosen = stage["first_accommodation"], False
     if place is None:
         return None
     name = label(place.get("name"), 16) or "unnamed"
@@ -152,7 +152,7 @@ def _accommodation(stage: dict) -> str | None:
 
 
 def _weather(trip: dict, stage: dict) -> dict:
-    stored = (stage["enrichment"] or {}).get("weather")
+    stored = stage["weather"]
     if not isinstance(stored, dict) or trip["start_date"] is None:
         return {}
     if stored.get("date") != (trip["start_date"] + dt.timedelta(days=stage["position"])).isoformat():
@@ -214,8 +214,11 @@ def _next_action(computations: list[dict], partial: bool) -> str | None:
 TRIP_SQL = ("SELECT id, version, title, source_url, source_type, start_date, end_date, fatigue_factor, "
             "elevation_penalty, ebike_mode, departure_hour, max_distance_per_day, average_speed, "
             "enabled_accommodation_types, status, out_of_zone FROM trip WHERE id = %s AND user_id = %s")
-STAGES_SQL = ("SELECT id, position, distance, elevation, is_rest_day, start_label, end_label, accommodations, "
-              "selected_accommodation, alerts_by_group, enrichment FROM stage WHERE trip_id = %s ORDER BY position")
+# Only what the digest shows leaves the database: the first lodging candidate and the day's forecast, not every
+# candidate and every enrichment field (decoding those was a third of a call).
+STAGES_SQL = ("SELECT id, position, distance, elevation, is_rest_day, start_label, end_label, "
+              "accommodations -> 0 AS first_accommodation, selected_accommodation, alerts_by_group, "
+              "enrichment -> 'weather' AS weather FROM stage WHERE trip_id = %s ORDER BY position")
 COMPUTATIONS_SQL = "SELECT name, status, reason FROM computation WHERE trip_id = %s ORDER BY name"
 
 
