@@ -20,6 +20,11 @@ def headers(token: str | None, method: str = "tools/call", name: str | None = No
     return {k: v for k, v in sent.items() if v is not None}
 
 
+def on_the_wire(value: str) -> str:
+    """A header value as a WSGI server hands it over: its UTF-8 bytes read as Latin-1, on one line."""
+    return value.encode("utf-8", "surrogatepass").decode("latin-1").replace("\r", " ").replace("\n", " ")
+
+
 def call_body(name, arguments, rpc_id=7) -> dict:
     return {"jsonrpc": "2.0", "id": rpc_id, "method": "tools/call",
             "params": {"name": name, "arguments": arguments, "_meta": META}}

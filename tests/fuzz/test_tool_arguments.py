@@ -120,7 +120,8 @@ def _mirrors(schema: dict, arguments) -> dict:
         suffix = prop.get("x-mcp-header") if isinstance(prop, dict) else None
         value = arguments.get(name)
         if isinstance(suffix, str) and isinstance(value, (str, int, bool)) and value is not None:
-            out[f"Mcp-Param-{suffix}"] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            out[f"Mcp-Param-{suffix}"] = rpc.on_the_wire(
+                ("true" if value else "false") if isinstance(value, bool) else str(value))
     return out
 
 
