@@ -55,6 +55,19 @@ class VersionRef:
 # argument gets past "too far from the day" some of the time; the schema's own values cover the rest.
 NEAR_LAT, NEAR_LON = st.floats(44.9, 46.6), st.floats(4.9, 7.2)
 NEAR_POINT = st.fixed_dictionaries({"lat": NEAR_LAT, "lon": NEAR_LON}, optional={"ele": st.floats(-500, 9000)})
+@dataclass(frozen=True)
+class DayCoord:
+    """The end of the day the case names (its `stageId`, else the first), one coordinate, plus `jitter` degrees:
+    a place near that day, so a waypoint or an accommodation choice gets past "too far from the day"."""
+
+    axis: str
+    jitter: float
+
+
+def near_day(axis: str, fallback):
+    return st.one_of(st.floats(-0.05, 0.05).map(lambda j: DayCoord(axis, j)), fallback)
+
+
 TRIPS = st.sampled_from([TripRef("trip")] * 6 + [TripRef("dated"), TripRef("locked"), TripRef("foreign"),
                                                   TripRef("unknown")])
 OVERRIDES = {
@@ -71,8 +84,8 @@ OVERRIDES = {
                                   "https://evil.example/tour/1", "javascript:alert(1)", "file:///etc/passwd",
                                   "https://127.0.0.1:6379/", "https://www.komoot.com/tour/" + "9" * 3000,
                                   "https://www.komoot.com/tour/1\u202e", "", " ", LONG]),
-    "waypointLat": NEAR_LAT, "waypointLon": NEAR_LON, "selectedAccommodationLat": NEAR_LAT,
-    "selectedAccommodationLon": NEAR_LON, "startPoint": NEAR_POINT, "endPoint": NEAR_POINT,
+    "waypointLat": near_day("lat", NEAR_LAT), "waypointLon": near_day("lon", NEAR_LON),
+    "selectedAccommodationLat": near_day("lat", NEAR_LAT), "selectedAccommodationLon": near_day("lon", NEAR_LON), "startPoint": NEAR_POINT, "endPoint": NEAR_POINT,
     "confirmationToken": st.one_of(st.sampled_from(HOSTILE_TEXT), st.text(max_size=40)),
     "idempotencyKey": st.one_of(st.text("abcXYZ019-_", min_size=16, max_size=40), st.sampled_from(HOSTILE_TEXT)),
 }
@@ -108,7 +121,21 @@ def _resolve(world, arguments):
         elif isinstance(value, VersionRef):
             value = max((trip.version if trip is not None else 1) + value.delta, 0)
         out[key] = value
-    return out, named.role
+    return resolve_coords(out, trip), named.role
+
+
+def resolve_coords(arguments: dict, trip, stage_id=None) -> dict:
+    """DayCoord values replaced by a coordinate near the end of the named day (or the trip's first)."""
+    stages = list(trip.stages) if trip is not None else []
+    wanted = stage_id or arguments.get("stageId")
+    day = next((s for s in stages if s.id == wanted), stages[0] if stages else None)
+    out = {}
+    for key, value in arguments.items():
+        if isinstance(value, DayCoord):
+            base = (day.end_lat if value.axis == "lat" else day.end_lon) if day is not None else 45.0
+            value = base + value.jitter
+        out[key] = value
+    return out
 
 
 def _mirrors(schema: dict, arguments) -> dict:
