@@ -17,7 +17,9 @@ RQ 3.0 leaves three gaps this class closes (see README "When something dies"):
   (SCHEDULER_STALE_S) and takes it.
 * RQ retries a lost Redis only around its blocking dequeue; a Redis error anywhere else in the loop (setting the
   worker's state, the suspension check, a beat while a horse works) ends the worker. Here the worker waits for
-  Redis (at most RECONNECT_MAX_S between attempts) and goes on, so it is back within a beat of Redis.
+  Redis (at most RECONNECT_MAX_S between attempts) and goes on, so it is back within a beat of Redis. Start-up too
+  (registration, the command channel, the scheduler): RQ's `work()` runs it outside its loop, so a Redis away or
+  restarting while a worker starts ended it; here it waits, and the worker counts as live from its first beat.
 """
 from __future__ import annotations
 
@@ -117,9 +119,55 @@ class BTPWorker(Worker):
         kwargs.setdefault("maintenance_interval", MAINTENANCE_S)
         super().__init__(*args, **kwargs)
 
+    def _until_redis_answers(self, doing: str, step):
+        """`step()`, tried again while Redis is unreachable (1 s, doubling to RECONNECT_MAX_S); None once asked to
+        stop meanwhile."""
+        wait = 1.0
+        while not self._stop_requested:
+            try:
+                return step()
+            except REDIS_DOWN as exc:
+                log.error("worker %s: Redis unreachable while %s (%s); trying again in %.0f s", self.name, doing,
+                          exc, wait)
+                time.sleep(wait)
+                wait = min(wait * 2, RECONNECT_MAX_S)
+        return None
+
+    def _set_ip_address(self, connection):
+        """RQ asks Redis for the worker's address while the worker is made: a worker started while Redis is away
+        waits for it here."""
+        self._until_redis_answers("starting", lambda: super(BTPWorker, self)._set_ip_address(connection))
+
     def register_birth(self):
-        super().register_birth()
-        beat(self.connection, self.name)
+        """RQ's registration, waiting for Redis: a worker started while Redis is away (or restarting) starts once
+        it is back instead of exiting. It counts as live for /readyz only from its first beat, once it listens."""
+        attempts = 0
+
+        def register():
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1:  # an attempt cut short may have registered this name already: it is ours
+                self.connection.delete(self.key)
+            super(BTPWorker, self).register_birth()
+
+        self._until_redis_answers("registering", register)
+
+    def subscribe(self):
+        self._until_redis_answers("subscribing to its command channel", super().subscribe)
+
+    def set_state(self, state, pipeline=None):
+        if pipeline is not None:
+            return super().set_state(state, pipeline)
+        try:
+            super().set_state(state)
+        except REDIS_DOWN as exc:  # only shown by `rq info`; the next state change writes it again
+            log.warning("worker %s: could not record its state %s, Redis unreachable: %s", self.name, state, exc)
+
+    def _start_scheduler(self, *args, **kwargs):
+        try:
+            super()._start_scheduler(*args, **kwargs)
+        except REDIS_DOWN as exc:  # RQ's maintenance takes the scheduler lock and starts it once Redis is back
+            log.warning("worker %s: scheduler not started yet, Redis unreachable: %s", self.name, exc)
 
     def register_death(self):
         try:
@@ -146,15 +194,8 @@ class BTPWorker(Worker):
 
     def dequeue_job_and_maintain_ttl(self, timeout, max_idle_time=None):
         """RQ's dequeue, waiting out a Redis outage instead of ending the worker. None when asked to stop."""
-        wait = 1.0
-        while not self._stop_requested:
-            try:
-                return super().dequeue_job_and_maintain_ttl(timeout, max_idle_time)
-            except REDIS_DOWN as exc:
-                log.error("worker %s: Redis unreachable (%s); trying again in %.0f s", self.name, exc, wait)
-                time.sleep(wait)
-                wait = min(wait * 2, RECONNECT_MAX_S)
-        return None
+        return self._until_redis_answers(
+            "waiting for a job", lambda: super(BTPWorker, self).dequeue_job_and_maintain_ttl(timeout, max_idle_time))
 
     def check_for_suspension(self, burst: bool):
         try:

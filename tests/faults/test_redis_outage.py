@@ -113,19 +113,76 @@ def test_a_hung_redis_is_answered_503_not_waited_for(btp, private_redis):
     problem_503(answers[0])
 
 
-def test_readiness_follows_a_worker_through_a_redis_restarted_empty(btp, app_config, private_redis):
+def test_readiness_follows_a_worker_through_a_redis_restarted_empty(btp, app_config, private_redis, tmp_path):
     client = btp.test_client()
-    worker = start_worker(app_config, REDIS_URL=private_redis.url)
+    log = tmp_path / "worker.log"
+    worker = start_worker(app_config, log, REDIS_URL=private_redis.url)
     try:
-        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=90)  # a worker starting on a busy machine
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=90,  # a worker starting on a busy machine
+                 what="a live worker", logs=(log,))
         private_redis.stop()  # no persistence: it comes back empty
         assert client.get("/readyz").status_code == 503
         private_redis.start()
         # The worker reconnects (at most RECONNECT_MAX_S apart) and its next beat registers it again.
-        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=RECONNECT_MAX_S + LIVENESS_TTL)
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=RECONNECT_MAX_S + LIVENESS_TTL,
+                 what="the worker live again", logs=(log,))
         assert worker.poll() is None
     finally:
         kill(worker)
+
+
+def test_a_worker_started_while_redis_is_away_waits_for_it(btp, app_config, private_redis, tmp_path):
+    """RQ runs a worker's start-up (registration, its command channel, the scheduler) outside the loop that waits
+    for Redis: started while Redis is away or restarting, a worker used to exit at once. Now it waits, and counts
+    as live for /readyz once Redis is back and it listens."""
+    client = btp.test_client()
+    log = tmp_path / "worker.log"
+    private_redis.stop()
+    worker = start_worker(app_config, log, REDIS_URL=private_redis.url)
+    try:
+        time.sleep(3 * RECONNECT_MAX_S)  # long enough to start on a busy machine, and to exit if it were going to
+        assert worker.poll() is None, "the worker exited while Redis was away"
+        assert "Redis unreachable while starting" in log.read_text(), "the worker did not meet the outage starting"
+        private_redis.start()
+        wait_for(lambda: client.get("/readyz").status_code == 200, timeout=RECONNECT_MAX_S + LIVENESS_TTL,
+                 what="the worker live once Redis is back", logs=(log,))
+        assert worker.poll() is None
+    finally:
+        kill(worker)
+
+
+def test_a_worker_whose_redis_restarts_midway_through_its_start_up_goes_on(private_redis, monkeypatch):
+    """The window CI once hit: Redis stopped after the worker registered and before it listened (its command
+    channel, its state, the scheduler). RQ ends the worker there; BTP's waits and registers again at its first beat."""
+    from redis import Redis
+    from rq import Queue, Worker
+
+    from jobs.worker import BTPWorker, live_workers
+
+    connection = Redis.from_url(private_redis.url)
+    worker = BTPWorker([Queue("startup", connection=connection)], connection=connection)
+    subscribe, restarts = Worker.subscribe, []
+
+    def subscribe_as_redis_restarts(self):
+        if not restarts:
+            private_redis.stop()  # comes back empty: the registration just written is gone
+            restarts.append(threading.Timer(1.5, private_redis.start))
+            restarts[0].start()
+        return subscribe(self)
+
+    monkeypatch.setattr(Worker, "subscribe", subscribe_as_redis_restarts)
+    try:
+        worker.bootstrap()
+        worker._start_scheduler(burst=True)
+        assert restarts and not live_workers(connection)  # not live before it beats
+        worker.heartbeat()
+        assert live_workers(connection) == [worker.name]
+        assert worker.name in {w.name for w in Worker.all(connection=connection)}
+    finally:
+        if restarts:
+            restarts[0].join()
+        worker.unsubscribe()
+        connection.close()
 
 
 def test_a_ten_second_outage_of_a_served_btp(app, app_config, ctx, fake_thirdparty, private_redis, tmp_path,
