@@ -20,6 +20,8 @@ def test_readiness_needs_a_live_worker(app, client, ctx):
     worker = BTPWorker([get_queue()], connection=get_redis())
     worker.register_birth()
     try:
+        assert client.get("/readyz").status_code == 503  # registered, not listening yet: live from its first beat
+        worker.heartbeat()
         ready = client.get("/readyz")
         assert ready.status_code == 200 and ready.get_json()["status"] == "ready"
         get_redis().delete(ALIVE_KEY.format(worker.name))  # what LIVENESS_TTL does to a worker that stopped beating
