@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import secrets
 import time
 import uuid
@@ -69,6 +70,61 @@ def _sqlite_on_connect(dbapi_connection, _record):
         cur.close()
 
 
+# PostgreSQL: reads outside a unit of work run in autocommit, so a request that only reads (a get_trip, a
+# list_trips, the token lookup of every request) costs its statements and no BEGIN/ROLLBACK round trips. Under
+# READ COMMITTED, BTP's isolation level, every statement takes its own snapshot inside a transaction too, so a
+# read sees what it saw before. Anything that is not a plain SELECT (a write, a lock, a savepoint, DDL, SET)
+# turns the connection transactional first, so psycopg opens the transaction with it; `atomic()` does so at its
+# start. The connection goes back to autocommit when it returns to the pool, after its rollback.
+_PLAIN_READS: dict[str, bool] = {}
+_PG_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE
+_LOCKING = re.compile(r"\bFOR\s+(UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b", re.IGNORECASE)
+
+
+def _plain_read(statement: str) -> bool:
+    known = _PLAIN_READS.get(statement)
+    if known is None:
+        head = statement.lstrip()[:7].upper()
+        known = (head.startswith("SELECT") or head == ";") and not _LOCKING.search(statement)
+        if len(_PLAIN_READS) < 4096:  # the statements SQLAlchemy compiles are a bounded set; ad-hoc text is not
+            _PLAIN_READS[statement] = known
+    return known
+
+
+def _psycopg(dbapi_connection) -> bool:
+    return type(dbapi_connection).__module__.startswith("psycopg")
+
+
+@event.listens_for(Engine, "connect")
+def _pg_on_connect(dbapi_connection, _record):
+    if _psycopg(dbapi_connection):
+        dbapi_connection.autocommit = True
+
+
+@event.listens_for(Engine, "checkin")
+def _pg_on_checkin(dbapi_connection, _record):
+    if dbapi_connection is not None and _psycopg(dbapi_connection) and not dbapi_connection.closed \
+            and dbapi_connection.info.transaction_status == _PG_IDLE:
+        dbapi_connection.autocommit = True
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _pg_before_execute(conn, cursor, statement, parameters, context, executemany):
+    if conn.dialect.name == "postgresql":
+        dbapi_connection = cursor.connection
+        if dbapi_connection.autocommit and not _plain_read(statement):
+            dbapi_connection.autocommit = False  # idle in autocommit: this statement opens the transaction
+
+
+def transactional(session) -> None:
+    """The session's connection in a transaction from its next statement (PostgreSQL; SQLite begins its own)."""
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        dbapi_connection = connection.connection.dbapi_connection
+        if dbapi_connection.autocommit:
+            dbapi_connection.autocommit = False
+
+
 @event.listens_for(Engine, "begin")
 def _sqlite_on_begin(conn):
     if conn.dialect.name == "sqlite":
@@ -108,7 +164,7 @@ def atomic(lock: str | None = None, lock_timeout: float = 3.0):
     token = _pending_jobs.set(pending)
     flag = _immediate.set(True)
     try:
-        session.connection()  # BEGIN (IMMEDIATE on SQLite)
+        transactional(session)  # BEGIN (IMMEDIATE on SQLite; PostgreSQL's with the first statement)
         _immediate.reset(flag)
         flag = None
         yield session
