@@ -300,3 +300,163 @@ def test_open_point_keeps_its_elevation_while_pruned(monkeypatch):
             f'</extensions></trkpt>'
     route = parse_gpx(gpx(trk(point + pt(1, 3, 9))))
     assert route.points.tolist() == [[1.0, 2.0, 7.0], [1.0, 3.0, 9.0]]
+
+
+# ------------------------------------------------------------------ fast path (segments read from the bytes)
+
+
+def lxml_only(monkeypatch):
+    """parse_gpx as it was before the fast path: every point through lxml."""
+    monkeypatch.setattr(gpx_module, "_fast_allowed", lambda head: False)
+
+
+def outcome(data, **kw):
+    try:
+        route = parse_gpx(data, **kw)
+    except GpxError as exc:
+        return "refused", exc.message
+    return route.title, [t.tolist() for t in route.tracks]
+
+
+def fast_points(monkeypatch) -> list:
+    """Count the points the fast path reads."""
+    seen, scan = [0], gpx_module._scan_points
+
+    def counting(buf):
+        end, block = scan(buf)
+        seen[0] += 0 if block is None else len(block)
+        return end, block
+
+    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    return seen
+
+
+PLAIN = '<trkpt lat="{la}" lon="{lo}">\n  <ele>{el}</ele>\n  <time>2024-06-01T08:00:00Z</time>\n</trkpt>\n'
+
+
+def test_plain_segments_are_read_by_the_fast_path_with_the_same_result(monkeypatch):
+    rng = np.random.default_rng(7)
+    lat, lon = rng.uniform(-89, 89, 5000).round(7), rng.uniform(-179, 179, 5000).round(7)
+    ele = rng.uniform(-50, 4000, 5000).round(1)
+    body = "".join(PLAIN.format(la=a, lo=o, el=e) for a, o, e in zip(lat, lon, ele))
+    data = gpx(f"<trk><name>F</name><trkseg>\n{body}</trkseg><trkseg>{body[:len(body) // 2]}"
+               f"{body[len(body) // 2:]}</trkseg></trk>")
+    seen = fast_points(monkeypatch)
+    route = parse_gpx(data)
+    assert seen[0] == 10_000 and route.title == "F"
+    assert np.array_equal(route.points, np.tile(np.column_stack((lat, lon, ele)), (2, 1)))
+    monkeypatch.setattr(gpx_module, "_CHUNK_BYTES", 333)
+    assert np.array_equal(parse_gpx(Dribble(data, 3, most=900)).points, route.points)
+    lxml_only(monkeypatch)
+    assert np.array_equal(parse_gpx(data).points, route.points)
+
+
+@pytest.mark.parametrize("lat, lon, ele", [
+    ("1e3", "5", "1"), ("+5", "-5", "+1E2"), (" 5 ", "5", "1"), ("5", "5", " 5 "), ("5.", ".5", "-.5e-3"),
+    ("00012", "5", "00012"), ("nan", "5", "1"), ("5", "inf", "1"), ("5", "5", "nan"), ("1e999", "5", "1"),
+    ("5", "5", "1e999"), ("1_0", "5", "1"), ("5", "5", "1_0"), ("\u0665", "5", "1"), ("", "5", "1"),
+    ("1.2.3", "5", "1"), ("1-2", "5", "1"), ("--1", "5", "1"), ("e", "5", "1"), ("5", "5", "1.2.3"),
+    ("5", "5", ""), ("5", "5", "e5"), ("-0", "-0", "-0"), ("45.00000000000000000000000000000000000000000000001", "5", "1"),
+])
+def test_number_formats_read_as_before(lat, lon, ele, monkeypatch):
+    """Each coordinate and elevation form gives what the lxml path gives (value or message), alone or
+    among plain points, whichever path reads it."""
+    odd = PLAIN.format(la=lat, lo=lon, el=ele)
+    plain = PLAIN.format(la=1, lo=2, el=3)
+    docs = [gpx(trk(odd)), gpx(trk(plain * 3 + odd + plain * 3))]
+    got = [outcome(d) for d in docs]
+    lxml_only(monkeypatch)
+    assert got == [outcome(d) for d in docs]
+
+
+@pytest.mark.parametrize("time_text, message", [
+    ("a ]]> b", INVALID), ("a \x01 b", INVALID), ("a & b", INVALID), ("&undefined;", INVALID),
+    ("a &amp; b", None), ("a > b", None), ("é", None), ("<![CDATA[x]]>", None),
+])
+def test_time_text_is_checked_as_xml(time_text, message, monkeypatch):
+    point = f'<trkpt lat="1" lon="2"><ele>3</ele><time>{time_text}</time></trkpt>'
+    data = gpx(trk(PLAIN.format(la=1, lo=1, el=1) * 3 + point))
+    if message:
+        refused(data, message)
+    else:
+        assert parse_gpx(data).points[-1].tolist() == [1.0, 2.0, 3.0]
+    got = outcome(data)
+    lxml_only(monkeypatch)
+    assert got == outcome(data)
+
+
+def test_fast_path_stays_off_where_it_cannot_see(monkeypatch):
+    plain = PLAIN.format(la=1, lo=2, el=3) * 50
+    seen = fast_points(monkeypatch)
+    for data in (
+        gpx(trk(plain), decl='<?xml version="1.0" encoding="UTF-16"?>').decode().encode("utf-16"),
+        gpx("<!-- <trkseg> -->" + trk(plain)),
+        gpx(trk(plain), decl='<?xml version="1.0" encoding="ISO-8859-1"?>'),
+        gpx(f"<trk><trkseg >{plain}</trkseg></trk>"),
+        gpx(f'<trk><trkseg xmlns="{NS10}">{plain}</trkseg></trk>'),
+    ):
+        assert parse_gpx(data).points.tolist() == [[1.0, 2.0, 3.0]] * 50
+    assert seen[0] == 0
+    assert parse_gpx(gpx(trk(plain), decl="\ufeff<?xml version='1.0' encoding='utf-8'?>")).points.shape == (50, 3)
+    assert seen[0] == 50
+
+
+def test_points_in_other_forms_continue_through_lxml_in_order(monkeypatch):
+    plain = "".join(PLAIN.format(la=1, lo=i / 10, el=i) for i in range(300))
+    odd = [
+        '<trkpt lon="7" lat="1"><ele>7</ele></trkpt>', "<trkpt lat='1' lon='7'/>",
+        '<trkpt lat="1" lon="7"><extensions><ele>9</ele><trkpt lat="3" lon="3"/></extensions></trkpt>',
+        '<trkpt lat="1" lon="7"><time>t</time><ele>7</ele></trkpt>', '<trkpt lat="1" lon="7" x="y"><ele>7</ele></trkpt>',
+        '<trkpt lat="1" lon="7"><ele>7</ele><ele>8</ele></trkpt>', '<extensions><trkpt lat="3" lon="3"/></extensions>',
+        '<trkpt lat="1" lon="7"><!-- c --><ele>7</ele></trkpt>', "junk",
+    ]
+    for point in odd:
+        data = gpx(trk(plain + point + plain) + trk(plain))
+        for split in (False, True):
+            got = outcome(data, split_tracks=split)
+            with monkeypatch.context() as m:
+                lxml_only(m)
+                assert got == outcome(data, split_tracks=split), point
+        assert len(parse_gpx(data).points) in (900, 901)
+
+
+def test_random_documents_read_alike_on_both_paths(monkeypatch):
+    """Plain points mixed with points in other forms, bad values, odd segments and encodings, fed in
+    random pieces: the same points, title or message as the lxml path."""
+    rng = random.Random(11)
+    forms = [PLAIN, '<trkpt lat="{la}" lon="{lo}"></trkpt>', '<trkpt lat="{la}" lon="{lo}"><ele></ele></trkpt>',
+             '\t<trkpt lat="{la}" lon="{lo}"><time>2024-06-01T08:00:00.5+02:00</time></trkpt>\r\n']
+    others = ['<trkpt lon="{lo}" lat="{la}"><ele>{el}</ele></trkpt>', "<trkpt lat='{la}' lon='{lo}'/>",
+              '<trkpt lat="{la}" lon="{lo}"><ele> {el} </ele></trkpt>', '<trkpt lat="&#52;5" lon="{lo}"/>',
+              '<trkpt lat="{la}" lon="{lo}"><ele><![CDATA[{el}]]></ele></trkpt>', '<foo/>',
+              '<trkpt lat="{la}" lon="{lo}"><time>{long}</time></trkpt>', '<trkpt lat="0.{digits}" lon="{lo}"/>']
+    bad = ['<trkpt lat="nan" lon="{lo}"/>', '<trkpt lat="{la}" lon="{lo}"><ele>1e999</ele></trkpt>',
+           '<trkpt lat="1.2.3" lon="{lo}"></trkpt>', '<trkpt lat="91" lon="{lo}"></trkpt>', '<trkpt lat="{la}"/>',
+           '<trkpt lat="{la}" lon="{lo}"><ele>x</ele></trkpt>', '<trkpt lat="{la}" lon="{lo}"><time>]]></time></trkpt>',
+           '<trkpt lat="{la}" lon="{lo}"><ele>1</ele>', '<trkpt lat="{la}" lon="{lo}"></trkpt></trkpt>']
+    for case in range(60):
+        odd_share = rng.choice([0, 0.002, 0.05])
+
+        def point(kind=None):
+            template = kind or (rng.choice(others) if rng.random() < odd_share else rng.choice(forms))
+            return template.format(la=round(rng.uniform(-89, 89), rng.randint(0, 8)), el=rng.randint(-9, 999),
+                                   lo=round(rng.uniform(-179, 179), rng.randint(0, 8)), long="x" * 9000,
+                                   digits="1" * rng.choice([5, 60]))
+
+        segs, n_segs = [], rng.randint(1, 3)
+        bad_in = rng.randrange(n_segs) if rng.random() < 0.4 else None  # one error at most: one message
+        for i in range(n_segs):
+            pts = [point() for _ in range(rng.choice([0, 1, 40, 900]))]
+            if i == bad_in:
+                pts.insert(rng.randint(0, len(pts)), point(rng.choice(bad)))
+            segs.append(rng.choice(["<trkseg>", "<trkseg>", "<trkseg >"]) + "\n".join(pts) + "</trkseg>")
+        body = rng.choice(["", "<metadata><name>M</name></metadata>", "<!-- x -->"]) + \
+            f"<trk>{rng.choice(['', '<name>T</name>'])}{segs[0]}</trk><trk>{''.join(segs[1:])}</trk>"
+        data = gpx(body, ns=rng.choice([NS11, NS10, None]))
+        chunk = rng.choice([61, 4096, 256 * 1024])
+        split = rng.random() < 0.3
+        with monkeypatch.context() as m:
+            m.setattr(gpx_module, "_CHUNK_BYTES", chunk)
+            got = outcome(Dribble(data, case, most=2 * chunk), split_tracks=split)
+            lxml_only(m)
+            assert got == outcome(Dribble(data, case, most=2 * chunk), split_tracks=split), case

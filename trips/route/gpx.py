@@ -236,21 +236,24 @@ class _Collector:
         open_last = not finished and len(seg) and seg[-1].tag == xp["trkpt_tag"]
         n = total - 1 if open_last else total
         if n > 0:
-            self.title_done = True  # the title search stops at the first track point
             lat, lon = xp["lat"](seg), xp["lon"](seg)
             if len(lat) != total or len(lon) != total:
                 raise GpxError(_MISSING)
-            block = np.column_stack((_to_floats(lat[:n], _NOT_A_NUMBER), _to_floats(lon[:n], _NOT_A_NUMBER),
-                                     _elevations(seg, xp, n, bool(open_last))))
-            _check(block)
-            if self._new_track or not self.tracks:
-                self.tracks.append(_Points())
-                self._new_track = False
-            self.tracks[-1].add(block)
+            self.add(np.column_stack((_to_floats(lat[:n], _NOT_A_NUMBER), _to_floats(lon[:n], _NOT_A_NUMBER),
+                                      _elevations(seg, xp, n, bool(open_last)))))
         if finished:
             del seg[:]
         elif len(seg) > 1:
             del seg[:-1]
+
+    def add(self, block: np.ndarray) -> None:
+        """Check then append a block of points, read in document order."""
+        self.title_done = True  # the title search stops at the first track point
+        _check(block)
+        if self._new_track or not self.tracks:
+            self.tracks.append(_Points())
+            self._new_track = False
+        self.tracks[-1].add(block)
 
     def result(self) -> list[np.ndarray]:
         return [points.array() for points in self.tracks if points.count]
@@ -337,6 +340,255 @@ def _prune(root) -> None:
         node = node[-1]
 
 
+# ------------------------------------------------------------------ fast path
+# A <trkseg> written exactly as most exporters write it (points `<trkpt lat="N" lon="N">` with an optional
+# `<ele>N</ele>` then an optional `<time>…</time>`, whitespace between, ASCII only, no reference, comment,
+# CDATA or other markup) is read straight from the bytes with numpy, a chunk at a time, and cut out of what
+# the XML parser is fed: the parser then sees `<trkseg></trkseg>`. The rest of the document (and any point
+# not in that form, from the first such point to the end of its segment) goes through lxml as before. The
+# cut bytes are a sequence of complete elements, so the document is well-formed exactly when what lxml sees
+# is and the cut part matches that form; the points read are the ones the lxml path reads (the segment's
+# own unprefixed trkpt children, the first direct <ele>), converted with the same float parsing (on the
+# characters allowed here numpy's and Python's float() agree, and any failure is retried with the lxml
+# path's conversion for the same message). Used only for UTF-8 or ASCII documents with no comment,
+# processing instruction or CDATA outside the XML declaration.
+
+
+
+def _not_ws(arr: np.ndarray) -> np.ndarray:
+    return (arr != 32) & (arr != 10) & (arr != 9) & (arr != 13)
+
+
+def _banned(arr: np.ndarray, not_ws: np.ndarray) -> np.ndarray:
+    """Bytes never read on the fast path: outside printable ASCII, tab, LF and CR; '&' (no reference is
+    read); ']' (text never holds "]]>")."""
+    return (arr >= 127) | (arr == 38) | (arr == 93) | ((arr < 32) & not_ws)
+
+
+def _not_number_chars(grid: np.ndarray) -> np.ndarray:
+    """Per row of a zero-padded byte grid: whether it holds a byte other than [0-9+-.eE]."""
+    ok = ((grid - np.uint8(48)) < 10) | (grid == 0)
+    for c in b"+-.eE":
+        ok |= grid == c
+    return ~ok.all(axis=1)
+
+
+def _any_in(mask: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each range [start, end): whether `mask` is true anywhere in it (false for empty ranges)."""
+    if not len(start):
+        return np.zeros(0, bool)
+    bounds = np.empty(2 * len(start), np.intp)
+    bounds[0::2], bounds[1::2] = start, np.maximum(start, end)
+    return np.logical_or.reduceat(mask, bounds)[0::2] & (end > start)
+
+
+def _word(text: bytes) -> tuple[int, int]:
+    """The little-endian 64-bit word of up to 8 bytes, and the mask of those bytes."""
+    return int.from_bytes(text.ljust(8, b"\0"), "little"), (1 << (8 * len(text))) - 1
+
+
+# Token kinds: <trkpt lat=", <ele>, </ele>, <time>, </time>, </trkpt>, anything else; each is told by the
+# 8 bytes at its '<' (and <trkpt lat=" by the 8 at its 5th byte too).
+_PT, _ELE, _EELE, _TIME, _ETIME, _EPT, _OTHER = range(7)
+_TOKENS = [_word(t) for t in (b"<trkpt l", b"<ele>", b"</ele>", b"<time>", b"</time>", b"</trkpt>")]
+_PT_TAIL = _word(b'pt lat="')[0]
+_LON = _word(b'" lon="')
+_TOKEN_LEN = np.array([12, 5, 6, 6, 7, 8, 0])
+_FOLLOWS = np.zeros((7, 7), bool)  # _FOLLOWS[a, b]: token b may come right after token a
+for _a, _b in ((_PT, _ELE), (_PT, _TIME), (_PT, _EPT), (_ELE, _EELE), (_EELE, _TIME), (_EELE, _EPT),
+               (_TIME, _ETIME), (_ETIME, _EPT), (_EPT, _PT)):
+    _FOLLOWS[_a, _b] = True
+del _a, _b
+_PAD = bytes(16)
+_MAX_NUMBER_CHARS = 48
+_STUCK_BYTES = 8192  # unread bytes beyond this in a fast segment are not in the fast form
+_SEG_OPEN, _SEG_CLOSE = b"<trkseg>", b"</trkseg>"
+
+
+def _grid(arr: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The bytes arr[start:end] (at most _MAX_NUMBER_CHARS of them) as rows of a zero-padded grid."""
+    length = np.minimum(end - start, _MAX_NUMBER_CHARS)
+    cols = np.arange(max(int(length.max()), 1) if len(length) else 1)
+    grid = arr[start[:, None] + cols]
+    grid[cols >= length[:, None]] = 0
+    return grid
+
+
+def _fast_floats(grid: np.ndarray, message: str) -> np.ndarray:
+    strings = np.ascontiguousarray(grid).view(f"S{grid.shape[1]}").ravel()
+    try:
+        return strings.astype(np.float64)
+    except ValueError:  # the lxml path's conversion, for its outcome and message
+        return _to_floats([s.decode("ascii") for s in strings.tolist()], message)
+
+
+def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
+    """Read the leading run of fast-form track points of `buf` (whitespace first allowed). Return the offset
+    just after the last point of the run (0 when there is none) and the points as an (n, 3) array."""
+    n = len(buf)
+    padded = buf + _PAD
+    arr = np.frombuffer(padded, np.uint8)
+    words = np.ndarray((n + 8,), "<u8", padded, 0, (1,))  # words[i]: the 8 bytes from i
+    lt = np.flatnonzero(arr[:n] == 60)
+    if not len(lt):
+        return 0, None
+    first = words[lt]
+    kind = np.full(len(lt), _OTHER, np.intp)
+    for k, (value, mask) in enumerate(_TOKENS):
+        kind[(first & np.uint64(mask)) == np.uint64(value)] = k
+    pts = np.flatnonzero(kind == _PT)
+    kind[pts[words[lt[pts] + 4] != np.uint64(_PT_TAIL)]] = _OTHER
+    # The longest prefix of tokens in the point grammar, cut after its last </trkpt>.
+    bad = kind == _OTHER
+    bad[1:] |= ~_FOLLOWS[kind[:-1], kind[1:]]
+    bad[0] |= kind[0] != _PT
+    m = int(np.argmax(bad)) if bad.any() else len(kind)
+    ends = np.flatnonzero(kind[:m] == _EPT)
+    if not len(ends):
+        return 0, None
+    m = int(ends[-1]) + 1
+    kind, lt = kind[:m], lt[:m]
+    pts, ept = np.flatnonzero(kind == _PT), np.flatnonzero(kind == _EPT)  # one of each per point, in order
+    s = lt[pts]
+    # <trkpt lat="A" lon="B">: the quotes after lat=", then `" lon="` and `">`, both values non-empty.
+    quotes = np.flatnonzero(arr[:n] == 34)
+    if len(quotes) < 3:
+        return 0, None
+    i1 = np.searchsorted(quotes, s + 12)
+    pt_bad = i1 + 2 >= len(quotes)
+    i1 = np.minimum(i1, len(quotes) - 3)
+    q1, q1b, q2 = quotes[i1], quotes[i1 + 1], quotes[i1 + 2]
+    pt_bad |= (q1b != q1 + 6) | (q1 == s + 12) | (q2 == q1b + 1) | (arr[q2 + 1] != ord(">"))
+    pt_bad |= (words[q1] & np.uint64(_LON[1])) != np.uint64(_LON[0])
+    pt_bad |= (q1 - s - 12 > _MAX_NUMBER_CHARS) | (q2 - q1b - 1 > _MAX_NUMBER_CHARS)
+    # Between tokens: whitespace, except the text of <ele> (number characters, or nothing) and of <time>
+    # (any character not banned); nothing banned before the last point's end.
+    tag_end = lt + _TOKEN_LEN[kind]
+    tag_end[pts] = q2 + 2
+    gap_a, gap_b, gap_kind = tag_end[:-1], lt[1:], kind[:-1]
+    tok_bad = np.zeros(m, bool)
+    tok_bad[:-1] = gap_b < gap_a  # a tag closed by quotes past the next '<'
+    not_ws = _not_ws(arr)
+    ws_gap = np.flatnonzero((gap_kind != _ELE) & (gap_kind != _TIME))
+    tok_bad[ws_gap] |= _any_in(not_ws, gap_a[ws_gap], gap_b[ws_gap])
+    point_of = np.cumsum(kind == _PT) - 1
+    pt_bad |= np.bincount(point_of[tok_bad], minlength=len(pts)).astype(bool)
+    banned = _banned(arr[:lt[-1]], not_ws[:lt[-1]])
+    if banned.any():
+        pt_bad |= tag_end[ept] > np.argmax(banned)
+    lat_grid, lon_grid = _grid(arr, s + 12, q1), _grid(arr, q1b + 1, q2)
+    pt_bad |= _not_number_chars(lat_grid) | _not_number_chars(lon_grid)
+    has_ele = kind[pts + 1] == _ELE
+    ele_at = pts[has_ele]
+    ele_a, ele_b = tag_end[ele_at + 1], lt[ele_at + 2]
+    ele_grid = _grid(arr, ele_a, ele_b)
+    ele_bad = _not_number_chars(ele_grid) | (ele_b - ele_a > _MAX_NUMBER_CHARS)
+    pt_bad[np.flatnonzero(has_ele)[ele_bad]] = True
+    if not_ws[:lt[0]].any():  # something other than whitespace before the first point
+        return 0, None
+    good = int(np.argmax(pt_bad)) if pt_bad.any() else len(pts)
+    if not good:
+        return 0, None
+    lat = _fast_floats(lat_grid[:good], _NOT_A_NUMBER)
+    lon = _fast_floats(lon_grid[:good], _NOT_A_NUMBER)
+    ele = np.zeros(good)
+    rows = np.flatnonzero(has_ele[:good])
+    filled = ele_b[:len(rows)] > ele_a[:len(rows)]
+    if filled.any():
+        ele[rows[filled]] = _fast_floats(ele_grid[:len(rows)][filled], _BAD_ELE)
+    return int(tag_end[ept[good - 1]]), np.column_stack((lat, lon, ele))
+
+
+def _fast_allowed(head: bytes) -> bool:
+    """UTF-8 or ASCII: the only encodings the fast path reads."""
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8):]
+    elif any(head.startswith(bom) for bom in _BOMS) or b"\x00" in head[:4]:
+        return False
+    match = _XML_DECL_ENCODING.match(head)
+    if not match:
+        return True
+    try:
+        return codecs.lookup(match.group(1).decode("ascii")).name in ("utf-8", "ascii")
+    except (LookupError, UnicodeError):
+        return False
+
+
+class _Reader:
+    """Feeds the document to the pull parser and handles its events; reads fast-form segments itself."""
+
+    def __init__(self, parser, collector: _Collector):
+        self.parser, self.collector = parser, collector
+        self.root = None
+        self.open_segments = 0
+        self.last_event: tuple[str, str] | None = None
+        self.fast: bool | None = None  # unknown until the first chunk, then whether the fast path may run
+        self.in_fast = False  # inside a fast-form <trkseg>, its content withheld from the parser
+        self.pending = b""
+
+    def drain(self) -> None:
+        for event, el in self.parser.read_events():
+            if self.root is None:
+                self.root = _root_of(el)
+            kind = _local(el)
+            self.last_event = (event, kind)
+            if event == "start":
+                if kind == "trkseg":
+                    self.open_segments += 1
+                continue
+            if kind == "trkseg":
+                self.open_segments -= 1
+                self.collector.take(el, finished=True)
+            elif kind == "name":
+                self.collector.name(el)
+            elif kind == "trk":
+                self.collector.end_track()
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        if self.fast is None:
+            self.fast = _fast_allowed(data)
+            body = data[len(codecs.BOM_UTF8):] if data.startswith(codecs.BOM_UTF8) else data
+            if self.fast and body.startswith(b"<?xml"):  # the declaration's "<?" is the one allowed
+                cut = len(data) - len(body) + body.find(b"?>") + 2
+                self.parser.feed(data[:cut])
+                data = data[cut:]
+        if not self.fast:
+            if data:
+                self.parser.feed(data)
+            return
+        self.pending += data
+        while self.fast and self.pending:
+            if self.in_fast:
+                end, block = _scan_points(self.pending)
+                if block is not None:
+                    self.collector.add(block)
+                    self.pending = self.pending[end:]
+                if self.pending.lstrip(b" \t\r\n").startswith(_SEG_CLOSE):
+                    self.in_fast = False
+                elif final or len(self.pending) > _STUCK_BYTES:
+                    self.in_fast = False  # not in the fast form: the rest of the segment goes to lxml
+                else:
+                    return  # an incomplete point: wait for more
+            else:
+                data = self.pending
+                if b"<!" in data or b"<?" in data:  # a comment, CDATA or PI: lxml reads the rest
+                    self.fast, self.pending = False, b""
+                    self.parser.feed(data)
+                    return
+                at = data.find(_SEG_OPEN)
+                if at < 0:
+                    cut = len(data) if final else max(len(data) - len(_SEG_OPEN) + 1, 0)
+                    if cut:
+                        self.parser.feed(data[:cut])
+                    self.pending = data[cut:]
+                    return
+                at += len(_SEG_OPEN)
+                self.parser.feed(data[:at])
+                self.pending = data[at:]
+                self.drain()
+                self.in_fast = self.open_segments == 1 and self.last_event == ("start", "trkseg")
+
+
 def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) -> ParsedRoute:
     """Parse the track points of a GPX document.
 
@@ -357,31 +609,24 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
         collect_ids=False,
     )
     collector = _Collector(split_tracks)
-    root, tail, seen = None, b"", 0
+    reader = _Reader(parser, collector)
+    tail, seen = b"", 0
     try:
         for chunk in _blocks(source, max_bytes):
-            _feed(parser, chunk, seen == 0, root is None, tail)
+            _check_chunk(chunk, seen == 0, reader.root is None, tail)
+            reader.feed(chunk)
             seen += len(chunk)
             tail = (tail + chunk)[-_SCAN_OVERLAP:]
-            for event, el in parser.read_events():
-                if root is None:
-                    root = _root_of(el)
-                if event == "start":
-                    continue
-                kind = _local(el)
-                if kind == "trkseg":
-                    collector.take(el, finished=True)
-                elif kind == "name":
-                    collector.name(el)
-                elif kind == "trk":
-                    collector.end_track()
-            if root is not None:
-                _take_open_segment(root, collector)
-                _prune(root)
+            reader.drain()
+            if reader.root is not None:
+                _take_open_segment(reader.root, collector)
+                _prune(reader.root)
             elif seen > _ROOT_WITHIN_BYTES:
                 raise GpxError(INVALID)
         if not seen:
             raise GpxError(INVALID)
+        reader.feed(b"", final=True)
+        reader.drain()
         root = parser.close()
     except etree.ParseError:
         raise GpxError(INVALID) from None
@@ -395,10 +640,9 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
     return ParsedRoute(title=collector.document_name or collector.title, tracks=tracks)
 
 
-def _feed(parser, chunk: bytes, first: bool, in_prolog: bool, tail: bytes) -> None:
-    """Check then feed one chunk: the head for its encoding, the prolog for a DOCTYPE."""
+def _check_chunk(chunk: bytes, first: bool, in_prolog: bool, tail: bytes) -> None:
+    """Check one chunk before it is fed: the head for its encoding, the prolog for a DOCTYPE."""
     if first:
         _check_head(chunk)
     if in_prolog and _has_doctype(tail + chunk):
         raise GpxError(DOCTYPE)
-    parser.feed(chunk)
