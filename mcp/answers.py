@@ -1,15 +1,19 @@
 """What the tools answer: compact digests built from the same records as REST, labels cleaned and bounded."""
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
+from datetime import datetime, timezone
 
 from trips.core import i18n
-from trips.core.text import floored, label
+from oauth.models import User
+from trips.core.text import Floored, floored, label
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
+from trips.services import trips as services
 from trips.services.trips import load_day_json
 
 # One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
@@ -95,6 +99,44 @@ class _Lines:
 
 
 LINES = _Lines(4096)  # ~1 KB a line: a few MB per worker at most
+
+
+class _Digests:
+    """The get_trip digests last answered, per worker, keyed by the trip, a hash of every stored value a digest
+    is made of (trips.services.trips.trip_fingerprint), the reader's language and today's date (isLocked): a
+    read whose key is known answers without loading the trip into the ORM or rendering it again; any change,
+    through BTP or behind it, makes another key. The least recently used go first."""
+
+    def __init__(self, size: int):
+        self.size, self.answers, self.lock = size, OrderedDict(), threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            answer = self.answers.get(key)
+            if answer is not None:
+                self.answers.move_to_end(key)
+            return answer
+
+    def put(self, key, answer) -> None:
+        with self.lock:
+            self.answers[key] = answer
+            if len(self.answers) > self.size:
+                self.answers.popitem(last=False)
+
+
+DIGESTS = _Digests(256)  # a digest is a few KB, its day lines shared with LINES
+
+
+def read_trip_digest(actor: User, trip_id: str) -> Floored:
+    """get_trip's answer: two plain-row statements when the trip is as last answered, else the read model as well.
+    Raises NotFound alike for an unknown trip and someone else's."""
+    trip_id, fingerprint = services.trip_fingerprint(actor, trip_id)
+    key = (trip_id, fingerprint, i18n.current_locale(), datetime.now(timezone.utc).date())
+    answer = DIGESTS.get(key)
+    if answer is None:
+        answer = floored(trip_digest(services.read_trip(actor, trip_id)))
+        DIGESTS.put(key, answer)
+    return answer
 
 
 def trip_digest(trip: Trip) -> dict:

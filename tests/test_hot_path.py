@@ -12,7 +12,7 @@ import redis as redis_lib
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from mcp.answers import LINES, trip_digest
+from mcp.answers import DIGESTS, LINES, trip_digest
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
@@ -68,18 +68,34 @@ def counted(monkeypatch):
         monkeypatch.undo()
 
 
-def test_get_trip_costs_three_statements_and_two_round_trips_cold_or_warm(client, owner, monkeypatch):
+def test_get_trip_costs_three_statements_warm_five_cold_and_two_round_trips(client, owner, monkeypatch):
     _, trip_id, token = owner
     call(client, token, "get_trip", {"id": trip_id})  # the grant's last use: stamped once per five minutes
     LINES.lines.clear()
-    for _ in range(2):  # the first renders every day, the second reuses the lines: the same cost in statements
+    DIGESTS.answers.clear()
+    answers = []
+    for expected in (5, 3):  # the first loads the trip and renders every day, the second is known by its rows
         with counted(monkeypatch) as seen:
             result = call(client, token, "get_trip", {"id": trip_id})
         assert not result["isError"] and len(result["structuredContent"]["stages"]) >= 5
-        # token + user; trip + computations; days (no lazy load, none per day)
-        assert len(seen["sql"]) == 3, seen["sql"]
+        answers.append(result["structuredContent"])
+        # token + user; the fingerprint's two plain-row statements (trip with computations, days); cold only:
+        # the trip with its computations and its days into the ORM (no lazy load, none per day)
+        assert len(seen["sql"]) == expected, seen["sql"]
         # budgets (address, calls) in one script; the request's counters, the tool's and the grant's window
         assert seen["redis"] == 2
+    assert answers[0] == answers[1]
+
+
+def test_a_known_digest_is_keyed_by_the_readers_language_too(client, owner):
+    """The same rows read in another language are another answer (the key also holds today's date: isLocked)."""
+    user, trip_id, token = owner
+    call(client, token, "get_trip", {"id": trip_id})
+    with atomic():
+        db.session.merge(user).locale = "fr"  # the reader's language, chosen on /account
+    assert payload(call(client, token, "get_trip", {"id": trip_id}))["stages"]
+    keys = {key[2] for key in DIGESTS.answers if key[0] == trip_id}
+    assert {"en", "fr"} <= keys, keys
 
 
 def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):

@@ -169,3 +169,12 @@ def test_clean_answer_is_fast_on_a_12_kb_answer():
     for _ in range(100):
         clean_answer(answer)
     assert (time.perf_counter() - start) / 100 < 0.005
+
+
+def test_the_ascii_shortcut_keeps_every_ascii_control_out():
+    """floor() returns printable ASCII as it is without a scan; every ASCII control still goes through the scan."""
+    for cp in [*range(0x20), 0x7F]:
+        text = f"a{chr(cp)}b"
+        assert floor(text) in ("a b", "ab"), repr(text)
+    plain = "Col du Rousset, 1 254 m - ok!"
+    assert floor(plain) is plain

@@ -72,14 +72,19 @@ def is_locked(trip: Trip) -> bool:
     return trip.start_date is not None and trip.start_date <= datetime.now(timezone.utc).date()
 
 
-def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
-    """The caller's trip (loaded with the ORM `options` given: eager loads for a read model). Raises NotFound
-    alike for a malformed id, an unknown id and someone else's id."""
+def trip_key(trip_id) -> str:
+    """A trip id as stored (lower case). Raises NotFound for a malformed one, as for an unknown id."""
     try:
         uuid.UUID(str(trip_id))
     except ValueError:
         raise NotFound(NOT_FOUND) from None
-    trip_id = str(trip_id).lower()
+    return str(trip_id).lower()
+
+
+def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
+    """The caller's trip (loaded with the ORM `options` given: eager loads for a read model). Raises NotFound
+    alike for a malformed id, an unknown id and someone else's id."""
+    trip_id = trip_key(trip_id)
     if options:  # a read with its eager loads (Session.get would leave them out for a trip it holds expired)
         trip = db.session.scalar(_trip_statement(options), {"trip_id": trip_id})
     else:

@@ -1,7 +1,6 @@
 from mcp import schemas as s
-from mcp.answers import trip_digest
+from mcp.answers import read_trip_digest
 from mcp.tools.base import Tool
-from trips.services import trips as services
 
 DAY = s.obj({
     "stageId": s.string("For get_stage and the edits."), "dayNumber": s.integer("1-based."), "distance": s.KM,
@@ -28,7 +27,7 @@ OUTPUT = s.obj({
 }, required=("id", "version", "status", "partial", "stages"))
 
 def run(ctx, args: dict) -> dict:
-    return trip_digest(services.read_trip(ctx.user, args["id"]))
+    return read_trip_digest(ctx.user, args["id"])
 
 
 TOOL = Tool(

@@ -82,6 +82,8 @@ def _mended(match: re.Match) -> str:
 
 def floor(text: str) -> str:
     """The structural floor of one string (see the module docstring). Raises nothing for a `str`."""
+    if text.isascii() and text.isprintable():  # the common case, in C: no ASCII character is Cf, Zl or Zp,
+        return text  # and every Cc one (U+0000–U+001F, U+007F) is not printable
     text = mend(text)
     if not _ANY.search(text):
         return text

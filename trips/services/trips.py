@@ -17,10 +17,10 @@ from oauth.models import User
 from trips import analysis, computations
 from trips.route import pipeline
 from trips.core.db import after_commit, atomic, db, new_id
-from trips.errors import Conflict, Invalid, InvalidQuery
+from trips.errors import Conflict, Invalid, InvalidQuery, NotFound
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
-from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
+from trips.guards import NOT_FOUND, Precondition, WriteContext, guarded_write, load_owned_trip, trip_key, trip_lock
 from trips.models import Computation, Stage, Trip
 from trips.route.pacing import TooLarge
 from trips.services.idempotency import digest, idempotent
@@ -103,34 +103,52 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
     return trip
 
 
+_LIST_QUERY = TripListQuery()  # marshmallow schemas keep no state between loads: made once
+
+
 def list_trips(actor: User, query) -> dict:
     """The caller's trips, newest first, paged. Raises InvalidQuery naming a bad query parameter."""
     try:
-        q = load(TripListQuery(), dict(query))
+        q = load(_LIST_QUERY, dict(query))
     except Invalid as exc:
         raise InvalidQuery(exc.errors) from None
-    where = [Trip.user_id == actor.id]
+    values = {"user_id": actor.id}
     if q.get("title"):
         escaped = q["title"].lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        where.append(sa.func.lower(Trip.title).like(f"%{escaped}%", escape="\\"))
+        values["title"] = f"%{escaped}%"
     if q.get("start_date"):
-        where.append(Trip.start_date >= q["start_date"])
+        values["start_date"] = q["start_date"]
     if q.get("end_date"):
-        where.append(Trip.end_date <= q["end_date"])
+        values["end_date"] = q["end_date"]
     size = q["items_per_page"]
-    rows = db.session.execute(  # the page and, beside each row, how many trips match in all (one statement)
-        sa.select(Trip, sa.func.count().over()).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
-        .offset((q["page"] - 1) * size).limit(size).options(load_only(*LIST_COLUMNS))
-    ).all()
+    page_statement, count_statement = _list_statements(tuple(sorted(values)))
+    # the page and, beside each row, how many trips match in all (one statement)
+    rows = db.session.execute(page_statement, {**values, "offset": (q["page"] - 1) * size, "limit": size}).all()
     trips = [trip for trip, _ in rows]
     if rows:
         total = rows[0][1]
     elif q["page"] == 1:
         total = 0
     else:  # a page past the end: counted on its own
-        total = db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(*where))
+        total = db.session.scalar(count_statement, values)
     _summarize(trips)
     return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
+
+
+@lru_cache(maxsize=8)
+def _list_statements(filters: tuple[str, ...]) -> tuple:
+    """(the page with the total beside each row, the count alone) for one combination of filters, built once:
+    the values are bound parameters, so neither statement nor its cache key is rebuilt per call."""
+    where = [Trip.user_id == sa.bindparam("user_id")]
+    if "title" in filters:
+        where.append(sa.func.lower(Trip.title).like(sa.bindparam("title"), escape="\\"))
+    if "start_date" in filters:
+        where.append(Trip.start_date >= sa.bindparam("start_date", type_=sa.Date))
+    if "end_date" in filters:
+        where.append(Trip.end_date <= sa.bindparam("end_date", type_=sa.Date))
+    page = (sa.select(Trip, sa.func.count().over()).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
+            .offset(sa.bindparam("offset")).limit(sa.bindparam("limit")).options(load_only(*LIST_COLUMNS)))
+    return page, sa.select(sa.func.count()).select_from(Trip).where(*where)
 
 
 # What a list item shows of a trip (trips.readmodels.trip.trip_list_item); its days and computations are read as
@@ -145,15 +163,30 @@ def _summarize(trips: list[Trip]) -> None:
     ids = [t.id for t in trips]
     distances: dict[str, list[float]] = {i: [] for i in ids}
     statuses: dict[str, list[str]] = {i: [] for i in ids}
-    for trip_id, distance in db.session.execute(
-            sa.select(Stage.trip_id, Stage.distance).where(Stage.trip_id.in_(ids))
-            .order_by(Stage.trip_id, Stage.position)):
+    days, states = _summary_statements(db.session.get_bind().dialect.name)
+    for trip_id, distance in db.session.execute(days, {"ids": ids}):
         distances[trip_id].append(distance)
-    for trip_id, status in db.session.execute(  # each status once: the list status asks which there are
-            sa.select(Computation.trip_id, Computation.status).distinct().where(Computation.trip_id.in_(ids))):
+    for trip_id, status in db.session.execute(states, {"ids": ids}):  # each status once: which there are
         statuses[trip_id].append(status)
     for trip in trips:
         trip.list_summary = (distances[trip.id], statuses[trip.id])
+
+
+@lru_cache(maxsize=4)
+def _summary_statements(dialect: str) -> tuple:
+    """A page's days and statuses, built once per dialect. On PostgreSQL the page's ids are one array parameter
+    (`= ANY`), so each statement has one text whatever the page's size: prepared once per connection, instead
+    of one text (and one server-side plan) per page size with an expanding IN."""
+    def among(column):
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import ARRAY
+
+            return column == sa.any_(sa.bindparam("ids", type_=ARRAY(sa.String)))
+        return column.in_(sa.bindparam("ids", expanding=True))
+
+    days = sa.select(Stage.trip_id, Stage.distance).where(among(Stage.trip_id)).order_by(Stage.trip_id, Stage.position)
+    states = sa.select(Computation.trip_id, Computation.status).distinct().where(among(Computation.trip_id))
+    return days, states
 
 
 def get_trip(actor: User, trip_id: str) -> Trip:
@@ -177,6 +210,35 @@ def read_trip(actor: User, trip_id: str) -> Trip:
         stage.stored_json = dict(zip(DAY_JSON, stored))
     set_committed_value(trip, "stages", [row[0] for row in rows])
     return trip
+
+
+def trip_fingerprint(actor: User, trip_id: str) -> tuple[str, int]:
+    """(the trip's id, a hash of every stored value a digest of it is made of): the trip's columns, its
+    computations', its days' (all but their geometry and pending waypoint, which no read model of a trip shows),
+    read as plain rows in two statements, JSON columns as their text. Any write to any of them, through BTP or
+    behind it, gives another hash. Raises NotFound as get_trip."""
+    trip_id = trip_key(trip_id)
+    connection = db.session.connection()
+    trip, days = _fingerprint_statements()
+    rows = connection.execute(trip, {"trip_id": trip_id}).all()
+    if not rows or rows[0][0] != actor.id:
+        raise NotFound(NOT_FOUND)
+    stored = connection.execute(days, {"trip_id": trip_id}).all()
+    return trip_id, hash((tuple(rows), tuple(stored)))
+
+
+@lru_cache(maxsize=1)
+def _fingerprint_statements() -> tuple:
+    def columns(table, leave_out=()):
+        return [sa.cast(c, sa.Text) if isinstance(c.type, sa.JSON) else c for c in table.c if c.name not in leave_out]
+
+    trip, computation, stage = Trip.__table__, Computation.__table__, Stage.__table__
+    trip_rows = (sa.select(trip.c.user_id, *columns(trip), *columns(computation))
+                 .outerjoin(computation, computation.c.trip_id == trip.c.id)
+                 .where(trip.c.id == sa.bindparam("trip_id")).order_by(computation.c.name))
+    day_rows = (sa.select(*columns(stage, ("geometry", "waypoint")))
+                .where(stage.c.trip_id == sa.bindparam("trip_id")).order_by(stage.c.position))
+    return trip_rows, day_rows
 
 
 @lru_cache(maxsize=1)
