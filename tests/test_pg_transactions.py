@@ -76,3 +76,44 @@ def test_a_lock_or_a_savepoint_is_never_taken_in_autocommit(pg):
 ])
 def test_only_a_plain_select_counts_as_a_read(statement, read):
     assert _plain_read(statement) is read
+
+
+def _backend_pid() -> int:
+    pid = db.session.scalar(sa.text("SELECT pg_backend_pid()"))
+    db.session.remove()  # the connection back to the pool
+    return pid
+
+
+def test_a_pooled_connection_the_server_ended_is_replaced_at_checkout(pg):
+    first = _backend_pid()
+    assert _backend_pid() == first  # the pool hands the same connection back
+    admin = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as conn:  # waits until that backend has exited, as after a restart or failover
+            assert conn.scalar(sa.text("SELECT pg_terminate_backend(:pid, 5000)"), {"pid": first})
+    finally:
+        admin.dispose()
+    assert _backend_pid() != first  # no error: the dead connection was dropped and another one made
+
+
+def test_checkout_pings_only_a_connection_idle_for_long(pg, monkeypatch):
+    import psycopg
+
+    from trips.core import db as db_module
+
+    _backend_pid()
+    pings = []
+    execute = psycopg.Connection.execute
+
+    def spy(self, query, *args, **kwargs):
+        if query == ";":
+            pings.append(self)
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", spy)
+    db.session.scalar(sa.text("SELECT 1"))
+    db.session.remove()
+    assert pings == []  # used a moment ago: the socket check alone, no round trip
+    monkeypatch.setattr(db_module, "PING_IDLE_S", -1.0)  # every connection counts as idle for long now
+    assert db.session.scalar(sa.text("SELECT 1")) == 1
+    assert len(pings) == 1

@@ -130,13 +130,14 @@ def own_database():
 
 
 def terminate_backends(database_url: str) -> int:
-    """pg_terminate_backend every connection to that database (and only to it); returns how many."""
+    """pg_terminate_backend every connection to that database (and only to it), each waited for until its backend
+    has exited (as after a restart or a failover); returns how many."""
     name = make_url(database_url).database
     engine = _admin()
     try:
         with engine.connect() as conn:
             return len(conn.execute(sa.text(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
                 "WHERE datname = :name AND pid <> pg_backend_pid()"), {"name": name}).all())
     finally:
         engine.dispose()

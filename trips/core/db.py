@@ -9,6 +9,7 @@ import contextvars
 import os
 import re
 import secrets
+import select
 import time
 import uuid
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from flask import Flask, current_app
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
 from trips.errors import Conflict
@@ -54,7 +56,8 @@ def configure_engine_options(app: Flask) -> None:
     if uri.startswith("sqlite"):
         app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
     else:
-        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": True})
+        # PostgreSQL (psycopg): pooled connections are checked at checkout without a round trip (see below).
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": not uri.startswith("postgresql+psycopg")})
 
 
 @event.listens_for(Engine, "connect")
@@ -96,16 +99,50 @@ def _psycopg(dbapi_connection) -> bool:
 
 
 @event.listens_for(Engine, "connect")
-def _pg_on_connect(dbapi_connection, _record):
+def _pg_on_connect(dbapi_connection, record):
     if _psycopg(dbapi_connection):
         dbapi_connection.autocommit = True
+        record.info[_RETURNED] = time.monotonic()
 
 
 @event.listens_for(Engine, "checkin")
-def _pg_on_checkin(dbapi_connection, _record):
+def _pg_on_checkin(dbapi_connection, record):
     if dbapi_connection is not None and _psycopg(dbapi_connection) and not dbapi_connection.closed \
             and dbapi_connection.info.transaction_status == _PG_IDLE:
         dbapi_connection.autocommit = True
+        record.info[_RETURNED] = time.monotonic()
+
+
+# PostgreSQL: instead of SQLAlchemy's pre-ping (a round trip before every request's first statement), a pooled
+# connection is checked where it costs nothing. A server that ended it (pg_terminate_backend, a restart, a
+# failover, an idle timeout) sent its FATAL and closed the socket, so the socket reads as ready while the
+# connection should be idle: the pool drops it and takes another (DisconnectionError, retried by the pool). Only a
+# connection idle for PING_IDLE_S, which a network could have cut without a word, is pinged as before.
+PING_IDLE_S = 30.0
+_RETURNED = "btp_returned_at"
+
+
+@event.listens_for(Engine, "checkout")
+def _pg_on_checkout(dbapi_connection, record, _proxy):
+    if not _psycopg(dbapi_connection):
+        return
+    try:
+        ended = dbapi_connection.closed or dbapi_connection.pgconn.status != 0 or _ready(dbapi_connection.pgconn.socket)
+        if not ended and time.monotonic() - record.info.get(_RETURNED, 0.0) > PING_IDLE_S:
+            dbapi_connection.execute(";")  # one round trip
+            if not dbapi_connection.autocommit:
+                dbapi_connection.rollback()
+    except Exception as exc:
+        raise DisconnectionError(f"pooled connection unusable: {type(exc).__name__}") from exc
+    if ended:
+        raise DisconnectionError("the server ended this pooled connection")
+
+
+def _ready(fd: int) -> bool:
+    """True when the socket has something to read (or has closed): never so for an idle connection."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))
 
 
 @event.listens_for(Engine, "before_cursor_execute")
