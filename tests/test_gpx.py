@@ -425,7 +425,8 @@ def test_random_documents_read_alike_on_both_paths(monkeypatch):
     random pieces: the same points, title or message as the lxml path."""
     rng = random.Random(11)
     forms = [PLAIN, '<trkpt lat="{la}" lon="{lo}"></trkpt>', '<trkpt lat="{la}" lon="{lo}"><ele></ele></trkpt>',
-             '\t<trkpt lat="{la}" lon="{lo}"><time>2024-06-01T08:00:00.5+02:00</time></trkpt>\r\n']
+             '\t<trkpt lat="{la}" lon="{lo}"><time>2024-06-01T08:00:00.5+02:00</time></trkpt>\r\n',
+             '<trkpt lat="{zeros}1.5" lon="{lo}">{gap}<ele>{zeros}7</ele>{gap}</trkpt>{gap}']  # word edges
     others = ['<trkpt lon="{lo}" lat="{la}"><ele>{el}</ele></trkpt>', "<trkpt lat='{la}' lon='{lo}'/>",
               '<trkpt lat="{la}" lon="{lo}"><ele> {el} </ele></trkpt>', '<trkpt lat="&#52;5" lon="{lo}"/>',
               '<trkpt lat="{la}" lon="{lo}"><ele><![CDATA[{el}]]></ele></trkpt>', '<foo/>',
@@ -439,7 +440,11 @@ def test_random_documents_read_alike_on_both_paths(monkeypatch):
 
         def point(kind=None):
             template = kind or (rng.choice(others) if rng.random() < odd_share else rng.choice(forms))
+            gap = "".join(rng.choice(" \t\r\n") for _ in range(rng.randint(0, 20)))
+            if rng.random() < 0.1:
+                gap += rng.choice("x>=")
             return template.format(la=round(rng.uniform(-89, 89), rng.randint(0, 8)), el=rng.randint(-9, 999),
+                                   zeros="0" * rng.randint(0, 34), gap=gap,
                                    lo=round(rng.uniform(-179, 179), rng.randint(0, 8)), long="x" * 9000,
                                    digits="1" * rng.choice([5, 60]))
 

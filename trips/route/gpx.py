@@ -344,8 +344,8 @@ def _prune(root) -> None:
 
 # ------------------------------------------------------------------ fast path
 # A <trkseg> written exactly as most exporters write it (points `<trkpt lat="N" lon="N">` with an optional
-# `<ele>N</ele>` then an optional `<time>…</time>`, whitespace between, ASCII only, no reference, comment,
-# CDATA or other markup) is read straight from the bytes with numpy, a chunk at a time, and cut out of what
+# `<ele>N</ele>` then an optional `<time>…</time>`, whitespace or other text between, ASCII only, no
+# reference, comment, CDATA or other markup) is read straight from the bytes with numpy, a chunk at a time, and cut out of what
 # the XML parser is fed: the parser then sees `<trkseg></trkseg>`. The rest of the document (and any point
 # not in that form, from the first such point to the end of its segment) goes through lxml as before. The
 # cut bytes are a sequence of complete elements, so the document is well-formed exactly when what lxml sees
@@ -359,14 +359,19 @@ def _prune(root) -> None:
 # depended on where the chunks fell.)
 
 
-def _not_ws(arr: np.ndarray) -> np.ndarray:
-    return (arr != 32) & (arr != 10) & (arr != 9) & (arr != 13)
-
-
-def _banned(arr: np.ndarray, not_ws: np.ndarray) -> np.ndarray:
-    """Bytes never read on the fast path: outside printable ASCII, tab, LF and CR; '&' (no reference is
-    read); ']' (text never holds "]]>")."""
-    return (arr >= 127) | (arr == 38) | (arr == 93) | ((arr < 32) & not_ws)
+def _first_banned(buf: bytes, arr: np.ndarray) -> int:
+    """Offset of the first byte never read on the fast path, len(buf) when none: outside printable ASCII,
+    tab, LF and CR; '&' (no reference is read); ']' (text never holds "]]>")."""
+    first = len(buf)
+    for byte in (b"&", b"]", b"\x7f"):
+        at = buf.find(byte, 0, first)
+        if at >= 0:
+            first = at
+    if not buf.isascii():
+        first = min(first, int(np.argmax(arr[:first] >= 128)))
+    head = arr[:first]
+    control = (head < 32) & (head != 10) & (head != 9) & (head != 13)
+    return int(np.argmax(control)) if control.any() else first
 
 
 def _not_number_chars(grid: np.ndarray) -> np.ndarray:
@@ -375,15 +380,6 @@ def _not_number_chars(grid: np.ndarray) -> np.ndarray:
     for c in b"+-.eE":
         ok |= grid == c
     return ~ok.all(axis=1)
-
-
-def _any_in(mask: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """For each range [start, end): whether `mask` is true anywhere in it (false for empty ranges)."""
-    if not len(start):
-        return np.zeros(0, bool)
-    bounds = np.empty(2 * len(start), np.intp)
-    bounds[0::2], bounds[1::2] = start, np.maximum(start, end)
-    return np.logical_or.reduceat(mask, bounds)[0::2] & (end > start)
 
 
 def _word(text: bytes) -> tuple[int, int]:
@@ -403,19 +399,22 @@ for _a, _b in ((_PT, _ELE), (_PT, _TIME), (_PT, _EPT), (_ELE, _EELE), (_EELE, _T
                (_TIME, _ETIME), (_ETIME, _EPT), (_EPT, _PT)):
     _FOLLOWS[_a, _b] = True
 del _a, _b
-_PAD = bytes(16)
-_MAX_NUMBER_CHARS = 48
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], np.uint64)  # [k]: the low k bytes
+_PAD = bytes(48)  # room for the 8-byte words read from near the end
+_MAX_NUMBER_CHARS = 32  # longer numbers go through lxml
 _STUCK_BYTES = 8192  # unread bytes beyond this in a fast segment are not in the fast form
 _SEG_OPEN, _SEG_CLOSE = b"<trkseg>", b"</trkseg>"
 
 
-def _grid(arr: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The bytes arr[start:end] (at most _MAX_NUMBER_CHARS of them) as rows of a zero-padded grid."""
+def _grid(words: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The bytes [start, end) of each range (at most _MAX_NUMBER_CHARS of them, more are cut) as the rows
+    of a zero-padded byte grid, gathered 8 bytes at a time."""
     length = np.minimum(end - start, _MAX_NUMBER_CHARS)
-    cols = np.arange(max(int(length.max()), 1) if len(length) else 1)
-    grid = arr[start[:, None] + cols]
-    grid[cols >= length[:, None]] = 0
-    return grid
+    n_words = 2 if not len(length) or length.max() <= 16 else _MAX_NUMBER_CHARS // 8
+    grid = np.empty((len(start), n_words), np.uint64)
+    for k in range(n_words):
+        grid[:, k] = words[start + 8 * k] & _MASKS[np.clip(length - 8 * k, 0, 8)]
+    return grid.view(np.uint8)
 
 
 def _fast_floats(grid: np.ndarray, message: str) -> np.ndarray:
@@ -427,12 +426,12 @@ def _fast_floats(grid: np.ndarray, message: str) -> np.ndarray:
 
 
 def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
-    """Read the leading run of fast-form track points of `buf` (whitespace first allowed). Return the offset
+    """Read the leading run of fast-form track points of `buf` (text first allowed). Return the offset
     just after the last point of the run (0 when there is none) and the points as an (n, 3) array."""
-    n = len(buf)
     padded = buf + _PAD
     arr = np.frombuffer(padded, np.uint8)
-    words = np.ndarray((n + 8,), "<u8", padded, 0, (1,))  # words[i]: the 8 bytes from i
+    words = np.ndarray((len(buf) + 40,), "<u8", padded, 0, (1,))  # words[i]: the 8 bytes from i
+    n = _first_banned(buf, arr)  # the run ends before it
     lt = np.flatnonzero(arr[:n] == 60)
     if not len(lt):
         return 0, None
@@ -465,31 +464,18 @@ def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
     pt_bad |= (q1b != q1 + 6) | (q1 == s + 12) | (q2 == q1b + 1) | (arr[q2 + 1] != ord(">"))
     pt_bad |= (words[q1] & np.uint64(_LON[1])) != np.uint64(_LON[0])
     pt_bad |= (q1 - s - 12 > _MAX_NUMBER_CHARS) | (q2 - q1b - 1 > _MAX_NUMBER_CHARS)
-    # Between tokens: whitespace, except the text of <ele> (number characters, or nothing) and of <time>
-    # (any character not banned); nothing banned before the last point's end.
+    # Text between the tags is character data the lxml path ignores too (nothing banned is in it, so it is
+    # well-formed), except that of <ele>: number characters, or nothing. That the values hold only number
+    # characters also tells that each <trkpt ...> tag ends before the next '<'.
     tag_end = lt + _TOKEN_LEN[kind]
-    tag_end[pts] = q2 + 2
-    gap_a, gap_b, gap_kind = tag_end[:-1], lt[1:], kind[:-1]
-    tok_bad = np.zeros(m, bool)
-    tok_bad[:-1] = gap_b < gap_a  # a tag closed by quotes past the next '<'
-    not_ws = _not_ws(arr)
-    ws_gap = np.flatnonzero((gap_kind != _ELE) & (gap_kind != _TIME))
-    tok_bad[ws_gap] |= _any_in(not_ws, gap_a[ws_gap], gap_b[ws_gap])
-    point_of = np.cumsum(kind == _PT) - 1
-    pt_bad |= np.bincount(point_of[tok_bad], minlength=len(pts)).astype(bool)
-    banned = _banned(arr[:lt[-1]], not_ws[:lt[-1]])
-    if banned.any():
-        pt_bad |= tag_end[ept] > np.argmax(banned)
-    lat_grid, lon_grid = _grid(arr, s + 12, q1), _grid(arr, q1b + 1, q2)
+    lat_grid, lon_grid = _grid(words, s + 12, q1), _grid(words, q1b + 1, q2)
     pt_bad |= _not_number_chars(lat_grid) | _not_number_chars(lon_grid)
     has_ele = kind[pts + 1] == _ELE
     ele_at = pts[has_ele]
     ele_a, ele_b = tag_end[ele_at + 1], lt[ele_at + 2]
-    ele_grid = _grid(arr, ele_a, ele_b)
+    ele_grid = _grid(words, ele_a, ele_b)
     ele_bad = _not_number_chars(ele_grid) | (ele_b - ele_a > _MAX_NUMBER_CHARS)
     pt_bad[np.flatnonzero(has_ele)[ele_bad]] = True
-    if not_ws[:lt[0]].any():  # something other than whitespace before the first point
-        return 0, None
     good = int(np.argmax(pt_bad)) if pt_bad.any() else len(pts)
     if not good:
         return 0, None
