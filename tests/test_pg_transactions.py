@@ -85,6 +85,8 @@ def _backend_pid() -> int:
 
 
 def test_a_pooled_connection_the_server_ended_is_replaced_at_checkout(pg):
+    db.session.remove()
+    db.engine.dispose()  # one pooled connection from here on: the next checkouts hand out that one
     first = _backend_pid()
     assert _backend_pid() == first  # the pool hands the same connection back
     admin = sa.create_engine(db.engine.url, poolclass=sa.pool.NullPool)
@@ -117,3 +119,17 @@ def test_checkout_pings_only_a_connection_idle_for_long(pg, monkeypatch):
     monkeypatch.setattr(db_module, "PING_IDLE_S", -1.0)  # every connection counts as idle for long now
     assert db.session.scalar(sa.text("SELECT 1")) == 1
     assert len(pings) == 1
+
+
+def test_an_engine_or_connection_asked_for_autocommit_keeps_it(pg):
+    """CREATE DATABASE and the like cannot run in a transaction: an AUTOCOMMIT engine or connection is left as is."""
+    admin = sa.create_engine(db.engine.url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text("CREATE TEMPORARY TABLE btp_scratch (id int)"))
+            assert conn.connection.dbapi_connection.autocommit
+    finally:
+        admin.dispose()
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(sa.text("CREATE TEMPORARY TABLE btp_scratch (id int)"))
+        assert conn.connection.dbapi_connection.autocommit

@@ -149,8 +149,14 @@ def _ready(fd: int) -> bool:
 def _pg_before_execute(conn, cursor, statement, parameters, context, executemany):
     if conn.dialect.name == "postgresql":
         dbapi_connection = cursor.connection
-        if dbapi_connection.autocommit and not _plain_read(statement):
+        if dbapi_connection.autocommit and not _plain_read(statement) and not _autocommit_asked(conn):
             dbapi_connection.autocommit = False  # idle in autocommit: this statement opens the transaction
+
+
+def _autocommit_asked(conn) -> bool:
+    """True when the engine or the connection was made AUTOCOMMIT on purpose (CREATE DATABASE, VACUUM …)."""
+    return "AUTOCOMMIT" in (conn.get_execution_options().get("isolation_level"),
+                            getattr(conn.dialect, "_on_connect_isolation_level", None))
 
 
 def transactional(session) -> None:
