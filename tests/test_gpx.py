@@ -357,6 +357,8 @@ def test_plain_segments_are_read_by_the_fast_path_with_the_same_result(monkeypat
     ("5", "5", "1e999"), ("1_0", "5", "1"), ("5", "5", "1_0"), ("\u0665", "5", "1"), ("", "5", "1"),
     ("1.2.3", "5", "1"), ("1-2", "5", "1"), ("--1", "5", "1"), ("e", "5", "1"), ("5", "5", "1.2.3"),
     ("5", "5", ""), ("5", "5", "e5"), ("-0", "-0", "-0"), ("45.00000000000000000000000000000000000000000000001", "5", "1"),
+    ("5>", "5", "1"), ("1'", "5", "1"), ("4 5", "5", "1"), ("5\t", "\n5", "\t5\r\n"), ("5", "5", "1>2"),
+    ("5", "5", " \n "), ("5", "5", "0x10"), ("Infinity", "5", "1"), ("5", "5", "-iNF"), ("5", "5", "1,5"),
 ])
 def test_number_formats_read_as_before(lat, lon, ele, monkeypatch):
     """Each coordinate and elevation form gives what the lxml path gives (value or message), alone or
@@ -367,6 +369,30 @@ def test_number_formats_read_as_before(lat, lon, ele, monkeypatch):
     got = [outcome(d) for d in docs]
     lxml_only(monkeypatch)
     assert got == [outcome(d) for d in docs]
+
+
+def test_numpy_reads_bytes_as_float_does():
+    """The fast path converts bytes with numpy: on printable ASCII it accepts and reads exactly what
+    float() does (what the lxml path uses)."""
+    rng = random.Random(5)
+    alphabet = bytes(range(32, 127)) + b"\t\n\r"
+    cases = []
+    for _ in range(20_000):
+        base = bytearray(rng.choice([b"45.123", b"-5", b"1e5", b".5", b"7", b"inf", b"nan", b"1_000", b" 3 "]))
+        for _ in range(rng.randint(0, 2)):
+            base.insert(rng.randint(0, len(base)), rng.choice(alphabet))
+        cases += [bytes(base), bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))]
+
+    def read(convert, text):
+        try:
+            value = convert(text)
+        except ValueError:
+            return "refused"
+        return "nan" if value != value else value
+
+    for text in cases:
+        assert read(lambda t: np.array([t], dtype="S16").astype(np.float64)[0], text) == \
+            read(lambda t: float(t.decode()), text), text
 
 
 @pytest.mark.parametrize("time_text, message", [

@@ -374,14 +374,6 @@ def _first_banned(buf: bytes, arr: np.ndarray) -> int:
     return int(np.argmax(control)) if control.any() else first
 
 
-def _not_number_chars(grid: np.ndarray) -> np.ndarray:
-    """Per row of a zero-padded byte grid: whether it holds a byte other than [0-9+-.eE]."""
-    ok = ((grid - np.uint8(48)) < 10) | (grid == 0)
-    for c in b"+-.eE":
-        ok |= grid == c
-    return ~ok.all(axis=1)
-
-
 def _word(text: bytes) -> tuple[int, int]:
     """The little-endian 64-bit word of up to 8 bytes, and the mask of those bytes."""
     return int.from_bytes(text.ljust(8, b"\0"), "little"), (1 << (8 * len(text))) - 1
@@ -417,12 +409,14 @@ def _grid(words: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return grid.view(np.uint8)
 
 
-def _fast_floats(grid: np.ndarray, message: str) -> np.ndarray:
+def _fast_floats(grid: np.ndarray, message: str, blank_is_zero: bool = False) -> np.ndarray:
+    """Convert the rows of a byte grid. numpy reads a bytes item as float() does (checked on every
+    printable ASCII form in tests); on any failure the lxml path's conversion gives its outcome and message."""
     strings = np.ascontiguousarray(grid).view(f"S{grid.shape[1]}").ravel()
     try:
         return strings.astype(np.float64)
-    except ValueError:  # the lxml path's conversion, for its outcome and message
-        return _to_floats([s.decode("ascii") for s in strings.tolist()], message)
+    except ValueError:
+        return _to_floats([s.decode("ascii") for s in strings.tolist()], message, blank_is_zero)
 
 
 def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
@@ -464,28 +458,26 @@ def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
     pt_bad |= (q1b != q1 + 6) | (q1 == s + 12) | (q2 == q1b + 1) | (arr[q2 + 1] != ord(">"))
     pt_bad |= (words[q1] & np.uint64(_LON[1])) != np.uint64(_LON[0])
     pt_bad |= (q1 - s - 12 > _MAX_NUMBER_CHARS) | (q2 - q1b - 1 > _MAX_NUMBER_CHARS)
+    pt_bad |= lt[pts + 1] <= q2 + 1  # the tag ends before the next '<'
     # Text between the tags is character data the lxml path ignores too (nothing banned is in it, so it is
-    # well-formed), except that of <ele>: number characters, or nothing. That the values hold only number
-    # characters also tells that each <trkpt ...> tag ends before the next '<'.
+    # well-formed); that of <ele> is converted, as the values are.
     tag_end = lt + _TOKEN_LEN[kind]
-    lat_grid, lon_grid = _grid(words, s + 12, q1), _grid(words, q1b + 1, q2)
-    pt_bad |= _not_number_chars(lat_grid) | _not_number_chars(lon_grid)
     has_ele = kind[pts + 1] == _ELE
     ele_at = pts[has_ele]
     ele_a, ele_b = tag_end[ele_at + 1], lt[ele_at + 2]
-    ele_grid = _grid(words, ele_a, ele_b)
-    ele_bad = _not_number_chars(ele_grid) | (ele_b - ele_a > _MAX_NUMBER_CHARS)
-    pt_bad[np.flatnonzero(has_ele)[ele_bad]] = True
+    pt_bad[np.flatnonzero(has_ele)[ele_b - ele_a > _MAX_NUMBER_CHARS]] = True
     good = int(np.argmax(pt_bad)) if pt_bad.any() else len(pts)
     if not good:
         return 0, None
-    lat = _fast_floats(lat_grid[:good], _NOT_A_NUMBER)
-    lon = _fast_floats(lon_grid[:good], _NOT_A_NUMBER)
+    s, q1, q1b, q2 = s[:good], q1[:good], q1b[:good], q2[:good]
+    lat = _fast_floats(_grid(words, s + 12, q1), _NOT_A_NUMBER)
+    lon = _fast_floats(_grid(words, q1b + 1, q2), _NOT_A_NUMBER)
     ele = np.zeros(good)
     rows = np.flatnonzero(has_ele[:good])
-    filled = ele_b[:len(rows)] > ele_a[:len(rows)]
+    ele_a, ele_b = ele_a[:len(rows)], ele_b[:len(rows)]
+    filled = ele_b > ele_a  # an empty <ele/> is 0, as on the lxml path
     if filled.any():
-        ele[rows[filled]] = _fast_floats(ele_grid[:len(rows)][filled], _BAD_ELE)
+        ele[rows[filled]] = _fast_floats(_grid(words, ele_a[filled], ele_b[filled]), _BAD_ELE, blank_is_zero=True)
     return int(tag_end[ept[good - 1]]), np.column_stack((lat, lon, ele))
 
 
