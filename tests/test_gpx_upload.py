@@ -43,6 +43,34 @@ def test_upload_cuts_days_synchronously(client, rider):
     assert response.headers["Location"] == f"/api/trips/{body['id']}"
 
 
+def test_upload_days_are_the_same_whichever_path_reads_the_points(client, rider, monkeypatch):
+    """The Strava-shaped file is read by the parser's fast path; with it off (every point through lxml)
+    the stored days are the same, figure for figure."""
+    from trips.route import gpx as gpx_module
+
+    _, headers = rider
+    seen, scan = [0], gpx_module._scan_points
+
+    def counting(buf):
+        end, block = scan(buf)
+        seen[0] += 0 if block is None else len(block)
+        return end, block
+
+    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    fast = upload(client, headers, GPX).get_json()
+    assert seen[0] == 2000
+    monkeypatch.setattr(gpx_module, "_fast_allowed", lambda head: False)
+    slow = upload(client, headers, GPX).get_json()
+    assert seen[0] == 2000
+    keys = ("distance", "elevation", "elevationLoss", "startPoint", "endPoint", "ridingHours")
+
+    def days(body):
+        return [{k: stage[k] for k in keys} for stage in body["stages"]]
+
+    assert fast["totalDistance"] == slow["totalDistance"] and days(fast) == days(slow)
+    assert len(fast["stages"]) == 3
+
+
 @pytest.mark.parametrize("data,words", [
     (b"", "not a valid GPX"),
     (b"this is not xml", "not a valid GPX"),

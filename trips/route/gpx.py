@@ -369,9 +369,10 @@ def _first_banned(buf: bytes, arr: np.ndarray) -> int:
             first = at
     if not buf.isascii():
         first = min(first, int(np.argmax(arr[:first] >= 128)))
-    head = arr[:first]
-    control = (head < 32) & (head != 10) & (head != 9) & (head != 13)
-    return int(np.argmax(control)) if control.any() else first
+    low = np.flatnonzero(arr[:first] < 32)  # then only tab, LF and CR may be among them
+    byte = arr[low]
+    control = low[(byte != 10) & (byte != 9) & (byte != 13)]
+    return int(control[0]) if len(control) else first
 
 
 def _word(text: bytes) -> tuple[int, int]:
