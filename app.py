@@ -151,6 +151,8 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     app.json = StrictJSONProvider(app)  # request JSON refuses lone surrogates (trips/core/jsonio.py)
     app.json.sort_keys = False  # answers keep the read models' order
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
+    # A served web worker sums its request counters in process for up to a second (trips/core/metrics.py _Pending)
+    app.config.setdefault("BTP_METRICS_DEFER_S", 1.0 if serving else 0.0)
     from trips.core import observability
 
     observability.configure_logging(logging.INFO)

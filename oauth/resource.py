@@ -5,6 +5,8 @@ to discover this server (resource_metadata) and to step up scopes.
 """
 from __future__ import annotations
 
+import time
+
 from flask import current_app, g
 
 from jobs import get_redis
@@ -17,6 +19,7 @@ from trips.core import metrics
 from trips.core.db import atomic, db
 
 LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
+_ASKED: dict[tuple[str, str], float] = {}  # (user, client) -> until when this process need not ask Redis again
 
 
 class McpUnauthorized(Exception):
@@ -62,9 +65,16 @@ def touch_grant(principal: Principal) -> None:
     if not principal.client_id:
         return
     user_id, client_id = principal.user_id, principal.client_id
+    if _ASKED.get((user_id, client_id), 0.0) > time.monotonic():
+        return  # this process saw the window taken lately: no Redis command, the request's counters may wait
     key = f"btp:grant-used:{user_id}:{client_id}"
 
     def stamp(first_in_window) -> None:
+        if len(_ASKED) >= 10_000:
+            _ASKED.clear()
+        # Taken by us: not before the window ends. Taken by another process: its window started up to
+        # LAST_USED_EVERY ago, so ask again in half of one (the stamp is at most half a window late).
+        _ASKED[(user_id, client_id)] = time.monotonic() + (LAST_USED_EVERY if first_in_window else LAST_USED_EVERY / 2)
         if not first_in_window:
             return
         try:

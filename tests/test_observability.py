@@ -229,3 +229,32 @@ def test_with_a_token_the_bearer_decides_from_any_address(app, fresh_app):
 def test_a_weak_metrics_token_is_refused(token):
     with pytest.raises(ConfigError, match="BTP_METRICS_TOKEN must be 32 to 512"):
         load_config(environ={"BTP_METRICS_TOKEN": token})
+
+
+def test_a_served_worker_sends_its_request_counters_a_moment_late_and_summed(fresh_app):
+    """A served web worker (BTP_METRICS_DEFER_S > 0) makes no metrics round trip for most requests: the counters
+    are summed in process and sent by the first request past the delay, by its daemon thread when it goes quiet,
+    or before its own scrape."""
+    import time
+
+    from trips.core.metrics import flush_pending
+
+    served = fresh_app(BTP_METRICS_DEFER_S=0.5)
+    client = served.test_client()
+    key, field = "btp:metrics:btp_http_requests_total", '["GET","/healthz","200"]'
+    with served.app_context():
+        redis = get_redis()
+        try:
+            before = int(redis.hget(key, field) or 0)
+            for _ in range(3):
+                assert client.get("/healthz").status_code == 200
+            assert int(redis.hget(key, field) or 0) == before  # summed in process: nothing sent yet
+            deadline = time.monotonic() + 5
+            while int(redis.hget(key, field) or 0) != before + 3:  # the quiet worker's thread sends them
+                assert time.monotonic() < deadline, "the deferred counters were never sent"
+                time.sleep(0.05)
+            client.get("/healthz")
+            text = client.get("/metrics").get_data(as_text=True)  # its own are flushed before it renders
+            assert f'btp_http_requests_total{{method="GET",route="/healthz",status="200"}} {before + 4}' in text
+        finally:
+            flush_pending(redis)

@@ -13,9 +13,12 @@ Observations fail open: when Redis cannot be reached, nothing is recorded throug
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
 import re
+import threading
 import time
 from bisect import bisect_left
 from functools import wraps
@@ -106,9 +109,10 @@ def _observe(name: str, labels: tuple, value: float) -> list[tuple]:
             ("hincrbyfloat", name, _field(*labels, "sum"), value)]
 
 
-def record_request(redis, method: str, route: str, status: int, seconds: float) -> None:
+def record_request(redis, method: str, route: str, status: int, seconds: float, defer_s: float = 0.0) -> None:
     """The request's counters, with everything that waited for its last round trip (tool calls, joined
-    commands): one round trip a request."""
+    commands): one round trip a request, or with `defer_s` > 0 (a served web worker) none for most requests:
+    the counters are summed in process and sent at most `defer_s` later (`_Pending`)."""
     method = method if method in METHODS else "OTHER"  # the method is the client's: bound the label values
     waiting = _waiting()
     if waiting is not None:
@@ -116,9 +120,82 @@ def record_request(redis, method: str, route: str, status: int, seconds: float) 
 
         g.pop(_LAST_TRIP, None)
     waiting = waiting or {"ops": [], "joined": []}
-    _record(redis, ("hincrby", "btp_http_requests_total", _field(method, route, str(status)), 1),
-            *_observe("btp_http_request_duration_seconds", (method, route), seconds), *waiting["ops"],
-            joined=waiting["joined"])
+    ops = [("hincrby", "btp_http_requests_total", _field(method, route, str(status)), 1),
+           *_observe("btp_http_request_duration_seconds", (method, route), seconds), *waiting["ops"]]
+    if defer_s > 0 and redis is not None:
+        ops = _pending(redis).add(ops, defer_s, now=bool(waiting["joined"]))
+        if not ops and not waiting["joined"]:
+            return
+    _record(redis, *ops, joined=waiting["joined"])
+
+
+class _Pending:
+    """A served worker's request counters not sent yet, summed per field: they go with the first request that has
+    a round trip to make anyway (a joined command), with the first one `defer_s` after the oldest, or from a
+    daemon thread for a worker that went quiet, so Redis sees them at most about `defer_s` late. At ~500
+    requests a second, this is one round trip a second in place of one per request. A worker killed loses at
+    most its last `defer_s` of counts; one that exits normally sends them (atexit)."""
+
+    def __init__(self, redis):
+        self.redis, self.lock, self.sums, self.since = redis, threading.Lock(), {}, None
+        self.every, self.thread_pid = 1.0, None
+
+    def add(self, ops, defer_s: float, now: bool = False) -> list[tuple]:
+        """Add `ops`; returns the operations to send now (all that is pending) or [] to wait."""
+        with self.lock:
+            for command, name, field, amount in ops:
+                key = (command, name, field)
+                self.sums[key] = self.sums.get(key, 0) + amount
+            clock = time.monotonic()
+            self.since = self.since or clock
+            self.every = defer_s
+            if not now and clock - self.since < defer_s:
+                self._watch()
+                return []
+            return self._take()
+
+    def _take(self) -> list[tuple]:
+        taken = [(command, name, field, amount) for (command, name, field), amount in self.sums.items()]
+        self.sums, self.since = {}, None
+        return taken
+
+    def flush(self) -> None:
+        with self.lock:
+            taken = self._take()
+        if taken:
+            _record(self.redis, *taken)
+
+    def _watch(self) -> None:
+        if self.thread_pid != os.getpid():  # first use in this process (a fork starts without the thread)
+            self.thread_pid = os.getpid()
+            threading.Thread(target=self._run, name="btp-metrics", daemon=True).start()
+            atexit.register(self.flush)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.every)
+            with self.lock:
+                due = self.since is not None and time.monotonic() - self.since >= self.every
+                taken = self._take() if due else []
+            if taken:
+                _record(self.redis, *taken)
+
+
+_PENDING: dict[int, _Pending] = {}
+
+
+def _pending(redis) -> _Pending:
+    pending = _PENDING.get(id(redis))
+    if pending is None or pending.redis is not redis:
+        pending = _PENDING[id(redis)] = _Pending(redis)
+    return pending
+
+
+def flush_pending(redis) -> None:
+    """Send this process's deferred counters for `redis` now (before a scrape reads them)."""
+    pending = _PENDING.get(id(redis))
+    if pending is not None and pending.redis is redis:
+        pending.flush()
 
 
 def record_tool_call(redis, tool: str, outcome: str) -> None:
@@ -197,6 +274,7 @@ def _number(value: float) -> str:
 
 def render(redis) -> list[str]:
     """The exposition lines of every metric above (types and help even when nothing was observed yet)."""
+    flush_pending(redis)  # this worker's own are current; the other workers' are at most their defer_s late
     pipe = redis.pipeline(transaction=False)
     for name in METRICS:
         pipe.hgetall(_key(name))

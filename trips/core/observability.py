@@ -20,7 +20,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
-from flask import Flask, g, request, session
+from flask import Flask, current_app, g, request, session
 from rq.job import Job
 
 from trips.core import metrics
@@ -120,7 +120,8 @@ def _end_request(response):
         "method": request.method, "route": route, "status": response.status_code,
         "duration_ms": round(seconds * 1000, 1), "user_id": _user_id(),
     }})
-    metrics.record_request(get_redis(), request.method, route, response.status_code, seconds)
+    metrics.record_request(get_redis(), request.method, route, response.status_code, seconds,
+                           current_app.config.get("BTP_METRICS_DEFER_S", 0.0))
     return response
 
 
