@@ -104,7 +104,10 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     call(client, token, "list_trips")  # the grant's last use: stamped once per five minutes
     with counted(monkeypatch) as seen:
         assert not call(client, token, "list_trips")["isError"]
-    assert len(seen["sql"]) == 4 and seen["redis"] == 2, seen  # token, the page and its total, days, statuses
+    # token; the page and its total, its days' distances and statuses: on PostgreSQL in one statement (arrays
+    # aggregated by the server), elsewhere in three
+    listed = 2 if db.engine.dialect.name == "postgresql" else 4
+    assert len(seen["sql"]) == listed and seen["redis"] == 2, seen
     version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
     stage_id = db.session.scalar(sa.select(Stage.id).where(Stage.trip_id == trip_id, Stage.position == 2))
     rename = {"tripId": trip_id, "action": "update", "stageId": stage_id, "label": "Col de Rousset"}

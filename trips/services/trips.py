@@ -121,9 +121,17 @@ def list_trips(actor: User, query) -> dict:
     if q.get("end_date"):
         values["end_date"] = q["end_date"]
     size = q["items_per_page"]
-    page_statement, count_statement = _list_statements(tuple(sorted(values)))
+    filters = tuple(sorted(values))
+    page_statement, count_statement = _list_statements(filters)
+    bounds = {"offset": (q["page"] - 1) * size, "limit": size}
+    if db.session.get_bind().dialect.name == "postgresql":
+        # the page, how many trips match in all, and each trip's days' distances and statuses: one statement
+        rows = db.session.execute(_pg_list_statement(filters), {**values, **bounds}).all()
+        trips = [ListedTrip(*row[:6], (row[7] or [], row[8] or [])) for row in rows]
+        total = rows[0][6] if rows else 0 if q["page"] == 1 else db.session.scalar(count_statement, values)
+        return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
     # the page and, beside each row, how many trips match in all (one statement)
-    rows = db.session.execute(page_statement, {**values, "offset": (q["page"] - 1) * size, "limit": size}).all()
+    rows = db.session.execute(page_statement, {**values, **bounds}).all()
     trips = [trip for trip, _ in rows]
     if rows:
         total = rows[0][1]
@@ -135,10 +143,7 @@ def list_trips(actor: User, query) -> dict:
     return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
 
 
-@lru_cache(maxsize=8)
-def _list_statements(filters: tuple[str, ...]) -> tuple:
-    """(the page with the total beside each row, the count alone) for one combination of filters, built once:
-    the values are bound parameters, so neither statement nor its cache key is rebuilt per call."""
+def _list_where(filters: tuple[str, ...]) -> list:
     where = [Trip.user_id == sa.bindparam("user_id")]
     if "title" in filters:
         where.append(sa.func.lower(Trip.title).like(sa.bindparam("title"), escape="\\"))
@@ -146,9 +151,45 @@ def _list_statements(filters: tuple[str, ...]) -> tuple:
         where.append(Trip.start_date >= sa.bindparam("start_date", type_=sa.Date))
     if "end_date" in filters:
         where.append(Trip.end_date <= sa.bindparam("end_date", type_=sa.Date))
-    page = (sa.select(Trip, sa.func.count().over()).where(*where).order_by(Trip.created_at.desc(), Trip.id.desc())
-            .offset(sa.bindparam("offset")).limit(sa.bindparam("limit")).options(load_only(*LIST_COLUMNS)))
+    return where
+
+
+def _paged(statement):
+    return (statement.order_by(Trip.created_at.desc(), Trip.id.desc())
+            .offset(sa.bindparam("offset")).limit(sa.bindparam("limit")))
+
+
+@lru_cache(maxsize=8)
+def _list_statements(filters: tuple[str, ...]) -> tuple:
+    """(the page with the total beside each row, the count alone) for one combination of filters, built once:
+    the values are bound parameters, so neither statement nor its cache key is rebuilt per call."""
+    where = _list_where(filters)
+    page = _paged(sa.select(Trip, sa.func.count().over()).where(*where).options(load_only(*LIST_COLUMNS)))
     return page, sa.select(sa.func.count()).select_from(Trip).where(*where)
+
+
+class ListedTrip:
+    """A trip as a list page shows it (trips.readmodels.trip.trip_list_item), read as a plain row."""
+
+    __slots__ = ("id", "title", "start_date", "end_date", "created_at", "updated_at", "list_summary")
+
+    def __init__(self, id, title, start_date, end_date, created_at, updated_at, list_summary):  # noqa: A002
+        self.id, self.title, self.start_date, self.end_date = id, title, start_date, end_date
+        self.created_at, self.updated_at, self.list_summary = created_at, updated_at, list_summary
+
+
+@lru_cache(maxsize=8)
+def _pg_list_statement(filters: tuple[str, ...]):
+    """PostgreSQL: `_list_statements`' page as plain rows, each with the total, its days' distances in day order
+    and its computations' distinct statuses (arrays, aggregated by the server)."""
+    from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg
+
+    distances = (sa.select(array_agg(aggregate_order_by(Stage.distance, Stage.position)))
+                 .where(Stage.trip_id == Trip.id).scalar_subquery())
+    statuses = (sa.select(array_agg(sa.distinct(Computation.status))).where(Computation.trip_id == Trip.id)
+                .scalar_subquery())
+    return _paged(sa.select(Trip.id, Trip.title, Trip.start_date, Trip.end_date, Trip.created_at, Trip.updated_at,
+                            sa.func.count().over(), distances, statuses).where(*_list_where(filters)))
 
 
 # What a list item shows of a trip (trips.readmodels.trip.trip_list_item); its days and computations are read as
