@@ -491,3 +491,25 @@ def test_random_documents_read_alike_on_both_paths(monkeypatch):
             got = outcome(Dribble(data, case, most=2 * chunk), split_tracks=split)
             lxml_only(m)
             assert got == outcome(Dribble(data, case, most=2 * chunk), split_tracks=split), case
+
+
+@pytest.mark.parametrize("points_per_segment", [1, 3, 100, 5000])
+def test_many_segments_cost_linear_time(points_per_segment, monkeypatch):
+    """Each fast-path scan starts where the last one stopped and on a window that grows from 1 KB, and
+    short segments hand the document back to lxml after a trial: the bytes scanned stay within a small
+    multiple of the document, however its segments are cut (they were quadratic in a chunk's segments)."""
+    point = PLAIN.format(la=1.5, lo=2.5, el=3)
+    n_segments = max(20_000 // points_per_segment, 2)
+    data = gpx("<trk>" + f"<trkseg>{point * points_per_segment}</trkseg>\n" * n_segments + "</trk>")
+    scanned, scan = [0], gpx_module._scan_points
+
+    def counting(buf):
+        scanned[0] += len(buf)
+        return scan(buf)
+
+    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    route = parse_gpx(data)
+    assert len(route.points) == n_segments * points_per_segment
+    assert scanned[0] <= 4 * len(data)
+    lxml_only(monkeypatch)
+    assert np.array_equal(parse_gpx(data).points, route.points)

@@ -396,6 +396,8 @@ _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2**64 - 1], np.uint6
 _PAD = bytes(48)  # room for the 8-byte words read from near the end
 _MAX_NUMBER_CHARS = 32  # longer numbers go through lxml
 _STUCK_BYTES = 8192  # unread bytes beyond this in a fast segment are not in the fast form
+_MIN_WINDOW, _MAX_WINDOW = 1024, 4 * 1024 * 1024
+_TRIAL_SEGMENTS = 32  # then the fast path stays on only if its segments averaged 64 points or more
 _SEG_OPEN, _SEG_CLOSE = b"<trkseg>", b"</trkseg>"
 
 
@@ -507,6 +509,8 @@ class _Reader:
         self.last_event: tuple[str, str] | None = None
         self.fast: bool | None = None  # unknown until the first chunk, then whether the fast path may run
         self.in_fast = False  # inside a fast-form <trkseg>, its content withheld from the parser
+        self.window = _MIN_WINDOW  # bytes read at once in a fast segment: small at first, for short ones
+        self.fast_segments = self.fast_points = 0
         self.pending = b""
 
     def drain(self) -> None:
@@ -539,38 +543,62 @@ class _Reader:
             if data:
                 self.parser.feed(data)
             return
-        self.pending += data
-        while self.fast and self.pending:
+        buf = self.pending + data if self.pending else data
+        pos = 0  # what is before it has been fed or read; every search starts there, so a chunk of many
+        markup = -1  # short segments costs linear time (the first "<!" or "<?" from pos, once looked for)
+        while self.fast and pos < len(buf):
             if self.in_fast:
-                end, block = _scan_points(self.pending)
+                stop = min(len(buf), pos + self.window)
+                end, block = _scan_points(buf[pos:stop])
                 if block is not None:
                     self.collector.add(block)
-                    self.pending = self.pending[end:]
-                if self.pending.lstrip(b" \t\r\n").startswith(_SEG_CLOSE):
+                    self.fast_points += len(block)
+                    pos += end
+                    if 2 * end >= stop - (pos - end):  # the window was the limit: widen it
+                        self.window = min(4 * self.window, _MAX_WINDOW)
+                if buf[pos:pos + _STUCK_BYTES].lstrip(b" \t\r\n").startswith(_SEG_CLOSE):
                     self.in_fast = False
-                elif final or len(self.pending) > _STUCK_BYTES:
+                elif block is not None and stop < len(buf):
+                    continue  # read on from there
+                elif stop < len(buf) and stop - pos < _STUCK_BYTES:
+                    self.window *= 4  # too narrow to tell a point that is not in the fast form
+                elif final or len(buf) - pos > _STUCK_BYTES:
                     self.in_fast = False  # not in the fast form: the rest of the segment goes to lxml
                 else:
-                    return  # an incomplete point: wait for more
+                    break  # an incomplete point: wait for more
             else:
-                data = self.pending
-                if b"<!" in data or b"<?" in data:  # a comment, CDATA or PI: lxml reads the rest
-                    self.fast, self.pending = False, b""
-                    self.parser.feed(data)
-                    return
-                at = data.find(_SEG_OPEN)
+                if markup < pos:
+                    markup = _first_markup(buf, pos)
+                at = buf.find(_SEG_OPEN, pos)
+                if markup < len(buf) and (at < 0 or markup < at):  # a comment, CDATA or PI: lxml reads the rest
+                    self.fast = False
+                    break
                 if at < 0:
-                    cut = len(data) if final else max(len(data) - len(_SEG_OPEN) + 1, 0)
-                    if cut:
-                        self.parser.feed(data[:cut])
-                    self.pending = data[cut:]
-                    return
+                    cut = len(buf) if final else max(len(buf) - len(_SEG_OPEN) + 1, pos)
+                    if cut > pos:
+                        self.parser.feed(buf[pos:cut])
+                    pos = cut
+                    break
                 at += len(_SEG_OPEN)
-                self.parser.feed(data[:at])
-                self.pending = data[at:]
+                self.parser.feed(buf[pos:at])
+                pos = at
                 self.drain()
+                if self.fast_segments >= _TRIAL_SEGMENTS and self.fast_points < 64 * self.fast_segments:
+                    self.fast = False  # short segments: a scan each costs more than lxml's reading
+                    continue
                 self.in_fast = self.open_segments == 1 and self.last_event == ("start", "trkseg")
+                self.fast_segments += self.in_fast
+                self.window = _MIN_WINDOW
+        if not self.fast and pos < len(buf):  # turned off: lxml reads the rest
+            self.parser.feed(buf[pos:])
+            pos = len(buf)
+        self.pending = buf[pos:]
 
+
+def _first_markup(buf: bytes, start: int) -> int:
+    """Where the first "<!" or "<?" at or after `start` is (len(buf) when none)."""
+    found = [at for at in (buf.find(b"<!", start), buf.find(b"<?", start)) if at >= 0]
+    return min(found) if found else len(buf)
 
 def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) -> ParsedRoute:
     """Parse the track points of a GPX document.
