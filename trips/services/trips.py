@@ -256,12 +256,12 @@ def read_trip(actor: User, trip_id: str) -> Trip:
 def trip_fingerprint(actor: User, trip_id: str) -> tuple[str, int]:
     """(the trip's id, a hash of every stored value a digest of it is made of): the trip's columns, its
     computations', its days' (all but their geometry and pending waypoint, which no read model of a trip shows).
-    On PostgreSQL one statement whose server hashes their text; elsewhere two, as plain rows with JSON columns as
-    their text. Any write to any of them, through BTP or behind it, gives another hash. Raises NotFound as
-    get_trip."""
+    On PostgreSQL one statement reading the rows' versions (`xmin`); elsewhere two, as plain rows with JSON
+    columns as their text. Any write to any of them, through BTP or behind it, gives another hash. Raises
+    NotFound as get_trip."""
     trip_id = trip_key(trip_id)
     connection = db.session.connection()
-    if connection.dialect.name == "postgresql":  # one statement, one row: the server hashes the rows' text
+    if connection.dialect.name == "postgresql":  # one statement, one row: the rows' versions
         found = connection.execute(_pg_fingerprint_statement(), {"trip_id": trip_id}).first()
         if found is None or found[0] != actor.id:
             raise NotFound(NOT_FOUND)
@@ -274,33 +274,25 @@ def trip_fingerprint(actor: User, trip_id: str) -> tuple[str, int]:
     return trip_id, hash((tuple(rows), tuple(stored)))
 
 
-def _fingerprinted(table, leave_out=()) -> list:
-    """The columns a fingerprint covers: all of `table`'s but `leave_out`."""
-    return [c for c in table.c if c.name not in leave_out]
-
-
 @lru_cache(maxsize=1)
 def _pg_fingerprint_statement():
-    """PostgreSQL: the owner and the md5 of the text of the trip's row, of its computations' rows and of its days'
-    (in a fixed order), in one row. Row text is exact: shortest round-trip floats, microseconds, NULL apart from
-    an empty string."""
-    def row(alias, table, leave_out=()):
-        return "ROW(" + ", ".join(f'{alias}."{c.name}"' for c in _fingerprinted(table, leave_out)) + ")::text"
-
-    trip, computation, stage = Trip.__table__, Computation.__table__, Stage.__table__
+    """PostgreSQL: the owner and the row versions of the trip, of its computations and of its days, in one row.
+    `xmin` is the id of the transaction that wrote a row's current version: every committed INSERT or UPDATE of
+    a row, by BTP or behind it, gives it a new one (the optimistic-concurrency token many ORMs use), and a row
+    deleted or added changes the lists. Nothing of the rows' contents is read or hashed."""
     return sa.text(
-        f"SELECT t.user_id, md5({row('t', trip)}), "
-        f"(SELECT md5(string_agg({row('c', computation)}, '|' ORDER BY c.name)) FROM computation c "
+        "SELECT t.user_id, t.xmin::text, "
+        "(SELECT string_agg(c.name || ':' || c.xmin::text, ',' ORDER BY c.name) FROM computation c "
         "WHERE c.trip_id = t.id), "
-        f"(SELECT md5(string_agg({row('s', stage, ('geometry', 'waypoint'))}, '|' ORDER BY s.position)) "
-        "FROM stage s WHERE s.trip_id = t.id) "
+        "(SELECT string_agg(s.id || ':' || s.xmin::text, ',' ORDER BY s.position) FROM stage s "
+        "WHERE s.trip_id = t.id) "
         "FROM trip t WHERE t.id = :trip_id")
 
 
 @lru_cache(maxsize=1)
 def _fingerprint_statements() -> tuple:
     def columns(table, leave_out=()):
-        return [sa.cast(c, sa.Text) if isinstance(c.type, sa.JSON) else c for c in _fingerprinted(table, leave_out)]
+        return [sa.cast(c, sa.Text) if isinstance(c.type, sa.JSON) else c for c in table.c if c.name not in leave_out]
 
     trip, computation, stage = Trip.__table__, Computation.__table__, Stage.__table__
     trip_rows = (sa.select(trip.c.user_id, *columns(trip), *columns(computation))
