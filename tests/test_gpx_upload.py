@@ -48,15 +48,10 @@ def test_upload_days_are_the_same_whichever_path_reads_the_points(client, rider,
     the stored days are the same, figure for figure."""
     from trips.route import gpx as gpx_module
 
+    from tests.test_gpx import fast_points
+
     _, headers = rider
-    seen, scan = [0], gpx_module._scan_points
-
-    def counting(buf):
-        end, block = scan(buf)
-        seen[0] += 0 if block is None else len(block)
-        return end, block
-
-    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    seen = fast_points(monkeypatch)
     fast = upload(client, headers, GPX).get_json()
     assert seen[0] == 2000
     monkeypatch.setattr(gpx_module, "_fast_allowed", lambda head: False)
