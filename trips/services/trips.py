@@ -204,7 +204,7 @@ def _summarize(trips: list[Trip]) -> None:
     ids = [t.id for t in trips]
     distances: dict[str, list[float]] = {i: [] for i in ids}
     statuses: dict[str, list[str]] = {i: [] for i in ids}
-    days, states = _summary_statements(db.session.get_bind().dialect.name)
+    days, states = _summary_statements()
     for trip_id, distance in db.session.execute(days, {"ids": ids}):
         distances[trip_id].append(distance)
     for trip_id, status in db.session.execute(states, {"ids": ids}):  # each status once: which there are
@@ -213,20 +213,13 @@ def _summarize(trips: list[Trip]) -> None:
         trip.list_summary = (distances[trip.id], statuses[trip.id])
 
 
-@lru_cache(maxsize=4)
-def _summary_statements(dialect: str) -> tuple:
-    """A page's days and statuses, built once per dialect. On PostgreSQL the page's ids are one array parameter
-    (`= ANY`), so each statement has one text whatever the page's size: prepared once per connection, instead
-    of one text (and one server-side plan) per page size with an expanding IN."""
-    def among(column):
-        if dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import ARRAY
-
-            return column == sa.any_(sa.bindparam("ids", type_=ARRAY(sa.String)))
-        return column.in_(sa.bindparam("ids", expanding=True))
-
-    days = sa.select(Stage.trip_id, Stage.distance).where(among(Stage.trip_id)).order_by(Stage.trip_id, Stage.position)
-    states = sa.select(Computation.trip_id, Computation.status).distinct().where(among(Computation.trip_id))
+@lru_cache(maxsize=1)
+def _summary_statements() -> tuple:
+    """A page's days and statuses (where the page is not one PostgreSQL statement: `_pg_list_statement`), built
+    once."""
+    ids = sa.bindparam("ids", expanding=True)
+    days = sa.select(Stage.trip_id, Stage.distance).where(Stage.trip_id.in_(ids)).order_by(Stage.trip_id, Stage.position)
+    states = sa.select(Computation.trip_id, Computation.status).distinct().where(Computation.trip_id.in_(ids))
     return days, states
 
 
