@@ -128,8 +128,8 @@ DIGESTS = _Digests(256)  # a digest is a few KB, its day lines shared with LINES
 
 
 def read_trip_digest(actor: User, trip_id: str) -> Floored:
-    """get_trip's answer: two plain-row statements when the trip is as last answered, else the read model as well.
-    Raises NotFound alike for an unknown trip and someone else's."""
+    """get_trip's answer: the trip's fingerprint (one statement on PostgreSQL, two on SQLite) when the trip is as
+    last answered, else the read model as well. Raises NotFound alike for an unknown trip and someone else's."""
     trip_id, fingerprint = services.trip_fingerprint(actor, trip_id)
     key = (trip_id, fingerprint, i18n.current_locale(), datetime.now(timezone.utc).date())
     answer = DIGESTS.get(key)

@@ -182,6 +182,10 @@ def test_list_is_newest_first_paged_and_filtered(ctx, client, rider):
     assert [t["title"] for t in dated["member"]] == ["Trip 3", "Trip 2"]
     wildcard = client.get("/api/trips?title=%25", headers=headers).get_json()
     assert wildcard["totalItems"] == 0
+    past = client.get("/api/trips?itemsPerPage=2&page=9", headers=headers).get_json()  # counted on its own
+    assert past["member"] == [] and past["totalItems"] == 5
+    past_filtered = client.get("/api/trips?title=trip 1&page=2", headers=headers).get_json()
+    assert past_filtered["member"] == [] and past_filtered["totalItems"] == 1
 
 
 @pytest.mark.parametrize("query,field", [("itemsPerPage=31", "itemsPerPage"), ("page=0", "page"),

@@ -127,19 +127,17 @@ def list_trips(actor: User, query) -> dict:
     if db.session.get_bind().dialect.name == "postgresql":
         # the page, how many trips match in all, and each trip's days' distances and statuses: one statement
         rows = db.session.execute(_pg_list_statement(filters), {**values, **bounds}).all()
-        trips = [ListedTrip(*row[:6], (row[7] or [], row[8] or [])) for row in rows]
-        total = rows[0][6] if rows else 0 if q["page"] == 1 else db.session.scalar(count_statement, values)
-        return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
-    # the page and, beside each row, how many trips match in all (one statement)
-    rows = db.session.execute(page_statement, {**values, **bounds}).all()
-    trips = [trip for trip, _ in rows]
+        trips = [ListedTrip(*row[:6], (row.distances or [], row.statuses or [])) for row in rows]
+    else:  # the page with the total beside each row, then its days and statuses (_summarize)
+        rows = db.session.execute(page_statement, {**values, **bounds}).all()
+        trips = [row[0] for row in rows]
+        _summarize(trips)
     if rows:
-        total = rows[0][1]
+        total = rows[0].total
     elif q["page"] == 1:
         total = 0
     else:  # a page past the end: counted on its own
         total = db.session.scalar(count_statement, values)
-    _summarize(trips)
     return {"trips": trips, "total": total, "page": q["page"], "items_per_page": size}
 
 
@@ -164,7 +162,8 @@ def _list_statements(filters: tuple[str, ...]) -> tuple:
     """(the page with the total beside each row, the count alone) for one combination of filters, built once:
     the values are bound parameters, so neither statement nor its cache key is rebuilt per call."""
     where = _list_where(filters)
-    page = _paged(sa.select(Trip, sa.func.count().over()).where(*where).options(load_only(*LIST_COLUMNS)))
+    page = _paged(sa.select(Trip, sa.func.count().over().label("total")).where(*where)
+                  .options(load_only(*LIST_COLUMNS)))
     return page, sa.select(sa.func.count()).select_from(Trip).where(*where)
 
 
@@ -185,15 +184,15 @@ def _pg_list_statement(filters: tuple[str, ...]):
     from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg
 
     distances = (sa.select(array_agg(aggregate_order_by(Stage.distance, Stage.position)))
-                 .where(Stage.trip_id == Trip.id).scalar_subquery())
+                 .where(Stage.trip_id == Trip.id).scalar_subquery().label("distances"))
     statuses = (sa.select(array_agg(sa.distinct(Computation.status))).where(Computation.trip_id == Trip.id)
-                .scalar_subquery())
+                .scalar_subquery().label("statuses"))
     return _paged(sa.select(Trip.id, Trip.title, Trip.start_date, Trip.end_date, Trip.created_at, Trip.updated_at,
-                            sa.func.count().over(), distances, statuses).where(*_list_where(filters)))
+                            sa.func.count().over().label("total"), distances, statuses).where(*_list_where(filters)))
 
 
-# What a list item shows of a trip (trips.readmodels.trip.trip_list_item); its days and computations are read as
-# plain rows (two statements for the page, no ORM object per day or computation).
+# What a list item shows of a trip (trips.readmodels.trip.trip_list_item), on SQLite; its days and computations are
+# read as plain rows (two statements for the page, no ORM object per day or computation).
 LIST_COLUMNS = (Trip.id, Trip.user_id, Trip.title, Trip.start_date, Trip.end_date, Trip.created_at, Trip.updated_at)
 
 
