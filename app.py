@@ -153,6 +153,9 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
     # A served web worker sums its request counters in process for up to a second (trips/core/metrics.py _Pending)
     app.config.setdefault("BTP_METRICS_DEFER_S", 1.0 if serving else 0.0)
+    # How long the MCP endpoint may believe a token it found live without looking it up again (oauth/live_tokens.py:
+    # a revocation holds at once through the token epoch in Redis; this bounds a change made outside BTP). 0: off.
+    app.config.setdefault("BTP_TOKEN_CACHE_S", 60.0)
     from trips.core import observability
 
     observability.configure_logging(logging.INFO)

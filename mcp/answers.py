@@ -208,6 +208,25 @@ def list_item(trip: Trip) -> dict:
     return item
 
 
+PAGES = _Digests(256)  # list_trips answers, keyed by everything they show (a few KB each)
+
+
+def list_page(page: dict) -> Floored:
+    """list_trips' answer for a page read by trips.services.trips.list_trips. The key is every value the answer is
+    made of (each trip's columns shown, its days' distances, its computations' statuses; the total and the paging),
+    so an answer given before for the same rows is given again without being built, floored or encoded anew."""
+    trips = page["trips"]
+    key = (page["total"], page["page"], page["items_per_page"],
+           *((t.id, t.title, t.start_date, t.end_date, t.created_at, t.updated_at,
+              *map(tuple, t.list_summary)) for t in trips))
+    answer = PAGES.get(key)
+    if answer is None:
+        answer = floored({"member": [list_item(t) for t in trips], "totalItems": page["total"],
+                          "page": page["page"], "itemsPerPage": page["items_per_page"]})
+        PAGES.put(key, answer)
+    return answer
+
+
 def ack(result: str, version: int | None = None, next_action: str | None = None) -> dict:
     answer = {"result": result, "nextAction": next_action}
     if version is not None:

@@ -23,7 +23,7 @@ from mcp.protocol import (
 from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
 from mcp.confirm import ConfirmationRequired, InputRequired
-from oauth.resource import touch_grant
+from oauth.resource import McpUnauthorized, confirm, epoch_to_read, touch_grant
 from trips.core.db import db
 from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
@@ -172,18 +172,21 @@ class AddressRefused(Exception):
 
 def _spend_budget(ex, tool) -> None:
     """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
-    agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES): one Redis round trip. Raises
-    AddressRefused, or RateLimited for the agent's budgets."""
+    agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), and the token epoch while the caller's
+    token is a remembered one (oauth/resource.py confirm): one Redis round trip, before the tool runs. Raises
+    AddressRefused, RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
     key = f"{ex.principal.user_id}|{ex.principal.client_id or 'cli'}"
     address, ex.address = getattr(ex, "address", None), None
     pairs = [("mcp_address", address)] if address is not None else []
     pairs += [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])
     try:
-        limit_all(get_redis(), pairs)
+        epoch = limit_all(get_redis(), pairs, epoch_to_read())
     except RateLimited as exc:
         if getattr(exc, "bucket", None) == "mcp_address":
             raise AddressRefused(exc) from None
+        confirm(getattr(exc, "read", None))  # a revoked token hears 401, not its budget's refusal
         raise
+    confirm(epoch)
 
 
 MODERN = {"server/discover": discover, "tools/list": tools_list, "tools/call": tools_call}
@@ -205,7 +208,7 @@ def handle(message: Message, ex) -> tuple[dict | None, int]:
         return result_envelope(message.id, method(message, ex)), 200
     except RpcError as error:
         return error_envelope(message.id, error), error.http_status
-    except AddressRefused:
+    except (AddressRefused, McpUnauthorized):  # answered by the endpoint: 429, or 401 for a token found revoked
         raise
     except Exception:
         return _internal(message.id, quote(message.method)), 200
@@ -224,6 +227,8 @@ def handle_raw(item, ex) -> dict | None:
         return answer
     except RpcError as error:
         return error_envelope(message_id, error)
+    except McpUnauthorized:  # the whole request is refused (401), not one element
+        raise
     except Exception:
         return _internal(message_id, "a batch element")
     finally:

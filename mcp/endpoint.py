@@ -22,10 +22,12 @@ from mcp.protocol import (
     error_envelope, parse_message,
 )
 from oauth.principal import Principal
-from oauth.resource import McpInsufficientScope, McpUnauthorized, challenge, mcp_principal
+from oauth.resource import (
+    McpInsufficientScope, McpUnauthorized, challenge, confirm, confirm_now, epoch_to_read, mcp_principal,
+)
 from trips.core import jsonio
 from trips.errors import RateLimited
-from trips.core.ratelimit import limit
+from trips.core.ratelimit import limit_all
 
 bp = Blueprint("mcp", __name__)
 MAX_BATCH = 100
@@ -74,15 +76,18 @@ def limit_address(ex: Exchange) -> None:
 
 
 def settle_address(ex: Exchange) -> None:
-    """Count the client address's hit now, unless it was counted already. Raises _HttpAnswer (429) when the
-    address is over its limit."""
+    """Count the client address's hit now, unless it was counted already, reading the token epoch in the same
+    round trip while the caller's token is a remembered one (oauth/resource.py confirm). Raises _HttpAnswer (429)
+    when the address is over its limit, McpUnauthorized when the remembered token is no longer live."""
     address, ex.address = ex.address, None
-    if address is None:
+    read = epoch_to_read()
+    if address is None and read is None:
         return
     try:
-        limit(get_redis(), "mcp_address", address)
+        epoch = limit_all(get_redis(), [("mcp_address", address)] if address is not None else [], read)
     except RateLimited as exc:
         raise address_refused(exc) from None
+    confirm(epoch)
 
 
 def address_refused(exc: RateLimited) -> _HttpAnswer:
@@ -267,6 +272,7 @@ def mcp_post():
         response.headers["WWW-Authenticate"] = challenge("insufficient_scope", exc.scope)
         return response
     if ex.batch:
+        confirm_now()  # settled above: nothing left to read, unless Redis could not be asked
         answers = [dispatch.handle_raw(item, ex) for item in ex.body]
         answers = [a for a in answers if a is not None]
         return Response(encode_batch(answers), mimetype="application/json") if answers else Response(status=202)
@@ -274,6 +280,7 @@ def mcp_post():
         answer, status = dispatch.handle(ex.messages[0], ex)
     except dispatch.AddressRefused as refused:
         return address_refused(refused.cause).response
+    confirm_now()  # every path above confirmed a remembered token already; an answer never goes out unconfirmed
     return Response(status=202) if answer is None else _json(answer, status)
 
 

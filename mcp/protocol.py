@@ -5,6 +5,8 @@ import json
 import logging
 from dataclasses import dataclass, field
 
+from trips.core.text import Floored
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -130,6 +132,16 @@ def _dumps(value) -> bytes:
 def encode_once(value) -> tuple[bytes, bytes]:
     """(the compact UTF-8 JSON of `value`, the same text as a JSON string literal): the two forms a tool result
     carries (structuredContent, and the text block that repeats it), from one encoding. Raises what json.dumps
-    raises (TypeError, ValueError, RecursionError) and UnicodeEncodeError."""
+    raises (TypeError, ValueError, RecursionError) and UnicodeEncodeError. A Floored answer (never mutated: a kept
+    get_trip digest, a kept list page) is encoded once and its encoding kept with it."""
+    if isinstance(value, Floored):
+        known = getattr(value, "encoded", None)
+        if known is None:
+            known = value.encoded = _encode_both(value)
+        return known
+    return _encode_both(value)
+
+
+def _encode_both(value) -> tuple[bytes, bytes]:
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8"), json.dumps(text, ensure_ascii=False).encode("utf-8")

@@ -14,7 +14,8 @@ from oauth.models import Grant
 from trips.core.db import utcnow
 from oauth.principal import Principal, bearer_token
 from oauth.scopes import SCOPES
-from oauth.tokens import live_token
+from oauth import live_tokens
+from oauth.tokens import hash_token, live_token, well_formed
 from trips.core import metrics
 from trips.core.db import atomic, db
 
@@ -24,6 +25,8 @@ _ASKED: dict[tuple[str, str], float] = {}  # (user, client) -> until when this p
 
 class McpUnauthorized(Exception):
     """No token, or not a live token for the MCP resource."""
+
+    uncounted = True  # not a tool call's outcome (a remembered token found revoked is refused before it runs)
 
     def __init__(self, token_sent: bool):
         super().__init__("unauthorized")
@@ -48,16 +51,68 @@ def challenge(error: str | None = None, scope: str | None = None) -> str:
 
 def mcp_principal(required_scope: str | None = None) -> Principal:
     """The caller of /mcp. Raises McpUnauthorized (error="invalid_token" only when a token was sent, RFC 6750
-    §3.1) and McpInsufficientScope (403, naming the missing scope)."""
+    §3.1) and McpInsufficientScope (403, naming the missing scope).
+
+    A token this process remembers live (oauth/live_tokens.py) is not looked up: the request must then read the
+    token epoch before it answers or runs a tool (`confirm`, called with the budgets' round trip)."""
     token = bearer_token()
-    found = live_token(token, current_app.config["MCP_RESOURCE"]) if token else None
+    audience = current_app.config["MCP_RESOURCE"]
+    max_age = current_app.config.get("BTP_TOKEN_CACHE_S", live_tokens.DEFAULT_MAX_AGE_S)
+    if token and max_age > 0 and well_formed(token):
+        token_hash = hash_token(token)
+        entry = live_tokens.recall(token_hash, audience, utcnow())
+        if entry is not None:
+            g.btp_unconfirmed = (token, token_hash, entry.epoch)
+            user = db.session.merge(entry.user, load=False)  # no query: the row as read with the token
+            return _principal(required_scope, user, entry.scopes, entry.client_id)
+        epoch = live_tokens.read_epoch(get_redis())  # before the lookup: see oauth/live_tokens.py
+        found = live_token(token, audience)
+        if found is not None:
+            live_tokens.remember(token_hash, found[0], found[1], epoch, max_age)
+    else:
+        found = live_token(token, audience) if token else None
     if found is None:
         raise McpUnauthorized(token_sent=token is not None)
     row, user = found
-    if required_scope and required_scope not in row.scopes:
+    return _principal(required_scope, user, row.scopes, row.client_id)
+
+
+def _principal(required_scope, user, scopes, client_id) -> Principal:
+    if required_scope and required_scope not in scopes:
         raise McpInsufficientScope(required_scope)
-    g.principal = Principal(user=user, scopes=row.scopes, client_id=row.client_id)
+    g.principal = Principal(user=user, scopes=scopes, client_id=client_id)
     return g.principal  # g: the access log names the user (trips/core/observability.py)
+
+
+def confirm(epoch: str | None) -> None:
+    """Believe the remembered token of this request if `epoch` (read from Redis in this request; None when it
+    could not be read) is the one it was remembered under; else look it up again. Raises McpUnauthorized when it
+    is no longer live. Does nothing when the token was looked up in this request already."""
+    pending = g.pop("btp_unconfirmed", None)
+    if pending is None:
+        return
+    token, token_hash, remembered = pending
+    if epoch is not None and epoch == remembered:
+        return
+    live_tokens.forget(token_hash)
+    found = live_token(token, current_app.config["MCP_RESOURCE"])
+    if found is None:
+        g.pop("principal", None)
+        raise McpUnauthorized(token_sent=True)
+    live_tokens.remember(token_hash, found[0], found[1], epoch,
+                         current_app.config.get("BTP_TOKEN_CACHE_S", live_tokens.DEFAULT_MAX_AGE_S))
+
+
+def confirm_now() -> None:
+    """`confirm` with an epoch read on its own: for an answer that reached no budget (a safety net)."""
+    if "btp_unconfirmed" in g:
+        confirm(live_tokens.read_epoch(get_redis()))
+
+
+def epoch_to_read() -> tuple[str, str] | None:
+    """The `read` argument of the budgets' round trip (trips/core/ratelimit.py) while this request's token is not
+    yet believed, else None."""
+    return (live_tokens.EPOCH_KEY, live_tokens.new_epoch()) if "btp_unconfirmed" in g else None
 
 
 def touch_grant(principal: Principal) -> None:

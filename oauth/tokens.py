@@ -80,11 +80,16 @@ def lookup_token(token: str, audience: str) -> AccessToken | None:
     return None if found is None else found[0]
 
 
+def well_formed(token: str | None) -> bool:
+    """Could be one of ours: not empty, at most 200 characters, with our prefix (anything else is never looked up)."""
+    return bool(token) and len(token) <= 200 and token.startswith(ACCESS_PREFIX)
+
+
 def live_token(token: str, audience: str) -> tuple[AccessToken, User] | None:
     """(the live token of that audience, its user), or None as `lookup_token`: one indexed query (the unique
     token_hash index, the user joined on its primary key), on every request, so a revocation (or an expiry)
     holds on the very next request whichever process or instance serves it."""
-    if not token or len(token) > 200 or not token.startswith(ACCESS_PREFIX):
+    if not well_formed(token):
         return None
     found = db.session.execute(_live_statement(), {"token_hash": hash_token(token)}).first()
     if found is None:

@@ -12,7 +12,7 @@ import redis as redis_lib
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from mcp.answers import DIGESTS, LINES, trip_digest
+from mcp.answers import DIGESTS, LINES, PAGES, trip_digest
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
@@ -68,22 +68,23 @@ def counted(monkeypatch):
         monkeypatch.undo()
 
 
-def test_get_trip_costs_three_statements_warm_five_cold_and_two_round_trips(client, owner, monkeypatch):
+def test_get_trip_costs_one_statement_warm_three_cold_and_two_round_trips(client, owner, monkeypatch):
     _, trip_id, token = owner
-    call(client, token, "get_trip", {"id": trip_id})  # the grant's last use: stamped once per five minutes
-    LINES.lines.clear()
+    call(client, token, "get_trip", {"id": trip_id})  # the grant's last use (once per five minutes); the token
+    LINES.lines.clear()  # is remembered live from now on (oauth/live_tokens.py): not looked up while the epoch stands
     DIGESTS.answers.clear()
     answers = []
     fingerprint = 1 if db.engine.dialect.name == "postgresql" else 2  # hashed by the server, or by us from rows
-    for expected in (3 + fingerprint, 1 + fingerprint):  # cold: loads the trip and renders; warm: known by its rows
+    for expected in (2 + fingerprint, fingerprint):  # cold: loads the trip and renders; warm: known by its rows
         with counted(monkeypatch) as seen:
             result = call(client, token, "get_trip", {"id": trip_id})
         assert not result["isError"] and len(result["structuredContent"]["stages"]) >= 5
         answers.append(result["structuredContent"])
-        # token + user; the fingerprint (PostgreSQL: one statement; SQLite: trip with computations, days, as plain
-        # rows); cold only: the trip with its computations and its days into the ORM (no lazy load, none per day)
+        # the fingerprint (PostgreSQL: one statement; SQLite: trip with computations, days, as plain rows); cold
+        # only: the trip with its computations and its days into the ORM (no lazy load, none per day)
         assert len(seen["sql"]) == expected, seen["sql"]
-        # budgets (address, calls) in one script; the request's counters, the tool's and the grant's window
+        # budgets (address, calls) and the token epoch in one script; the request's counters, the tool's and the
+        # grant's window
         assert seen["redis"] == 2
     assert answers[0] == answers[1]
 
@@ -104,9 +105,9 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     call(client, token, "list_trips")  # the grant's last use: stamped once per five minutes
     with counted(monkeypatch) as seen:
         assert not call(client, token, "list_trips")["isError"]
-    # token; the page and its total, its days' distances and statuses: on PostgreSQL in one statement (arrays
-    # aggregated by the server), elsewhere in three
-    listed = 2 if db.engine.dialect.name == "postgresql" else 4
+    # the page and its total, its days' distances and statuses: on PostgreSQL in one statement (arrays aggregated
+    # by the server), elsewhere in three; the token is a remembered one
+    listed = 1 if db.engine.dialect.name == "postgresql" else 3
     assert len(seen["sql"]) == listed and seen["redis"] == 2, seen
     version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
     stage_id = db.session.scalar(sa.select(Stage.id).where(Stage.trip_id == trip_id, Stage.position == 2))
@@ -115,9 +116,35 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     with counted(monkeypatch) as seen:  # loaded in Redis (the lock's release), as on a server that has run
         result = call(client, token, "edit_stages", {**rename, "version": version, "label": "Col du Rousset"})
     assert payload(result)["version"] == version + 1
-    # token + user, admission, under the lock: trip with its computations, days; the two UPDATEs
-    assert len(seen["sql"]) == 6, seen["sql"]
+    # admission, under the lock: trip with its computations, days; the two UPDATEs (the token is remembered)
+    assert len(seen["sql"]) == 5, seen["sql"]
     assert seen["redis"] == 4  # budgets, the trip's lock taken and released, the request's counters
+
+
+def test_a_list_page_is_kept_by_what_it_shows_and_changes_with_it(client, owner):
+    """list_trips answers a page it answered before for the same rows without building it again; a title, a day's
+    distance or a computation's status changed behind the server's back is another key, so another answer."""
+    from trips.models import Computation, Trip
+
+    _, trip_id, token = owner
+    PAGES.answers.clear()
+    first, again = (call(client, token, "list_trips") for _ in range(2))
+    assert first["structuredContent"] == again["structuredContent"] and len(PAGES.answers) == 1
+    listed = first["structuredContent"]["member"][0]
+    assert json.loads(first["content"][0]["text"]) == first["structuredContent"]
+    with atomic():
+        db.session.execute(sa.update(Trip).where(Trip.id == trip_id).values(title="Behind\u202e the back"))
+    assert payload(call(client, token, "list_trips"))["member"][0]["title"] == "Behind the back"  # floored too
+    with atomic():
+        db.session.execute(sa.update(Stage).where(Stage.trip_id == trip_id, Stage.position == 0)
+                           .values(distance=Stage.distance + 10))
+    assert payload(call(client, token, "list_trips"))["member"][0]["totalDistance"] == \
+        round(listed["totalDistance"] + 10, 1)
+    with atomic():
+        db.session.execute(sa.update(Computation).where(Computation.trip_id == trip_id).values(status="failed"))
+    assert payload(call(client, token, "list_trips"))["member"][0]["status"] == "failed"
+    assert len(PAGES.answers) == 4
+    assert payload(call(client, token, "list_trips", {"itemsPerPage": 5}))["itemsPerPage"] == 5
 
 
 def test_the_answer_is_the_full_read_model_and_its_text_block_the_same_json(client, owner):

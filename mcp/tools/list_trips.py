@@ -1,5 +1,5 @@
 from mcp import schemas as s
-from mcp.answers import list_item
+from mcp.answers import list_page
 from mcp.tools.base import Tool
 from trips.schemas import TripListQuery
 from trips.services import trips as services
@@ -13,9 +13,7 @@ ITEM = s.obj({
 def run(ctx, args: dict) -> dict:
     query = {k: str(v) for k, v in args.items()}
     query["itemsPerPage"] = str(min(int(args.get("itemsPerPage", 20)), 30))  # clamped, not refused
-    page = services.list_trips(ctx.user, query)
-    return {"member": [list_item(t) for t in page["trips"]], "totalItems": page["total"],
-            "page": page["page"], "itemsPerPage": page["items_per_page"]}
+    return list_page(services.list_trips(ctx.user, query))
 
 
 TOOL = Tool(

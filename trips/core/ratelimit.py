@@ -29,26 +29,39 @@ KEY_PREFIX = "btp:rl"
 # bucket -> (hits allowed, window in seconds): the defaults; trips.core.limits is the registry and its configuration.
 LIMITS = DEFAULTS
 
-# KEYS = the sorted sets, judged in order; ARGV = window in ms and limit for each key, then one unique member.
-# Returns {0, 0} when every hit is recorded; {i, ms until the oldest counted hit of KEYS[i] leaves its window}
-# when KEYS[i] refuses: the hits of the keys before it stay recorded, none after it is made (as one call per key,
-# in order, stopping at the first refusal, would leave them), in one round trip.
+# KEYS = the sorted sets, judged in order, then (when ARGV[1] is "1") one string key to read; ARGV = that flag,
+# window in ms and limit for each sorted set, then one unique member, then the value the read key takes when it is
+# missing. Returns {0, 0, read} when every hit is recorded; {i, ms until the oldest counted hit of KEYS[i] leaves its
+# window, read} when KEYS[i] refuses: the hits of the keys before it stay recorded, none after it is made (as one
+# call per key, in order, stopping at the first refusal, would leave them), in one round trip. `read` is the string
+# key's value (set to the given value first when it was missing: oauth/live_tokens.py's epoch), or false.
 _SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local member = ARGV[#ARGV]
-for i, key in ipairs(KEYS) do
-  local window = tonumber(ARGV[2 * i - 1])
-  local limit = tonumber(ARGV[2 * i])
+local sets = #KEYS
+local read = false
+if ARGV[1] == '1' then
+  sets = sets - 1
+  read = redis.call('GET', KEYS[#KEYS])
+  if not read then
+    read = ARGV[#ARGV]
+    redis.call('SET', KEYS[#KEYS], read)
+  end
+end
+local member = ARGV[2 * sets + 2]
+for i = 1, sets do
+  local key = KEYS[i]
+  local window = tonumber(ARGV[2 * i])
+  local limit = tonumber(ARGV[2 * i + 1])
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   if redis.call('ZCARD', key) >= limit then
     local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return {i, tonumber(oldest[2]) + window - now}
+    return {i, tonumber(oldest[2]) + window - now, read}
   end
   redis.call('ZADD', key, now, member)
   redis.call('PEXPIRE', key, window)
 end
-return {0, 0}
+return {0, 0, read}
 """
 _SCRIPT_ATTR = "_btp_rate_limit_script"  # kept on the client: registered (its SHA computed) once per client
 
@@ -70,34 +83,46 @@ def _script(redis: redis_lib.Redis):
     return script
 
 
-def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]) -> None:
+UNREAD = None  # what `hits` returns for `read` when Redis was not asked or could not answer
+
+
+def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
+         read: tuple[str, str] | None = None) -> str | None:
     """Count one hit in each (bucket, key, limit, window_s) of `budgets`, in order, in one Redis round trip:
     each allows at most `limit` hits in any `window_s` seconds.
 
+    With `read` = (key, value if missing), the same round trip reads that string key (setting it to the value
+    when it is missing) and returns it, whether the hits were refused or not; UNREAD (None) when Redis is missing
+    or unreachable, or with no `read`.
+
     A refused hit is not counted, and neither are the ones after it (those before it are). Raises RateLimited
     (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
-    bucket that refused) at the first budget that is spent; ValueError for a limit or window below 1.
-    A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
+    bucket that refused; `read` = the value read) at the first budget that is spent; ValueError for a limit or
+    window below 1. A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
     if any(limit < 1 or window_s < 1 for _, _, limit, window_s in budgets):
         raise ValueError("limit and window_s must be at least 1")
-    if not budgets:
-        return
+    if not budgets and read is None:
+        return UNREAD
+    what = budgets[0][0] if budgets else read[0]
     if redis is None:
-        log.warning("rate limit %s: no Redis configured, not enforced", budgets[0][0])
-        return
-    args = [n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)]
+        log.warning("rate limit %s: no Redis configured, not enforced", what)
+        return UNREAD
+    args = ["1" if read else "0", *(n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)),
+            uuid.uuid4().hex, read[1] if read else ""]
+    keys = [_key(b, k) for b, k, _, _ in budgets] + ([read[0]] if read else [])
     try:
-        refused, wait_ms = _script(redis)(keys=[_key(b, k) for b, k, _, _ in budgets], args=[*args, uuid.uuid4().hex])
+        refused, wait_ms, value = _script(redis)(keys=keys, args=args)
     except (redis_lib.RedisError, OSError) as exc:
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", budgets[0][0], exc)
-        return
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", what, exc)
+        return UNREAD
+    value = value.decode() if isinstance(value, bytes) else (value or UNREAD)
     if int(refused) == 0:
-        return
+        return value
     bucket, _, limit, window_s = budgets[int(refused) - 1]
     retry_after = max(1, math.ceil(int(wait_ms) / 1000))
     exc = RateLimited(f"Too many requests: at most {limit} per {_per(window_s)}. Try again in {retry_after} s.",
                       retry_after)
-    exc.bucket = bucket
+    exc.bucket, exc.read = bucket, value
     raise exc
 
 
@@ -114,11 +139,13 @@ def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
     limit_all(redis, [(bucket, key)])
 
 
-def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]]) -> None:
+def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
+              read: tuple[str, str] | None = None) -> str | None:
     """`hits` for several (bucket, key) pairs with their configured limits, in order, in one round trip (the MCP
-    endpoint: the client address and the agent's budgets together). Raises RateLimited (`bucket` says which)
-    at the first that is spent, KeyError for a bucket missing from the registry."""
-    hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs])
+    endpoint: the client address and the agent's budgets together, and the token epoch read beside them). Raises
+    RateLimited (`bucket` says which) at the first that is spent, KeyError for a bucket missing from the
+    registry. Returns what `hits` returns for `read`."""
+    return hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], read)
 
 
-__all__ = ["KEY_PREFIX", "LIMITS", "hit", "hits", "limit", "limit_all"]
+__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "hit", "hits", "limit", "limit_all"]

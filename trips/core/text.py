@@ -123,7 +123,10 @@ def quote(value: object, limit: int = 40) -> str:
 class Floored(dict):
     """A JSON object whose every string went through the floor already (made only by `floored`): `clean_answer`
     returns it as it is instead of walking it again (a part of an answer kept for many answers, such as a day's
-    digest line). Never mutated once made."""
+    digest line). Never mutated once made: so its encoding, once made, is kept with it (mcp/protocol.py
+    encode_once)."""
+
+    __slots__ = ("encoded",)
 
 
 def floored(obj: dict) -> Floored:

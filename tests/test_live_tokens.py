@@ -1,0 +1,236 @@
+"""The MCP endpoint's remembered tokens (oauth/live_tokens.py): a token found live is not looked up again while the
+token epoch in Redis is unchanged, and every way a token stops being live still holds on the very next request —
+a revocation seen by another process only through the epoch, Redis restarted empty, Redis down, an expiry, the
+age limit, a write by hand through the session."""
+import time
+
+import pytest
+import redis as redis_lib
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from oauth import live_tokens
+from oauth.models import AccessToken
+from oauth.tokens import hash_token, issue_token, revoke_personal_tokens
+from tests.factories import make_user
+from tests.mcp_helpers import call, mcp_token, modern
+from trips.core import ratelimit
+from trips.core.db import atomic, db, utcnow
+
+
+@pytest.fixture
+def agent(app, ctx):
+    live_tokens.clear()
+    user = make_user("remembered@example.org")
+    return user, mcp_token(app, user)
+
+
+@pytest.fixture
+def lookups():
+    """The statements that read access_token while the test runs, on any app's engine."""
+    seen = []
+
+    def statement(conn, cursor, text, parameters, context, executemany):
+        if "FROM access_token" in text and text.lstrip().upper().startswith("SELECT"):
+            seen.append(text)
+
+    event.listen(Engine, "before_cursor_execute", statement)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", statement)
+
+
+def list_status(client, token) -> int:
+    return modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}).status_code
+
+
+def as_another_process_remembers(token):
+    """What the cache of a process that did not make the change holds: its entries as they were before it."""
+    assert hash_token(token) in live_tokens._cache
+    return dict(live_tokens._cache)
+
+
+def restore(snapshot):
+    with live_tokens._lock:
+        live_tokens._cache.clear()
+        live_tokens._cache.update(snapshot)
+
+
+def test_a_remembered_token_is_not_looked_up_again(client, agent, lookups):
+    _, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    assert len(lookups) == 1
+    for _ in range(3):
+        assert not call(client, token, "list_trips")["isError"]
+    assert len(lookups) == 1, "looked up again while the epoch stood still"
+    assert hash_token(token) in live_tokens._cache
+
+
+def test_a_revocation_made_elsewhere_holds_through_the_epoch_alone(client, agent, redis_client):
+    user, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    elsewhere = as_another_process_remembers(token)
+    before = redis_client.get(live_tokens.EPOCH_KEY)
+    with atomic():
+        db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id).values(revoked_at=utcnow()))
+    after = redis_client.get(live_tokens.EPOCH_KEY)
+    assert after and after != before  # replaced after the commit
+    restore(elsewhere)  # this process now remembers the token as the other process still does
+    assert hash_token(token) in live_tokens._cache
+    response = modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}})
+    assert response.status_code == 401 and "invalid_token" in response.headers["WWW-Authenticate"]
+    assert hash_token(token) not in live_tokens._cache
+
+
+def test_a_personal_token_revoked_elsewhere_is_refused(app, client, ctx):
+    live_tokens.clear()
+    user = make_user("personal@example.org")
+    token = mcp_token(app, user, client_id=None)
+    assert list_status(client, token) == 200
+    elsewhere = as_another_process_remembers(token)
+    with atomic():
+        assert revoke_personal_tokens(user) == 1
+    restore(elsewhere)
+    assert list_status(client, token) == 401
+
+
+def test_every_kind_of_call_confirms_a_remembered_token(client, agent):
+    """tools/list and a refused argument reach no tool budget: their address hit reads the epoch instead."""
+    user, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    elsewhere = as_another_process_remembers(token)
+    with atomic():
+        db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id).values(revoked_at=utcnow()))
+    for method, params in (("tools/list", {}), ("tools/call", {"name": "no_such_tool", "arguments": {}}),
+                           ("tools/call", {"name": "get_trip", "arguments": {"id": 7}})):
+        restore(elsewhere)
+        assert modern(client, token, method, params).status_code == 401, method
+
+
+def test_a_redis_restarted_empty_believes_nothing(client, agent, redis_client):
+    user, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    elsewhere = as_another_process_remembers(token)
+    # Revoked while this process's Redis forgot everything: no epoch to compare with.
+    with atomic():
+        db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id).values(revoked_at=utcnow()))
+    redis_client.flushdb()
+    restore(elsewhere)
+    assert list_status(client, token) == 401
+    assert redis_client.get(live_tokens.EPOCH_KEY)  # made anew by the reader, never an old value
+
+
+def test_with_redis_down_every_request_looks_its_token_up(fresh_app, agent, lookups):
+    user, token = agent
+    down = fresh_app(REDIS_URL="redis://127.0.0.1:9/0")  # nothing listens there
+    client = down.test_client()
+    with down.app_context():
+        live_tokens.clear()
+        statuses = [list_status(client, token) for _ in range(3)]
+        assert len(lookups) == 3 and not live_tokens._cache, "remembered without an epoch"
+        with atomic():
+            db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id)
+                               .values(revoked_at=utcnow()))
+        assert list_status(client, token) == 401
+    assert all(status in (200, 503) for status in statuses), statuses
+
+
+def test_a_remembered_token_expires_on_time_without_a_lookup(app, client, ctx, lookups):
+    live_tokens.clear()
+    user = make_user("brief@example.org")
+    with atomic():
+        token = issue_token(user, app.config["MCP_RESOURCE"], "trips:read", 1, client_id="brief")
+    assert list_status(client, token) == 200
+    time.sleep(1.1)
+    assert list_status(client, token) == 401
+
+
+def test_no_token_is_believed_longer_than_the_age_limit(app, client, agent, lookups, monkeypatch):
+    _, token = agent
+    monkeypatch.setitem(app.config, "BTP_TOKEN_CACHE_S", 0.3)
+    assert list_status(client, token) == 200 and list_status(client, token) == 200
+    assert len(lookups) == 1
+    time.sleep(0.4)
+    assert list_status(client, token) == 200
+    assert len(lookups) == 2
+
+
+def test_the_cache_can_be_turned_off(app, client, agent, lookups, monkeypatch):
+    _, token = agent
+    monkeypatch.setitem(app.config, "BTP_TOKEN_CACHE_S", 0)
+    assert [list_status(client, token) for _ in range(3)] == [200] * 3
+    assert len(lookups) == 3 and not live_tokens._cache
+
+
+def test_a_change_to_the_account_is_read_anew(client, agent):
+    """The language is read with the token: changing it replaces the epoch, so the next answer speaks it."""
+    user, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    with atomic():
+        db.session.merge(user).locale = "fr"
+    assert not live_tokens._cache
+    assert not call(client, token, "list_trips")["isError"]
+    assert live_tokens._cache[hash_token(token)].user.locale == "fr"
+
+
+def test_writes_to_other_tables_leave_the_epoch_alone(client, agent, redis_client):
+    user, token = agent
+    assert not call(client, token, "list_trips")["isError"]
+    epoch = redis_client.get(live_tokens.EPOCH_KEY)
+    assert not call(client, token, "create_trip", {"sourceUrl": "https://www.komoot.com/tour/123"})["isError"]
+    with atomic():  # a new token is an INSERT: nothing a remembered token says changes
+        issue_token(user, "api", "trips:read", 60)
+    assert redis_client.get(live_tokens.EPOCH_KEY) == epoch
+    assert hash_token(token) in live_tokens._cache
+
+
+def test_an_epoch_that_could_not_be_replaced_is_replaced_later(monkeypatch):
+    class Flaky:
+        def __init__(self):
+            self.calls, self.values = 0, []
+
+        def set(self, key, value):
+            self.calls += 1
+            if self.calls < 3:
+                raise redis_lib.ConnectionError("down")
+            self.values.append((key, value))
+
+    monkeypatch.setattr(live_tokens, "_retry", {})
+    monkeypatch.setattr(live_tokens, "_retrier", None)
+    flaky = Flaky()
+    assert not live_tokens._bump(flaky)
+    live_tokens._retry_later(flaky, 60)
+    live_tokens._retrier.join(5)
+    assert not live_tokens._retrier.is_alive()
+    assert flaky.calls == 3 and flaky.values[-1][0] == live_tokens.EPOCH_KEY
+    assert not live_tokens._retry
+
+
+def test_retrying_stops_once_no_token_remembered_before_the_write_can_be_believed(monkeypatch):
+    class Down:
+        calls = 0
+
+        def set(self, key, value):
+            Down.calls += 1
+            raise redis_lib.ConnectionError("down")
+
+    monkeypatch.setattr(live_tokens, "_retry", {})
+    monkeypatch.setattr(live_tokens, "_retrier", None)
+    live_tokens._retry_later(Down(), 1.2)
+    live_tokens._retrier.join(5)
+    assert not live_tokens._retrier.is_alive() and not live_tokens._retry
+    assert 1 <= Down.calls <= 4
+
+
+def test_the_budgets_round_trip_reads_the_epoch_and_creates_it_when_missing(redis_client):
+    key = "btp:test-epoch"
+    assert ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key, "first")) == "first"
+    assert ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key, "second")) == "first"
+    assert ratelimit.hits(redis_client, [], (key, "third")) == "first"
+    assert ratelimit.hits(redis_client, [("b", "k", 5, 60)]) is None
+    with pytest.raises(ratelimit.RateLimited) as refused:
+        for _ in range(10):
+            ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key, "x"))
+    assert refused.value.read == "first" and refused.value.bucket == "b"
+    assert redis_client.zcard("btp:rl:b:k") == 5
+    assert ratelimit.hits(redis_lib.Redis(port=9), [("b", "k", 5, 60)], (key, "y")) is None
