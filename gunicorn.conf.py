@@ -3,14 +3,14 @@
 # A worker that takes longer than this on one request is killed and replaced (nginx waits 150 s on /mcp).
 timeout = 120
 
-# Still one request at a time per worker (threads = 1: the app is synchronous WSGI, as with sync workers), but
-# the worker keeps a client's connection open between requests: an agent's run of tool calls, or nginx's
-# upstream keep-alive (deploy/nginx.conf), no longer pays a TCP connect, accept and close per call, which a sync
-# worker (one connection per request) does. bench/bench_mcp.py measured about twice the calls/s at 1 and 8
-# clients for the same CPU per call. nginx lets an idle upstream connection go after 4 s, before this 5 s.
-worker_class = "gthread"
-threads = 1
+# One request at a time per worker (the app is synchronous WSGI), with keep-alive: a client's connection stays open
+# between requests (an agent's run of tool calls, nginx's upstream keep-alive), and the worker serves whichever of
+# its connections is readable, in one thread (trips/core/httpworker.py: no handoff between threads per request, as
+# gthread makes). bench/bench_mcp.py: /healthz 1.5x the calls/s of gthread with one thread, a get_trip's CPU 0.3 ms
+# less. nginx lets an idle upstream connection go after 4 s, before this 5 s.
+worker_class = "trips.core.httpworker.KeepAliveWorker"
 keepalive = 5
+worker_connections = 100  # kept connections per worker; beyond that an answer says `Connection: close`
 
 # The client address and scheme are BTP_TRUSTED_PROXIES's business alone (ProxyFix in app.py): gunicorn would
 # otherwise take X-Forwarded-Proto from any loopback caller, even with no proxy configured.

@@ -612,7 +612,7 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     notes.append(f"set-up: trip {s.info['days']} days, computations "
                  + ", ".join(f"{k}={v}" for k, v in sorted(s.info["statuses"].items()))
                  + f"; {s.info['trips']} trips; wrk {args.seconds:g} s per point, 2 threads (edits: one per "
-                 "connection); BTP gunicorn -w 4 (gthread, 1 thread, keep-alive) on PostgreSQL + Redis, budgets lifted with BTP_LIMIT_*")
+                 "connection); BTP gunicorn -w 4 (gunicorn.conf.py: BTP's keep-alive worker, one thread) on PostgreSQL + Redis, budgets lifted with BTP_LIMIT_*")
     if any(v is False for v in equal.values()):
         notes.append("The peer reimplements trip_digest from the same rows and BTP's catalogues as data "
                      "(bench/peers/fastmcp_peer.py); a difference above is a gap in that reimplementation.")

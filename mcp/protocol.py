@@ -119,11 +119,23 @@ def encode_batch(answers: list) -> bytes:
     return b"[" + b",".join(encode(answer) for answer in answers) + b"]"
 
 
+_KEYS: dict[str, bytes] = {}  # the encoded member names of Spliced objects (ours: a small, fixed set)
+
+
+def _key(name) -> bytes:
+    known = _KEYS.get(name)
+    if known is None:
+        known = _dumps(str(name))
+        if len(_KEYS) < 256:
+            _KEYS[name] = known
+    return known
+
+
 def _dumps(value) -> bytes:
     if isinstance(value, Fragment):
         return value.json
     if isinstance(value, Spliced):
-        return b"{" + b",".join(_dumps(str(k)) + b":" + _dumps(v) for k, v in value.items()) + b"}"
+        return b"{" + b",".join(_key(k) + b":" + _dumps(v) for k, v in value.items()) + b"}"
     if isinstance(value, SplicedList):
         return b"[" + b",".join(_dumps(v) for v in value) + b"]"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

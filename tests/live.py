@@ -35,6 +35,7 @@ class Live:
     url: str
     env: dict
     log: Path
+    proc: subprocess.Popen | None = None
 
     def log_tail(self, chars: int = 3000) -> str:
         try:
@@ -44,16 +45,16 @@ class Live:
 
 
 @contextmanager
-def gunicorn(app_config: dict, log: Path, workers: int = 2, own_base_url: bool = False):
+def gunicorn(app_config: dict, log: Path, workers: int = 2, own_base_url: bool = False, args: tuple = ()):
     """Serve the test app; with `own_base_url` its BTP_BASE_URL is where it listens (tokens and links then
-    name that address)."""
+    name that address); `args`: more gunicorn options (after gunicorn.conf.py's)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = server_env(app_config, **({"BTP_BASE_URL": url} if own_base_url else {}))
     with open(log, "wb") as sink:
         proc = subprocess.Popen([str(BIN / "gunicorn"), "--no-control-socket", "--workers", str(workers),
                                  "--bind", f"127.0.0.1:{port}",
-                                 "--timeout", "60", "wsgi:app"], env=env, cwd=ROOT, stdout=sink,
+                                 "--timeout", "60", *args, "wsgi:app"], env=env, cwd=ROOT, stdout=sink,
                                 stderr=subprocess.STDOUT)
     live = Live(url, env, log)
     try:
@@ -66,6 +67,7 @@ def gunicorn(app_config: dict, log: Path, workers: int = 2, own_base_url: bool =
                 pass
             assert time.monotonic() < deadline and proc.poll() is None, f"gunicorn did not start:\n{live.log_tail()}"
             time.sleep(0.1)
+        live.proc = proc
         yield live
     finally:
         proc.terminate()
