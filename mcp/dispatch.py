@@ -29,7 +29,7 @@ from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
 from trips.core.metrics import counted_tool_calls
-from trips.core.ratelimit import limit_all
+from trips.core.ratelimit import limit_all, start_limit_all
 
 log = logging.getLogger(__name__)
 TOOLS_TTL_MS = 300_000
@@ -127,9 +127,18 @@ def tools_call(message, ex) -> dict:
                       input_responses=message.params.get("inputResponses"),
                       request_state=message.params.get("requestState"))
     try:
-        _spend_budget(ex, tool)
-        admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (kept: see _admit)
-        answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
+        if tool.local_read:  # the budgets' round trip overlaps the tool's own reads; their verdict comes first
+            started = _start_budget(ex, tool)
+            try:
+                answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
+            except BaseException:
+                _settle_budget(ex, started)  # a refusal (or a revoked token) replaces the tool's own outcome
+                raise
+            _settle_budget(ex, started)
+        else:
+            _spend_budget(ex, tool)
+            admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
+            answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
     except InputRequired as ask:
@@ -170,17 +179,31 @@ class AddressRefused(Exception):
         self.cause = cause
 
 
+def _budget_pairs(ex, tool) -> list[tuple[str, str]]:
+    key = f"{ex.principal.user_id}|{ex.principal.client_id or 'cli'}"
+    address, ex.address = getattr(ex, "address", None), None
+    pairs = [("mcp_address", address)] if address is not None else []
+    return pairs + [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])
+
+
 def _spend_budget(ex, tool) -> None:
     """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
     agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), and the token epoch while the caller's
     token is a remembered one (oauth/resource.py confirm): one Redis round trip, before the tool runs. Raises
     AddressRefused, RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
-    key = f"{ex.principal.user_id}|{ex.principal.client_id or 'cli'}"
-    address, ex.address = getattr(ex, "address", None), None
-    pairs = [("mcp_address", address)] if address is not None else []
-    pairs += [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])
+    _settle_budget(ex, None, limit_all, _budget_pairs(ex, tool))
+
+
+def _start_budget(ex, tool):
+    """`_spend_budget`'s round trip, sent and not yet read (trips/core/ratelimit.py start_hits)."""
+    return start_limit_all(get_redis(), _budget_pairs(ex, tool), epoch_to_read())
+
+
+def _settle_budget(ex, started, spend=None, pairs=None) -> None:
+    """The verdict of the budgets' round trip (`started`, or spent now with `spend(redis, pairs, read)`): raises
+    as `_spend_budget`."""
     try:
-        epoch = limit_all(get_redis(), pairs, epoch_to_read())
+        epoch = started.finish() if started is not None else spend(get_redis(), pairs, epoch_to_read())
     except RateLimited as exc:
         if getattr(exc, "bucket", None) == "mcp_address":
             raise AddressRefused(exc) from None

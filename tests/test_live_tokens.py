@@ -2,6 +2,7 @@
 token epoch in Redis is unchanged, and every way a token stops being live still holds on the very next request —
 a revocation seen by another process only through the epoch, Redis restarted empty, Redis down, an expiry, the
 age limit, a write by hand through the session."""
+import json
 import time
 
 import pytest
@@ -234,3 +235,36 @@ def test_the_budgets_round_trip_reads_the_epoch_and_creates_it_when_missing(redi
     assert refused.value.read == "first" and refused.value.bucket == "b"
     assert redis_client.zcard("btp:rl:b:k") == 5
     assert ratelimit.hits(redis_lib.Redis(port=9), [("b", "k", 5, 60)], (key, "y")) is None
+
+
+def test_the_budgets_round_trip_in_two_halves_answers_as_one(redis_client):
+    key = "btp:test-epoch-2"
+    pool = redis_client.connection_pool
+    redis_client.script_flush()  # the script is not in Redis: the first answer is NOSCRIPT, asked again in full
+    started = ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key, "first"))
+    assert started.finish() == "first" and redis_client.zcard("btp:rl:b2:k") == 1
+    assert ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key, "x")).finish() == "first"
+    with pytest.raises(ratelimit.RateLimited) as refused:
+        ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key, "y")).finish()
+    assert refused.value.read == "first" and redis_client.zcard("btp:rl:b2:k") == 2
+    assert len(pool._in_use_connections) == 0  # every connection went back to the pool  # noqa: SLF001
+    down = ratelimit.start_hits(redis_lib.Redis(port=9), [("b2", "k", 2, 60)], (key, "z"))
+    assert down.finish() is None  # unreachable: not enforced, nothing read
+    assert ratelimit.start_hits(None, [("b2", "k", 2, 60)]).finish() is None
+
+
+def test_a_spent_budget_outranks_a_local_reads_own_refusal(app, client, agent, monkeypatch):
+    """get_trip runs while its budgets' answer is on the way: when they refuse, the refusal is the answer, not
+    the tool's (an unknown trip here), and a remembered token found revoked is a 401 whatever the tool read."""
+    user, token = agent
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_calls", (1, 60))
+    first = call(client, token, "get_trip", {"id": "no-such-trip"})
+    assert json.loads(first["content"][0]["text"])["error"]["code"] == "not_found"
+    second = call(client, token, "get_trip", {"id": "no-such-trip"})
+    assert json.loads(second["content"][0]["text"])["error"]["code"] == "rate_limited"
+    monkeypatch.setitem(app.config["BTP_LIMITS"], "mcp_calls", (100, 60))
+    elsewhere = as_another_process_remembers(token)
+    with atomic():
+        db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id).values(revoked_at=utcnow()))
+    restore(elsewhere)
+    assert modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}).status_code == 401

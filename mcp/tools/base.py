@@ -55,11 +55,16 @@ class Tool:
     # The argument naming the trip a lock-carrying tool writes (C44): its ownership and lock are judged before
     # the other arguments, so a started trip answers "locked" whatever else was sent (C42).
     locked_trip: str | None = None
+    # Reads BTP's own database and nothing else (no third party, no write): it may run while the budgets' answer is
+    # on its way (mcp/dispatch.py tools_call), its answer thrown away if they refuse.
+    local_read: bool = False
 
     def __post_init__(self):
         unknown = set(self.annotations) - ANNOTATION_KEYS
         if unknown:
             raise ValueError(f"{self.name}: unknown annotation keys {sorted(unknown)}")
+        if self.local_read and (self.writes or self.locked_trip or not self.annotations.get("readOnlyHint")):
+            raise ValueError(f"{self.name}: a local read writes nothing and takes no lock")
 
     @property
     def writes(self) -> bool:

@@ -58,7 +58,7 @@ def run(ctx, args: dict) -> dict:
 
 
 TOOL = Tool(
-    name="get_stage", title="Read one day", scope="trips:read", run=run,
+    name="get_stage", title="Read one day", scope="trips:read", run=run, local_read=True,
     description="One day in full: places to sleep with their prices, food along the way, alerts, weather, "
                 "terrain, and which analyses ran (`groups`); never the route's coordinates." +
                 s.data_note("Names, labels, opening hours, alert messages"),

@@ -31,7 +31,7 @@ def run(ctx, args: dict) -> dict:
 
 
 TOOL = Tool(
-    name="get_trip", title="Read a trip", scope="trips:read", run=run,
+    name="get_trip", title="Read a trip", scope="trips:read", run=run, local_read=True,
     description="A trip's settings and one line per day, with the version the edits need. While `partial` "
                 "is true, work is still running. When a computation failed, `categoryStatus` carries its reason "
                 "and `nextAction` says how to recover." +

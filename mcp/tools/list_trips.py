@@ -17,7 +17,7 @@ def run(ctx, args: dict) -> dict:
 
 
 TOOL = Tool(
-    name="list_trips", title="List my trips", scope="trips:read", run=run,
+    name="list_trips", title="List my trips", scope="trips:read", run=run, local_read=True,
     description="The user's trips, newest first, 20 a page (30 at most)." + s.data_note("Titles"),
     input_schema=s.obj({
         "page": s.integer("From 1.", **s.rules(TripListQuery, "page")),

@@ -78,7 +78,13 @@ class KeepAliveWorker(base.Worker):
         try:
             while self.alive:
                 self._heartbeat()
-                for key, _ in self.poller.select(self._wait()):
+                events = self.poller.select(self._wait())
+                # Connections first, then at most one new connection per listener: every worker's selector sees
+                # the same listening socket, and a worker busy serving accepts one client per round while an
+                # idle one takes the next at once, so a burst of clients spreads over the workers instead of
+                # landing on whichever woke first.
+                events.sort(key=lambda event: event[0].data[0] is _ACCEPT)
+                for key, _ in events:
                     kind, obj = key.data
                     if kind is _CONN:
                         self._serve(obj)
@@ -138,23 +144,23 @@ class KeepAliveWorker(base.Worker):
         self.accepting = on
 
     def _accept(self, listener) -> None:
-        while len(self.conns) < self.cfg.worker_connections:
-            try:
-                client, addr = listener.accept()
-            except (BlockingIOError, InterruptedError):
+        """Take one waiting client, if any (see run: one per round)."""
+        try:
+            client, addr = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return  # another worker took it
+        except OSError as exc:
+            if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
+                             errno.ENOMEM):
                 return
-            except OSError as exc:
-                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
-                                 errno.ENOMEM):
-                    return
-                raise
-            util.close_on_exec(client)
-            client.setblocking(False)
-            if client.family != socket.AF_UNIX:
-                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn(client, addr, listener.getsockname(), self.cfg)
-            self._keep(conn)
-        self._accepting(False)  # full: the backlog waits until a connection closes
+            raise
+        util.close_on_exec(client)
+        client.setblocking(False)
+        if client.family != socket.AF_UNIX:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._keep(_Conn(client, addr, listener.getsockname(), self.cfg))
+        if len(self.conns) >= self.cfg.worker_connections:
+            self._accepting(False)  # full: the backlog waits until a connection closes
 
     def _keep(self, conn: _Conn) -> None:
         conn.deadline = time.monotonic() + max(self.cfg.keepalive, 1)

@@ -99,22 +99,38 @@ def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]
     (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
     bucket that refused; `read` = the value read) at the first budget that is spent; ValueError for a limit or
     window below 1. A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
+    call = _prepare(redis, budgets, read)
+    if call is None:
+        return UNREAD
+    keys, args = call
+    try:
+        reply = _script(redis)(keys=keys, args=args)
+    except (redis_lib.RedisError, OSError) as exc:
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, read), exc)
+        return UNREAD
+    return _outcome(budgets, reply)
+
+
+def _what(budgets, read) -> str:
+    return budgets[0][0] if budgets else read[0]
+
+
+def _prepare(redis, budgets, read) -> tuple[list, list] | None:
+    """(keys, args) of the script for these budgets, or None when there is nothing to ask (no Redis: logged)."""
     if any(limit < 1 or window_s < 1 for _, _, limit, window_s in budgets):
         raise ValueError("limit and window_s must be at least 1")
     if not budgets and read is None:
-        return UNREAD
-    what = budgets[0][0] if budgets else read[0]
+        return None
     if redis is None:
-        log.warning("rate limit %s: no Redis configured, not enforced", what)
-        return UNREAD
+        log.warning("rate limit %s: no Redis configured, not enforced", _what(budgets, read))
+        return None
     args = ["1" if read else "0", *(n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)),
             uuid.uuid4().hex, read[1] if read else ""]
-    keys = [_key(b, k) for b, k, _, _ in budgets] + ([read[0]] if read else [])
-    try:
-        refused, wait_ms, value = _script(redis)(keys=keys, args=args)
-    except (redis_lib.RedisError, OSError) as exc:
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", what, exc)
-        return UNREAD
+    return [_key(b, k) for b, k, _, _ in budgets] + ([read[0]] if read else []), args
+
+
+def _outcome(budgets, reply) -> str | None:
+    refused, wait_ms, value = reply
     value = value.decode() if isinstance(value, bytes) else (value or UNREAD)
     if int(refused) == 0:
         return value
@@ -124,6 +140,57 @@ def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]
                       retry_after)
     exc.bucket, exc.read = bucket, value
     raise exc
+
+
+class Started:
+    """Hits sent to Redis whose answer is read later (`start_hits`): the caller reads the database meanwhile."""
+
+    __slots__ = ("redis", "budgets", "read", "conn")
+
+    def __init__(self, redis, budgets, read, conn):
+        self.redis, self.budgets, self.read, self.conn = redis, budgets, read, conn
+
+    def finish(self) -> str | None:
+        """What `hits` returns or raises for these budgets. Called exactly once, whatever happened meanwhile."""
+        conn, self.conn = self.conn, None
+        if conn is None:  # not sent (nothing to ask, or sending failed): asked now, as `hits` asks
+            return hits(self.redis, self.budgets, self.read) if self.redis is not None else UNREAD
+        pool = self.redis.connection_pool
+        try:
+            reply = conn.read_response()
+        except redis_lib.exceptions.NoScriptError:  # a Redis restarted since the script was loaded: nothing ran
+            pool.release(conn)
+            return hits(self.redis, self.budgets, self.read)
+        except (redis_lib.RedisError, OSError) as exc:
+            conn.disconnect()
+            pool.release(conn)
+            log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(self.budgets, self.read), exc)
+            return UNREAD
+        pool.release(conn)
+        return _outcome(self.budgets, reply)
+
+
+def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
+               read: tuple[str, str] | None = None) -> Started:
+    """`hits`, in two halves: the script is sent now and its answer read by `Started.finish()` (which raises what
+    `hits` raises). Between the two the caller may do work whose result it throws away if `finish` refuses (a
+    read of its own database): the budgets' round trip then costs no wait of its own. Raises ValueError as hits."""
+    call = _prepare(redis, budgets, read)
+    if call is None:
+        return Started(None, budgets, read, None)
+    keys, args = call
+    pool = redis.connection_pool
+    try:
+        conn = pool.get_connection()
+    except (redis_lib.RedisError, OSError):
+        return Started(redis, budgets, read, None)
+    try:
+        conn.send_command("EVALSHA", _script(redis).sha, len(keys), *keys, *args)
+    except (redis_lib.RedisError, OSError):
+        conn.disconnect()
+        pool.release(conn)
+        return Started(redis, budgets, read, None)
+    return Started(redis, budgets, read, conn)
 
 
 def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
@@ -148,4 +215,10 @@ def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
     return hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], read)
 
 
-__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "hit", "hits", "limit", "limit_all"]
+def start_limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
+                    read: tuple[str, str] | None = None) -> Started:
+    """`limit_all` in two halves (`start_hits`)."""
+    return start_hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], read)
+
+
+__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]
