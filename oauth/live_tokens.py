@@ -34,6 +34,7 @@ from datetime import datetime
 
 import redis as redis_lib
 from sqlalchemy import event
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import make_transient_to_detached
 
@@ -80,7 +81,7 @@ def remember(token_hash: str, row, user, epoch: str | None, max_age_s: float) ->
     """Remember a token just found live, under the epoch read before it was looked up (None: not remembered)."""
     if epoch is None or max_age_s <= 0:
         return
-    copy = type(user)(id=user.id, email=user.email, locale=user.locale, created_at=user.created_at)
+    copy = type(user)(**{attr.key: getattr(user, attr.key) for attr in sa_inspect(type(user)).column_attrs})
     make_transient_to_detached(copy)
     entry = Remembered(copy, user.id, row.scopes, row.client_id, row.audience, row.expires_at, epoch,
                        time.monotonic() + max_age_s)

@@ -125,8 +125,9 @@ def list_trips(actor: User, query) -> dict:
     page_statement, count_statement = _list_statements(filters)
     bounds = {"offset": (q["page"] - 1) * size, "limit": size}
     if db.session.get_bind().dialect.name == "postgresql":
-        # the page, how many trips match in all, and each trip's days' distances and statuses: one statement
-        rows = db.session.execute(_pg_list_statement(filters), {**values, **bounds}).all()
+        # the page, how many trips match in all, and each trip's days' distances and statuses: one statement, of
+        # plain columns (Core, on the session's connection: no ORM entity to load)
+        rows = db.session.connection().execute(_pg_list_statement(filters), {**values, **bounds}).all()
         trips = [ListedTrip(*row[:6], (row.distances or [], row.statuses or [])) for row in rows]
     else:  # the page with the total beside each row, then its days and statuses (_summarize)
         rows = db.session.execute(page_statement, {**values, **bounds}).all()
@@ -183,10 +184,13 @@ def _pg_list_statement(filters: tuple[str, ...]):
     and its computations' distinct statuses (arrays, aggregated by the server)."""
     from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg
 
-    distances = (sa.select(array_agg(aggregate_order_by(Stage.distance, Stage.position)))
-                 .where(Stage.trip_id == Trip.id).scalar_subquery().label("distances"))
-    statuses = (sa.select(array_agg(sa.distinct(Computation.status))).where(Computation.trip_id == Trip.id)
-                .scalar_subquery().label("statuses"))
+    # psycopg returns the arrays as lists already: typed NullType, SQLAlchemy leaves them as they come instead of
+    # converting every element again (ARRAY's result processor)
+    distances = sa.type_coerce(sa.select(array_agg(aggregate_order_by(Stage.distance, Stage.position)))
+                               .where(Stage.trip_id == Trip.id).scalar_subquery(), sa.types.NullType())
+    statuses = sa.type_coerce(sa.select(array_agg(sa.distinct(Computation.status)))
+                              .where(Computation.trip_id == Trip.id).scalar_subquery(), sa.types.NullType())
+    distances, statuses = distances.label("distances"), statuses.label("statuses")
     return _paged(sa.select(Trip.id, Trip.title, Trip.start_date, Trip.end_date, Trip.created_at, Trip.updated_at,
                             sa.func.count().over().label("total"), distances, statuses).where(*_list_where(filters)))
 
