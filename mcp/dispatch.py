@@ -29,7 +29,7 @@ from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
 from trips.core.metrics import counted_tool_calls
-from trips.core.ratelimit import limit_all, start_limit_all
+from trips.core.ratelimit import start_limit_all
 
 log = logging.getLogger(__name__)
 TOOLS_TTL_MS = 300_000
@@ -191,7 +191,7 @@ def _spend_budget(ex, tool) -> None:
     agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), and the token epoch while the caller's
     token is a remembered one (oauth/resource.py confirm): one Redis round trip, before the tool runs. Raises
     AddressRefused, RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
-    _settle_budget(ex, None, limit_all, _budget_pairs(ex, tool))
+    _settle_budget(ex, _start_budget(ex, tool))
 
 
 def _start_budget(ex, tool):
@@ -199,11 +199,10 @@ def _start_budget(ex, tool):
     return start_limit_all(get_redis(), _budget_pairs(ex, tool), epoch_to_read())
 
 
-def _settle_budget(ex, started, spend=None, pairs=None) -> None:
-    """The verdict of the budgets' round trip (`started`, or spent now with `spend(redis, pairs, read)`): raises
-    as `_spend_budget`."""
+def _settle_budget(ex, started) -> None:
+    """The verdict of the budgets' round trip `started`: raises as `_spend_budget`."""
     try:
-        epoch = started.finish() if started is not None else spend(get_redis(), pairs, epoch_to_read())
+        epoch = started.finish()
     except RateLimited as exc:
         if getattr(exc, "bucket", None) == "mcp_address":
             raise AddressRefused(exc) from None

@@ -87,7 +87,9 @@ def _principal(required_scope, user, scopes, client_id) -> Principal:
 def confirm(epoch: str | None) -> None:
     """Believe the remembered token of this request if `epoch` (read from Redis in this request; None when it
     could not be read) is the one it was remembered under; else look it up again. Raises McpUnauthorized when it
-    is no longer live. Does nothing when the token was looked up in this request already."""
+    is no longer live. Does nothing when the token was looked up in this request already. (A token still live is
+    served with the account as remembered for this one request: another process's change to the account's
+    language shows from the next one.)"""
     pending = g.pop("btp_unconfirmed", None)
     if pending is None:
         return
