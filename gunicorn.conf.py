@@ -6,8 +6,9 @@ timeout = 120
 # One request at a time per worker (the app is synchronous WSGI), with keep-alive: a client's connection stays open
 # between requests (an agent's run of tool calls, nginx's upstream keep-alive), and the worker serves whichever of
 # its connections is readable, in one thread (trips/core/httpworker.py: no handoff between threads per request, as
-# gthread makes). bench/bench_mcp.py: /healthz 1.5x the calls/s of gthread with one thread, a get_trip's CPU 0.3 ms
-# less. nginx lets an idle upstream connection go after 4 s, before this 5 s.
+# gthread makes). Measured on the 2-core machine: /healthz at 8 connections (wrk) 1.5x gthread's calls/s with one
+# thread; a get_trip's server CPU at 8 clients 0.25 ms less (bench/bench_mcp.py). nginx lets an idle upstream
+# connection go after 4 s, before this 5 s.
 worker_class = "trips.core.httpworker.KeepAliveWorker"
 keepalive = 5
 worker_connections = 100  # kept connections per worker; beyond that an answer says `Connection: close`

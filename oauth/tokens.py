@@ -74,21 +74,16 @@ def issue_token(user: User, audience: str, scope: str, ttl: int = DEFAULT_TTL, c
     return token
 
 
-def lookup_token(token: str, audience: str) -> AccessToken | None:
-    """The live token of that audience, or None (unknown, expired, revoked or issued for another audience)."""
-    found = live_token(token, audience)
-    return None if found is None else found[0]
-
-
 def well_formed(token: str | None) -> bool:
     """Could be one of ours: not empty, at most 200 characters, with our prefix (anything else is never looked up)."""
     return bool(token) and len(token) <= 200 and token.startswith(ACCESS_PREFIX)
 
 
 def live_token(token: str, audience: str) -> tuple[AccessToken, User] | None:
-    """(the live token of that audience, its user), or None as `lookup_token`: one indexed query (the unique
-    token_hash index, the user joined on its primary key), on every request, so a revocation (or an expiry)
-    holds on the very next request whichever process or instance serves it."""
+    """(the live token of that audience, its user), or None (unknown, expired, revoked or issued for another
+    audience): one indexed query (the unique token_hash index, the user joined on its primary key). REST requests
+    run it every time; the MCP endpoint for a token it does not remember live (oauth/live_tokens.py), so a
+    revocation (or an expiry) holds on the very next request whichever process or instance serves it."""
     if not well_formed(token):
         return None
     found = db.session.execute(_live_statement(), {"token_hash": hash_token(token)}).first()
@@ -128,8 +123,8 @@ def personal_tokens(user: User) -> list[AccessToken]:
 
 
 def revoke_personal_token(token_id: str, user: User | None = None) -> AccessToken:
-    """Revoke one live personal token at once: the next request with it is refused (lookup_token checks
-    `revoked_at` on every request). With `user`, only one of that user's. The caller commits.
+    """Revoke one live personal token at once: the next request with it is refused (live_token checks
+    `revoked_at`; the commit replaces the MCP token epoch). With `user`, only one of that user's. The caller commits.
 
     Raises NotFound alike for an unknown id, another user's token, an agent's token, and a token already
     revoked or expired (nothing tells a caller which tokens exist).

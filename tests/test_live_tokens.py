@@ -133,7 +133,7 @@ def test_with_redis_down_every_request_looks_its_token_up(fresh_app, agent, look
             db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id)
                                .values(revoked_at=utcnow()))
         assert list_status(client, token) == 401
-    assert all(status in (200, 503) for status in statuses), statuses
+    assert statuses == [200] * 3  # a read needs no Redis: budgets are not enforced meanwhile
 
 
 def test_a_remembered_token_expires_on_time_without_a_lookup(app, client, ctx, lookups):

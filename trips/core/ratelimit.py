@@ -153,8 +153,8 @@ class Started:
     def finish(self) -> str | None:
         """What `hits` returns or raises for these budgets. Called exactly once, whatever happened meanwhile."""
         conn, self.conn = self.conn, None
-        if conn is None:  # not sent (nothing to ask, or sending failed): asked now, as `hits` asks
-            return hits(self.redis, self.budgets, self.read) if self.redis is not None else UNREAD
+        if conn is None:  # nothing was sent: nothing to ask, or Redis unreachable (logged by start_hits)
+            return UNREAD
         pool = self.redis.connection_pool
         try:
             reply = conn.read_response()
@@ -180,16 +180,16 @@ def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int,
         return Started(None, budgets, read, None)
     keys, args = call
     pool = redis.connection_pool
+    conn = None
     try:
-        conn = pool.get_connection()
-    except (redis_lib.RedisError, OSError):
-        return Started(redis, budgets, read, None)
-    try:
+        conn = pool.get_connection()  # a pooled connection Redis closed is re-made here (redis-py checks it)
         conn.send_command("EVALSHA", _script(redis).sha, len(keys), *keys, *args)
-    except (redis_lib.RedisError, OSError):
-        conn.disconnect()
-        pool.release(conn)
-        return Started(redis, budgets, read, None)
+    except (redis_lib.RedisError, OSError) as exc:  # fail open at once, as `hits` does: no second wait
+        if conn is not None:
+            conn.disconnect()
+            pool.release(conn)
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, read), exc)
+        return Started(None, budgets, read, None)
     return Started(redis, budgets, read, conn)
 
 
