@@ -1,15 +1,26 @@
 """BTP's gunicorn worker (trips/core/httpworker.py), served for real: keep-alive on one connection, pipelined
 requests, connections taking turns on one worker, an idle connection closed after `keepalive`, a stalled request
-cut off, the connection cap, max_requests, and a prompt graceful stop with idle connections open."""
+cut off, the connection cap, max_requests, and a prompt graceful stop with idle connections open. And the response
+(_OneSendResponse): a body handed over whole leaves with its head in one send, everything else on the wire exactly as
+gunicorn's own Response puts it (in-process against a socketpair, and served for real by a small WSGI app)."""
+import io
+import os
 import re
 import signal
 import socket
+import subprocess
 import time
+from contextlib import contextmanager
 
 import pytest
+from gunicorn import glogging
+from gunicorn import util as gunicorn_util
+from gunicorn.config import Config
+from gunicorn.http import wsgi as gunicorn_wsgi
 
-from tests.live import gunicorn
-from trips.core.httpworker import READ_TIMEOUT_S
+from tests.live import BIN, ROOT, free_port, gunicorn
+from trips.core import httpworker
+from trips.core.httpworker import READ_TIMEOUT_S, KeepAliveWorker, _Conn
 
 REQUEST = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
@@ -182,3 +193,310 @@ def test_a_stop_does_not_wait_for_idle_connections(app_config, tmp_path):
         for sock in idle:
             assert closed_by_server(sock, 1.0)
             sock.close()
+
+
+# --- the response: head and a whole body in one send -------------------------------------------------------------
+BODY = b'{"status":"ok"}\n'
+HEALTHZ_BODY = BODY  # what /healthz answers (trips/core/ops.py)
+PART = b"0123456789abcdef" * 64  # 1 KiB
+
+
+def test_small_answers_arrive_whole_over_keep_alive(one_worker):
+    sock = connect(one_worker)
+    for _ in range(6):
+        sock.sendall(REQUEST)
+        status, headers, body = read_answer(sock)
+        assert (status, body, headers["content-length"]) == (200, HEALTHZ_BODY, str(len(HEALTHZ_BODY)))
+        assert headers.get("content-type") == "application/json" and "transfer-encoding" not in headers
+    sock.close()
+
+
+def read_head(sock) -> tuple[int, dict, bytes]:
+    """One answer's status line and headers: (status, headers lower-cased, whatever came after them)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before an answer: {data!r}"
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, rest
+
+
+def test_head_gets_the_headers_only_with_the_get_content_length(one_worker):
+    sock = connect(one_worker)
+    for _ in range(2):
+        sock.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        status, headers, rest = read_head(sock)
+        assert (status, headers["content-length"], rest) == (200, str(len(HEALTHZ_BODY)), b"")
+        # A body sent after the head would come before the next answer, and the next answer would not parse.
+        sock.sendall(REQUEST)
+        assert read_answer(sock)[::2] == (200, HEALTHZ_BODY)
+    sock.close()
+
+
+# A WSGI app of known answers, served in-process (below) and by a real gunicorn with the worker (demo_server).
+def demo_app(environ, start_response):
+    path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+    if path == "/one":  # one item, as werkzeug hands it over (an iterator, with the Content-Length)
+        body = PART * 3
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))])
+        return iter([body])
+    if path == "/parts":  # known length, in three parts
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", str(3 * len(PART)))])
+        return iter([PART, PART, PART])
+    if path == "/stream":  # unknown length: chunked
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return (part for part in (b"first ", b"", PART, b" last"))
+    if path == "/big":  # one item above ONE_SEND_MAX_BYTES
+        body = PART * (httpworker.ONE_SEND_MAX_BYTES // len(PART) + 1)
+        start_response("200 OK", [("Content-Length", str(len(body)))])
+        return [body]
+    start_response("404 Not Found", [("Content-Length", "0")])
+    return [] if method == "HEAD" else [b""]
+
+
+@contextmanager
+def serve_demo(tmp_path):
+    """gunicorn with BTP's worker serving demo_app (not the BTP app: no gunicorn.conf.py)."""
+    port = free_port()
+    conf = tmp_path / "empty.conf.py"
+    conf.write_text("")
+    with open(tmp_path / "demo.log", "wb") as sink:
+        proc = subprocess.Popen([str(BIN / "gunicorn"), "-c", str(conf), "--no-control-socket", "--workers", "1",
+                                 "--worker-class", "trips.core.httpworker.KeepAliveWorker", "--keep-alive", "5",
+                                 "--bind", f"127.0.0.1:{port}", "tests.test_httpworker:demo_app"],
+                                cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as probe:
+                    probe.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\n\r\n")
+                    if read_answer(probe)[0] == 200:
+                        break
+            except (OSError, AssertionError):
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "demo.log").read_text()
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory):
+    with serve_demo(tmp_path_factory.mktemp("demo")) as port:
+        yield port
+
+
+def read_chunked(sock) -> tuple[int, dict, bytes]:
+    """One chunked answer (no trailers): (status, headers, the body put together)."""
+    status, headers, data = read_head(sock)
+    assert headers.get("transfer-encoding") == "chunked" and "content-length" not in headers, headers
+    body = b""
+    while True:
+        while b"\r\n" not in data:
+            data += sock.recv(65536)
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line, 16)
+        while len(data) < size + 2:
+            chunk = sock.recv(65536)
+            assert chunk, "closed in the middle of a chunk"
+            data += chunk
+        assert data[size:size + 2] == b"\r\n"
+        body, data = body + data[:size], data[size + 2:]
+        if size == 0:
+            assert data == b"", "more than one answer"
+            return status, headers, body
+
+
+def test_demo_answers_in_one_part_in_parts_and_streamed_on_one_connection(demo_server):
+    sock = socket.create_connection(("127.0.0.1", demo_server), timeout=10)
+    for _ in range(3):
+        for path, body in (("/one", PART * 3), ("/parts", PART * 3)):
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            status, headers, got = read_answer(sock)
+            assert (status, got, headers["content-length"]) == (200, body, str(len(body)))
+            assert headers.get("connection", "keep-alive").lower() == "keep-alive"
+        sock.sendall(b"GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert read_chunked(sock)[::2] == (200, b"first " + PART + b" last")
+        sock.sendall(b"HEAD /one HTTP/1.1\r\nHost: x\r\n\r\n")  # the app writes its body: gunicorn drops it
+        status, headers, rest = read_head(sock)
+        assert (status, headers["content-length"], rest) == (200, str(len(PART * 3)), b"")
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, got = read_answer(sock)
+        assert status == 200 and len(got) > httpworker.ONE_SEND_MAX_BYTES and got == PART * (len(got) // len(PART))
+    sock.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    status, headers, got = read_answer(sock)
+    assert (status, headers["connection"], got) == (200, "close", PART * 3)
+    assert closed_by_server(sock, 3.0)
+    sock.close()
+
+
+class CountingSocket:
+    """One end of a socketpair, counting what is sent on it: each sendall (its bytes) and sendfile."""
+
+    def __init__(self, sock):
+        self._sock, self.sends = sock, []
+
+    def sendall(self, data):
+        self.sends.append(bytes(data))
+        return self._sock.sendall(data)
+
+    def sendfile(self, file, offset=0, count=None):
+        self.sends.append(("sendfile", count))
+        return self._sock.sendfile(file, offset, count)
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+def serve_in_process(app, request: bytes) -> tuple[bool, list, bytes]:
+    """The worker's own path for one request (KeepAliveWorker._one_request: parser, wsgi.create, the app, the
+    response, close) on a socketpair: (keep the connection?, the sends, every byte the client receives)."""
+    cfg = Config()
+    worker = KeepAliveWorker(0, os.getppid(), [], None, 30, cfg, glogging.Logger(cfg))
+    worker.wsgi, worker.conns = app, {}
+    ours, theirs = socket.socketpair()
+    ours.settimeout(5)
+    theirs.settimeout(5)
+    try:
+        theirs.sendall(request)
+        sock = CountingSocket(ours)
+        keep = worker._one_request(_Conn(sock, ("127.0.0.1", 40000), ("127.0.0.1", 8000), cfg))
+        ours.shutdown(socket.SHUT_WR)
+        wire = b""
+        while chunk := theirs.recv(65536):
+            wire += chunk
+        return keep, sock.sends, wire
+    finally:
+        ours.close()
+        theirs.close()
+        worker.tmp.close()
+
+
+def answering(status: str, headers: list, body):
+    """A WSGI app answering `status`, `headers` and body(environ) (an iterable)."""
+    def app(environ, start_response):
+        start_response(status, headers)
+        return body(environ)
+    return app
+
+
+def failing_after(first: bytes):
+    def body(environ):
+        yield first
+        raise RuntimeError("the app failed after its first part")
+    return body
+
+
+def failing_app(environ, start_response):
+    raise RuntimeError("the app failed before its answer")
+
+
+GET = b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n"
+HEAD = b"HEAD /x HTTP/1.1\r\nHost: x\r\n\r\n"
+CL = [("Content-Type", "application/json"), ("Content-Length", str(len(BODY)))]
+MAX = httpworker.ONE_SEND_MAX_BYTES
+# name: (request, app, how many sends with the worker's response, with gunicorn's own)
+CASES = {
+    "one item": (GET, answering("200 OK", CL, lambda env: [BODY]), 1, 2),
+    "one item in an iterator": (GET, answering("200 OK", CL, lambda env: iter([BODY])), 1, 2),
+    "one item over the Content-Length, then more": (
+        GET, answering("200 OK", [("Content-Length", "5")], lambda env: [BODY, b"more"]), 1, 2),
+    "Content-Length 0": (GET, answering("200 OK", [("Content-Length", "0")], lambda env: [b""]), 1, 1),
+    "nothing written": (GET, answering("200 OK", [("Content-Length", "0")], lambda env: []), 1, 1),
+    "exactly ONE_SEND_MAX_BYTES": (
+        GET, answering("200 OK", [("Content-Length", str(MAX))], lambda env: [b"x" * MAX]), 1, 2),
+    "one byte above ONE_SEND_MAX_BYTES": (
+        GET, answering("200 OK", [("Content-Length", str(MAX + 1))], lambda env: [b"x" * (MAX + 1)]), 2, 2),
+    "HEAD, the app writes nothing": (HEAD, answering("200 OK", CL, lambda env: []), 1, 1),
+    "HEAD, the app writes its body": (HEAD, answering("200 OK", CL, lambda env: [BODY]), 1, 1),
+    "304": (GET, answering("304 Not Modified", CL, lambda env: []), 1, 1),
+    "204 with a body": (GET, answering("204 No Content", CL, lambda env: [BODY]), 1, 1),
+    "known length in parts": (
+        GET, answering("200 OK", [("Content-Length", str(3 * len(PART)))], lambda env: [PART] * 3), 4, 4),
+    "an empty first part": (GET, answering("200 OK", CL, lambda env: [b"", BODY]), 3, 3),
+    "unknown length, one item (chunked)": (GET, answering("200 OK", [], lambda env: [BODY]), 3, 3),
+    "unknown length, in parts (chunked)": (GET, answering("200 OK", [], lambda env: iter([BODY, b"", BODY])), 4, 4),
+    "HTTP/1.0 without a length": (b"GET /x HTTP/1.0\r\n\r\n", answering("200 OK", [], lambda env: [BODY]), 2, 2),
+    "HTTP/1.0": (b"GET /x HTTP/1.0\r\n\r\n", answering("200 OK", CL, lambda env: [BODY]), 1, 2),
+    "the client says close": (
+        b"GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", answering("200 OK", CL, lambda env: [BODY]), 1, 2),
+    "a file (sendfile)": (GET, answering("200 OK", CL, lambda env: env["wsgi.file_wrapper"](
+        open(os.path.join(ROOT, "tests", "test_httpworker.py"), "rb"))), 2, 2),
+    "a file without a fileno": (
+        GET, answering("200 OK", CL, lambda env: env["wsgi.file_wrapper"](io.BytesIO(BODY))), 1, 2),
+    "the app fails before its answer": (GET, failing_app, 1, 1),
+    "the app fails after its whole body": (GET, answering("200 OK", CL, failing_after(BODY)), 1, 2),
+    "the app fails after a first part": (GET, answering("200 OK", [("Content-Length", "99")], failing_after(BODY)),
+                                         2, 2),
+}
+
+
+@pytest.fixture
+def fixed_date(monkeypatch):
+    monkeypatch.setattr(gunicorn_util, "http_date", lambda *args: "Tue, 01 Dec 2026 00:00:00 GMT")
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_wire_is_gunicorns_in_fewer_sends(name, fixed_date, monkeypatch):
+    """Every byte the client receives, and whether the connection is kept, as with gunicorn's own Response; only
+    the number of sends differs, and only when the first write is the whole (declared) body."""
+    request, app, sends, stock_sends = CASES[name]
+    keep, ours, wire = serve_in_process(app, request)
+    monkeypatch.setattr(httpworker, "_OneSendResponse", gunicorn_wsgi.Response)
+    stock_keep, stock, stock_wire = serve_in_process(app, request)
+    assert (keep, wire) == (stock_keep, stock_wire)
+    assert (len(ours), len(stock)) == (sends, stock_sends), (ours, stock)
+    assert b"".join(part for part in ours if isinstance(part, bytes)) == b"".join(
+        part for part in stock if isinstance(part, bytes))
+
+
+def test_a_single_chunk_answer_leaves_in_one_send():
+    """The head and the body of a small Flask-like answer in one sendall: gunicorn's own Response makes two."""
+    keep, sends, wire = serve_in_process(answering("200 OK", CL, lambda env: iter([BODY])), GET)
+    assert keep and len(sends) == 1 and sends[0] == wire, sends
+    head, _, body = wire.partition(b"\r\n\r\n")
+    assert body == BODY and head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"\r\nContent-Length: 16" in head and b"\r\nConnection: keep-alive" in head
+
+
+def test_nothing_is_held_back_for_a_later_part():
+    """A body in parts: each part is on the wire before the app is asked for the next."""
+    seen = []
+
+    def body(environ):
+        sock = environ["gunicorn.socket"]
+        yield PART
+        seen.append(sock.sends[-1])
+        yield b"second"
+        seen.append(sock.sends[-1])
+
+    keep, sends, wire = serve_in_process(answering("200 OK", [("Content-Length", str(len(PART) + 6))], body), GET)
+    assert keep and seen == [PART, b"second"] and len(sends) == 3 and wire.endswith(PART + b"second")
+    _, _, wire = serve_in_process(answering("200 OK", [], body), GET)  # chunked
+    assert seen[2:] == [b"%X\r\n" % len(PART) + PART + b"\r\n", b"6\r\nsecond\r\n"]
+    assert wire.endswith(b"6\r\nsecond\r\n0\r\n\r\n")
+
+
+def test_the_apps_iterable_is_closed_once():
+    closed = []
+
+    class Body:
+        def __init__(self, parts):
+            self.parts = parts
+
+        def __iter__(self):
+            return iter(self.parts)
+
+        def close(self):
+            closed.append(len(self.parts))
+
+    for parts in ([BODY], [b"", BODY], []):
+        serve_in_process(answering("200 OK", CL, lambda env, parts=parts: Body(parts)), GET)
+    serve_in_process(answering("200 OK", CL, lambda env: Body([BODY])), HEAD)
+    assert closed == [1, 2, 0, 1]

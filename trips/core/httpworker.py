@@ -13,6 +13,8 @@ parser and the WSGI environ and response (gunicorn.http), `keepalive` seconds fo
 `worker_connections` connections at most (beyond that a response says `Connection: close`, and no connection is
 accepted while the worker is full), `max_requests`, the pre/post request hooks, the heartbeat the arbiter's
 `timeout` watches, graceful stop (the request under way is answered, idle connections closed, none accepted).
+One thing differs in the response: when the app hands over its whole body at once (a Flask response's one bytes item,
+with its Content-Length), the status line, headers and body leave in one send, not two (_OneSendResponse).
 
 A client that stops sending in the middle of a request holds the worker until READ_TIMEOUT_S, then its connection
 is closed (gthread would hold its one thread the same way; sync would hold the worker until the arbiter's timeout
@@ -38,6 +40,7 @@ from gunicorn.workers import base
 READ_TIMEOUT_S = 10.0  # the longest a started request (or a response's write) may stall
 NOTIFY_EVERY_S = 1.0  # the heartbeat: the arbiter kills a worker silent for `timeout` (120 s)
 LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side (RFC 9112 §9.6)
+ONE_SEND_MAX_BYTES = 64 * 1024  # the largest body sent in the same send as its headers (_OneSendResponse)
 _ACCEPT, _CONN, _WAKE, _LINGER = "accept", "conn", "wake", "linger"
 
 
@@ -46,6 +49,38 @@ def _readable(sock: socket.socket) -> bool:
         return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):
         return False
+
+
+class _OneSendResponse(wsgi.Response):
+    """gunicorn's HTTP/1.1 response, except that the head (status line and headers) and the body leave in ONE sendall
+    when the first bytes the app writes are its whole declared body: gunicorn sends the head in one sendall and the
+    body in a second (Response.write: send_headers, then util.write), two syscalls and, with TCP_NODELAY, usually
+    two TCP segments for a small answer. A Flask/werkzeug response is one bytes item with its Content-Length.
+
+    It only joins bytes that are already there: nothing is held back to wait for a later part. Everything else is
+    gunicorn's own code, so behaves as gunicorn does: a first part shorter than the Content-Length (a body in parts,
+    the head sent alone first), no Content-Length (chunked), a body that must be empty (HEAD, 1xx/204/304: headers
+    only), a file (write_file/sendfile), an app that writes nothing (close sends the head), a body above
+    ONE_SEND_MAX_BYTES (joining would copy it, and it takes several segments anyway), any later write (past the
+    Content-Length: dropped, as gunicorn's write does) and the Connection header (default_headers)."""
+
+    def write(self, arg):
+        length = self.response_length
+        if (self.headers_sent or self._omits_body or length is None or length > ONE_SEND_MAX_BYTES
+                or not isinstance(arg, bytes) or len(arg) < length):
+            return super().write(arg)
+        body = arg if len(arg) == length else arg[:length]  # never more than declared, as gunicorn's write
+        self.sock.sendall(self._head() + body)
+        self.headers_sent = True  # after the send, as gunicorn's send_headers
+        self.sent = length
+        return None
+
+    def _head(self) -> bytes:
+        """The bytes gunicorn's send_headers sends (gunicorn/http/wsgi.py; tests/test_httpworker.py compares the
+        wire bytes with gunicorn's own Response's)."""
+        tosend = self.default_headers()
+        tosend.extend(["%s: %s\r\n" % (k, v) for k, v in self.headers])
+        return util.to_bytestring("%s\r\n" % "".join(tosend), "latin-1")
 
 
 class _Conn:
@@ -267,7 +302,8 @@ class KeepAliveWorker(base.Worker):
         try:
             self.cfg.pre_request(self, req)
             started = datetime.now() if self.cfg.accesslog else None
-            resp, environ = wsgi.create(req, conn.sock, conn.addr, conn.server, self.cfg)
+            resp, environ = wsgi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
+                                         response_class=_OneSendResponse)
             environ["wsgi.multithread"] = False
             self.nr += 1
             if self.nr >= self.max_requests:
