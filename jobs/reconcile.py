@@ -72,6 +72,7 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
     from trips.core.db import utcnow
     from trips.computations import ACTIVE
     from trips.core.db import atomic, db
+    from trips.core.epochs import writing_trip
     from trips.models import Computation, TripRoute
 
     with app_context():
@@ -92,14 +93,15 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
             for trip_id, name, generation in orphans:
                 routed = name != "stages" or db.session.scalar(
                     sa.select(sa.func.count()).select_from(TripRoute).where(TripRoute.trip_id == trip_id))
-                result = db.session.execute(
-                    sa.update(Computation)
-                    .where(Computation.trip_id == trip_id, Computation.name == name,
-                           Computation.generation == generation, Computation.status.in_(ACTIVE),
-                           Computation.updated_at < cutoff)
-                    .values(status="failed", reason=INTERNAL_FAILURE if routed else ROUTE_FAILED_STAGES,
-                            updated_at=utcnow())
-                    .execution_options(synchronize_session=False))
+                with writing_trip(db.session, trip_id):
+                    result = db.session.execute(
+                        sa.update(Computation)
+                        .where(Computation.trip_id == trip_id, Computation.name == name,
+                               Computation.generation == generation, Computation.status.in_(ACTIVE),
+                               Computation.updated_at < cutoff)
+                        .values(status="failed", reason=INTERNAL_FAILURE if routed else ROUTE_FAILED_STAGES,
+                                updated_at=utcnow())
+                        .execution_options(synchronize_session=False))
                 if result.rowcount:
                     settled.append((trip_id, name, generation))
         db.session.remove()

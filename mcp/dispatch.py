@@ -136,7 +136,10 @@ def tools_call(message, ex) -> dict:
                 raise
             _settle_budget(ex, started)
         else:
-            _spend_budget(ex, tool)
+            if tool.reads is not None:
+                ctx.read_values = _spend_budget(ex, tool, tool.reads(ctx, message.params.get("arguments")))
+            else:
+                _spend_budget(ex, tool)
             admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
             answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
@@ -186,29 +189,46 @@ def _budget_pairs(ex, tool) -> list[tuple[str, str]]:
     return pairs + [("mcp_calls", key)] + ([("mcp_writes", key)] if tool.writes else [])
 
 
-def _spend_budget(ex, tool) -> None:
+def _spend_budget(ex, tool, reads=()) -> tuple | None:
     """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
-    agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), and the token epoch while the caller's
-    token is a remembered one (oauth/resource.py confirm): one Redis round trip, before the tool runs. Raises
-    AddressRefused, RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
-    _settle_budget(ex, _start_budget(ex, tool))
+    agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), the token epoch while the caller's
+    token is a remembered one (oauth/resource.py confirm) and the tool's own `reads`: one Redis round trip, before
+    the tool runs. Returns the values of `reads` (None when Redis could not be asked). Raises AddressRefused,
+    RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
+    return _settle_budget(ex, _start_budget(ex, tool, reads))
 
 
-def _start_budget(ex, tool):
-    """`_spend_budget`'s round trip, sent and not yet read (trips/core/ratelimit.py start_hits)."""
-    return start_limit_all(get_redis(), _budget_pairs(ex, tool), epoch_to_read())
+class _Sent:
+    """The budgets' round trip, sent (trips/core/ratelimit.py start_hits), and whether it reads the token epoch
+    first."""
+
+    __slots__ = ("started", "token")
+
+    def __init__(self, started, token: bool):
+        self.started, self.token = started, token
 
 
-def _settle_budget(ex, started) -> None:
-    """The verdict of the budgets' round trip `started`: raises as `_spend_budget`."""
+def _start_budget(ex, tool, reads=()) -> _Sent:
+    """`_spend_budget`'s round trip, sent and not yet read."""
+    token = epoch_to_read()
+    return _Sent(start_limit_all(get_redis(), _budget_pairs(ex, tool), token + tuple(reads)), bool(token))
+
+
+def _settle_budget(ex, sent: _Sent) -> tuple | None:
+    """The verdict of the budgets' round trip `sent`: returns and raises as `_spend_budget`."""
     try:
-        epoch = started.finish()
+        values = sent.started.finish()
     except RateLimited as exc:
         if getattr(exc, "bucket", None) == "mcp_address":
             raise AddressRefused(exc) from None
-        confirm(getattr(exc, "read", None))  # a revoked token hears 401, not its budget's refusal
+        read = getattr(exc, "read", None)
+        confirm(read[0] if read and sent.token else None)  # a revoked token hears 401, not its budget's refusal
         raise
-    confirm(epoch)
+    if values is None:
+        confirm(None)
+        return None
+    confirm(values[0] if sent.token else None)
+    return values[1:] if sent.token else values
 
 
 MODERN = {"server/discover": discover, "tools/list": tools_list, "tools/call": tools_call}

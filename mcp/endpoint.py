@@ -80,14 +80,14 @@ def settle_address(ex: Exchange) -> None:
     round trip while the caller's token is a remembered one (oauth/resource.py confirm). Raises _HttpAnswer (429)
     when the address is over its limit, McpUnauthorized when the remembered token is no longer live."""
     address, ex.address = ex.address, None
-    read = epoch_to_read()
-    if address is None and read is None:
+    reads = epoch_to_read()
+    if address is None and not reads:
         return
     try:
-        epoch = limit_all(get_redis(), [("mcp_address", address)] if address is not None else [], read)
+        values = limit_all(get_redis(), [("mcp_address", address)] if address is not None else [], reads)
     except RateLimited as exc:
         raise address_refused(exc) from None
-    confirm(epoch)
+    confirm(values[0] if values and reads else None)
 
 
 def address_refused(exc: RateLimited) -> _HttpAnswer:

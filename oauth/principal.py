@@ -1,7 +1,7 @@
 """Who is calling: the bearer token of a REST request (audience `api` only)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from functools import wraps
 
 from flask import g, request
@@ -10,18 +10,28 @@ from oauth.models import User
 from oauth.tokens import API_AUDIENCE, live_token
 
 
-@dataclass(frozen=True)
 class Principal:
-    user: User
-    scopes: frozenset[str]
-    client_id: str | None = None
-    # The user's id as read with the token: what the budgets, the grant's last use and the access log key on,
-    # without reading the account again after a write's commit has expired it.
-    user_id: str | None = field(default=None, compare=False)
+    """The caller: its account, the token's scopes and client. `user_id` is the account's id as read with the
+    token: what the budgets, the grant's last use and the access log key on, without reading the account again
+    after a write's commit has expired it. Given `load_user` instead of `user`, the account is loaded on first use
+    (a remembered token's account merged into the session: oauth/resource.py), so a request that never needs
+    more than its id never opens a database session."""
 
-    def __post_init__(self):
-        if self.user_id is None:
-            object.__setattr__(self, "user_id", self.user.id)
+    __slots__ = ("_user", "_load_user", "scopes", "client_id", "user_id")
+
+    def __init__(self, user: User | None = None, scopes: frozenset[str] = frozenset(), client_id: str | None = None,
+                 user_id: str | None = None, load_user: Callable[[], User] | None = None):
+        if user is None and (load_user is None or user_id is None):
+            raise ValueError("a principal needs its user, or its user's id and how to load it")
+        self._user, self._load_user = user, load_user
+        self.scopes, self.client_id = scopes, client_id
+        self.user_id = user_id if user_id is not None else user.id
+
+    @property
+    def user(self) -> User:
+        if self._user is None:
+            self._user = self._load_user()
+        return self._user
 
 
 class Unauthorized(Exception):

@@ -63,8 +63,9 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
         entry = live_tokens.recall(token_hash, audience, utcnow())
         if entry is not None:
             g.btp_unconfirmed = (token, token_hash, entry.epoch)
-            user = db.session.merge(entry.user, load=False)  # no query: the row as read with the token
-            return _principal(required_scope, user, entry.scopes, entry.client_id)
+            # merged into the session when first used (no query: the row as read with the token)
+            return _principal(required_scope, None, entry.scopes, entry.client_id, user_id=entry.user_id,
+                              load_user=lambda: db.session.merge(entry.user, load=False))
         epoch = live_tokens.read_epoch(get_redis())  # before the lookup: see oauth/live_tokens.py
         found = live_token(token, audience)
         if found is not None:
@@ -77,10 +78,10 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     return _principal(required_scope, user, row.scopes, row.client_id)
 
 
-def _principal(required_scope, user, scopes, client_id) -> Principal:
+def _principal(required_scope, user, scopes, client_id, user_id=None, load_user=None) -> Principal:
     if required_scope and required_scope not in scopes:
         raise McpInsufficientScope(required_scope)
-    g.principal = Principal(user=user, scopes=scopes, client_id=client_id)
+    g.principal = Principal(user=user, scopes=scopes, client_id=client_id, user_id=user_id, load_user=load_user)
     return g.principal  # g: the access log names the user (trips/core/observability.py)
 
 
@@ -111,10 +112,10 @@ def confirm_now() -> None:
         confirm(live_tokens.read_epoch(get_redis()))
 
 
-def epoch_to_read() -> tuple[str, str] | None:
-    """The `read` argument of the budgets' round trip (trips/core/ratelimit.py) while this request's token is not
-    yet believed, else None."""
-    return (live_tokens.EPOCH_KEY, live_tokens.new_epoch()) if "btp_unconfirmed" in g else None
+def epoch_to_read() -> tuple:
+    """What the budgets' round trip reads for the token (trips/core/ratelimit.py `reads`): its epoch while this
+    request's token is not yet believed, else nothing."""
+    return ((live_tokens.EPOCH_KEY, live_tokens.new_epoch()),) if "btp_unconfirmed" in g else ()
 
 
 def touch_grant(principal: Principal) -> None:

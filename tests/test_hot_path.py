@@ -109,6 +109,9 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     # by the server), elsewhere in three; the token is a remembered one
     listed = 1 if db.engine.dialect.name == "postgresql" else 3
     assert len(seen["sql"]) == listed and seen["redis"] == 2, seen
+    with counted(monkeypatch) as seen:  # read under the epochs of every trip it shows (trips/core/epochs.py):
+        assert not call(client, token, "list_trips")["isError"]  # the page none of them changed is kept
+    assert seen["sql"] == [] and seen["redis"] == 2, seen  # the budgets with the epochs, the request's counters
     version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
     stage_id = db.session.scalar(sa.select(Stage.id).where(Stage.trip_id == trip_id, Stage.position == 2))
     rename = {"tripId": trip_id, "action": "update", "stageId": stage_id, "label": "Col de Rousset"}
@@ -118,7 +121,8 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     assert payload(result)["version"] == version + 1
     # admission, under the lock: trip with its computations, days; the two UPDATEs (the token is remembered)
     assert len(seen["sql"]) == 5, seen["sql"]
-    assert seen["redis"] == 4  # budgets, the trip's lock taken and released, the request's counters
+    # budgets, the trip's lock taken and released, its epochs replaced after the commit, the request's counters
+    assert seen["redis"] == 5
 
 
 def test_a_list_page_is_kept_by_what_it_shows_and_changes_with_it(client, owner):

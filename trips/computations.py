@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from trips.core.db import db, utcnow
+from trips.core.epochs import writing_trip
 from trips.enrich.registry import categories
 from trips.models import Computation, Trip
 
@@ -34,13 +35,14 @@ def initialize(trip: Trip, names, generation: int) -> None:
 def transition(trip_id: str, name: str, generation: int, status: str, reason: str | None = None) -> bool:
     """Move an unsettled computation of that generation to `status`. False when the trip moved past it."""
     assert status in ("running", *SETTLED)
-    result = db.session.execute(
-        sa.update(Computation)
-        .where(Computation.trip_id == trip_id, Computation.name == name,
-               Computation.generation == generation, Computation.status.in_(ACTIVE))
-        .values(status=status, reason=reason, updated_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
+    with writing_trip(db.session, trip_id):  # this trip's epoch, not every trip's (trips/core/epochs.py)
+        result = db.session.execute(
+            sa.update(Computation)
+            .where(Computation.trip_id == trip_id, Computation.name == name,
+                   Computation.generation == generation, Computation.status.in_(ACTIVE))
+            .values(status=status, reason=reason, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
     return result.rowcount == 1
 
 

@@ -23,6 +23,10 @@ class CallContext:
     client_capabilities: dict = field(default_factory=dict)
     input_responses: dict | None = None
     request_state: str | None = None
+    # The values of the keys the tool asked to read beside the budgets (Tool.reads), in order; None when Redis
+    # could not be asked.
+    read_values: tuple | None = None
+    read_state: object = None  # what Tool.reads left for `run`
 
     @property
     def user(self):
@@ -58,6 +62,9 @@ class Tool:
     # Reads BTP's own database and nothing else (no third party, no write): it may run while the budgets' answer is
     # on its way (mcp/dispatch.py tools_call), its answer thrown away if they refuse.
     local_read: bool = False
+    # (ctx, the arguments as sent) -> Redis string keys to read in the budgets' round trip, each with the value it
+    # takes when missing (trips/core/epochs.py): their values reach `run` as ctx.read_values.
+    reads: Callable | None = None
 
     def __post_init__(self):
         unknown = set(self.annotations) - ANNOTATION_KEYS
@@ -65,6 +72,8 @@ class Tool:
             raise ValueError(f"{self.name}: unknown annotation keys {sorted(unknown)}")
         if self.local_read and (self.writes or self.locked_trip or not self.annotations.get("readOnlyHint")):
             raise ValueError(f"{self.name}: a local read writes nothing and takes no lock")
+        if self.local_read and self.reads:
+            raise ValueError(f"{self.name}: a tool reading epochs runs after the budgets' answer, not beside it")
 
     @property
     def writes(self) -> bool:

@@ -29,7 +29,9 @@ class Base(DeclarativeBase):
     pass
 
 
-db = SQLAlchemy(model_class=Base)
+from trips.core.epochs import TrackedSession  # noqa: E402  (its writes say whose trips they change)
+
+db = SQLAlchemy(model_class=Base, session_options={"class_": TrackedSession})
 
 # SQLite: begin write transactions with BEGIN IMMEDIATE so two writers queue on the busy timeout instead of
 # one failing with SQLITE_BUSY_SNAPSHOT when it upgrades a read snapshot (https://sqlite.org/wal.html).

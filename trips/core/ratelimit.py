@@ -29,24 +29,26 @@ KEY_PREFIX = "btp:rl"
 # bucket -> (hits allowed, window in seconds): the defaults; trips.core.limits is the registry and its configuration.
 LIMITS = DEFAULTS
 
-# KEYS = the sorted sets, judged in order, then (when ARGV[1] is "1") one string key to read; ARGV = that flag,
-# window in ms and limit for each sorted set, then one unique member, then the value the read key takes when it is
-# missing. Returns {0, 0, read} when every hit is recorded; {i, ms until the oldest counted hit of KEYS[i] leaves its
-# window, read} when KEYS[i] refuses: the hits of the keys before it stay recorded, none after it is made (as one
-# call per key, in order, stopping at the first refusal, would leave them), in one round trip. `read` is the string
-# key's value (set to the given value first when it was missing: oauth/live_tokens.py's epoch), or false.
+# KEYS = the sorted sets, judged in order, then the string keys to read (ARGV[1] says how many); ARGV = that count,
+# window in ms and limit for each sorted set, one unique member, the expiry in seconds given to a read key created
+# here, then the value each read key takes when it is missing. Returns {0, 0, values} when every hit is recorded;
+# {i, ms until the oldest counted hit of KEYS[i] leaves its window, values} when KEYS[i] refuses: the hits of the keys
+# before it stay recorded, none after it is made (as one call per key, in order, stopping at the first refusal,
+# would leave them), in one round trip. `values` are the read keys' values, in order (trips/core/epochs.py).
 _SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local sets = #KEYS
-local read = false
-if ARGV[1] == '1' then
-  sets = sets - 1
-  read = redis.call('GET', KEYS[#KEYS])
-  if not read then
-    read = ARGV[#ARGV]
-    redis.call('SET', KEYS[#KEYS], read)
+local nread = tonumber(ARGV[1])
+local sets = #KEYS - nread
+local values = {}
+for j = 1, nread do
+  local key = KEYS[sets + j]
+  local value = redis.call('GET', key)
+  if not value then
+    value = ARGV[2 * sets + 3 + j]
+    redis.call('SET', key, value, 'EX', ARGV[2 * sets + 3])
   end
+  values[j] = value
 end
 local member = ARGV[2 * sets + 2]
 for i = 1, sets do
@@ -56,13 +58,14 @@ for i = 1, sets do
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   if redis.call('ZCARD', key) >= limit then
     local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return {i, tonumber(oldest[2]) + window - now, read}
+    return {i, tonumber(oldest[2]) + window - now, values}
   end
   redis.call('ZADD', key, now, member)
   redis.call('PEXPIRE', key, window)
 end
-return {0, 0, read}
+return {0, 0, values}
 """
+READ_KEY_TTL_S = 86400  # a read key created by the script lives this long unless written again
 _SCRIPT_ATTR = "_btp_rate_limit_script"  # kept on the client: registered (its SHA computed) once per client
 
 
@@ -83,74 +86,74 @@ def _script(redis: redis_lib.Redis):
     return script
 
 
-UNREAD = None  # what `hits` returns for `read` when Redis was not asked or could not answer
+UNREAD = None  # what `hits` returns when Redis was not asked or could not answer
+Reads = tuple  # of (string key, the value it takes when missing) pairs
 
 
-def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
-         read: tuple[str, str] | None = None) -> str | None:
+def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]], reads: Reads = ()) -> tuple | None:
     """Count one hit in each (bucket, key, limit, window_s) of `budgets`, in order, in one Redis round trip:
     each allows at most `limit` hits in any `window_s` seconds.
 
-    With `read` = (key, value if missing), the same round trip reads that string key (setting it to the value
-    when it is missing) and returns it, whether the hits were refused or not; UNREAD (None) when Redis is missing
-    or unreachable, or with no `read`.
+    `reads` = (key, value if missing) pairs: the same round trip reads those string keys (setting a missing one
+    to its value, for READ_KEY_TTL_S) and returns their values as a tuple in the same order, whether the hits were
+    refused or not; UNREAD (None) when Redis is missing or unreachable.
 
     A refused hit is not counted, and neither are the ones after it (those before it are). Raises RateLimited
     (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
-    bucket that refused; `read` = the value read) at the first budget that is spent; ValueError for a limit or
+    bucket that refused; `read` = the values read) at the first budget that is spent; ValueError for a limit or
     window below 1. A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
-    call = _prepare(redis, budgets, read)
+    call = _prepare(redis, budgets, reads)
     if call is None:
         return UNREAD
     keys, args = call
     try:
         reply = _script(redis)(keys=keys, args=args)
     except (redis_lib.RedisError, OSError) as exc:
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, read), exc)
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
         return UNREAD
     return _outcome(budgets, reply)
 
 
-def _what(budgets, read) -> str:
-    return budgets[0][0] if budgets else read[0]
+def _what(budgets, reads) -> str:
+    return budgets[0][0] if budgets else reads[0][0]
 
 
-def _prepare(redis, budgets, read) -> tuple[list, list] | None:
+def _prepare(redis, budgets, reads) -> tuple[list, list] | None:
     """(keys, args) of the script for these budgets, or None when there is nothing to ask (no Redis: logged)."""
     if any(limit < 1 or window_s < 1 for _, _, limit, window_s in budgets):
         raise ValueError("limit and window_s must be at least 1")
-    if not budgets and read is None:
+    if not budgets and not reads:
         return None
     if redis is None:
-        log.warning("rate limit %s: no Redis configured, not enforced", _what(budgets, read))
+        log.warning("rate limit %s: no Redis configured, not enforced", _what(budgets, reads))
         return None
-    args = ["1" if read else "0", *(n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)),
-            uuid.uuid4().hex, read[1] if read else ""]
-    return [_key(b, k) for b, k, _, _ in budgets] + ([read[0]] if read else []), args
+    args = [len(reads), *(n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)),
+            uuid.uuid4().hex, READ_KEY_TTL_S, *(missing for _, missing in reads)]
+    return [_key(b, k) for b, k, _, _ in budgets] + [key for key, _ in reads], args
 
 
-def _outcome(budgets, reply) -> str | None:
-    refused, wait_ms, value = reply
-    value = value.decode() if isinstance(value, bytes) else (value or UNREAD)
+def _outcome(budgets, reply) -> tuple:
+    refused, wait_ms, values = reply
+    values = tuple(v.decode() if isinstance(v, bytes) else v for v in values or ())
     if int(refused) == 0:
-        return value
+        return values
     bucket, _, limit, window_s = budgets[int(refused) - 1]
     retry_after = max(1, math.ceil(int(wait_ms) / 1000))
     exc = RateLimited(f"Too many requests: at most {limit} per {_per(window_s)}. Try again in {retry_after} s.",
                       retry_after)
-    exc.bucket, exc.read = bucket, value
+    exc.bucket, exc.read = bucket, values
     raise exc
 
 
 class Started:
     """Hits sent to Redis whose answer is read later (`start_hits`): the caller reads the database meanwhile."""
 
-    __slots__ = ("redis", "budgets", "read", "conn")
+    __slots__ = ("redis", "budgets", "reads", "conn")
 
-    def __init__(self, redis, budgets, read, conn):
-        self.redis, self.budgets, self.read, self.conn = redis, budgets, read, conn
+    def __init__(self, redis, budgets, reads, conn):
+        self.redis, self.budgets, self.reads, self.conn = redis, budgets, reads, conn
 
-    def finish(self) -> str | None:
+    def finish(self) -> tuple | None:
         """What `hits` returns or raises for these budgets. Called exactly once, whatever happened meanwhile."""
         conn, self.conn = self.conn, None
         if conn is None:  # nothing was sent: nothing to ask, or Redis unreachable (logged by start_hits)
@@ -160,24 +163,24 @@ class Started:
             reply = conn.read_response()
         except redis_lib.exceptions.NoScriptError:  # a Redis restarted since the script was loaded: nothing ran
             pool.release(conn)
-            return hits(self.redis, self.budgets, self.read)
+            return hits(self.redis, self.budgets, self.reads)
         except (redis_lib.RedisError, OSError) as exc:
             conn.disconnect()
             pool.release(conn)
-            log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(self.budgets, self.read), exc)
+            log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(self.budgets, self.reads), exc)
             return UNREAD
         pool.release(conn)
         return _outcome(self.budgets, reply)
 
 
 def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
-               read: tuple[str, str] | None = None) -> Started:
+               reads: Reads = ()) -> Started:
     """`hits`, in two halves: the script is sent now and its answer read by `Started.finish()` (which raises what
     `hits` raises). Between the two the caller may do work whose result it throws away if `finish` refuses (a
     read of its own database): the budgets' round trip then costs no wait of its own. Raises ValueError as hits."""
-    call = _prepare(redis, budgets, read)
+    call = _prepare(redis, budgets, reads)
     if call is None:
-        return Started(None, budgets, read, None)
+        return Started(None, budgets, reads, None)
     keys, args = call
     pool = redis.connection_pool
     conn = None
@@ -188,9 +191,9 @@ def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int,
         if conn is not None:
             conn.disconnect()
             pool.release(conn)
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, read), exc)
-        return Started(None, budgets, read, None)
-    return Started(redis, budgets, read, conn)
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
+        return Started(None, budgets, reads, None)
+    return Started(redis, budgets, reads, conn)
 
 
 def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
@@ -206,19 +209,17 @@ def limit(redis: redis_lib.Redis | None, bucket: str, key: str) -> None:
     limit_all(redis, [(bucket, key)])
 
 
-def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
-              read: tuple[str, str] | None = None) -> str | None:
+def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]], reads: Reads = ()) -> tuple | None:
     """`hits` for several (bucket, key) pairs with their configured limits, in order, in one round trip (the MCP
-    endpoint: the client address and the agent's budgets together, and the token epoch read beside them). Raises
+    endpoint: the client address and the agent's budgets together, and the epochs read beside them). Raises
     RateLimited (`bucket` says which) at the first that is spent, KeyError for a bucket missing from the
-    registry. Returns what `hits` returns for `read`."""
-    return hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], read)
+    registry. Returns what `hits` returns for `reads`."""
+    return hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], reads)
 
 
-def start_limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
-                    read: tuple[str, str] | None = None) -> Started:
+def start_limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]], reads: Reads = ()) -> Started:
     """`limit_all` in two halves (`start_hits`)."""
-    return start_hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], read)
+    return start_hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], reads)
 
 
-__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]
+__all__ = ["KEY_PREFIX", "LIMITS", "READ_KEY_TTL_S", "UNREAD", "Reads", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]

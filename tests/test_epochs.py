@@ -1,0 +1,298 @@
+"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/answers.py cached_list_page): a page is
+given again without its statement only while every epoch it was read under reads the same in Redis, and every way
+its rows change replaces one of them after the commit — a write through the ORM (that trip's and account's epochs
+only), a statement written by hand that says its trip, one that does not (every trip's), a job's transition — so a
+change shows on the very next call on any process. Redis down, the cache off and the age limit are the fall-backs."""
+import time
+from datetime import date, timedelta
+
+import pytest
+import redis as redis_lib
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from mcp.answers import SLOTS
+from tests.factories import make_user
+from tests.mcp_helpers import call, mcp_token, payload
+from trips import computations
+from trips.core import epochs
+from trips.core.db import atomic, db
+from trips.models import Computation, Stage, Trip
+from trips.services import trips as services
+from tests.test_hot_path import import_gpx_days
+
+
+@pytest.fixture
+def lister(app, ctx):
+    user = make_user("lister@example.org")
+    trip = import_gpx_days(user, (date.today() + timedelta(days=3)).isoformat())
+    return user, trip.id, mcp_token(app, user)
+
+
+@pytest.fixture
+def trip_reads():
+    """The statements reading the trip table while the test runs (a list page's statement reads it)."""
+    seen = []
+
+    def statement(conn, cursor, text, parameters, context, executemany):
+        if text.lstrip().upper().startswith("SELECT") and "FROM trip" in text:
+            seen.append(text)
+
+    event.listen(Engine, "before_cursor_execute", statement)
+    yield seen
+    event.remove(Engine, "before_cursor_execute", statement)
+
+
+def listed(client, token, arguments=None) -> dict:
+    db.session.rollback()  # a request of its own: the test client's requests share the test's app context
+    result = call(client, token, "list_trips", arguments)
+    assert not result["isError"], result
+    return payload(result)
+
+
+def kept(client, token, trip_reads, arguments=None) -> dict:
+    """List until the page is kept (the first call learns its trips, the second keeps it under their epochs);
+    returns the page, asserting a third call read nothing from the database."""
+    for _ in range(2):
+        listed(client, token, arguments)
+    before = len(trip_reads)
+    page = listed(client, token, arguments)
+    assert len(trip_reads) == before, "a kept page read the database"
+    return page
+
+
+def epoch_values(redis_client, *keys) -> list:
+    return [redis_client.get(k) for k in keys]
+
+
+def test_a_kept_page_is_given_again_without_its_statement_and_equals_a_fresh_read(client, lister, trip_reads):
+    user, trip_id, token = lister
+    page = kept(client, token, trip_reads)
+    assert [t["id"] for t in page["member"]] == [trip_id] and page["totalItems"] == 1
+    SLOTS.answers.clear()
+    assert listed(client, token) == page  # what the statement reads now
+
+
+def test_an_edit_through_the_orm_replaces_only_that_trips_and_accounts_epochs(client, lister, trip_reads,
+                                                                              redis_client):
+    user, trip_id, token = lister
+    kept(client, token, trip_reads)
+    keys = (epochs.TRIPS_KEY, epochs.user_key(user.id), epochs.trip_key(trip_id))
+    before = epoch_values(redis_client, *keys)
+    assert all(before)
+    with atomic():
+        db.session.get(Trip, trip_id).title = "Renamed through the ORM"
+    after = epoch_values(redis_client, *keys)
+    assert after[0] == before[0], "every trip's epoch was replaced for a write that said its trip"
+    assert after[1] != before[1] and after[2] != before[2]
+    assert listed(client, token)["member"][0]["title"] == "Renamed through the ORM"
+
+
+def test_a_day_written_through_the_orm_shows_on_the_next_call(client, lister, trip_reads, redis_client):
+    user, trip_id, token = lister
+    page = kept(client, token, trip_reads)
+    account = redis_client.get(epochs.user_key(user.id))
+    with atomic():
+        stage = db.session.scalar(sa.select(Stage).where(Stage.trip_id == trip_id, Stage.position == 0))
+        stage.distance += 10
+    assert redis_client.get(epochs.user_key(user.id)) == account  # a day is its trip's, not its account's
+    again = listed(client, token)
+    assert again["member"][0]["totalDistance"] == round(page["member"][0]["totalDistance"] + 10, 1)
+
+
+def test_a_statement_that_does_not_say_its_trip_replaces_every_trips_epoch(client, lister, trip_reads,
+                                                                           redis_client):
+    user, trip_id, token = lister
+    kept(client, token, trip_reads)
+    before = redis_client.get(epochs.TRIPS_KEY)
+    with atomic():  # Core, through the session: no ORM object says whose it is
+        db.session.execute(sa.update(Trip).where(Trip.id == trip_id).values(title="Behind the ORM"))
+    assert redis_client.get(epochs.TRIPS_KEY) != before
+    assert listed(client, token)["member"][0]["title"] == "Behind the ORM"
+    with db.engine.begin() as conn:  # not even a session
+        conn.execute(sa.update(Trip).where(Trip.id == trip_id).values(title="On the engine"))
+    assert listed(client, token)["member"][0]["title"] == "On the engine"
+
+
+def test_a_jobs_transition_replaces_its_trips_epoch_and_the_status_shows(client, lister, trip_reads, redis_client):
+    user, trip_id, token = lister
+    with atomic():
+        trip = db.session.get(Trip, trip_id)
+        for row in trip.computations:
+            row.status = "done"
+        computations.initialize(trip, ["stages"], trip.generation)
+    page = kept(client, token, trip_reads)
+    assert page["member"][0]["status"] == "analyzing"
+    every, mine = redis_client.get(epochs.TRIPS_KEY), redis_client.get(epochs.trip_key(trip_id))
+    with atomic():
+        assert computations.transition(trip_id, "stages", trip.generation, "done")
+    assert redis_client.get(epochs.TRIPS_KEY) == every and redis_client.get(epochs.trip_key(trip_id)) != mine
+    assert listed(client, token)["member"][0]["status"] == "analyzed"
+
+
+def test_a_new_trip_or_a_deleted_one_changes_the_page_at_once(client, lister, trip_reads):
+    user, trip_id, token = lister
+    kept(client, token, trip_reads)
+    second = import_gpx_days(user, (date.today() + timedelta(days=30)).isoformat())
+    page = listed(client, token)
+    assert page["totalItems"] == 2 and {t["id"] for t in page["member"]} == {trip_id, second.id}
+    kept(client, token, trip_reads)
+    services.delete_trip(user, second.id)
+    page = listed(client, token)
+    assert page["totalItems"] == 1 and [t["id"] for t in page["member"]] == [trip_id]
+
+
+def test_each_set_of_arguments_and_each_account_has_its_own_page(app, client, lister, trip_reads):
+    user, trip_id, token = lister
+    kept(client, token, trip_reads)
+    assert kept(client, token, trip_reads, {"title": "nothing like it"})["totalItems"] == 0
+    assert listed(client, token)["totalItems"] == 1
+    other = make_user("someone-else@example.org")
+    assert listed(client, mcp_token(app, other))["totalItems"] == 0  # never someone else's page
+
+
+def test_a_write_between_the_epochs_read_and_the_statement_is_not_kept_under_the_new_values(
+        client, lister, trip_reads, monkeypatch):
+    """The page read after a write that committed once its epochs were read is answered, but kept under the old
+    values: the next call, reading the new ones, reads the database again."""
+    user, trip_id, token = lister
+    kept(client, token, trip_reads)
+    read_page = services.list_trips
+
+    def written_meanwhile(actor, query):
+        with db.engine.begin() as conn:  # another request's write, committed after this one read its epochs
+            conn.execute(sa.update(Trip).where(Trip.id == trip_id).values(title="Meanwhile"))
+        return read_page(actor, query)
+
+    monkeypatch.setattr(services, "list_trips", written_meanwhile)
+    SLOTS.answers.clear()
+    listed(client, token)  # learns the trips
+    listed(client, token)  # read under the epochs before the write, the write meanwhile: kept under those
+    monkeypatch.setattr(services, "list_trips", read_page)
+    before = len(trip_reads)
+    assert listed(client, token)["member"][0]["title"] == "Meanwhile"
+    assert len(trip_reads) == before + 1, "kept under values read after the write"
+
+
+def test_with_redis_down_every_page_is_read(fresh_app, lister, trip_reads):
+    user, trip_id, token = lister
+    down = fresh_app(REDIS_URL="redis://127.0.0.1:9/0")  # nothing listens there
+    client = down.test_client()
+    with down.app_context():
+        before = len(trip_reads)
+        pages = [listed(client, token) for _ in range(3)]
+        assert len(trip_reads) == before + 3 and pages[0] == pages[2]
+        with atomic():
+            db.session.get(Trip, trip_id).title = "While Redis is away"
+        assert listed(client, token)["member"][0]["title"] == "While Redis is away"
+
+
+def test_the_cache_off_or_past_its_age_reads_the_page(app, client, lister, trip_reads, monkeypatch):
+    user, trip_id, token = lister
+    monkeypatch.setitem(app.config, "BTP_LIST_CACHE_S", 0)
+    before = len(trip_reads)
+    for _ in range(3):
+        listed(client, token)
+    assert len(trip_reads) == before + 3
+    monkeypatch.setitem(app.config, "BTP_LIST_CACHE_S", 0.3)
+    kept(client, token, trip_reads)
+    time.sleep(0.4)  # a change made outside BTP is shown after the age limit at the latest
+    before = len(trip_reads)
+    listed(client, token)
+    assert len(trip_reads) == before + 1
+
+
+def test_odd_arguments_are_refused_and_never_kept(client, lister):
+    user, trip_id, token = lister
+    SLOTS.answers.clear()
+    result = call(client, token, "list_trips", {"title": "x" * 600})
+    assert result["isError"] and not SLOTS.answers
+    result = call(client, token, "list_trips", {"page": [1]})
+    assert result["isError"] and not SLOTS.answers
+
+
+@pytest.mark.parametrize("statement, family", [
+    ("UPDATE trip SET title=%(title)s WHERE trip.id = %(id)s", "trips"),
+    ('INSERT INTO "stage" (id) VALUES (?)', "trips"),
+    ("DELETE FROM computation WHERE computation.trip_id = ?", "trips"),
+    ("\n  update Trip set title = 'x'", "trips"),
+    ("INSERT INTO trip_route (trip_id) VALUES (?)", ""),  # not shown by a list page
+    ("UPDATE stage_note SET x = 1", ""),
+    ("SELECT * FROM trip", ""),
+    ("UPDATE access_token SET revoked_at = ?", "auth"),
+    ('DELETE FROM "user_account" WHERE id = ?', "auth"),
+    ("INSERT INTO access_token (id) VALUES (?)", ""),  # issuing a token changes nothing kept
+])
+def test_which_statements_replace_which_epochs(statement, family):
+    assert epochs._family(statement) == family
+
+
+def test_epochs_that_could_not_be_replaced_are_replaced_later(monkeypatch):
+    class Flaky:
+        def __init__(self):
+            self.calls, self.values = 0, []
+
+        def pipeline(self, transaction=False):
+            flaky = self
+
+            class Pipe:
+                def __enter__(self):
+                    self.sets = []
+                    return self
+
+                def __exit__(self, *exc):
+                    return False
+
+                def set(self, key, value, ex=None):
+                    self.sets.append((key, value, ex))
+
+                def execute(self):
+                    flaky.calls += 1
+                    if flaky.calls < 3:
+                        raise redis_lib.ConnectionError("down")
+                    flaky.values.extend(self.sets)
+            return Pipe()
+
+    monkeypatch.setattr(epochs, "_retry", {})
+    monkeypatch.setattr(epochs, "_retrier", None)
+    flaky = Flaky()
+    keys = {epochs.TOKEN_KEY, epochs.trip_key("t1")}
+    assert not epochs._replace(flaky, keys)
+    epochs._retry_later(flaky, keys, 60)
+    epochs._retrier.join(5)
+    assert not epochs._retrier.is_alive() and not epochs._retry
+    assert flaky.calls == 3 and {k for k, _, _ in flaky.values} == keys
+    assert all(ex == epochs.READ_KEY_TTL_S for _, _, ex in flaky.values)
+
+
+def test_retrying_stops_once_nothing_kept_before_the_write_can_be_believed(monkeypatch):
+    class Down:
+        calls = 0
+
+        def pipeline(self, transaction=False):
+            Down.calls += 1
+            raise redis_lib.ConnectionError("down")
+
+    monkeypatch.setattr(epochs, "_retry", {})
+    monkeypatch.setattr(epochs, "_retrier", None)
+    epochs._retry_later(Down(), {epochs.TRIPS_KEY}, 1.2)
+    epochs._retrier.join(5)
+    assert not epochs._retrier.is_alive() and not epochs._retry
+    assert 1 <= Down.calls <= 4
+
+
+def test_a_flush_says_whose_rows_it_writes(app, ctx, lister):
+    user, trip_id, _ = lister
+    with atomic():
+        stage = db.session.scalar(sa.select(Stage).where(Stage.trip_id == trip_id, Stage.position == 1))
+        stage.label = "Named"
+        db.session.flush()
+        written = db.session.connection().info[epochs._WRITTEN]
+        assert written == {epochs.trip_key(trip_id)}
+        db.session.add(Computation(trip_id=trip_id, name="zz_test", status="pending", generation=1))
+        db.session.flush()
+        assert written == {epochs.trip_key(trip_id)}
+        db.session.get(Trip, trip_id).title = "Both"
+        db.session.flush()
+        assert written == {epochs.trip_key(trip_id), epochs.user_key(user.id)}

@@ -1,0 +1,219 @@
+"""Epochs: random values kept in Redis and replaced after every committed write to what they stand for, so a
+process may keep an answer it computed under an epoch and give it again, with no query, while the epoch reads the
+same. Two families:
+
+- the token epoch (`TOKEN_KEY`): replaced after any UPDATE or DELETE of `access_token` or `user_account`
+  (oauth/live_tokens.py: the remembered live tokens);
+- the trips epochs: one per account (`user_key`: its trips were created, deleted or their own row changed), one
+  per trip (`trip_key`: its days or its computations changed) and one for all (`TRIPS_KEY`: a write to `trip`,
+  `stage` or `computation` nobody said the trip of). mcp/answers.py keeps list_trips' pages under them.
+
+Each is read in the round trip that counts the caller's budgets (trips/core/ratelimit.py `reads`): reading one
+costs no round trip of its own. A missing key is created by its reader with a fresh random value, and a key is
+never set to a value it had before (uuid4): a Redis restarted empty, or a key expired, never reads as a value some
+process kept an answer under.
+
+Why a change shows at once, on every process and instance sharing the Redis:
+- the keys are replaced *after* the writing transaction commits (`_after_checkin`: its connection is back in the
+  pool) and before the writing request answers, so any request that starts later reads the new values;
+- an answer is kept under the values read *before* the reads that made it: a write committed after those reads
+  replaces the values after them too, so the answer is made again;
+- with Redis unreachable nothing kept is believed (its readers read the database), a replacement that could not be
+  written is retried every half second for `max_age_s`, and no answer is kept longer than that (BTP_TOKEN_CACHE_S
+  and BTP_LIST_CACHE_S: 60 s by default), which also bounds a change made to the tables by hand, outside BTP.
+
+Which writes replace what is seen on the connection (`_note_statement`, a before_cursor_execute listener), so a new
+code path cannot forget it: a write to `trip`, `stage` or `computation` replaces `TRIPS_KEY` unless it was said
+whose it is, by the ORM (`TrackedSession.flush`: the trips and accounts of the objects it writes) or by
+`writing_trip(trip_id)` around a statement written by hand.
+"""
+from __future__ import annotations
+
+import contextvars
+import re
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+
+import redis as redis_lib
+from flask_sqlalchemy.session import Session as FlaskSession
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from trips.core.ratelimit import READ_KEY_TTL_S
+
+TOKEN_KEY = "btp:token-epoch"
+TRIPS_KEY = "btp:trips-epoch"
+DEFAULT_MAX_AGE_S = 60.0
+
+
+def user_key(user_id: str) -> str:
+    return f"{TRIPS_KEY}:u:{user_id}"
+
+
+def trip_key(trip_id: str) -> str:
+    return f"{TRIPS_KEY}:t:{trip_id}"
+
+
+def new_epoch() -> str:
+    return uuid.uuid4().hex
+
+
+# --- which statements write what ------------------------------------------------------------------------------------
+_WRITES = re.compile(r'^\s*(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(access_token|user_account|trip|stage|computation)"?'
+                     r'(?=[\s(]|$)', re.IGNORECASE)
+_AUTH, _TRIPS, _NONE = "auth", "trips", ""
+_SEEN: dict[str, str] = {}
+_WRITTEN = "btp_epochs_written"  # on the connection's pool record: the keys to replace once it is back in the pool
+_TELL = "btp_epochs_redis"  # and the Redis to tell (known while the app is: the pool may take it back after)
+_attributed = contextvars.ContextVar("btp_trip_writes_attributed", default=False)
+_local_resets: dict[str, list] = {}  # key -> callables run in this process when a write replaces it
+
+
+def on_replaced(key: str, reset) -> None:
+    """Run `reset()` in this process whenever one of its own writes replaces `key` (after the commit)."""
+    _local_resets.setdefault(key, []).append(reset)
+
+
+def _family(statement: str) -> str:
+    known = _SEEN.get(statement)
+    if known is None:
+        match = _WRITES.match(statement)
+        known = _NONE
+        if match:
+            verb, table = match.group(1)[0].upper(), match.group(2).lower()
+            if table in ("access_token", "user_account"):
+                known = _AUTH if verb != "I" else _NONE  # issuing a token changes nothing a kept answer says
+            else:
+                known = _TRIPS
+        if len(_SEEN) < 4096:
+            _SEEN[statement] = known
+    return known
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _note_statement(conn, cursor, statement, parameters, context, executemany):
+    if statement[:1] not in "IiUuDd \n":
+        return
+    family = _family(statement)
+    if family == _AUTH:
+        _written(conn.info).add(TOKEN_KEY)
+    elif family == _TRIPS and not _attributed.get():
+        _written(conn.info).add(TRIPS_KEY)
+
+
+def _written(info: dict) -> set:
+    keys = info.get(_WRITTEN)
+    if keys is None:
+        keys = info[_WRITTEN] = set()
+        info[_TELL] = _redis_of_app()
+    return keys
+
+
+class TrackedSession(FlaskSession):
+    """The app's session: a flush says whose trips it writes (their trip and account epochs), so those writes
+    replace only the epochs they change."""
+
+    def flush(self, objects=None) -> None:
+        if self._is_clean():
+            return super().flush(objects)
+        watched = [o for o in (*self.new, *self.dirty, *self.deleted) if hasattr(o, "_epoch_keys")]
+        token = _attributed.set(True)
+        try:
+            super().flush(objects)
+        finally:
+            _attributed.reset(token)
+        if watched:  # after the flush: new rows have their ids now
+            keys = _written(self.connection().info)
+            for obj in watched:
+                keys.update(obj._epoch_keys())
+
+
+@contextmanager
+def writing_trip(session, trip_id: str):
+    """Statements written by hand inside change only this trip's days or computations (its trip epoch)."""
+    _written(session.connection().info).add(trip_key(trip_id))
+    token = _attributed.set(True)
+    try:
+        yield
+    finally:
+        _attributed.reset(token)
+
+
+# --- replacing the epochs after the commit ------------------------------------------------------------------------
+def _redis_of_app() -> tuple:
+    """(the app's Redis client or False, the longest any of its processes keeps an answer under an epoch)."""
+    from flask import current_app, has_app_context
+
+    if not has_app_context():
+        return False, 0.0  # no app, no Redis to tell (answers are kept in app requests only)
+    from jobs import get_redis
+
+    config = current_app.config
+    max_age_s = max(float(config.get("BTP_TOKEN_CACHE_S", DEFAULT_MAX_AGE_S)),
+                    float(config.get("BTP_LIST_CACHE_S", DEFAULT_MAX_AGE_S)))
+    try:
+        return get_redis() or False, max_age_s
+    except Exception:  # no Redis configured
+        return False, max_age_s
+
+
+@event.listens_for(Engine, "checkin")
+def _after_checkin(dbapi_connection, record):
+    # A connection comes back to the pool after its transaction committed (a session's commit, engine.begin()) or
+    # rolled back (needless new epochs, which only cost their answers being made again): after the commit, never
+    # before, so no reader can keep an answer under a new epoch as the database still showed it before the write.
+    keys = record.info.pop(_WRITTEN, None)
+    redis, max_age_s = record.info.pop(_TELL, (False, 0.0))
+    if not keys:
+        return
+    for key in keys:
+        for reset in _local_resets.get(key, ()):
+            reset()
+    if redis is not False and not _replace(redis, keys):
+        _retry_later(redis, keys, max_age_s)
+
+
+def _replace(redis, keys) -> bool:
+    try:
+        with redis.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.set(key, new_epoch(), ex=READ_KEY_TTL_S)
+            pipe.execute()
+        return True
+    except (redis_lib.RedisError, OSError):
+        return False
+
+
+_retry: dict = {}  # Redis client -> (keys not replaced yet, until when to try: time.monotonic())
+_retry_lock = threading.Lock()
+_retrier: threading.Thread | None = None
+
+
+def _retry_later(redis, keys, max_age_s: float) -> None:
+    """Try again every half second until it works, or until no process can still believe an answer it kept before
+    the write (max_age_s from now): then the new epochs no longer matter."""
+    global _retrier
+    with _retry_lock:
+        waiting, until = _retry.get(redis, (set(), 0.0))
+        _retry[redis] = (waiting | set(keys), max(until, time.monotonic() + max_age_s))
+        if _retrier is None or not _retrier.is_alive():
+            _retrier = threading.Thread(target=_retry_loop, args=(_retry,), name="epochs", daemon=True)
+            _retrier.start()
+
+
+def _retry_loop(waiting: dict) -> None:
+    while True:
+        time.sleep(0.5)
+        with _retry_lock:
+            pending = list(waiting.items())
+        for redis, entry in pending:
+            keys, until = entry
+            if _replace(redis, keys) or time.monotonic() > until:
+                with _retry_lock:
+                    if waiting.get(redis) is entry:
+                        del waiting[redis]
+        with _retry_lock:
+            if not waiting:
+                return
