@@ -11,7 +11,7 @@ def init_app(app: Flask) -> None:
     from oauth.cli import tokens_cli, users_cli
     from oauth.resource import register_errors
     from oauth.server import init_server
-    from oauth.session import SESSION_DAYS
+    from oauth.session import SESSION_DAYS, SessionCookies
 
     base = urlsplit(app.config["BTP_BASE_URL"])
     app.config.update(
@@ -19,6 +19,7 @@ def init_app(app: Flask) -> None:
         SESSION_COOKIE_SECURE=base.scheme == "https",  # Secure whenever the public URL is https
         PERMANENT_SESSION_LIFETIME=timedelta(days=SESSION_DAYS),
     )
+    app.session_interface = SessionCookies()
     init_server(app)
     register_errors(app)
     app.register_blueprint(views.bp)

@@ -10,6 +10,7 @@ import secrets
 from urllib.parse import urlsplit
 
 from flask import session
+from flask.sessions import SecureCookieSessionInterface
 
 from oauth.models import User
 
@@ -17,6 +18,20 @@ from trips.core.db import utcnow
 from trips.core.db import db
 
 SESSION_DAYS = 30
+
+
+class SessionCookies(SecureCookieSessionInterface):
+    """Flask's signed cookie session, its signer made once per set of keys instead of on every request (an agent's
+    request carries no cookie, yet Flask builds the signer to find that out)."""
+
+    _made: tuple | None = None
+
+    def get_signing_serializer(self, app):
+        keys = (app.secret_key, tuple(app.config["SECRET_KEY_FALLBACKS"] or ()))
+        made = self._made
+        if made is None or made[0] != keys:
+            made = self._made = (keys, super().get_signing_serializer(app))
+        return made[1]
 
 
 def current_user() -> User | None:
