@@ -231,14 +231,13 @@ def list_page(page: dict) -> Floored:
 
 
 class _Slot:
-    """A list page as last answered for one account and one set of arguments: the epochs it was read under
-    (`keys`, their `values` read before its statement ran) and the answer; or only the keys to read next time
-    (`answer` None: the page showed trips whose epochs had not been read before it)."""
+    """A list page as last answered for one account and one set of arguments, with the values its epochs had when
+    they were read, before its statement ran."""
 
-    __slots__ = ("keys", "values", "answer", "until")
+    __slots__ = ("values", "answer", "until")
 
-    def __init__(self, keys: tuple, values: tuple | None, answer: Floored | None, until: float):
-        self.keys, self.values, self.answer, self.until = keys, values, answer, until
+    def __init__(self, values: tuple, answer: Floored, until: float):
+        self.values, self.answer, self.until = values, answer, until
 
 
 SLOTS = _Digests(1024)  # (account, arguments) -> _Slot; the answers are PAGES' (a few KB each)
@@ -246,18 +245,15 @@ MAX_SLOT_ARGUMENTS = 512  # characters: arguments longer than this are not kept 
 
 
 def list_reads(ctx, arguments) -> tuple:
-    """list_trips' `reads` (mcp/tools/base.py Tool.reads): the epochs its page was last answered under
-    (trips/core/epochs.py: every trip, its account's, each trip's on the page), so a page none of them changed
-    since is given again without its statement. Nothing when the list cache is off or the arguments are odd."""
+    """list_trips' `reads` (mcp/tools/base.py Tool.reads): the epochs of every trip and of the caller's
+    (trips/core/epochs.py), so a page neither changed since it was answered is given again without its statement.
+    Nothing when the list cache is off or the arguments are odd (they are refused later)."""
     max_age_s = current_app.config.get("BTP_LIST_CACHE_S", epochs.DEFAULT_MAX_AGE_S)
     slot_key = _slot_key(ctx.principal.user_id, arguments) if max_age_s > 0 else None
     if slot_key is None:
         return ()
-    slot = SLOTS.get(slot_key)
-    keys = slot.keys if slot is not None else (epochs.TRIPS_KEY, epochs.user_key(ctx.principal.user_id))
-    ctx.read_state = (slot_key, keys, max_age_s)
-    missing = epochs.new_epoch()  # the value a missing key takes: one per call is enough (never a value it had)
-    return tuple((key, missing) for key in keys)
+    ctx.read_state = (slot_key, max_age_s)
+    return epochs.TRIPS_KEY, epochs.user_key(ctx.principal.user_id)
 
 
 def _slot_key(user_id: str, arguments) -> tuple | None:
@@ -271,24 +267,18 @@ def _slot_key(user_id: str, arguments) -> tuple | None:
 
 
 def cached_list_page(ctx, read_page) -> Floored:
-    """list_trips' answer: the one kept for these arguments when every epoch it was kept under reads the same
+    """list_trips' answer: the one kept for these arguments while both epochs read the same as when it was kept
     (ctx.read_values, read with the budgets before this), else `read_page()` (its statement) answered and kept
-    under the values just read, when they cover every trip it shows."""
+    under the values just read: read before the statement, so a write committed after them replaces them."""
     state, values = ctx.read_state, ctx.read_values
-    slot = SLOTS.get(state[0]) if state is not None else None
-    if (slot is not None and slot.answer is not None and values is not None and slot.values == values
-            and slot.keys == state[1] and slot.until > time.monotonic()):
+    if state is None or values is None:  # the cache off, odd arguments, or Redis could not be asked
+        return list_page(read_page())
+    slot_key, max_age_s = state
+    slot = SLOTS.get(slot_key)
+    if slot is not None and slot.values == values and slot.until > time.monotonic():
         return slot.answer
-    page = read_page()
-    answer = list_page(page)
-    if state is not None and values is not None:
-        slot_key, keys, max_age_s = state
-        user_id = ctx.principal.user_id
-        shown = (epochs.TRIPS_KEY, epochs.user_key(user_id), *(epochs.trip_key(t.id) for t in page["trips"]))
-        if set(shown) <= set(keys):  # every epoch that matters was read before the statement: keep the answer
-            SLOTS.put(slot_key, _Slot(keys, values, answer, time.monotonic() + max_age_s))
-        else:  # read those epochs next time, then keep it
-            SLOTS.put(slot_key, _Slot(shown, None, None, 0.0))
+    answer = list_page(read_page())
+    SLOTS.put(slot_key, _Slot(values, answer, time.monotonic() + max_age_s))
     return answer
 
 

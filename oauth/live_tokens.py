@@ -34,7 +34,7 @@ from datetime import datetime
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import make_transient_to_detached
 
-from trips.core.epochs import DEFAULT_MAX_AGE_S, TOKEN_KEY as EPOCH_KEY, new_epoch, on_replaced  # noqa: F401 (re-exported)
+from trips.core.epochs import DEFAULT_MAX_AGE_S, TOKEN_KEY as EPOCH_KEY, on_replaced  # noqa: F401 (re-exported)
 from trips.core.ratelimit import hits
 
 SIZE = 4096
@@ -95,7 +95,7 @@ def clear() -> None:
 def read_epoch(redis) -> str | None:
     """The current epoch (created when missing), or None when Redis cannot be asked: one round trip. For a token
     not remembered, read before it is looked up."""
-    values = hits(redis, [], ((EPOCH_KEY, new_epoch()),)) if redis is not None else None
+    values = hits(redis, [], (EPOCH_KEY,)) if redis is not None else None
     return values[0] if values else None
 
 

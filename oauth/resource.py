@@ -115,7 +115,7 @@ def confirm_now() -> None:
 def epoch_to_read() -> tuple:
     """What the budgets' round trip reads for the token (trips/core/ratelimit.py `reads`): its epoch while this
     request's token is not yet believed, else nothing."""
-    return ((live_tokens.EPOCH_KEY, live_tokens.new_epoch()),) if "btp_unconfirmed" in g else ()
+    return (live_tokens.EPOCH_KEY,) if "btp_unconfirmed" in g else ()
 
 
 def touch_grant(principal: Principal) -> None:

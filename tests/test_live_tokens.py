@@ -188,31 +188,34 @@ def test_writes_to_other_tables_leave_the_epoch_alone(client, agent, redis_clien
 def test_the_budgets_round_trip_reads_the_epoch_and_creates_it_when_missing(redis_client):
     key = "btp:test-epoch"
     other = "btp:test-epoch-other"
-    assert ratelimit.hits(redis_client, [("b", "k", 5, 60)], ((key, "first"),)) == ("first",)
-    assert ratelimit.hits(redis_client, [("b", "k", 5, 60)], ((key, "second"), (other, "o"))) == ("first", "o")
-    assert ratelimit.hits(redis_client, [], ((other, "x"), (key, "third"))) == ("o", "first")
+    (first,) = ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key,))
+    assert first and redis_client.get(key).decode() == first  # made by its reader
+    again, made = ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key, other))
+    assert again == first and made not in (None, first)  # a value never used before (the call's own member)
+    assert ratelimit.hits(redis_client, [], (other, key)) == (made, first)
     assert 0 < redis_client.ttl(key) <= ratelimit.READ_KEY_TTL_S  # a key made by its reader expires on its own
     assert ratelimit.hits(redis_client, [("b", "k", 5, 60)]) == ()  # answered, nothing to read
     with pytest.raises(ratelimit.RateLimited) as refused:
         for _ in range(10):
-            ratelimit.hits(redis_client, [("b", "k", 5, 60)], ((key, "x"),))
-    assert refused.value.read == ("first",) and refused.value.bucket == "b"
+            ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key,))
+    assert refused.value.read == (first,) and refused.value.bucket == "b"
     assert redis_client.zcard("btp:rl:b:k") == 5
-    assert ratelimit.hits(redis_lib.Redis(port=9), [("b", "k", 5, 60)], ((key, "y"),)) is None
+    assert ratelimit.hits(redis_lib.Redis(port=9), [("b", "k", 5, 60)], (key,)) is None
 
 
 def test_the_budgets_round_trip_in_two_halves_answers_as_one(redis_client):
     key = "btp:test-epoch-2"
     pool = redis_client.connection_pool
     redis_client.script_flush()  # the script is not in Redis: the first answer is NOSCRIPT, asked again in full
-    started = ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], ((key, "first"),))
-    assert started.finish() == ("first",) and redis_client.zcard("btp:rl:b2:k") == 1
-    assert ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], ((key, "x"),)).finish() == ("first",)
+    started = ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key,))
+    (first,) = started.finish()
+    assert first and redis_client.zcard("btp:rl:b2:k") == 1
+    assert ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key,)).finish() == (first,)
     with pytest.raises(ratelimit.RateLimited) as refused:
-        ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], ((key, "y"),)).finish()
-    assert refused.value.read == ("first",) and redis_client.zcard("btp:rl:b2:k") == 2
+        ratelimit.start_hits(redis_client, [("b2", "k", 2, 60)], (key,)).finish()
+    assert refused.value.read == (first,) and redis_client.zcard("btp:rl:b2:k") == 2
     assert len(pool._in_use_connections) == 0  # every connection went back to the pool  # noqa: SLF001
-    down = ratelimit.start_hits(redis_lib.Redis(port=9), [("b2", "k", 2, 60)], ((key, "z"),))
+    down = ratelimit.start_hits(redis_lib.Redis(port=9), [("b2", "k", 2, 60)], (key,))
     assert down.finish() is None  # unreachable: not enforced, nothing read
     assert ratelimit.start_hits(None, [("b2", "k", 2, 60)]).finish() is None
 

@@ -8,7 +8,6 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from trips.core.db import utcnow
 from trips.core.db import db, new_id
-from trips.core.epochs import TRIPS_KEY, trip_key, user_key
 
 ACCOMMODATION_TYPES = (
     "camp_site", "hostel", "alpine_hut", "chalet", "guest_house", "hotel", "wilderness_hut",
@@ -18,10 +17,7 @@ ACCOMMODATION_TYPES = (
 class Trip(db.Model):
     __tablename__ = "trip"
     __table_args__ = (sa.Index("ix_trip_user_created", "user_id", "created_at"),)
-
-    def _epoch_keys(self) -> tuple[str, ...]:
-        """The epochs a write of this row replaces (trips/core/epochs.py): its account's trips and its own."""
-        return (user_key(self.user_id), trip_key(self.id)) if self.user_id and self.id else (TRIPS_KEY,)
+    _epoch_owner = "user_id"  # a write of a trip replaces its owner's trips epoch (trips/core/epochs.py)
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
@@ -74,15 +70,10 @@ class TripRoute(db.Model):
     elevation_loss: Mapped[float] = mapped_column(sa.Float, nullable=False)
 
 
-def _of_its_trip(row) -> tuple[str, ...]:
-    """The epochs a write of a trip's day or computation replaces (trips/core/epochs.py): its trip's."""
-    return (trip_key(row.trip_id),) if row.trip_id else (TRIPS_KEY,)
-
-
 class Stage(db.Model):
     __tablename__ = "stage"
     __table_args__ = (sa.Index("ix_stage_trip_position", "trip_id", "position"),)
-    _epoch_keys = _of_its_trip
+    _epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), nullable=False)
@@ -144,7 +135,7 @@ class Computation(db.Model):
     """One tracked computation of a trip (route, stages, later the enrichments): the status contract."""
 
     __tablename__ = "computation"
-    _epoch_keys = _of_its_trip
+    _epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
 
     trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(32), primary_key=True)

@@ -4,9 +4,9 @@ same. Two families:
 
 - the token epoch (`TOKEN_KEY`): replaced after any UPDATE or DELETE of `access_token` or `user_account`
   (oauth/live_tokens.py: the remembered live tokens);
-- the trips epochs: one per account (`user_key`: its trips were created, deleted or their own row changed), one
-  per trip (`trip_key`: its days or its computations changed) and one for all (`TRIPS_KEY`: a write to `trip`,
-  `stage` or `computation` nobody said the trip of). mcp/answers.py keeps list_trips' pages under them.
+- the trips epochs: one per account (`user_key`: one of its trips, their days or computations changed) and one for
+  all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/answers.py keeps
+  list_trips' pages under them.
 
 Each is read in the round trip that counts the caller's budgets (trips/core/ratelimit.py `reads`): reading one
 costs no round trip of its own. A missing key is created by its reader with a fresh random value, and a key is
@@ -24,7 +24,7 @@ Why a change shows at once, on every process and instance sharing the Redis:
 
 Which writes replace what is seen on the connection (`_note_statement`, a before_cursor_execute listener), so a new
 code path cannot forget it: a write to `trip`, `stage` or `computation` replaces `TRIPS_KEY` unless it was said
-whose it is, by the ORM (`TrackedSession.flush`: the trips and accounts of the objects it writes) or by
+whose it is, by the ORM (`TrackedSession.flush`: the accounts owning the rows it writes) or by
 `writing_trip(trip_id)` around a statement written by hand.
 """
 from __future__ import annotations
@@ -39,6 +39,7 @@ from contextlib import contextmanager
 import redis as redis_lib
 from flask_sqlalchemy.session import Session as FlaskSession
 from sqlalchemy import event
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
 
 from trips.core.ratelimit import READ_KEY_TTL_S
@@ -48,12 +49,9 @@ TRIPS_KEY = "btp:trips-epoch"
 DEFAULT_MAX_AGE_S = 60.0
 
 
-def user_key(user_id: str) -> str:
-    return f"{TRIPS_KEY}:u:{user_id}"
-
-
-def trip_key(trip_id: str) -> str:
-    return f"{TRIPS_KEY}:t:{trip_id}"
+def user_key(user_id: str | None) -> str:
+    """The epoch of an account's trips; every trip's when the owner is not known."""
+    return f"{TRIPS_KEY}:u:{user_id}" if user_id else TRIPS_KEY
 
 
 def new_epoch() -> str:
@@ -112,28 +110,55 @@ def _written(info: dict) -> set:
 
 
 class TrackedSession(FlaskSession):
-    """The app's session: a flush says whose trips it writes (their trip and account epochs), so those writes
-    replace only the epochs they change."""
+    """The app's session: a flush says whose trips it writes (their owners' epochs), so those writes replace only
+    the epochs they change. A model whose rows a list page shows names its trip (`_epoch_trip`: the attribute
+    holding the trip's id) or its owner (`_epoch_owner`)."""
 
     def flush(self, objects=None) -> None:
         if self._is_clean():
             return super().flush(objects)
-        watched = [o for o in (*self.new, *self.dirty, *self.deleted) if hasattr(o, "_epoch_keys")]
+        watched = [o for o in (*self.new, *self.dirty, *self.deleted)
+                   if hasattr(o, "_epoch_trip") or hasattr(o, "_epoch_owner")]
         token = _attributed.set(True)
         try:
             super().flush(objects)
         finally:
             _attributed.reset(token)
-        if watched:  # after the flush: new rows have their ids now
-            keys = _written(self.connection().info)
+        if watched:  # after the flush: new rows have their ids and foreign keys now
+            owners = {}  # trip id -> owner, from the trips this flush wrote (a deleted one can no longer be read)
             for obj in watched:
-                keys.update(obj._epoch_keys())
+                if hasattr(obj, "_epoch_owner"):
+                    identity = sa_inspect(obj).identity
+                    trip_id = identity[0] if identity else obj.__dict__.get("id")
+                    owners[trip_id] = obj.__dict__.get(obj._epoch_owner) or owner_of(self, trip_id)
+            keys = _written(self.connection().info)
+            keys.update(user_key(owner) for owner in owners.values())
+            for obj in watched:
+                if not hasattr(obj, "_epoch_owner"):
+                    trip_id = obj.__dict__.get(obj._epoch_trip)  # None when expired: every trip's epoch
+                    keys.add(user_key(owners[trip_id] if trip_id in owners else owner_of(self, trip_id)))
+
+
+def owner_of(session, trip_id: str | None) -> str | None:
+    """The account owning a trip: from the session's identity map when the trip is there (no query), else read."""
+    if not trip_id:
+        return None
+    from sqlalchemy import select
+    from sqlalchemy.orm.util import identity_key
+
+    from trips.models import Trip
+
+    trip = session.identity_map.get(identity_key(Trip, trip_id))
+    owner = trip.__dict__.get("user_id") if trip is not None else None  # never a load of an expired attribute
+    if owner is None:
+        owner = session.connection().execute(select(Trip.user_id).where(Trip.id == trip_id)).scalar()
+    return owner
 
 
 @contextmanager
 def writing_trip(session, trip_id: str):
-    """Statements written by hand inside change only this trip's days or computations (its trip epoch)."""
-    _written(session.connection().info).add(trip_key(trip_id))
+    """Statements written by hand inside change only this trip's days or computations (its owner's epoch)."""
+    _written(session.connection().info).add(user_key(owner_of(session, trip_id)))
     token = _attributed.set(True)
     try:
         yield

@@ -30,8 +30,8 @@ KEY_PREFIX = "btp:rl"
 LIMITS = DEFAULTS
 
 # KEYS = the sorted sets, judged in order, then the string keys to read (ARGV[1] says how many); ARGV = that count,
-# window in ms and limit for each sorted set, one unique member, the expiry in seconds given to a read key created
-# here, then the value each read key takes when it is missing. Returns {0, 0, values} when every hit is recorded;
+# window in ms and limit for each sorted set, one unique member (also the value a missing read key is given, so
+# never a value it had before), then the expiry in seconds given to a read key created here. Returns {0, 0, values} when every hit is recorded;
 # {i, ms until the oldest counted hit of KEYS[i] leaves its window, values} when KEYS[i] refuses: the hits of the keys
 # before it stay recorded, none after it is made (as one call per key, in order, stopping at the first refusal,
 # would leave them), in one round trip. `values` are the read keys' values, in order (trips/core/epochs.py).
@@ -45,7 +45,7 @@ for j = 1, nread do
   local key = KEYS[sets + j]
   local value = redis.call('GET', key)
   if not value then
-    value = ARGV[2 * sets + 3 + j]
+    value = ARGV[2 * sets + 2]
     redis.call('SET', key, value, 'EX', ARGV[2 * sets + 3])
   end
   values[j] = value
@@ -87,16 +87,16 @@ def _script(redis: redis_lib.Redis):
 
 
 UNREAD = None  # what `hits` returns when Redis was not asked or could not answer
-Reads = tuple  # of (string key, the value it takes when missing) pairs
+Reads = tuple  # of string keys read in the same round trip (trips/core/epochs.py)
 
 
 def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]], reads: Reads = ()) -> tuple | None:
     """Count one hit in each (bucket, key, limit, window_s) of `budgets`, in order, in one Redis round trip:
     each allows at most `limit` hits in any `window_s` seconds.
 
-    `reads` = (key, value if missing) pairs: the same round trip reads those string keys (setting a missing one
-    to its value, for READ_KEY_TTL_S) and returns their values as a tuple in the same order, whether the hits were
-    refused or not; UNREAD (None) when Redis is missing or unreachable.
+    `reads` = string keys: the same round trip reads them (setting a missing one to a value never used before,
+    for READ_KEY_TTL_S) and returns their values as a tuple in the same order, whether the hits were refused or
+    not; UNREAD (None) when Redis is missing or unreachable.
 
     A refused hit is not counted, and neither are the ones after it (those before it are). Raises RateLimited
     (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
@@ -115,7 +115,7 @@ def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]
 
 
 def _what(budgets, reads) -> str:
-    return budgets[0][0] if budgets else reads[0][0]
+    return budgets[0][0] if budgets else reads[0]
 
 
 def _prepare(redis, budgets, reads) -> tuple[list, list] | None:
@@ -128,8 +128,8 @@ def _prepare(redis, budgets, reads) -> tuple[list, list] | None:
         log.warning("rate limit %s: no Redis configured, not enforced", _what(budgets, reads))
         return None
     args = [len(reads), *(n for _, _, limit, window_s in budgets for n in (window_s * 1000, limit)),
-            uuid.uuid4().hex, READ_KEY_TTL_S, *(missing for _, missing in reads)]
-    return [_key(b, k) for b, k, _, _ in budgets] + [key for key, _ in reads], args
+            uuid.uuid4().hex, READ_KEY_TTL_S]
+    return [*(_key(b, k) for b, k, _, _ in budgets), *reads], args
 
 
 def _outcome(budgets, reply) -> tuple:
