@@ -156,10 +156,10 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     # How long the MCP endpoint may believe a token it found live without looking it up again (oauth/live_tokens.py:
     # a revocation holds at once through the token epoch in Redis; this bounds a change made outside BTP). 0: off.
     app.config.setdefault("BTP_TOKEN_CACHE_S", 60.0)
-    # How long the MCP endpoint may give a list_trips page again without its statement (mcp/answers.py
-    # cached_list_page: a change through BTP shows at once through the trips epochs in Redis, trips/core/epochs.py;
-    # this bounds a change made outside BTP). 0: off.
-    app.config.setdefault("BTP_LIST_CACHE_S", 60.0)
+    # How long the MCP endpoint may give a get_trip or list_trips answer again without reading the database
+    # (mcp/answers.py kept_answer: a change through BTP shows at once through the trips epochs in Redis,
+    # trips/core/epochs.py; this bounds a change made outside BTP). 0: off.
+    app.config.setdefault("BTP_READ_CACHE_S", 60.0)
     from trips.core import observability
 
     observability.configure_logging(logging.INFO)

@@ -230,9 +230,9 @@ def list_page(page: dict) -> Floored:
     return answer
 
 
-class _Slot:
-    """A list page as last answered for one account and one set of arguments, with the values its epochs had when
-    they were read, before its statement ran."""
+class _Kept:
+    """A read answer as last given for one account, one tool and one set of arguments (in one language, on one
+    day), with the values its epochs had when they were read, before the reads that made it."""
 
     __slots__ = ("values", "answer", "until")
 
@@ -240,45 +240,47 @@ class _Slot:
         self.values, self.answer, self.until = values, answer, until
 
 
-SLOTS = _Digests(1024)  # (account, arguments) -> _Slot; the answers are PAGES' (a few KB each)
-MAX_SLOT_ARGUMENTS = 512  # characters: arguments longer than this are not kept (they are refused anyway)
+KEPT = _Digests(1024)  # (tool, account, arguments, language, day) -> _Kept; answers shared with DIGESTS and PAGES
+MAX_KEPT_ARGUMENTS = 512  # characters: arguments longer than this are not kept (they are refused anyway)
 
 
-def list_reads(ctx, arguments) -> tuple:
-    """list_trips' `reads` (mcp/tools/base.py Tool.reads): the epochs of every trip and of the caller's
-    (trips/core/epochs.py), so a page neither changed since it was answered is given again without its statement.
-    Nothing when the list cache is off or the arguments are odd (they are refused later)."""
-    max_age_s = current_app.config.get("BTP_LIST_CACHE_S", epochs.DEFAULT_MAX_AGE_S)
-    slot_key = _slot_key(ctx.principal.user_id, arguments) if max_age_s > 0 else None
-    if slot_key is None:
+def kept_reads(ctx, arguments) -> tuple:
+    """The `reads` of get_trip and list_trips (mcp/tools/base.py Tool.reads): the epochs of every trip and of the
+    caller's (trips/core/epochs.py), so an answer neither changed since it was given is given again without reading
+    the database. Nothing when the cache is off (BTP_READ_CACHE_S = 0) or the arguments are odd (refused later)."""
+    max_age_s = current_app.config.get("BTP_READ_CACHE_S", epochs.DEFAULT_MAX_AGE_S)
+    key = _kept_key(ctx, arguments) if max_age_s > 0 else None
+    if key is None:
         return ()
-    ctx.read_state = (slot_key, max_age_s)
+    ctx.read_state = (key, max_age_s)
     return epochs.TRIPS_KEY, epochs.user_key(ctx.principal.user_id)
 
 
-def _slot_key(user_id: str, arguments) -> tuple | None:
+def _kept_key(ctx, arguments) -> tuple | None:
     if arguments is None:
         arguments = {}
-    if not isinstance(arguments, dict) or len(repr(arguments)) > MAX_SLOT_ARGUMENTS:
+    if not isinstance(arguments, dict) or len(repr(arguments)) > MAX_KEPT_ARGUMENTS:
         return None
     if not all(isinstance(v, (str, int, float, bool)) or v is None for v in arguments.values()):
         return None
-    return (user_id, *sorted((str(k), type(v).__name__, v) for k, v in arguments.items()))
+    # the language and the day: a digest's words and isLocked change with them, no write needed
+    return (ctx.tool, ctx.principal.user_id, i18n.current_locale(), datetime.now(timezone.utc).date(),
+            *sorted((str(k), type(v).__name__, v) for k, v in arguments.items()))
 
 
-def cached_list_page(ctx, read_page) -> Floored:
-    """list_trips' answer: the one kept for these arguments while both epochs read the same as when it was kept
-    (ctx.read_values, read with the budgets before this), else `read_page()` (its statement) answered and kept
-    under the values just read: read before the statement, so a write committed after them replaces them."""
+def kept_answer(ctx, make) -> Floored:
+    """A read tool's answer: the one kept for this call while both epochs read the same as when it was kept
+    (ctx.read_values, read with the budgets before this), else `make()` (its reads), kept under the values just
+    read: read before the database was, so a write committed after them has replaced them."""
     state, values = ctx.read_state, ctx.read_values
     if state is None or values is None:  # the cache off, odd arguments, or Redis could not be asked
-        return list_page(read_page())
-    slot_key, max_age_s = state
-    slot = SLOTS.get(slot_key)
-    if slot is not None and slot.values == values and slot.until > time.monotonic():
-        return slot.answer
-    answer = list_page(read_page())
-    SLOTS.put(slot_key, _Slot(values, answer, time.monotonic() + max_age_s))
+        return make()
+    key, max_age_s = state
+    kept = KEPT.get(key)
+    if kept is not None and kept.values == values and kept.until > time.monotonic():
+        return kept.answer
+    answer = make()
+    KEPT.put(key, _Kept(values, answer, time.monotonic() + max_age_s))
     return answer
 
 

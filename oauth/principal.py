@@ -17,13 +17,14 @@ class Principal:
     (a remembered token's account merged into the session: oauth/resource.py), so a request that never needs
     more than its id never opens a database session."""
 
-    __slots__ = ("_user", "_load_user", "scopes", "client_id", "user_id")
+    __slots__ = ("_user", "_load_user", "_locale", "scopes", "client_id", "user_id")
 
     def __init__(self, user: User | None = None, scopes: frozenset[str] = frozenset(), client_id: str | None = None,
-                 user_id: str | None = None, load_user: Callable[[], User] | None = None):
+                 user_id: str | None = None, load_user: Callable[[], User] | None = None,
+                 locale: str | None = None):
         if user is None and (load_user is None or user_id is None):
             raise ValueError("a principal needs its user, or its user's id and how to load it")
-        self._user, self._load_user = user, load_user
+        self._user, self._load_user, self._locale = user, load_user, locale
         self.scopes, self.client_id = scopes, client_id
         self.user_id = user_id if user_id is not None else user.id
 
@@ -32,6 +33,11 @@ class Principal:
         if self._user is None:
             self._user = self._load_user()
         return self._user
+
+    @property
+    def locale(self) -> str | None:
+        """The account's language: as read with the token until the account is loaded (`locale`), then its own."""
+        return self._user.locale if self._user is not None or self._load_user is None else self._locale
 
 
 class Unauthorized(Exception):

@@ -65,7 +65,7 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
             g.btp_unconfirmed = (token, token_hash, entry.epoch)
             # merged into the session when first used (no query: the row as read with the token)
             return _principal(required_scope, None, entry.scopes, entry.client_id, user_id=entry.user_id,
-                              load_user=lambda: db.session.merge(entry.user, load=False))
+                              load_user=lambda: db.session.merge(entry.user, load=False), locale=entry.user.locale)
         epoch = live_tokens.read_epoch(get_redis())  # before the lookup: see oauth/live_tokens.py
         found = live_token(token, audience)
         if found is not None:
@@ -78,10 +78,11 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     return _principal(required_scope, user, row.scopes, row.client_id)
 
 
-def _principal(required_scope, user, scopes, client_id, user_id=None, load_user=None) -> Principal:
+def _principal(required_scope, user, scopes, client_id, user_id=None, load_user=None, locale=None) -> Principal:
     if required_scope and required_scope not in scopes:
         raise McpInsufficientScope(required_scope)
-    g.principal = Principal(user=user, scopes=scopes, client_id=client_id, user_id=user_id, load_user=load_user)
+    g.principal = Principal(user=user, scopes=scopes, client_id=client_id, user_id=user_id, load_user=load_user,
+                            locale=locale)
     return g.principal  # g: the access log names the user (trips/core/observability.py)
 
 

@@ -1,4 +1,4 @@
-"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/answers.py cached_list_page): a page is
+"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/answers.py kept_answer): a page is
 given again without its statement only while both epochs it was read under (every trip's, its account's) read the
 same in Redis, and every way its rows change replaces one of them after the commit — a write through the ORM (its
 owner's epoch only), a statement written by hand that says its trip, one that does not (every trip's), a job's
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from mcp.answers import SLOTS
+from mcp.answers import KEPT
 from tests.factories import make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from trips import computations
@@ -70,7 +70,7 @@ def test_a_kept_page_is_given_again_without_its_statement_and_equals_a_fresh_rea
     user, trip_id, token = lister
     page = kept(client, token, trip_reads)
     assert [t["id"] for t in page["member"]] == [trip_id] and page["totalItems"] == 1
-    SLOTS.answers.clear()
+    KEPT.answers.clear()
     assert listed(client, token) == page  # what the statement reads now
 
 
@@ -173,7 +173,7 @@ def test_a_write_between_the_epochs_read_and_the_statement_is_not_kept_under_the
         return read_page(actor, query)
 
     monkeypatch.setattr(services, "list_trips", written_meanwhile)
-    SLOTS.answers.clear()
+    KEPT.answers.clear()
     listed(client, token)  # read under the epochs before the write, the write meanwhile: kept under those
     monkeypatch.setattr(services, "list_trips", read_page)
     before = len(trip_reads)
@@ -196,12 +196,12 @@ def test_with_redis_down_every_page_is_read(fresh_app, lister, trip_reads):
 
 def test_the_cache_off_or_past_its_age_reads_the_page(app, client, lister, trip_reads, monkeypatch):
     user, trip_id, token = lister
-    monkeypatch.setitem(app.config, "BTP_LIST_CACHE_S", 0)
+    monkeypatch.setitem(app.config, "BTP_READ_CACHE_S", 0)
     before = len(trip_reads)
     for _ in range(3):
         listed(client, token)
     assert len(trip_reads) == before + 3
-    monkeypatch.setitem(app.config, "BTP_LIST_CACHE_S", 0.3)
+    monkeypatch.setitem(app.config, "BTP_READ_CACHE_S", 0.3)
     kept(client, token, trip_reads)
     time.sleep(0.4)  # a change made outside BTP is shown after the age limit at the latest
     before = len(trip_reads)
@@ -211,11 +211,11 @@ def test_the_cache_off_or_past_its_age_reads_the_page(app, client, lister, trip_
 
 def test_odd_arguments_are_refused_and_never_kept(client, lister):
     user, trip_id, token = lister
-    SLOTS.answers.clear()
+    KEPT.answers.clear()
     result = call(client, token, "list_trips", {"title": "x" * 600})
-    assert result["isError"] and not SLOTS.answers
+    assert result["isError"] and not KEPT.answers
     result = call(client, token, "list_trips", {"page": [1]})
-    assert result["isError"] and not SLOTS.answers
+    assert result["isError"] and not KEPT.answers
 
 
 @pytest.mark.parametrize("statement, family", [
@@ -302,3 +302,22 @@ def test_a_flush_says_whose_rows_it_writes(app, ctx, lister):
         assert written == {epochs.user_key(user.id)}
         db.session.execute(sa.update(Stage).where(Stage.trip_id == trip_id).values(label="Core"))
         assert written == {epochs.user_key(user.id), epochs.TRIPS_KEY}  # nobody said whose: every trip's
+
+
+def test_a_kept_digest_is_given_again_and_an_edit_through_the_tools_shows_at_once(app, client, lister, trip_reads):
+    user, trip_id, token = lister
+    first = payload(call(client, token, "get_trip", {"id": trip_id}))
+    db.session.rollback()
+    before = len(trip_reads)
+    assert payload(call(client, token, "get_trip", {"id": trip_id})) == first
+    assert len(trip_reads) == before, "a kept digest read the database"
+    stage = first["stages"][1]
+    renamed = call(client, token, "edit_stages", {"tripId": trip_id, "action": "update", "stageId": stage["stageId"],
+                                                  "label": "Col de Rousset", "version": first["version"]})
+    assert not renamed["isError"], renamed
+    db.session.rollback()
+    after = payload(call(client, token, "get_trip", {"id": trip_id}))
+    assert after["version"] == first["version"] + 1
+    other = make_user("prying@example.org")  # someone else asking for it: refused, never given the kept one
+    refused = call(client, mcp_token(app, other), "get_trip", {"id": trip_id})
+    assert refused["isError"] and payload(refused)["error"]["code"] == "not_found"

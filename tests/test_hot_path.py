@@ -12,7 +12,7 @@ import redis as redis_lib
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from mcp.answers import DIGESTS, LINES, PAGES, SLOTS, trip_digest
+from mcp.answers import DIGESTS, LINES, PAGES, KEPT, trip_digest
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
@@ -68,14 +68,17 @@ def counted(monkeypatch):
         monkeypatch.undo()
 
 
-def test_get_trip_costs_one_statement_warm_three_cold_and_two_round_trips(client, owner, monkeypatch):
+def test_get_trip_costs_nothing_kept_one_statement_warm_three_cold_and_two_round_trips(client, owner, monkeypatch):
     _, trip_id, token = owner
     call(client, token, "get_trip", {"id": trip_id})  # the grant's last use (once per five minutes); the token
     LINES.lines.clear()  # is remembered live from now on (oauth/live_tokens.py): not looked up while the epoch stands
     DIGESTS.answers.clear()
     answers = []
     fingerprint = 1 if db.engine.dialect.name == "postgresql" else 2  # hashed by the server, or by us from rows
-    for expected in (2 + fingerprint, fingerprint):  # cold: loads the trip and renders; warm: known by its rows
+    # cold: loads the trip and renders; warm: known by its rows; kept: its epochs unchanged (trips/core/epochs.py)
+    for expected in (2 + fingerprint, fingerprint, 0):
+        if expected:
+            KEPT.answers.clear()
         with counted(monkeypatch) as seen:
             result = call(client, token, "get_trip", {"id": trip_id})
         assert not result["isError"] and len(result["structuredContent"]["stages"]) >= 5
@@ -83,10 +86,10 @@ def test_get_trip_costs_one_statement_warm_three_cold_and_two_round_trips(client
         # the fingerprint (PostgreSQL: one statement; SQLite: trip with computations, days, as plain rows); cold
         # only: the trip with its computations and its days into the ORM (no lazy load, none per day)
         assert len(seen["sql"]) == expected, seen["sql"]
-        # budgets (address, calls) and the token epoch in one script; the request's counters, the tool's and the
-        # grant's window
+        # budgets (address, calls), the token epoch and the trips epochs in one script; the request's counters, the
+        # tool's and the grant's window
         assert seen["redis"] == 2
-    assert answers[0] == answers[1]
+    assert answers[0] == answers[1] == answers[2]
 
 
 def test_a_known_digest_is_keyed_by_the_readers_language_too(client, owner):
@@ -103,7 +106,7 @@ def test_a_known_digest_is_keyed_by_the_readers_language_too(client, owner):
 def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     user, trip_id, token = owner
     call(client, token, "list_trips")  # the grant's last use: stamped once per five minutes
-    SLOTS.answers.clear()  # the page is not kept yet
+    KEPT.answers.clear()  # the page is not kept yet
     with counted(monkeypatch) as seen:
         assert not call(client, token, "list_trips")["isError"]
     # the page and its total, its days' distances and statuses: on PostgreSQL in one statement (arrays aggregated

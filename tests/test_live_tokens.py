@@ -235,3 +235,26 @@ def test_a_spent_budget_outranks_a_local_reads_own_refusal(app, client, agent, m
         db.session.execute(sa.update(AccessToken).where(AccessToken.user_id == user.id).values(revoked_at=utcnow()))
     restore(elsewhere)
     assert modern(client, token, "tools/call", {"name": "list_trips", "arguments": {}}).status_code == 401
+
+
+def test_a_remembered_tokens_account_is_loaded_only_when_used():
+    from oauth.principal import Principal
+
+    loads = []
+
+    class Account:
+        id, locale = "u1", "de"
+
+    def load():
+        loads.append(1)
+        return Account()
+
+    lazy = Principal(scopes=frozenset({"trips:read"}), user_id="u1", load_user=load, locale="fr")
+    assert lazy.user_id == "u1" and lazy.locale == "fr" and not loads  # as read with the token: nothing loaded
+    assert lazy.user.locale == "de" and lazy.user.id == "u1" and len(loads) == 1
+    assert lazy.locale == "de"  # once loaded, the account's own
+    lazy.user
+    assert len(loads) == 1
+    with pytest.raises(ValueError):
+        Principal(scopes=frozenset(), load_user=load)  # neither its user nor its id
+    assert Principal(user=Account(), scopes=frozenset()).locale == "de"

@@ -1,5 +1,5 @@
 from mcp import schemas as s
-from mcp.answers import read_trip_digest
+from mcp.answers import kept_answer, kept_reads, read_trip_digest
 from mcp.tools.base import Tool
 
 DAY = s.obj({
@@ -27,11 +27,11 @@ OUTPUT = s.obj({
 }, required=("id", "version", "status", "partial", "stages"))
 
 def run(ctx, args: dict) -> dict:
-    return read_trip_digest(ctx.user, args["id"])
+    return kept_answer(ctx, lambda: read_trip_digest(ctx.user, args["id"]))
 
 
 TOOL = Tool(
-    name="get_trip", title="Read a trip", scope="trips:read", run=run, local_read=True,
+    name="get_trip", title="Read a trip", scope="trips:read", run=run, reads=kept_reads,
     description="A trip's settings and one line per day, with the version the edits need. While `partial` "
                 "is true, work is still running. When a computation failed, `categoryStatus` carries its reason "
                 "and `nextAction` says how to recover." +

@@ -1,5 +1,5 @@
 from mcp import schemas as s
-from mcp.answers import cached_list_page, list_reads
+from mcp.answers import kept_answer, kept_reads, list_page
 from mcp.tools.base import Tool
 from trips.schemas import TripListQuery
 from trips.services import trips as services
@@ -13,11 +13,11 @@ ITEM = s.obj({
 def run(ctx, args: dict) -> dict:
     query = {k: str(v) for k, v in args.items()}
     query["itemsPerPage"] = str(min(int(args.get("itemsPerPage", 20)), 30))  # clamped, not refused
-    return cached_list_page(ctx, lambda: services.list_trips(ctx.user, query))
+    return kept_answer(ctx, lambda: list_page(services.list_trips(ctx.user, query)))
 
 
 TOOL = Tool(
-    name="list_trips", title="List my trips", scope="trips:read", run=run, reads=list_reads,
+    name="list_trips", title="List my trips", scope="trips:read", run=run, reads=kept_reads,
     description="The user's trips, newest first, 20 a page (30 at most)." + s.data_note("Titles"),
     input_schema=s.obj({
         "page": s.integer("From 1.", **s.rules(TripListQuery, "page")),

@@ -6,7 +6,7 @@ same. Two families:
   (oauth/live_tokens.py: the remembered live tokens);
 - the trips epochs: one per account (`user_key`: one of its trips, their days or computations changed) and one for
   all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/answers.py keeps
-  list_trips' pages under them.
+  get_trip's and list_trips' answers under them.
 
 Each is read in the round trip that counts the caller's budgets (trips/core/ratelimit.py `reads`): reading one
 costs no round trip of its own. A missing key is created by its reader with a fresh random value, and a key is
@@ -20,7 +20,7 @@ Why a change shows at once, on every process and instance sharing the Redis:
   replaces the values after them too, so the answer is made again;
 - with Redis unreachable nothing kept is believed (its readers read the database), a replacement that could not be
   written is retried every half second for `max_age_s`, and no answer is kept longer than that (BTP_TOKEN_CACHE_S
-  and BTP_LIST_CACHE_S: 60 s by default), which also bounds a change made to the tables by hand, outside BTP.
+  and BTP_READ_CACHE_S: 60 s by default), which also bounds a change made to the tables by hand, outside BTP.
 
 Which writes replace what is seen on the connection (`_note_statement`, a before_cursor_execute listener), so a new
 code path cannot forget it: a write to `trip`, `stage` or `computation` replaces `TRIPS_KEY` unless it was said
@@ -177,7 +177,7 @@ def _redis_of_app() -> tuple:
 
     config = current_app.config
     max_age_s = max(float(config.get("BTP_TOKEN_CACHE_S", DEFAULT_MAX_AGE_S)),
-                    float(config.get("BTP_LIST_CACHE_S", DEFAULT_MAX_AGE_S)))
+                    float(config.get("BTP_READ_CACHE_S", DEFAULT_MAX_AGE_S)))
     try:
         return get_redis() or False, max_age_s
     except Exception:  # no Redis configured

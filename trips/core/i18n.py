@@ -130,7 +130,7 @@ def current_locale() -> str:
     if pinned:
         return pinned
     principal = g.get("principal")
-    chosen = normalize(getattr(getattr(principal, "user", None), "locale", None))
+    chosen = normalize(getattr(principal, "locale", None))
     if chosen:
         return chosen
     if not request.path.startswith("/api/"):
