@@ -41,15 +41,7 @@ def connect(live) -> socket.socket:
 
 def read_answer(sock) -> tuple[int, dict, bytes]:
     """One HTTP/1.1 answer with a Content-Length: (status, headers lower-cased, body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        assert chunk, f"closed before an answer: {data!r}"
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    status, headers, rest = read_head(sock)
     length = int(headers.get("content-length", "0"))
     while len(rest) < length:
         chunk = sock.recv(65536)

@@ -101,3 +101,21 @@ def test_a_revoked_personal_token_is_refused_on_the_other_instance_at_once(app, 
     assert [a.status_code for a in after] == [401] * WARM, [a.get_data(as_text=True) for a in after]
     assert after[0].mimetype == "application/problem+json"
     assert other.get("/api/trips", headers=auth(owner)).status_code == 200
+
+
+def test_an_edit_on_one_instance_shows_on_every_process_of_the_other_at_once(app, ctx, instances):
+    """get_trip and list_trips answers are kept per process under the trips epochs (trips/core/epochs.py): every
+    process of the other instance has kept both, the edit is made on one, and the very next reads there show it."""
+    one, other = instances
+    user = make_user()
+    token = mcp_token(app, user)
+    trip_id = seed_trip(user, title="Before").id
+    for _ in range(WARM):  # every process of the other instance keeps both answers
+        digest = payload(call(other, token, "get_trip", {"id": trip_id}))
+        assert payload(call(other, token, "list_trips"))["member"][0]["title"] == "Before"
+    renamed = one.patch(f"/api/trips/{trip_id}", json={"title": "After"},
+                        headers={**auth(make_token(user)), "If-Match": f'"{digest["version"]}"'})
+    assert renamed.status_code == 200, renamed.get_data(as_text=True)
+    for _ in range(WARM):
+        assert payload(call(other, token, "list_trips"))["member"][0]["title"] == "After"
+        assert payload(call(other, token, "get_trip", {"id": trip_id}))["title"] == "After"
