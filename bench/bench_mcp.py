@@ -14,7 +14,8 @@ the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) und
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
 
-Timed: `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
+Timed, each point (BTP's and the peer's alike) once the whole machine is quiet (`wait_quiet`: PostgreSQL's
+autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
 error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
 list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
 per connection) at 1 and 8. Memory: VmRSS of every gunicorn and peer worker after the warm-up and once BTP has
@@ -372,6 +373,27 @@ def wait_idle(server: subprocess.Popen | None, timeout: float = 90.0, below: flo
     return round(time.monotonic() - start, 1)
 
 
+def machine_busy(interval: float = 1.0) -> float:
+    """CPUs' worth of work the whole machine did over `interval` seconds (/proc/stat: all but idle and iowait)."""
+    def sample():
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields), fields[3] + fields[4]
+    total0, idle0 = sample()
+    time.sleep(interval)
+    total1, idle1 = sample()
+    return (os.cpu_count() or 1) * (1 - (idle1 - idle0) / max(1, total1 - total0))
+
+
+def wait_quiet(timeout: float = 60.0, below: float = 0.15) -> float:
+    """Wait until the whole machine is nearly idle (PostgreSQL's autovacuum after the set-up, a server's start-up
+    work, the previous point's tail): each load point, BTP's and the peer's alike, starts on a quiet machine.
+    Returns the seconds waited (the timeout is not an error: the point is then measured as it is)."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout and machine_busy() > below:
+        pass
+    return round(time.monotonic() - start, 1)
+
+
 # --- load ------------------------------------------------------------------------------------------------------
 def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
         timeout_s: int = 10, server: subprocess.Popen | None = None) -> dict:
@@ -545,19 +567,24 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     results = {}
     for tool in [t for t in args.tools.split(",") if t]:
         for c in reads:
+            waited = [wait_quiet()]
             ours = wrk(s.btp_port, s.token, args.seconds, c, calls=calls[tool], server=s.btp)
             btp_calls += ours["requests"]
+            waited.append(wait_quiet() if peer else 0)
             theirs = wrk(s.peer_port, s.token, args.seconds, c, calls=calls[tool], server=s.peer) if peer else None
             results[(tool, c)] = (ours, theirs)
-            log(f"{tool} c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 "
+            log(f"{tool} c={c} (quiet after {waited[0]} s / {waited[1]} s): BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 "
                 f"{_ms(ours['p99_us'])} ms CPU/call {ours['cpu_ms']} ms errors {ours['errors_total']}"
                 + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 {_ms(theirs['p99_us'])} ms "
                    f"CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}" if theirs else ""))
     for c in writes:
         half = EDIT_TRIPS
+        wait_quiet()
         ours = wrk(s.btp_port, s.token, args.seconds, c, edits=edit_versions(s.db_url, s.info["edits"][:half])[:c],
                    server=s.btp)
         btp_calls += ours["requests"]
+        if peer:
+            wait_quiet()
         theirs = wrk(s.peer_port, s.token, args.seconds, c, server=s.peer,
                      edits=edit_versions(s.db_url, s.info["edits"][half:2 * half])[:c]) if peer else None
         results[("edit_stages", c)] = (ours, theirs)
