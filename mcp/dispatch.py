@@ -14,11 +14,11 @@ from flask import current_app
 
 from jobs import REDIS_DOWN, get_redis, redis_unavailable
 from mcp.arguments import check_arguments
-from trips.core.text import clean_answer, quote
+from trips.core.text import Floored, clean_answer, quote
 from mcp.protocol import (
     HANDSHAKE_VERSIONS, INSUFFICIENT_SCOPE, INSTRUCTIONS, INTERNAL_ERROR, INVALID_PARAMS, LATEST_HANDSHAKE,
     META_CAPABILITIES, META_SERVER, METHOD_NOT_FOUND, MODERN_VERSIONS, SERVER_INFO, Fragment, Message, RpcError,
-    Spliced, SplicedList, encode_once, error_envelope, parse_message, result_envelope,
+    Spliced, SplicedList, encode_once, encoded, error_envelope, kept_form, parse_message, result_envelope,
 )
 from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
@@ -96,11 +96,17 @@ def _tool_result(structured: dict, is_error: bool, modern: bool) -> dict:
         result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False,
                                                                   separators=(",", ":"))}], "isError": True}
         return _modern(result) if modern else result
+    if isinstance(structured, Floored):  # a kept answer: its whole result is encoded once per era, and kept
+        return kept_form(structured, ("result", modern), lambda: encoded(_success(structured, modern)))
+    return _success(structured, modern)
+
+
+def _success(structured: dict, modern: bool) -> dict:
     # One encoding for both forms (mcp/protocol.py Fragment): the text block carries the structured content's
     # JSON text, as the specification asks, spliced into the answer as a string.
-    encoded, as_text = encode_once(structured)
+    as_json, as_text = encode_once(structured)
     result = Spliced({"content": SplicedList([Spliced({"type": "text", "text": Fragment(as_text)})]),
-                      "isError": False, "structuredContent": Fragment(encoded)})
+                      "isError": False, "structuredContent": Fragment(as_json)})
     return Spliced(_modern(result)) if modern else result
 
 

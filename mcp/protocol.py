@@ -85,6 +85,20 @@ class SplicedList(list):
     """A JSON array holding Fragments, as Spliced."""
 
 
+class Encoded(Spliced):
+    """A Spliced object whose whole JSON text is known already (`json`, UTF-8 bytes): `encode` writes that text as it
+    is; its members stay readable (the metrics read a result's isError). Made by `encoded`; never mutated."""
+
+    def __init__(self, members: dict, json_bytes: bytes):
+        super().__init__(members)
+        self.json = json_bytes
+
+
+def encoded(members: dict) -> Encoded:
+    """`members` with its JSON text made now, once. Raises as `encode_once`."""
+    return Encoded(members, _dumps(members))
+
+
 def result_envelope(message_id, result: dict) -> dict:
     envelope = {"jsonrpc": "2.0", "id": message_id, "result": result}
     return Spliced(envelope) if isinstance(result, Spliced) else envelope
@@ -132,6 +146,8 @@ def _key(name) -> bytes:
 
 
 def _dumps(value) -> bytes:
+    if type(value) is Encoded:
+        return value.json
     if isinstance(value, Fragment):
         return value.json
     if isinstance(value, Spliced):
@@ -147,11 +163,21 @@ def encode_once(value) -> tuple[bytes, bytes]:
     raises (TypeError, ValueError, RecursionError) and UnicodeEncodeError. A Floored answer (never mutated: a kept
     get_trip digest, a kept list page) is encoded once and its encoding kept with it."""
     if isinstance(value, Floored):
-        known = getattr(value, "encoded", None)
-        if known is None:
-            known = value.encoded = _encode_both(value)
-        return known
+        return kept_form(value, "both", lambda: _encode_both(value))
     return _encode_both(value)
+
+
+def kept_form(value: Floored, form, make):
+    """`make()`, made once per `form` for this Floored value and kept with it (a Floored value is never mutated, so
+    neither is anything made of it alone): its JSON texts, the tool result that carries it. Raises what `make`
+    raises, keeping nothing."""
+    forms = getattr(value, "forms", None)
+    if forms is None:
+        forms = value.forms = {}
+    known = forms.get(form)
+    if known is None:
+        known = forms[form] = make()
+    return known
 
 
 def _encode_both(value) -> tuple[bytes, bytes]:

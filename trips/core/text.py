@@ -123,10 +123,10 @@ def quote(value: object, limit: int = 40) -> str:
 class Floored(dict):
     """A JSON object whose every string went through the floor already (made only by `floored`): `clean_answer`
     returns it as it is instead of walking it again (a part of an answer kept for many answers, such as a day's
-    digest line). Never mutated once made: so its encoding, once made, is kept with it (mcp/protocol.py
-    encode_once)."""
+    digest line). Never mutated once made: so what is made of it alone (its JSON texts, the tool result carrying
+    it) is made once and kept with it, in `forms` (mcp/protocol.py kept_form)."""
 
-    __slots__ = ("encoded",)
+    __slots__ = ("forms",)
 
 
 def floored(obj: dict) -> Floored:
