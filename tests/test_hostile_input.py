@@ -52,6 +52,42 @@ def test_valid_text_goes_through():
         jsonio.loads(b"{nope")
 
 
+@pytest.mark.parametrize("body", [
+    b'{"t": "\\ud800"}',  # an escape
+    b'{"t": "\xed\xa0\x80"}',  # the UTF-8 form of a surrogate (json.loads reads bytes with surrogatepass)
+    b'{"t": "\\u0000"}',  # NUL
+    '{"t": "\\ud800"}'.encode("utf-16-le"),  # read as UTF-16 (a NUL in the first two bytes)
+    '{"t": "\\ud800"}'.encode("utf-16"),  # with its BOM
+    '{"t": "\\ud800"}'.encode("utf-32"),
+    bytearray(b'{"t": "\\ud800"}'),
+    '{"t": "\ud800"}',  # a str holding the surrogate itself
+    '{"t": "a\x00"}',
+])
+def test_every_way_a_surrogate_or_nul_arrives_is_walked_and_refused(body):
+    # loads skips walking a body whose text cannot hold one (jsonio._plain): each of these must still be walked
+    assert not jsonio._plain(body)
+    with pytest.raises((jsonio.InvalidText, ValueError)) as caught:
+        jsonio.loads(body)
+    if body != '{"t": "a\x00"}':  # a raw NUL inside a string is not JSON at all (a control character)
+        assert isinstance(caught.value, jsonio.InvalidText)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+                    max_leaves=12),
+       st.booleans(), st.sampled_from(["utf-8", "utf-16", "utf-16-le", "utf-32"]))
+def test_the_shortcut_never_lets_an_unstorable_string_through(value, ascii_only, encoding):
+    text = json.dumps(value, ensure_ascii=ascii_only)  # escapes (\uXXXX) or the characters themselves
+    try:
+        data = text.encode(encoding, "surrogatepass")
+    except UnicodeEncodeError:
+        return
+    parsed = json.loads(data)
+    if jsonio._plain(data) or jsonio._plain(text):
+        assert jsonio.find_unstorable(parsed) is None  # the text alone proved nothing unstorable is there
+
+
 def test_a_deep_body_is_walked_without_recursion():
     depth = 900
     assert jsonio.loads("[" * depth + '"x"' + "]" * depth)

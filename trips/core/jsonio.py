@@ -88,10 +88,27 @@ def loads(data: str | bytes | bytearray, **options: Any) -> Any:
     when the text is not JSON (or not UTF-8/16/32), and RecursionError when it nests deeper than the parser
     goes. `options` go to `json.loads`."""
     value = json.loads(data, **options)
+    if _plain(data):
+        return value
     where = find_unstorable(value)
     if where is not None:
         raise InvalidText(where)
     return value
+
+
+_UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _plain(data) -> bool:
+    """True when no string parsed from `data` can hold a lone surrogate or a NUL, judged from the text alone, so the
+    parsed value need not be walked: no `\\u` escape in it, and no surrogate or NUL written out (as a str's own
+    characters; in bytes read as UTF-8, the ED lead byte that encodes a surrogate; bytes json.loads would read as
+    UTF-16 or UTF-32, which it detects from a BOM or a NUL in the first two bytes, are always walked)."""
+    if isinstance(data, str):
+        return "\\u" not in data and UNSTORABLE.search(data) is None
+    if not isinstance(data, (bytes, bytearray)) or len(data) < 2 or not data[0] or not data[1]:
+        return False
+    return not data.startswith(_UTF16_32_BOMS) and b"\\u" not in data and b"\xed" not in data
 
 
 class StrictJSONProvider(DefaultJSONProvider):
