@@ -17,7 +17,6 @@ VERSION_STAR = ('The "version" argument does not accept "*": writing uncondition
 VERSION_MALFORMED = 'Malformed "version" argument: expected the whole number returned by get_trip, such as 7.'
 NOT_FINITE = "must be a finite number"
 _FLOAT_MAX = sys.float_info.max
-_validators: dict[str, Draft202012Validator] = {}
 
 
 def parse_version(value) -> int:
@@ -50,11 +49,55 @@ def _message(error) -> str:
     return "is not valid"
 
 
+MAX_PASSED = 4096  # argument sets kept per tool (a set's key is a few hundred bytes at most)
+MAX_PASSED_CHARS = 512
+
+
+def _passed_key(tool, arguments: dict):
+    """The key under which a flat set of arguments that passed is remembered (every value a string, a whole number,
+    a finite float, a boolean or null, at most MAX_PASSED_CHARS of repr): each value with its type, so True is never
+    taken for 1. None for any other set, and for the tools whose `version` parse_version rewrites."""
+    if len(arguments) > 8 or "version" in tool.input_schema["properties"]:
+        return None
+    items = []
+    for name, value in arguments.items():
+        if not (value is None or isinstance(value, (str, int, bool))
+                or (isinstance(value, float) and math.isfinite(value))):
+            return None
+        items.append((name, type(value), value))
+    key = tuple(sorted(items, key=lambda item: item[0]))
+    return key if len(repr(key)) <= MAX_PASSED_CHARS else None
+
+
+def _passed(tool) -> set:
+    """The flat argument sets this tool judged valid lately. The checks read nothing but the arguments and the
+    tool's schema, so a set seen passing passes again: it is not judged again (an agent reads the same trip many
+    times). Refusals are never kept. Kept in the tool's own __dict__ (as its cached listings), so a tool made
+    anew, with another schema, starts with none."""
+    seen = tool.__dict__.get("_passed_arguments")
+    if seen is None:
+        seen = tool.__dict__["_passed_arguments"] = set()
+    return seen
+
+
 def check_arguments(tool, arguments) -> dict:
     """The arguments, checked. Raises Invalid naming the first offending argument."""
     arguments = {} if arguments is None else arguments
     if not isinstance(arguments, dict):
         raise Invalid({"arguments": "must be an object"})
+    key = _passed_key(tool, arguments)
+    seen = _passed(tool)
+    if key is not None and key in seen:
+        return dict(arguments)
+    args = _judge(tool, arguments)
+    if key is not None:
+        if len(seen) >= MAX_PASSED:
+            seen.clear()
+        seen.add(key)
+    return args
+
+
+def _judge(tool, arguments: dict) -> dict:
     properties = tool.input_schema["properties"]
     unknown = [name for name in arguments if name not in properties]
     if unknown:
@@ -66,9 +109,9 @@ def check_arguments(tool, arguments) -> dict:
         raise Invalid({_name(bad): NOT_FINITE})
     if "version" in properties:
         args["version"] = parse_version(args.get("version"))
-    validator = _validators.get(tool.name)
+    validator = tool.__dict__.get("_validator")  # made once per tool, kept with it (as _passed)
     if validator is None:
-        validator = _validators[tool.name] = Draft202012Validator(tool.input_schema)
+        validator = tool.__dict__["_validator"] = Draft202012Validator(tool.input_schema)
     for error in sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path)):
         if error.validator == "required":
             missing = next(n for n in error.validator_value if n not in (error.instance or {}))

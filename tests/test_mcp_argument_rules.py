@@ -90,3 +90,53 @@ def test_mcp_refuses_an_elevation_penalty_rest_refuses_and_takes_the_bound(clien
     assert error["code"] == "invalid_argument" and "elevationPenalty" in str(error)
     taken = call(client, token, "update_trip_settings", {"id": trip.id, "version": 1, "elevationPenalty": 10000})
     assert not taken["isError"], payload(taken)
+
+
+# ------------------------------------------------------------------ argument sets seen passing (mcp/arguments.py)
+def _tool(properties: dict, required=()):
+    from mcp.tools.base import Tool
+
+    return Tool(name="probe", title="Probe", description="d", scope="trips:read", output_schema=None,
+                run=lambda ctx, args: {}, input_schema={"type": "object", "properties": properties,
+                                                        "required": list(required), "additionalProperties": False})
+
+
+def test_a_set_seen_passing_passes_again_and_nothing_else_is_taken_for_it():
+    from mcp.arguments import check_arguments
+    from trips.errors import Invalid
+
+    tool = _tool({"page": {"type": "integer", "minimum": 1}, "title": {"type": "string", "maxLength": 5}})
+    assert check_arguments(tool, {"page": 1, "title": "ab"}) == {"page": 1, "title": "ab"}
+    again = check_arguments(tool, {"title": "ab", "page": 1})  # remembered: the same set in another order
+    assert again == {"page": 1, "title": "ab"}
+    for bad, field in (({"page": True, "title": "ab"}, "page"),  # True == 1 in Python: the type tells them apart
+                       ({"page": 1.5, "title": "ab"}, "page"),
+                       ({"page": 0, "title": "ab"}, "page"),
+                       ({"page": 1, "title": "abcdef"}, "title"),
+                       ({"page": 1, "title": "ab", "extra": 1}, "arguments")):
+        with pytest.raises(Invalid) as caught:
+            check_arguments(tool, bad)
+        assert field in caught.value.errors, (bad, caught.value.errors)
+    # a refusal is never remembered: the same set is refused every time
+    with pytest.raises(Invalid):
+        check_arguments(tool, {"page": True, "title": "ab"})
+
+
+def test_a_tool_made_anew_with_another_schema_remembers_nothing():
+    from mcp.arguments import check_arguments
+    from trips.errors import Invalid
+
+    check_arguments(_tool({"id": {"type": "string"}}), {"id": "abc"})
+    with pytest.raises(Invalid):  # same name, a stricter schema: judged on its own
+        check_arguments(_tool({"id": {"type": "string", "maxLength": 2}}), {"id": "abc"})
+
+
+def test_returned_arguments_are_a_copy_the_tool_may_change():
+    from mcp.arguments import check_arguments
+
+    tool = _tool({"id": {"type": "string"}})
+    sent = {"id": "abc"}
+    for _ in range(2):  # judged, then remembered
+        args = check_arguments(tool, sent)
+        args["id"] = "changed"
+        assert sent == {"id": "abc"}
