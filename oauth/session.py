@@ -33,6 +33,13 @@ class SessionCookies(SecureCookieSessionInterface):
             made = self._made = (keys, super().get_signing_serializer(app))
         return made[1]
 
+    def open_session(self, app, request):
+        # A request without any cookie (every agent's) has no session to read: Flask would parse the missing header
+        # to find that out. A new, empty session, as Flask gives when its cookie is absent.
+        if "HTTP_COOKIE" not in request.environ and self.get_signing_serializer(app) is not None:
+            return self.session_class()
+        return super().open_session(app, request)
+
 
 def current_user() -> User | None:
     user_id = session.get("uid")

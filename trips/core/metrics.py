@@ -99,8 +99,17 @@ def join_last_round_trip(build, then) -> bool:
     return True
 
 
+_FIELDS: dict[tuple, str] = {}  # label values -> their hash field: a small set (routes, methods, statuses, tools)
+
+
 def _field(*parts) -> str:
-    return json.dumps(parts, separators=(",", ":"))
+    field = _FIELDS.get(parts)
+    if field is None:
+        field = json.dumps(parts, separators=(",", ":"))
+        if len(_FIELDS) >= 4096:  # label values are bounded, yet never hold more than this
+            _FIELDS.clear()
+        _FIELDS[parts] = field
+    return field
 
 
 def _observe(name: str, labels: tuple, value: float) -> list[tuple]:

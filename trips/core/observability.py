@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
 import sys
 import time
-import uuid
 from datetime import datetime, timezone
 
 from flask import Flask, current_app, g, request, session
@@ -40,7 +40,7 @@ def request_id_from(header: str | None) -> str:
     """The incoming id when sane, else a fresh one (32 hex digits)."""
     if header is not None and _SANE_ID.fullmatch(header):
         return header
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()
 
 
 class JsonFormatter(logging.Formatter):
@@ -105,22 +105,25 @@ def _user_id() -> str | None:
 
 
 def _begin_request() -> None:
-    g.request_started = time.perf_counter()
-    g.request_id = request_id_from(request.headers.get(HEADER))
-    g.request_id_token = REQUEST_ID.set(g.request_id)
+    started = time.perf_counter()
+    request_id = request_id_from(request.headers.get(HEADER))
+    g.request_started, g.request_id, g.request_id_token = started, request_id, REQUEST_ID.set(request_id)
 
 
 def _end_request(response):
     from jobs import get_redis
 
-    seconds = time.perf_counter() - g.get("request_started", time.perf_counter())
-    route = request.url_rule.rule if request.url_rule is not None else "<unmatched>"
-    response.headers[HEADER] = g.get("request_id") or request_id_from(None)
-    access_log.info("%s %s %s", request.method, route, response.status_code, extra={"fields": {
-        "method": request.method, "route": route, "status": response.status_code,
-        "duration_ms": round(seconds * 1000, 1), "user_id": _user_id(),
+    here, status = g._get_current_object(), response.status_code
+    seconds = time.perf_counter() - getattr(here, "request_started", time.perf_counter())
+    req = request._get_current_object()
+    method, rule = req.method, req.url_rule
+    route = rule.rule if rule is not None else "<unmatched>"
+    response.headers[HEADER] = getattr(here, "request_id", None) or request_id_from(None)
+    access_log.info("%s %s %s", method, route, status, extra={"fields": {
+        "method": method, "route": route, "status": status, "duration_ms": round(seconds * 1000, 1),
+        "user_id": _user_id(),
     }})
-    metrics.record_request(get_redis(), request.method, route, response.status_code, seconds,
+    metrics.record_request(get_redis(), method, route, status, seconds,
                            current_app.config.get("BTP_METRICS_DEFER_S", 0.0))
     return response
 
