@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
 from contextlib import contextmanager
@@ -68,6 +69,61 @@ def test_one_connection_serves_request_after_request(one_worker):
         status, headers, body = read_answer(sock)
         assert status == 200 and headers.get("connection", "keep-alive").lower() != "close", headers
     sock.close()
+
+
+def test_bodies_read_unread_and_chunked_leave_the_connection_ready_for_the_next_request(one_worker):
+    # /healthz reads no body: it is drained before the next request; /mcp reads its body whole (nothing left to
+    # drain: _body_read); a chunked body is always drained. Each answer must be the right request's.
+    sock = connect(one_worker)
+    unread = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 11\r\n\r\nhello world"
+    read_whole = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 2\r\n\r\n{}")
+    chunked = b"POST /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    for request, status in ((unread, 405), (read_whole, 401), (chunked, 405), (REQUEST, 200), (read_whole, 401)):
+        sock.sendall(request)
+        got, headers, _ = read_answer(sock)
+        assert got == status and headers.get("connection", "keep-alive").lower() != "close", (request[:20], got)
+    sock.close()
+
+
+@pytest.mark.parametrize("request_bytes,body,known_read", [
+    (b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", b"", True),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", b"hello", True),
+    (b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"hello", False),
+])
+def test_a_body_counts_as_read_only_once_read_to_its_end(request_bytes, body, known_read):
+    from gunicorn import http as gunicorn_http
+
+    a, b = socket.socketpair()
+    try:
+        b.sendall(request_bytes)
+        req = next(gunicorn_http.get_parser(Config(), a, ("127.0.0.1", 1)))
+        assert httpworker._body_read(req) is (known_read and not body)  # unread: the worker drains it
+        if body:
+            assert req.body.read(2) == body[:2]
+            assert not httpworker._body_read(req)  # read in part
+            assert req.body.read() == body[2:]
+        assert httpworker._body_read(req) is known_read  # chunked: always drained by the parser
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_connection_keeps_the_kernels_stall_bound_and_blocking_mode():
+    a, b = socket.socketpair()
+    try:
+        httpworker._stall_bound(a)
+        assert a.gettimeout() is None  # blocking: no poll(2) before each recv and send
+        for option in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
+            assert struct.unpack("ll", a.getsockopt(socket.SOL_SOCKET, option, 16)) == (int(READ_TIMEOUT_S), 0)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 200_000))  # 0.2 s, for the test
+        started = time.monotonic()
+        with pytest.raises(OSError) as caught:
+            a.recv(1)  # nothing comes: the kernel's bound ends the wait, as a stall is told apart
+        assert httpworker._stalled(caught.value) and 0.15 <= time.monotonic() - started <= 3
+    finally:
+        a.close()
+        b.close()
 
 
 def test_pipelined_requests_are_all_answered(one_worker):

@@ -24,17 +24,20 @@ stalls a worker. HTTP/2 and TLS are not served here: nginx terminates both.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import select
 import selectors
 import socket
 import ssl
+import struct
 import sys
 import time
 from datetime import datetime
 
 from gunicorn import http, util
 from gunicorn.http import wsgi
+from gunicorn.http.body import LengthReader
 from gunicorn.workers import base
 
 READ_TIMEOUT_S = 10.0  # the longest a started request (or a response's write) may stall
@@ -42,6 +45,36 @@ NOTIFY_EVERY_S = 1.0  # the heartbeat: the arbiter kills a worker silent for `ti
 LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side (RFC 9112 §9.6)
 ONE_SEND_MAX_BYTES = 64 * 1024  # the largest body sent in the same send as its headers (_OneSendResponse)
 _ACCEPT, _CONN, _WAKE, _LINGER = "accept", "conn", "wake", "linger"
+
+
+_STALL = struct.pack("ll", int(READ_TIMEOUT_S), int(READ_TIMEOUT_S % 1 * 1_000_000))  # a struct timeval
+
+
+def _stall_bound(sock: socket.socket) -> None:
+    """A connection's socket stays blocking, its reads and writes bounded by the kernel (SO_RCVTIMEO/SO_SNDTIMEO:
+    READ_TIMEOUT_S, raised as BlockingIOError), set once when it is accepted. A Python timeout (settimeout) would do
+    the same with a poll(2) before every recv and send, and switching between it and non-blocking mode for the
+    selector costs an ioctl(2) each time: four system calls a request that do nothing (the selector only says when
+    a connection has something to read)."""
+    sock.setblocking(True)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _STALL)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _STALL)
+
+
+def _stalled(exc: OSError) -> bool:
+    """The client sent nothing, or read nothing, for READ_TIMEOUT_S (the kernel's bound, or a Python timeout)."""
+    return isinstance(exc, (TimeoutError, BlockingIOError)) or exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+
+
+def _body_read(req) -> bool:
+    """True when the request's body was read to its end already (an empty body, or a Content-Length read whole):
+    then nothing is left to drain, and the parser's drain (finish_body, which sets and restores the socket's
+    timeout: two ioctl(2)) is not needed. Anything else (chunked, a body left unread, another gunicorn) is drained."""
+    body = getattr(req, "body", None)
+    reader = getattr(body, "reader", None)
+    buf = getattr(body, "buf", None)
+    return (isinstance(reader, LengthReader) and reader.length == 0 and isinstance(buf, io.BytesIO)
+            and not buf.getvalue())
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -190,7 +223,7 @@ class KeepAliveWorker(base.Worker):
                 return
             raise
         util.close_on_exec(client)
-        client.setblocking(False)
+        _stall_bound(client)
         if client.family != socket.AF_UNIX:
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._keep(_Conn(client, addr, listener.getsockname(), self.cfg))
@@ -256,10 +289,10 @@ class KeepAliveWorker(base.Worker):
 
     # --- one request ------------------------------------------------------------------------------------------
     def _serve(self, conn: _Conn) -> None:
-        self.poller.unregister(conn.sock)
+        # The connection stays registered with the selector while it is served (one thread: nothing selects
+        # meanwhile), and its socket stays as accepted (_stall_bound): no system call but the request's own.
         keep = False
         try:
-            conn.sock.settimeout(READ_TIMEOUT_S)
             keep = self._one_request(conn)
             # A client may have sent its next request already (pipelining): it sits in the parser's buffer,
             # which the selector cannot see, so it is served now.
@@ -267,9 +300,7 @@ class KeepAliveWorker(base.Worker):
                 keep = self._one_request(conn)
         finally:
             if keep and self.alive:
-                conn.sock.setblocking(False)
                 conn.deadline = time.monotonic() + max(self.cfg.keepalive, 1)
-                self.poller.register(conn.sock, selectors.EVENT_READ, (_CONN, conn))
             else:
                 self._close(conn, after_answer=True)
 
@@ -281,7 +312,8 @@ class KeepAliveWorker(base.Worker):
             if not req:
                 return False
             keep = self._handle_request(req, conn)
-            return keep and bool(conn.parser.finish_body(deadline=time.monotonic() + READ_TIMEOUT_S))
+            return keep and (_body_read(req)
+                             or bool(conn.parser.finish_body(deadline=time.monotonic() + READ_TIMEOUT_S)))
         except http.errors.NoMoreData as exc:
             self.log.debug("Ignored premature client disconnection. %s", exc)
         except StopIteration as exc:
@@ -289,7 +321,7 @@ class KeepAliveWorker(base.Worker):
         except ssl.SSLError as exc:
             self.handle_error(req, conn.sock, conn.addr, exc)
         except OSError as exc:
-            if isinstance(exc, TimeoutError):
+            if _stalled(exc):
                 self.log.debug("Closing a connection that stalled for %s s", READ_TIMEOUT_S)
             elif exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
