@@ -47,6 +47,25 @@ DEFAULTS = {
 MAX_CONTENT_LENGTH = 32 * 1024 * 1024  # a 30 MB GPX plus the multipart envelope
 
 
+class App(Flask):
+    """Flask, its ensure_sync answer kept per function: Flask asks inspect whether each hook and the view is a
+    coroutine function again on every request (six times per /mcp call), and a function never changes its kind."""
+
+    _synced: dict
+
+    def ensure_sync(self, func):
+        synced = self.__dict__.setdefault("_synced", {})
+        try:
+            known = synced.get(func)
+        except TypeError:  # an unhashable callable: asked every time, as Flask does
+            return super().ensure_sync(func)
+        if known is None:
+            known = super().ensure_sync(func)
+            if len(synced) < 4096:
+                synced[func] = known
+        return known
+
+
 class ConfigError(RuntimeError):
     """The configuration is unsafe or inconsistent; the process must not start."""
 
@@ -138,7 +157,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     conf = load_config(environ, overrides)
     instance = Path(conf["BTP_INSTANCE_DIR"]).resolve()
     instance.mkdir(parents=True, exist_ok=True)
-    app = Flask(__name__, instance_path=str(instance), template_folder="templates")
+    app = App(__name__, instance_path=str(instance), template_folder="templates")
     app.config.update(conf)
     app.config.update(
         SECRET_KEY=_secret_key(conf, instance),

@@ -252,3 +252,18 @@ def test_the_fingerprint_moves_with_any_stored_value_a_digest_shows(owner, chang
     after = trip_fingerprint(user, trip_id)
     assert (after == before) is (change == "nothing")
     assert after[0] == trip_id
+
+
+def test_flask_asks_each_function_its_kind_once(app, monkeypatch):
+    import flask.app
+
+    asked = []
+    real = flask.app.iscoroutinefunction
+    monkeypatch.setattr(flask.app, "iscoroutinefunction", lambda func: asked.append(func) or real(func))
+
+    def hook():
+        return None
+
+    assert [app.ensure_sync(hook) for _ in range(3)] == [hook] * 3
+    assert asked == [hook]  # once, then kept (app.py App)
+    assert app.ensure_sync(app.ensure_sync) == app.ensure_sync  # a bound method (made anew on each access) too

@@ -26,6 +26,7 @@ from babel import Locale, negotiate_locale
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal
+from flask import after_this_request, g, has_request_context, request
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +116,11 @@ def country(iso: str | None, locale: str) -> str | None:
 
 def pin(locale: str | None) -> None:
     """Render this request in `locale` (the share page: the trip owner's). Needs a request context."""
-    from flask import request
-
     request.environ[_PINNED] = normalize(locale) or DEFAULT
 
 
 def current_locale() -> str:
     """The locale this read is rendered in (see the module docstring); English outside a request."""
-    from flask import after_this_request, g, has_request_context, request
-
     if not has_request_context():
         return DEFAULT
     pinned = request.environ.get(_PINNED)

@@ -24,6 +24,7 @@ from bisect import bisect_left
 from functools import wraps
 
 import redis as redis_lib
+from flask import g, has_request_context
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +78,6 @@ def _record(redis, *ops, joined=()) -> None:
 
 def _waiting() -> dict | None:
     """What waits for this request's last round trip (its metrics, record_request), or None outside a request."""
-    from flask import g, has_request_context
-
     if not has_request_context():
         return None
     waiting = g.get(_LAST_TRIP)
@@ -125,8 +124,6 @@ def record_request(redis, method: str, route: str, status: int, seconds: float, 
     method = method if method in METHODS else "OTHER"  # the method is the client's: bound the label values
     waiting = _waiting()
     if waiting is not None:
-        from flask import g
-
         g.pop(_LAST_TRIP, None)
     waiting = waiting or {"ops": [], "joined": []}
     ops = [("hincrby", "btp_http_requests_total", _field(method, route, str(status)), 1),
