@@ -14,7 +14,8 @@ the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) und
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
 
-Timed, each point (BTP's and the peer's alike) once the whole machine is quiet (`wait_quiet`: PostgreSQL's
+Timed, each point (BTP's and the peer's alike) --rounds times (3), the two servers taking turns and which goes first
+alternating, the median of each figure reported (every round is in the notes), each once the whole machine is quiet (`wait_quiet`: PostgreSQL's
 autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
 error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
 list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
@@ -511,6 +512,21 @@ class Servers:
             return ""
 
 
+def median_point(points: list[dict]) -> dict:
+    """One load point from its rounds: the median of each figure (calls/s, latencies, CPU per call), the errors and
+    calls summed, the first error kept."""
+    from statistics import median
+
+    out = dict(points[0])
+    for key in ("calls_s", "p50_us", "p90_us", "p99_us", "cpu_ms"):
+        values = [p[key] for p in points if p.get(key) is not None]
+        out[key] = round(median(values), 2) if values else None
+    for key in ("requests", "errors", "socket_errors", "errors_total"):
+        out[key] = sum(p.get(key) or 0 for p in points)
+    out["sample_error"] = next((p["sample_error"] for p in points if p.get("sample_error")), out.get("sample_error"))
+    return out
+
+
 def _ms(us: float) -> float:
     return round(us / 1000, 2)
 
@@ -518,6 +534,9 @@ def _ms(us: float) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of each load point (default 10)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="read points measured this many times, BTP and the peer in turn; the median is reported "
+                         "(default 3)")
     ap.add_argument("--connections", default="1,8,32", help="read load points (default 1,8,32)")
     ap.add_argument("--edit-connections", default="1,8", help="edit_stages load points (default 1,8)")
     ap.add_argument("--tools", default="get_trip,list_trips", help="read tools to load (default both)")
@@ -545,6 +564,7 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     peer = not args.no_peer
     notes, rows = [], []
     equal = {}
+    per_round = {}
     if peer:
         for tool, arguments in (("get_trip", {"id": s.info["trip"]}), ("list_trips", {})):
             equal[tool], note = compare(s.btp_port, s.peer_port, s.token, tool, arguments)
@@ -567,16 +587,30 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     results = {}
     for tool in [t for t in args.tools.split(",") if t]:
         for c in reads:
-            waited = [wait_quiet()]
-            ours = wrk(s.btp_port, s.token, args.seconds, c, calls=calls[tool], server=s.btp)
-            btp_calls += ours["requests"]
-            waited.append(wait_quiet() if peer else 0)
-            theirs = wrk(s.peer_port, s.token, args.seconds, c, calls=calls[tool], server=s.peer) if peer else None
-            results[(tool, c)] = (ours, theirs)
-            log(f"{tool} c={c} (quiet after {waited[0]} s / {waited[1]} s): BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 "
-                f"{_ms(ours['p99_us'])} ms CPU/call {ours['cpu_ms']} ms errors {ours['errors_total']}"
-                + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 {_ms(theirs['p99_us'])} ms "
-                   f"CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}" if theirs else ""))
+            rounds = []
+            for n in range(args.rounds):
+                # BTP and the peer take turns, and which goes first alternates: a change in the machine's speed
+                # (this 2-core VM's speed moves by half within a minute) lands on both alike
+                order = ("btp", "peer") if n % 2 == 0 else ("peer", "btp")
+                point, waited = {}, []
+                for who in order:
+                    if who == "peer" and not peer:
+                        continue
+                    waited.append(wait_quiet())
+                    port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
+                    point[who] = wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
+                btp_calls += point["btp"]["requests"]
+                rounds.append((point["btp"], point.get("peer")))
+                ours, theirs = rounds[-1]
+                log(f"{tool} c={c} round {n + 1}/{args.rounds} (quiet after {'/'.join(map(str, waited))} s): BTP "
+                    f"{ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 {_ms(ours['p99_us'])} ms CPU/call "
+                    f"{ours['cpu_ms']} ms errors {ours['errors_total']}"
+                    + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 "
+                       f"{_ms(theirs['p99_us'])} ms CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}"
+                       if theirs else ""))
+            results[(tool, c)] = (median_point([r[0] for r in rounds]),
+                                  median_point([r[1] for r in rounds]) if peer else None)
+            per_round[(tool, c)] = rounds
     for c in writes:
         half = EDIT_TRIPS
         wait_quiet()
@@ -646,6 +680,10 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     notes.append("Other work may share the 2 CPUs: compare the ratios (same run), not the absolute numbers. "
                  "'server CPU per call' (user + system CPU of the server's master and workers over the point, per "
                  "call; PostgreSQL, Redis and wrk not counted) depends least on what else runs.")
+    for (tool, c), rounds in per_round.items():
+        notes.append(f"{tool} c={c}, each round (BTP / peer calls/s, BTP p50 ms): " + "; ".join(
+            f"{ours['calls_s']:g} / {theirs['calls_s'] if theirs else '-'}, {_ms(ours['p50_us']):g}"
+            for ours, theirs in rounds))
     if total_errors:
         notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 2000).replace("\n", " | "))
     path = write_result("mcp", rows, notes)
