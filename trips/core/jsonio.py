@@ -102,13 +102,14 @@ _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff")
 def _plain(data) -> bool:
     """True when no string parsed from `data` can hold a lone surrogate or a NUL, judged from the text alone, so the
     parsed value need not be walked: no `\\u` escape in it, and no surrogate or NUL written out (as a str's own
-    characters; in bytes read as UTF-8, the ED lead byte that encodes a surrogate; bytes json.loads would read as
-    UTF-16 or UTF-32, which it detects from a BOM or a NUL in the first two bytes, are always walked)."""
+    characters; in bytes read as UTF-8, a NUL or the ED lead byte that encodes a surrogate; bytes json.loads would
+    read as UTF-16 or UTF-32, which it detects from a BOM or a NUL in the first two bytes, are always walked)."""
     if isinstance(data, str):
         return "\\u" not in data and UNSTORABLE.search(data) is None
     if not isinstance(data, (bytes, bytearray)) or len(data) < 2 or not data[0] or not data[1]:
         return False
-    return not data.startswith(_UTF16_32_BOMS) and b"\\u" not in data and b"\xed" not in data
+    return (not data.startswith(_UTF16_32_BOMS) and b"\\u" not in data and b"\xed" not in data
+            and b"\x00" not in data)  # a NUL written out: json.loads takes it inside a string with strict=False
 
 
 class StrictJSONProvider(DefaultJSONProvider):

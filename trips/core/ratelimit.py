@@ -248,8 +248,8 @@ def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int,
         conn = line.take(redis.connection_pool)
         if conn is None:  # this thread's connection waits for another answer
             return _Later(lambda: _through_pool(redis, budgets, reads, keys, args))
-        conn.send_packed_command(conn.pack_command("EVALSHA", _script(redis).sha, len(keys), *keys, *args),
-                                 check_health=False)
+        # the client's own health check (a PING after health_check_interval idle seconds) still applies
+        conn.send_packed_command(conn.pack_command("EVALSHA", _script(redis).sha, len(keys), *keys, *args))
     except (redis_lib.RedisError, OSError) as exc:  # fail open at once, as `hits` does: no second wait
         if conn is not None:
             line.give_back(conn, broken=True)
