@@ -51,10 +51,12 @@ class App(Flask):
     """Flask, its ensure_sync answer kept per function: Flask asks inspect whether each hook and the view is a
     coroutine function again on every request (six times per /mcp call), and a function never changes its kind."""
 
-    _synced: dict
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._synced: dict = {}
 
     def ensure_sync(self, func):
-        synced = self.__dict__.setdefault("_synced", {})
+        synced = self._synced
         try:
             known = synced.get(func)
         except TypeError:  # an unhashable callable: asked every time, as Flask does

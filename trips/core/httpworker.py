@@ -63,7 +63,7 @@ def _stall_bound(sock: socket.socket) -> None:
 
 def _stalled(exc: OSError) -> bool:
     """The client sent nothing, or read nothing, for READ_TIMEOUT_S (the kernel's bound, or a Python timeout)."""
-    return isinstance(exc, (TimeoutError, BlockingIOError)) or exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK)
+    return isinstance(exc, (TimeoutError, BlockingIOError))  # BlockingIOError: EAGAIN / EWOULDBLOCK
 
 
 def _body_read(req) -> bool:
