@@ -183,3 +183,31 @@ def test_a_forked_child_never_uses_its_parents_connection(redis_client):
     ratelimit.hit(redis_client, "b", "k", 100, 60)  # the parent's connection still answers the parent
     assert _line_conn(redis_client) is parent_conn
     assert redis_client.zcard("btp:rl:b:k") == 3
+
+
+def test_a_set_is_trimmed_within_64_hits_and_old_hits_never_count(redis_client):
+    # 1000 hits allowed per second: the set keeps at most its window's hits and 63 older ones (trimmed once in 64
+    # hits, not on every hit); the verdict always counts the trimmed set.
+    key = "btp:rl:trim:k"
+    for _ in range(70):
+        ratelimit.hit(redis_client, "trim", "k", 1000, 1)
+    time.sleep(0.6)
+    ratelimit.hit(redis_client, "trim", "k", 1000, 1)  # keeps the key alive (each hit sets its expiry a window ahead)
+    time.sleep(0.5)  # the first 70 have left the window, the 71st has not
+    sizes = []
+    for _ in range(100):
+        ratelimit.hit(redis_client, "trim", "k", 1000, 1)
+        sizes.append(redis_client.zcard(key))
+    assert sizes[0] == 72  # not trimmed on every hit: 70 old, 1 in the window, this one
+    assert sizes[55] == 71 + 56 and sizes[56] == 1 + 57  # at 127 = 63 mod 64 it is trimmed: the 70 old ones go
+    assert max(sizes) <= 71 + 56
+    # a full set is always trimmed before it is judged: the hits that left the window never refuse
+    for _ in range(2):
+        ratelimit.hit(redis_client, "full", "k", 3, 1)
+    time.sleep(0.6)
+    ratelimit.hit(redis_client, "full", "k", 3, 1)  # 3 of 3, the key kept alive
+    time.sleep(0.5)  # the first two have left the window
+    for _ in range(2):
+        ratelimit.hit(redis_client, "full", "k", 3, 1)
+    with pytest.raises(RateLimited):
+        ratelimit.hit(redis_client, "full", "k", 3, 1)

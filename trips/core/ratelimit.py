@@ -37,30 +37,38 @@ LIMITS = DEFAULTS
 # {i, ms until the oldest counted hit of KEYS[i] leaves its window, values} when KEYS[i] refuses: the hits of the keys
 # before it stay recorded, none after it is made (as one call per key, in order, stopping at the first refusal,
 # would leave them), in one round trip. `values` are the read keys' values, in order (trips/core/epochs.py).
+# A set is trimmed (its hits older than the window dropped) when it holds `limit` hits or more, and otherwise once in 64
+# hits: the count that decides is always the trimmed one, while a hit that is not refused costs three commands (ZCARD,
+# ZADD, PEXPIRE), not four; the read keys are read with one MGET. A set holds at most its window's hits and 63 older
+# ones. (Measured on the 2-core bench machine: 25 against 45-50 us of Redis CPU per script, 50-59 against 61-78 us
+# with the machine idle between calls, as at one client.)
 _SCRIPT = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nread = tonumber(ARGV[1])
 local sets = #KEYS - nread
-local values = {}
-for j = 1, nread do
-  local key = KEYS[sets + j]
-  local value = redis.call('GET', key)
-  if not value then
-    value = ARGV[2 * sets + 2]
-    redis.call('SET', key, value, 'EX', ARGV[2 * sets + 3])
-  end
-  values[j] = value
-end
 local member = ARGV[2 * sets + 2]
+local values = {}
+if nread > 0 then
+  values = redis.call('MGET', unpack(KEYS, sets + 1))
+  for j = 1, nread do
+    if not values[j] then
+      values[j] = member
+      redis.call('SET', KEYS[sets + j], member, 'EX', ARGV[2 * sets + 3])
+    end
+  end
+end
 for i = 1, sets do
   local key = KEYS[i]
   local window = tonumber(ARGV[2 * i])
   local limit = tonumber(ARGV[2 * i + 1])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-  if redis.call('ZCARD', key) >= limit then
-    local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-    return {i, tonumber(oldest[2]) + window - now, values}
+  local count = redis.call('ZCARD', key)
+  if count >= limit or count % 64 == 63 then
+    count = count - redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    if count >= limit then
+      local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      return {i, tonumber(oldest[2]) + window - now, values}
+    end
   end
   redis.call('ZADD', key, now, member)
   redis.call('PEXPIRE', key, window)
