@@ -548,3 +548,29 @@ def test_the_apps_iterable_is_closed_once():
         serve_in_process(answering("200 OK", CL, lambda env, parts=parts: Body(parts)), GET)
     serve_in_process(answering("200 OK", CL, lambda env: Body([BODY])), HEAD)
     assert closed == [1, 2, 0, 1]
+
+
+def test_the_serving_worker_reads_each_setting_once_and_the_same_value():
+    from gunicorn.config import Config
+
+    from trips.core.httpworker import _Settled
+
+    reads = []
+
+    class Counting(Config):
+        def __getattr__(self, name):
+            reads.append(name)
+            return super().__getattr__(name)
+
+    cfg = Counting()
+    cfg.set("keepalive", 7)
+    settled = _Settled(cfg)
+    for _ in range(3):
+        assert settled.keepalive == 7 and settled.is_ssl == cfg.is_ssl
+        assert settled.limit_request_line == cfg.limit_request_line
+    assert reads.count("keepalive") == 1  # once, not 3
+    assert reads.count("limit_request_line") == 1 + 3  # once through the settled view, 3 times straight
+    with pytest.raises(AttributeError):
+        settled.no_such_setting  # noqa: B018
+    with pytest.raises(AttributeError):
+        settled.keepalive = 1  # read-only once the worker serves
