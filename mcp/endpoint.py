@@ -109,7 +109,8 @@ def authenticate(ex: Exchange) -> None:
 
 
 def check_content_type(ex: Exchange) -> None:
-    if request.mimetype != "application/json":
+    # The header as every client sends it is taken as it is; anything else is parsed (parameters, case, spaces)
+    if request.headers.get("Content-Type") != "application/json" and request.mimetype != "application/json":
         raise _http(415, {"error": "unsupported_media_type", "error_description": "Send application/json."})
 
 

@@ -41,6 +41,21 @@ def test_content_type_json_and_lenient_accept(client, token):
     assert response.status_code == 415
     for accept in ("*/*", "application/json", "text/event-stream", None):
         assert modern(client, token, "tools/list", headers={"Accept": accept}).status_code == 200
+    # the exact header is taken as it is; anything else is parsed as a media type
+    for content_type in ("application/json; charset=utf-8", "Application/JSON", " application/json"):
+        assert modern(client, token, "tools/list", headers={"Content-Type": content_type}).status_code == 200
+    for content_type in ("application/jsonx", "application/json-seq", "text/json", "", "application/ json"):
+        answer = modern(client, token, "tools/list", headers={"Content-Type": content_type})
+        assert answer.status_code == 415, content_type
+
+
+def test_an_mcp_answer_carries_the_security_headers_once(client, token):
+    answer = modern(client, token, "tools/list")
+    assert answer.status_code == 200
+    for name in ("Content-Security-Policy", "X-Content-Type-Options", "Referrer-Policy"):
+        assert len(answer.headers.getlist(name)) == 1, name
+    assert answer.headers["X-Content-Type-Options"] == "nosniff"
+    assert "frame-ancestors 'none'" in answer.headers["Content-Security-Policy"]
 
 
 def test_malformed_json_and_envelopes(client, token):
