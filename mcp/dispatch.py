@@ -47,10 +47,16 @@ class _Served:
         return name in registry().by_name
 
 
+_UNSEEN = object()
+
+
 def tool_of(message: Message):
-    """The tool a tools/call names, or None."""
-    name = message.params.get("name") if message.method == "tools/call" else None
-    return registry().by_name.get(name) if isinstance(name, str) else None
+    """The tool a tools/call names, or None: looked up once per message (the endpoint's checks and the call ask)."""
+    tool = message.__dict__.get("_tool", _UNSEEN)
+    if tool is _UNSEEN:
+        name = message.params.get("name") if message.method == "tools/call" else None
+        tool = message.__dict__["_tool"] = registry().by_name.get(name) if isinstance(name, str) else None
+    return tool
 
 
 def required_scope(message: Message) -> str | None:

@@ -99,9 +99,13 @@ def encoded(members: dict) -> Encoded:
     return Encoded(members, _dumps(members))
 
 
+_VERSION_JSON = Fragment(b'"2.0"')
+
+
 def result_envelope(message_id, result: dict) -> dict:
-    envelope = {"jsonrpc": "2.0", "id": message_id, "result": result}
-    return Spliced(envelope) if isinstance(result, Spliced) else envelope
+    if isinstance(result, Spliced):
+        return Spliced({"jsonrpc": _VERSION_JSON, "id": message_id, "result": result})
+    return {"jsonrpc": "2.0", "id": message_id, "result": result}
 
 
 def error_envelope(message_id, error: RpcError) -> dict:
@@ -148,6 +152,8 @@ def _key(name) -> bytes:
 def _dumps(value) -> bytes:
     if type(value) is Encoded:
         return value.json
+    if type(value) is int:  # an id, most often (never a bool: its type is bool)
+        return str(value).encode()
     if isinstance(value, Fragment):
         return value.json
     if isinstance(value, Spliced):

@@ -267,3 +267,16 @@ def test_flask_asks_each_function_its_kind_once(app, monkeypatch):
     assert [app.ensure_sync(hook) for _ in range(3)] == [hook] * 3
     assert asked == [hook]  # once, then kept (app.py App)
     assert app.ensure_sync(app.ensure_sync) == app.ensure_sync  # a bound method (made anew on each access) too
+
+
+def test_a_tools_call_looks_its_tool_up_once(app, client, owner, monkeypatch):
+    from mcp import dispatch
+
+    _user, _trip, token = owner
+    asked = []
+    real = dispatch.registry
+    monkeypatch.setattr(dispatch, "registry", lambda: asked.append(1) or real())
+    result = call(client, token, "list_trips")
+    assert not result.get("isError")
+    # the tool, once for the endpoint's checks, the budgets and the call; once more for the metrics' label set
+    assert len(asked) == 2
