@@ -14,8 +14,9 @@ the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) und
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
 
-Timed, each point (BTP's and the peer's alike) --rounds times (3), the two servers taking turns and which goes first
-alternating, the median of each figure reported (every round is in the notes), each once the whole machine is quiet (`wait_quiet`: PostgreSQL's
+Timed, each point (BTP's and the peer's alike) --rounds times (3), round by round over all the read points (a point's
+rounds minutes apart), the two servers taking turns and which goes first alternating, the median of each figure
+reported (every round is in the notes), each once the whole machine is quiet (`wait_quiet`: PostgreSQL's
 autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
 error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
 list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
@@ -585,32 +586,34 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     log("RSS after warm-up (MB): BTP", rss_warm, "peer", peer_warm)
     btp_calls = 0
     results = {}
-    for tool in [t for t in args.tools.split(",") if t]:
-        for c in reads:
-            rounds = []
-            for n in range(args.rounds):
-                # BTP and the peer take turns, and which goes first alternates: a change in the machine's speed
-                # (this 2-core VM's speed moves by half within a minute) lands on both alike
-                order = ("btp", "peer") if n % 2 == 0 else ("peer", "btp")
-                point, waited = {}, []
-                for who in order:
-                    if who == "peer" and not peer:
-                        continue
-                    waited.append(wait_quiet())
-                    port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
-                    point[who] = wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
-                btp_calls += point["btp"]["requests"]
-                rounds.append((point["btp"], point.get("peer")))
-                ours, theirs = rounds[-1]
-                log(f"{tool} c={c} round {n + 1}/{args.rounds} (quiet after {'/'.join(map(str, waited))} s): BTP "
-                    f"{ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 {_ms(ours['p99_us'])} ms CPU/call "
-                    f"{ours['cpu_ms']} ms errors {ours['errors_total']}"
-                    + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 "
-                       f"{_ms(theirs['p99_us'])} ms CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}"
-                       if theirs else ""))
-            results[(tool, c)] = (median_point([r[0] for r in rounds]),
-                                  median_point([r[1] for r in rounds]) if peer else None)
-            per_round[(tool, c)] = rounds
+    points = [(tool, c) for tool in args.tools.split(",") if tool for c in reads]
+    for key in points:
+        per_round[key] = []
+    # Round by round over every read point, not a point's rounds one after the other: a point's rounds are minutes
+    # apart, so one slow phase of this VM (its speed moves by half for minutes at a time) reaches at most one of them
+    # and the median does not follow it. Within a round BTP and the peer take turns, and which goes first
+    # alternates: a change in the machine's speed lands on both alike.
+    for n in range(args.rounds):
+        order = ("btp", "peer") if n % 2 == 0 else ("peer", "btp")
+        for tool, c in points:
+            point, waited = {}, []
+            for who in order:
+                if who == "peer" and not peer:
+                    continue
+                waited.append(wait_quiet())
+                port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
+                point[who] = wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
+            btp_calls += point["btp"]["requests"]
+            per_round[(tool, c)].append((point["btp"], point.get("peer")))
+            ours, theirs = per_round[(tool, c)][-1]
+            log(f"{tool} c={c} round {n + 1}/{args.rounds} (quiet after {'/'.join(map(str, waited))} s): BTP "
+                f"{ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 {_ms(ours['p99_us'])} ms CPU/call "
+                f"{ours['cpu_ms']} ms errors {ours['errors_total']}"
+                + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 "
+                   f"{_ms(theirs['p99_us'])} ms CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}"
+                   if theirs else ""))
+    for key, rounds in per_round.items():
+        results[key] = (median_point([r[0] for r in rounds]), median_point([r[1] for r in rounds]) if peer else None)
     for c in writes:
         half = EDIT_TRIPS
         wait_quiet()
