@@ -37,6 +37,7 @@ MAX_BATCH = 100
 class Exchange:
     """One HTTP request to /mcp as it goes down the pipeline."""
 
+    headers: object = None  # the request's headers (read through Flask's `request` proxy once, not per header)
     principal: Principal | None = None
     body: object = None
     messages: list[Message] = field(default_factory=list)
@@ -64,7 +65,7 @@ def _origins(base_url: str, allowed: str) -> frozenset[str]:
 
 def check_origin(ex: Exchange) -> None:
     """DNS-rebinding protection: a browser's Origin must be ours or allowed (2026-07-28 transport, MUST)."""
-    origin = request.headers.get("Origin")
+    origin = ex.headers.get("Origin")
     if origin is not None and origin.rstrip("/") not in _allowed_origins():
         raise _http(403, {"error": "forbidden", "error_description": "This Origin is not allowed."})
 
@@ -110,7 +111,7 @@ def authenticate(ex: Exchange) -> None:
 
 def check_content_type(ex: Exchange) -> None:
     # The header as every client sends it is taken as it is; anything else is parsed (parameters, case, spaces)
-    if request.headers.get("Content-Type") != "application/json" and request.mimetype != "application/json":
+    if ex.headers.get("Content-Type") != "application/json" and request.mimetype != "application/json":
         raise _http(415, {"error": "unsupported_media_type", "error_description": "Send application/json."})
 
 
@@ -130,7 +131,7 @@ def parse_body(ex: Exchange) -> None:
 
 def classify(ex: Exchange) -> None:
     """The era of the request: a `_meta` version claim makes it modern; otherwise the handshake era."""
-    header = (request.headers.get("MCP-Protocol-Version") or "").strip() or None
+    header = (ex.headers.get("MCP-Protocol-Version") or "").strip() or None
     if ex.batch:
         if (header or BATCH_VERSION) != BATCH_VERSION:
             raise RpcError(INVALID_REQUEST, "Batches are only accepted on protocol version 2025-03-26.",
@@ -154,10 +155,10 @@ def classify(ex: Exchange) -> None:
         raise RpcError(UNSUPPORTED_VERSION, "Unsupported protocol version.",
                        {"supported": list(MODERN_VERSIONS), "requested": str(claim)[:40]}, 400)
     ex.modern, ex.version = True, claim
-    _mirror((request.headers.get("Mcp-Method") or "").strip() or None, message.method, "Mcp-Method")
+    _mirror((ex.headers.get("Mcp-Method") or "").strip() or None, message.method, "Mcp-Method")
     if message.method == "tools/call":
-        _mirror(decode_header(request.headers.get("Mcp-Name")), message.params.get("name"), "Mcp-Name")
-        _mirror_params(message)
+        _mirror(decode_header(ex.headers.get("Mcp-Name")), message.params.get("name"), "Mcp-Name")
+        _mirror_params(message, ex.headers)
     if not isinstance(message.meta.get(META_CAPABILITIES), dict):
         raise RpcError(INVALID_PARAMS, f"Missing params._meta[{META_CAPABILITIES!r}].", http_status=400)
 
@@ -175,7 +176,7 @@ def decode_header(value: str | None) -> str | None:
     return value
 
 
-def _mirror_params(message: Message) -> None:
+def _mirror_params(message: Message, headers) -> None:
     """SEP-2243: an argument whose schema names `x-mcp-header: X` is mirrored in `Mcp-Param-X` whenever it is
     present and not null (decoded like every mirror; integers compare numerically, booleans as true/false).
     Raises RpcError(-32020) when that header is missing or disagrees."""
@@ -186,7 +187,7 @@ def _mirror_params(message: Message) -> None:
         value = arguments.get(prop)
         if value is None:
             continue
-        header = decode_header(request.headers.get(f"Mcp-Param-{suffix}"))
+        header = decode_header(headers.get(f"Mcp-Param-{suffix}"))
         if isinstance(value, bool):
             value = "true" if value else "false"
         elif isinstance(value, int) and header is not None and re.fullmatch(r"-?[0-9]{1,18}", header):
@@ -253,7 +254,7 @@ def _json(payload, status: int = 200) -> Response:
 
 @bp.post("/mcp")
 def mcp_post():
-    ex = Exchange()
+    ex = Exchange(headers=request.headers)
     try:
         try:
             for step in PIPELINE:

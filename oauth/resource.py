@@ -56,8 +56,9 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     A token this process remembers live (oauth/live_tokens.py) is not looked up: the request must then read the
     token epoch before it answers or runs a tool (`confirm`, called with the budgets' round trip)."""
     token = bearer_token()
-    audience = current_app.config["MCP_RESOURCE"]
-    max_age = current_app.config.get("BTP_TOKEN_CACHE_S", live_tokens.DEFAULT_MAX_AGE_S)
+    config = current_app.config
+    audience = config["MCP_RESOURCE"]
+    max_age = config.get("BTP_TOKEN_CACHE_S", live_tokens.DEFAULT_MAX_AGE_S)
     if token and max_age > 0 and well_formed(token):
         token_hash = hash_token(token)
         entry = live_tokens.recall(token_hash, audience, utcnow())
@@ -81,9 +82,9 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
 def _principal(required_scope, user, scopes, client_id, user_id=None, load_user=None, locale=None) -> Principal:
     if required_scope and required_scope not in scopes:
         raise McpInsufficientScope(required_scope)
-    g.principal = Principal(user=user, scopes=scopes, client_id=client_id, user_id=user_id, load_user=load_user,
-                            locale=locale)
-    return g.principal  # g: the access log names the user (trips/core/observability.py)
+    principal = g.principal = Principal(user=user, scopes=scopes, client_id=client_id, user_id=user_id,
+                                        load_user=load_user, locale=locale)
+    return principal  # g: the access log names the user (trips/core/observability.py)
 
 
 def confirm(epoch: str | None) -> None:

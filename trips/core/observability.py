@@ -94,8 +94,8 @@ def configure_logging(level: int = logging.INFO) -> None:
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # a line per plugin at every start
 
 
-def _user_id() -> str | None:
-    principal = getattr(g, "principal", None)  # bearer callers: REST (require_api_scope) and /mcp
+def _user_id(here) -> str | None:
+    principal = getattr(here, "principal", None)  # bearer callers: REST (require_api_scope) and /mcp; here = g
     if principal is not None:
         user_id = getattr(principal, "user_id", None)  # as read with the token (no read after a commit)
         return str(user_id) if user_id is not None else None
@@ -107,7 +107,8 @@ def _user_id() -> str | None:
 def _begin_request() -> None:
     started = time.perf_counter()
     request_id = request_id_from(request.headers.get(HEADER))
-    g.request_started, g.request_id, g.request_id_token = started, request_id, REQUEST_ID.set(request_id)
+    here = g._get_current_object()  # one lookup through the proxy, not one per attribute
+    here.request_started, here.request_id, here.request_id_token = started, request_id, REQUEST_ID.set(request_id)
 
 
 def _end_request(response):
@@ -121,7 +122,7 @@ def _end_request(response):
     response.headers[HEADER] = getattr(here, "request_id", None) or request_id_from(None)
     access_log.info("%s %s %s", method, route, status, extra={"fields": {
         "method": method, "route": route, "status": status, "duration_ms": round(seconds * 1000, 1),
-        "user_id": _user_id(),
+        "user_id": _user_id(here),
     }})
     metrics.record_request(get_redis(), method, route, status, seconds,
                            current_app.config.get("BTP_METRICS_DEFER_S", 0.0))
