@@ -40,6 +40,13 @@ class SessionCookies(SecureCookieSessionInterface):
             return self.session_class()
         return super().open_session(app, request)
 
+    def save_session(self, app, session, response):
+        # A session nobody read or changed and that holds nothing (every agent's request) has nothing to save: Flask
+        # would read its seven cookie settings first to find that out. Anything else is Flask's own saving.
+        if not session and not session.accessed and not session.modified:
+            return
+        super().save_session(app, session, response)
+
 
 def current_user() -> User | None:
     user_id = session.get("uid")

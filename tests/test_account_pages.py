@@ -226,3 +226,22 @@ def test_personal_pages_are_never_stored(app, client, ctx):
     assert all(p.headers["Cache-Control"] == "no-store" for p in pages)
     discovery = client.get("/.well-known/oauth-authorization-server")
     assert discovery.headers["Cache-Control"] == "public, max-age=3600"  # public documents keep their caching
+
+
+def test_a_session_is_saved_only_when_read_changed_or_holding_something(app, client, ctx):
+    from tests.mcp_helpers import mcp_token, modern
+
+    agent = modern(client, mcp_token(app, make_user("agent@example.org")), "tools/list")  # no cookie, no session
+    assert agent.status_code == 200
+    assert "Set-Cookie" not in agent.headers and "Cookie" not in agent.headers.get("Vary", "")
+    looked = app.test_client().get("/account")  # read (who is signed in?) and still empty: Vary, no cookie
+    assert looked.status_code == 302 and "Cookie" in looked.headers["Vary"] and "Set-Cookie" not in looked.headers
+    page = client.get("/login")  # the page reads the session (its CSRF token): a new cookie, and Vary: Cookie
+    assert "Cookie" in page.headers["Vary"] and "session=" in page.headers["Set-Cookie"]
+    sign_in(app, client)
+    account = client.get("/account")
+    assert "Cookie" in account.headers["Vary"]
+    out = client.post("/logout", data={"csrf_token": csrf_of(account.get_data(as_text=True))})
+    cookie = out.headers.get("Set-Cookie", "")  # emptied: the cookie is removed (expired) or replaced
+    assert "session=" in cookie
+    assert client.get("/account").status_code == 302
