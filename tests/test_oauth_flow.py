@@ -317,3 +317,13 @@ def test_token_endpoint_is_rate_limited_per_ip(client, registered):
                                                 "client_id": registered})
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert refused.mimetype.endswith("json")
+
+
+def test_the_consent_page_keeps_its_own_policy_and_gets_the_other_security_headers(app, client, registered):
+    sign_in(app, client)
+    page = client.get(authorize_url(registered, pkce()[1]))
+    assert page.status_code == 200
+    policies = page.headers.getlist("Content-Security-Policy")
+    assert len(policies) == 1 and "form-action 'self' " in policies[0]  # the page's own, not replaced or doubled
+    assert page.headers.getlist("X-Content-Type-Options") == ["nosniff"]
+    assert page.headers.getlist("Referrer-Policy") == ["no-referrer"]
