@@ -258,3 +258,21 @@ def test_a_served_worker_sends_its_request_counters_a_moment_late_and_summed(fre
             assert f'btp_http_requests_total{{method="GET",route="/healthz",status="200"}} {before + 4}' in text
         finally:
             flush_pending(redis)
+
+
+def test_a_signed_in_page_names_its_user_and_an_answer_that_never_read_the_session_varies_on_nothing(
+        app, client, ctx, json_lines):
+    import sqlalchemy as sa
+
+    from oauth.models import User
+    from tests.test_oauth_flow import sign_in
+    from trips.core.db import db
+
+    plain = app.test_client().get("/no/such/page")  # neither a bearer nor the session read: no Vary: Cookie
+    assert "Cookie" not in plain.headers.get("Vary", "")
+    sign_in(app, client)
+    client.get("/account")  # the page reads the session: the line names the user
+    user = db.session.scalar(sa.select(User).where(User.email == "rider@example.org"))
+    lines = access(json_lines())
+    assert lines[0]["user_id"] is None and lines[-1]["route"] == "/account"
+    assert lines[-1]["user_id"] == str(user.id)

@@ -20,7 +20,8 @@ import sys
 import time
 from datetime import datetime, timezone
 
-from flask import Flask, current_app, g, request, session
+from flask import Flask, current_app, g, request
+from flask.globals import request_ctx
 from rq.job import Job
 
 from trips.core import metrics
@@ -99,8 +100,11 @@ def _user_id(here) -> str | None:
     if principal is not None:
         user_id = getattr(principal, "user_id", None)  # as read with the token (no read after a commit)
         return str(user_id) if user_id is not None else None
-    if session.accessed:  # a page that read the session; reading it here would add Vary: Cookie to every answer
-        return session.get("uid")
+    # A page that read the session. Flask marks a session read as soon as its proxy is touched (even to ask
+    # `session.accessed`), which adds Vary: Cookie to the answer: the request context's own is asked instead.
+    opened = getattr(request_ctx._get_current_object(), "_session", None)
+    if opened is not None and opened.accessed:
+        return opened.get("uid")
     return None
 
 
