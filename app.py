@@ -8,9 +8,22 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
-from trips.core import limits
-from trips.core.db import db
+import oauth.models  # noqa: F401  (the tables migrations know)
+import trips.models  # noqa: F401
+import trips.osm.tables  # noqa: F401
+from jobs.cli import serve_command, worker_command
+from mcp.endpoint import init_app as serve_mcp
+from mcp.tools import PRODUCT as MCP_TOOLS
+from oauth.web import init_app as init_oauth
+from trips.providers.settings import init_app as init_providers
+from trips.api.web import init_app as init_rest
+from trips.cli.osm import osm_cli
+from trips.cli.trips import purge_command, trips_cli
+from trips.core import limits, observability, problems
+from trips.core.db import configure_engine_options, db
+from trips.core.jsonio import StrictJSONProvider
 
 # Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
 KNOWN_ENV = (
@@ -167,8 +180,6 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
         MAX_CONTENT_LENGTH=MAX_CONTENT_LENGTH,
         MCP_RESOURCE=conf["BTP_BASE_URL"] + "/mcp",
     )
-    from trips.core.jsonio import StrictJSONProvider
-
     app.json = StrictJSONProvider(app)  # request JSON refuses lone surrogates (trips/core/jsonio.py)
     app.json.sort_keys = False  # answers keep the read models' order
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
@@ -181,39 +192,26 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     # (mcp/answers.py kept_answer: a change through BTP shows at once through the trips epochs in Redis,
     # trips/core/epochs.py; this bounds a change made outside BTP). 0: off.
     app.config.setdefault("BTP_READ_CACHE_S", 60.0)
-    from trips.core import observability
-
     observability.configure_logging(logging.INFO)
     observability.init_app(app)
     if conf["BTP_TRUSTED_PROXIES"]:
         # The client address and scheme nginx saw (X-Forwarded-For / -Proto), from as many proxies as are
         # trusted. Never X-Forwarded-Host: URLs come from BTP_BASE_URL, never from the request.
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
         hops = conf["BTP_TRUSTED_PROXIES"]
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=0, x_port=0, x_prefix=0)
-
-    from trips.core.db import configure_engine_options
 
     configure_engine_options(app)
     db.init_app(app)
     if not serving:  # `flask db …` and flask_migrate.upgrade(); alembic costs a web worker ~8 MB for nothing
-        from flask_migrate import Migrate
+        from flask_migrate import Migrate  # alembic: only `flask db` and `flask serve` need it, never a web worker
 
         Migrate(app, db, directory=str(Path(__file__).parent / "migrations"))
 
-    import jobs
-    import mcp
-    import oauth
-    import trips
-
-    jobs.init_app(app)
-    oauth.init_app(app)
-    trips.init_app(app)
-    from trips import osm
-
-    osm.init_app(app)  # map tables and `flask osm`
-    from mcp.tools import PRODUCT as MCP_TOOLS
-
-    mcp.init_app(app, MCP_TOOLS)  # the thirteen tools
+    problems.register(app)  # JSON problem documents and HTML error pages, security headers
+    init_providers(app)  # each third-party provider's config, built once
+    init_oauth(app)  # the session, the authorization server, its pages and endpoints, `flask users|tokens`
+    init_rest(app)  # /api, the share pages, /healthz, /readyz, /metrics
+    serve_mcp(app, MCP_TOOLS)  # /mcp and the thirteen tools
+    for command in (trips_cli, purge_command, osm_cli, worker_command, serve_command):
+        app.cli.add_command(command)
     return app

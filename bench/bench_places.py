@@ -55,17 +55,17 @@ FIXED = ["Grenoble", "Pari", "s", "a", "saint", "Genève", "noble", "zzzzqq", "n
 # --- the in-memory index every worker built before (for comparison only) ---------------------------------------
 
 class _OldIndex:
-    """trips/places/gazetteer.py's Gazetteer before the SQLite file, on the same keys (gazetteer.name_keys)."""
+    """trips/places/gazetteer.py's Gazetteer before the SQLite file, on the same keys (gazetteer_file.name_keys)."""
 
     def __init__(self):
         import numpy as np
 
-        from trips.places import gazetteer
+        from trips.places import gazetteer_file
 
         self.np = np
-        rows = gazetteer.read_cities()
+        rows = gazetteer_file.read_cities()
         self.cities = [city for city, _ in rows]
-        mains, alternates = gazetteer.name_keys([names for _, names in rows])
+        mains, alternates = gazetteer_file.name_keys([names for _, names in rows])
         self.main = self._names([(key, city) for city, key in enumerate(mains) if key])
         self.alternates = self._names(alternates)
         self.blob = "\n".join(mains)
@@ -92,7 +92,7 @@ class _OldIndex:
         return keys[1][lo:bisect.bisect_left(keys[0], prefix + chr(0x10FFFF), lo)]
 
     def search(self, query, limit):
-        from trips.places.gazetteer import normalise
+        from trips.core.text import normalise
 
         q = normalise(query)
         if not q or limit < 1:
@@ -162,7 +162,8 @@ def run_child(kind: str, folder: Path, queries_file: Path) -> dict:
 
 
 def make_queries(n: int, seed: int = 12) -> list[tuple[str, int]]:
-    from trips.places.gazetteer import normalise, read_cities
+    from trips.core.text import normalise
+    from trips.places.gazetteer_file import read_cities
 
     rnd = random.Random(seed)
     names = [city.name for city, _ in read_cities()]
@@ -182,7 +183,7 @@ def gunicorn_figures(tmp: Path, http_calls: int, database_url: str | None = None
     instance = tmp / "instance"
     db_url = database_url or f"sqlite:///{instance}/btp.sqlite3"
     env = {k: v for k, v in os.environ.items() if not k.startswith("BTP_") and k not in ("DATABASE_URL", "REDIS_URL")}
-    from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
+    from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
 
     redis_url, _ = ensure_embedded_redis(instance)
     # Budgets lifted for the run (trips/core/limits.py); nothing in the guard chain is switched off.

@@ -43,7 +43,7 @@ def measure() -> dict:
     from flask_migrate import upgrade
 
     from app import create_app
-    from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
+    from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
     from tests.factories import make_user
     from tests.mcp_helpers import legacy, mcp_token, modern
 

@@ -10,6 +10,15 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from jobs.supervisor import Child, Supervisor, worker_child
+from jobs.tasks import bind_app
+from jobs.worker import BTPWorker
+from trips.core.db import engine_pid_guard
+from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+from trips.core.observability import ObservedJob
+from trips.core.queue import get_queue
+from trips.core.redis_client import get_redis
+
 
 @click.command("worker")
 @click.option("--burst", is_flag=True, help="Stop when the queue is empty.")
@@ -17,12 +26,6 @@ from flask.cli import with_appcontext
 @with_appcontext
 def worker_command(burst, name):
     """Run an RQ worker on the BTP queue (jobs/worker.py: short heartbeats, every job end settled)."""
-    from jobs import get_queue, get_redis
-    from jobs.tasks import bind_app
-    from jobs.worker import BTPWorker
-    from trips.core.db import engine_pid_guard
-    from trips.core.observability import ObservedJob
-
     bind_app(current_app._get_current_object())
     engine_pid_guard()
     BTPWorker([get_queue()], connection=get_redis(), name=name, job_class=ObservedJob).work(
@@ -34,11 +37,7 @@ def worker_command(burst, name):
 def serve_command():
     """Migrate, then run gunicorn (2 workers) and one RQ worker until Ctrl-C, restarting whichever dies
     (jobs/supervisor.py). Embedded Redis when no REDIS_URL, started again if it dies."""
-    from flask_migrate import upgrade
-
-    from jobs import get_redis
-    from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
-    from jobs.supervisor import Child, Supervisor, worker_child
+    from flask_migrate import upgrade  # alembic: only this command migrates, never a web worker
 
     app = current_app
     env = dict(os.environ)

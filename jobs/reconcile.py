@@ -18,6 +18,13 @@ from rq import Queue
 from rq.job import Job
 from rq.utils import as_text, parse_composite_key
 
+from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES, app_context
+from trips.computations import ACTIVE
+from trips.core.db import atomic, db, utcnow
+from trips.core.epochs import writing_trip
+from trips.enrich.registry import dependents
+from trips.models import Computation, TripRoute
+
 log = logging.getLogger(__name__)
 
 GRACE_S = 30  # a computation set pending this recently may have its job on the way (enqueued after commit)
@@ -33,8 +40,6 @@ def claims(job: Job) -> set[tuple[str, str, int | None]]:
     if func == "jobs.tasks.generate_stages":
         return {(args[0], "stages", args[1])}
     if func == "jobs.tasks.run_enrichment":  # and what waits on it (the weather cascade queues them when it ends)
-        from trips.enrich.registry import dependents
-
         return {(args[0], args[1], args[2])} | {(args[0], d, args[2]) for d in dependents(args[1])}
     if func == "jobs.tasks.reroute_stage":
         return {(args[0], "route_segment", ANY)}
@@ -68,13 +73,6 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
 
     Redis is read before the database: a computation set pending after the snapshot is younger than GRACE_S,
     and a job moving on enqueues its successor before it leaves the started registry."""
-    from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES, app_context
-    from trips.core.db import utcnow
-    from trips.computations import ACTIVE
-    from trips.core.db import atomic, db
-    from trips.core.epochs import writing_trip
-    from trips.models import Computation, TripRoute
-
     with app_context():
         cutoff = (now or utcnow()) - timedelta(seconds=GRACE_S)
         candidates = (sa.select(Computation.trip_id, Computation.name, Computation.generation)

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from trips.core.queue import forget
+
 log = logging.getLogger("btp.serve")
 
 BACKOFF_BASE_S = 1.0
@@ -130,8 +132,6 @@ def worker_child(bin_dir: Path, redis_client: Callable) -> Child:
         return [str(bin_dir / "flask"), "--app", "app", "worker", "--name", worker.name]
 
     def on_death(child: Child, pid: int) -> None:
-        from jobs.worker import forget
-
         kill_group(pid, signal.SIGTERM)  # its scheduler process outlives a SIGKILLed worker and holds the lock
         try:
             forget(redis_client(), child.name)

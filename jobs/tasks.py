@@ -10,12 +10,21 @@ from contextlib import contextmanager
 from flask import current_app, has_app_context
 
 from trips import computations
-
-from trips.route import pipeline
 from trips.core.db import after_commit, atomic, db, engine_pid_guard
+from trips.core.queue import enqueue
+from trips.core.redis_client import get_redis
+from trips.enrich import registry
 from trips.guards import trip_lock
 from trips.models import Stage, Trip
+from trips.providers.settings import configs
+from trips.providers.routes import fetch_route as fetch
+from trips.providers.valhalla import RoutingError
 from trips.route.pacing import TooLarge
+from trips.services.routing import reroute
+from trips.route.source_formats import FetchError
+from trips.route.sources import UnsupportedSource, parse_source_url
+from trips.services import pipeline
+from trips.services.waypoints import apply_reroute
 
 log = logging.getLogger(__name__)
 ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
@@ -26,22 +35,22 @@ _bound_app = None
 
 
 def bind_app(app) -> None:
-    """The app whose configuration jobs run with in this process (RQ may run a job in another thread)."""
+    """The app whose configuration jobs run with in this process: `flask worker` binds the one it was started with,
+    once (its work horses, forked for each job, inherit it). RQ may run a job in another thread."""
     global _bound_app
     _bound_app = app
 
 
 @contextmanager
 def app_context():
+    """The job's app context: the one it runs in already (a test, a caller's request), else the bound app's.
+    Raises RuntimeError in a process that bound none (a job must run under `flask worker`)."""
     if has_app_context():
         engine_pid_guard()
         yield current_app
         return
-    global _bound_app
     if _bound_app is None:
-        from app import create_app
-
-        _bound_app = create_app()
+        raise RuntimeError("no app bound for jobs in this process: run them with `flask --app app worker`")
     with _bound_app.app_context():
         engine_pid_guard()
         yield _bound_app
@@ -49,12 +58,6 @@ def app_context():
 
 def fetch_route(trip_id: str, generation: int) -> None:
     """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
-    from jobs import enqueue, get_redis
-    from trips.providers import configs
-    from trips.providers.routes import fetch_route as fetch
-    from trips.route.source_formats import FetchError
-    from trips.route.sources import UnsupportedSource, parse_source_url
-
     with app_context():
         with atomic():
             if not computations.transition(trip_id, "route", generation, "running"):
@@ -78,7 +81,7 @@ def fetch_route(trip_id: str, generation: int) -> None:
             trip.source_type = ref.kind
             if not trip.title and parsed.title:
                 trip.title = parsed.title[:255]
-            after_commit(enqueue, generate_stages, trip_id, trip.generation)
+            after_commit(enqueue, "jobs.tasks.generate_stages", trip_id, trip.generation)
 
 
 def generate_stages(trip_id: str, generation: int) -> None:
@@ -114,11 +117,6 @@ def _current_waypoint(stage_id: str, request_id: str):
 
 def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
     """Reroute a day through its waypoint; a newer request for the day, or a regeneration, wins."""
-    from trips.providers import configs
-    from trips.providers.valhalla import RoutingError
-    from trips.route.routing import reroute
-    from trips.services.waypoints import apply_reroute
-
     with app_context():
         with atomic():
             stage = _current_waypoint(stage_id, request_id)
@@ -150,8 +148,6 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
     The compute runs with no session and no lock: on SQLite a write transaction held across it would block
     every writer of the database, and the trip lock every edit of the trip. Raises what the compute raises
     (RQ retries; settle_failed fails it after the last attempt)."""
-    from trips.enrich import registry
-
     with app_context():
         with atomic():
             if name not in registry.ENRICHMENTS or not computations.transition(trip_id, name, generation, "running"):
@@ -208,8 +204,6 @@ def settle_failed(job, cause: str) -> None:
                     else INTERNAL_FAILURE
                 if computations.transition(trip_id, name, generation, "failed", reason) \
                         and job.func_name == "jobs.tasks.run_enrichment":
-                    from trips.enrich import registry
-
                     registry.cascade(trip_id, name, generation)  # its dependents must not wait for ever
 
 

@@ -29,66 +29,21 @@ import time
 from redis import Redis
 from rq import Worker, worker_registration
 from rq.scheduler import RQScheduler
+from rq.utils import now
 
-from jobs import REDIS_DOWN, reconcile
+from jobs import reconcile
+from jobs.tasks import settle_failed
+from trips.core.queue import BEAT_S, beat, forget, prune
+from trips.core.redis_client import REDIS_DOWN
 
 log = logging.getLogger(__name__)
 
-BEAT_S = 5  # a beat every 5 s: the idle dequeue blocks `WORKER_TTL - 15` s, a busy worker beats per monitor tick
 WORKER_TTL = BEAT_S + 15
-LIVENESS_TTL = 3 * BEAT_S  # a worker missing three beats is dead for /readyz
 ABANDON_SLACK_S = 20  # an execution outlives its last beat by this (RQ: 60 s), then maintenance takes it back
 MAINTENANCE_S = 15  # registries cleaned (abandoned jobs) and computations reconciled this often, idle or busy
 RECONNECT_MAX_S = 4.0  # at most this long between reconnection attempts while Redis is away (RQ: 60 s)
 SCHEDULER_LOCK_TTL = 1 + 60  # RQ's scheduler lock: its interval (1 s) + 60 s, refreshed every interval
 SCHEDULER_STALE_S = 10  # a scheduler lock not refreshed for this long is a dead scheduler's
-
-ALIVE_SET = "btp:workers:alive"
-ALIVE_KEY = "btp:worker:alive:{}"
-
-
-def beat(connection, name: str) -> None:
-    """Mark worker `name` alive for LIVENESS_TTL seconds (`connection` may be a pipeline)."""
-    connection.set(ALIVE_KEY.format(name), 1, ex=LIVENESS_TTL)
-    connection.sadd(ALIVE_SET, name)
-
-
-def forget(connection: Redis, name: str) -> None:
-    """Worker `name` is dead: it stops counting as live at once (graceful stop, or its supervisor saw it die)."""
-    with connection.pipeline() as pipe:
-        pipe.delete(ALIVE_KEY.format(name))
-        pipe.srem(ALIVE_SET, name)
-        pipe.execute()
-
-
-def live_workers(connection: Redis) -> list[str]:
-    """Names of the workers that beat within LIVENESS_TTL seconds. Raises redis errors."""
-    names = sorted(_text(n) for n in connection.smembers(ALIVE_SET))
-    with connection.pipeline(transaction=False) as pipe:
-        for name in names:
-            pipe.exists(ALIVE_KEY.format(name))
-        return [n for n, found in zip(names, pipe.execute() if names else []) if found]
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
-# Atomic, so a worker beating meanwhile is never dropped: a member goes only if its key is absent right then.
-_PRUNE = """
-local gone = 0
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if redis.call('EXISTS', ARGV[1] .. name) == 0 then
-    gone = gone + redis.call('SREM', KEYS[1], name)
-  end
-end
-return gone
-"""
-
-
-def prune(connection: Redis) -> int:
-    """Drop the names of workers whose liveness key lapsed (they died without a word); returns how many."""
-    return int(connection.eval(_PRUNE, 1, ALIVE_SET, ALIVE_KEY.format("")))
 
 
 # RQ's scheduler refreshes its lock (TTL interval + 60 s) every second; a lock left unrefreshed SCHEDULER_STALE_S is
@@ -241,8 +196,6 @@ class BTPWorker(Worker):
             super().run_maintenance_tasks()
         except Exception:  # a maintenance hiccup must not stop the worker; it runs again in MAINTENANCE_S
             log.exception("worker %s: registry maintenance failed", self.name)
-            from rq.utils import now
-
             self.last_cleaned_at = now()
         try:
             prune(self.connection)
@@ -256,8 +209,6 @@ class BTPWorker(Worker):
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
         if job.retries_left:
             return
-        from jobs.tasks import settle_failed
-
         try:
             settle_failed(job, "work horse died")
         except Exception:  # the reconciler settles it within its bound

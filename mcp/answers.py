@@ -11,13 +11,13 @@ from flask import current_app
 from trips.core import epochs, i18n
 from oauth.models import User
 from trips.core.text import Floored, floored, label
-from trips import computations
+from trips.enrich import registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
-from trips.services import trips as services
-from trips.services.trips import load_day_json
+from trips.services import trip_reads as reads
+from trips.services.trip_reads import load_day_json
 
 # One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
 # on every day must stay under 12 KB (the full texts are in get_stage): the title at 100 characters, labels
@@ -85,7 +85,7 @@ class _Lines:
         self.size, self.lines = size, OrderedDict()
 
     def line(self, trip: Trip, stage: Stage, locale: str) -> dict:
-        stored = getattr(stage, "stored_json", None)  # read as text by trips.services.trips.read_trip
+        stored = getattr(stage, "stored_json", None)  # read as text by trips.services.trip_reads.read_trip
         if stored is None:
             return stage_digest(stage)
         key = (stage.id, locale, trip.start_date, stage.position, stage.distance, stage.elevation,
@@ -106,7 +106,7 @@ LINES = _Lines(4096)  # ~1 KB a line: a few MB per worker at most
 
 class _Digests:
     """The get_trip digests last answered, per worker, keyed by the trip, a hash of every stored value a digest
-    is made of (trips.services.trips.trip_fingerprint), the reader's language and today's date (isLocked): a
+    is made of (trips.services.trip_reads.trip_fingerprint), the reader's language and today's date (isLocked): a
     read whose key is known answers without loading the trip into the ORM or rendering it again; any change,
     through BTP or behind it, makes another key. The least recently used go first."""
 
@@ -133,11 +133,11 @@ DIGESTS = _Digests(256)  # a digest is a few KB, its day lines shared with LINES
 def read_trip_digest(actor: User, trip_id: str) -> Floored:
     """get_trip's answer: the trip's fingerprint (one statement on PostgreSQL, two on SQLite) when the trip is as
     last answered, else the read model as well. Raises NotFound alike for an unknown trip and someone else's."""
-    trip_id, fingerprint = services.trip_fingerprint(actor, trip_id)
+    trip_id, fingerprint = reads.trip_fingerprint(actor, trip_id)
     key = (trip_id, fingerprint, i18n.current_locale(), datetime.now(timezone.utc).date())
     answer = DIGESTS.get(key)
     if answer is None:
-        answer = floored(trip_digest(services.read_trip(actor, trip_id)))
+        answer = floored(trip_digest(reads.read_trip(actor, trip_id)))
         DIGESTS.put(key, answer)
     return answer
 
@@ -151,7 +151,7 @@ def trip_digest(trip: Trip) -> dict:
         "status": trip.status,
         "partial": partial(trip), "nextAction": next_action(trip),
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
-        "categoryStatus": computations.category_statuses(trip),
+        "categoryStatus": registry.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
         "stages": [LINES.line(trip, s, locale) for s in stages],
     }
@@ -215,7 +215,7 @@ PAGES = _Digests(256)  # list_trips answers, keyed by everything they show (a fe
 
 
 def list_page(page: dict) -> Floored:
-    """list_trips' answer for a page read by trips.services.trips.list_trips. The key is every value the answer is
+    """list_trips' answer for a page read by trips.services.trip_reads.list_trips. The key is every value the answer is
     made of (each trip's columns shown, its days' distances, its computations' statuses; the total and the paging),
     so an answer given before for the same rows is given again without being built, floored or encoded anew."""
     trips = page["trips"]

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from flask import current_app
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from mcp.answers import impact
 from mcp.confirmation import Binding, mint, open_state, seal_state, spend
 from trips.errors import Invalid
 from trips.models import Trip
+from trips.services.sharing import active_share, share_url
 
 TOKEN_INVALID = ('This "confirmationToken" is not valid for this call: it was made for other arguments, was '
                  'already used, or has expired. Call the tool again without it to get a fresh impact summary.')
@@ -71,7 +72,5 @@ def confirmer(ctx, arguments: dict, action: str):
 
 
 def share_link(trip: Trip) -> str | None:
-    from trips.services.sharing import active_share, share_url
-
     share = active_share(trip.id)
     return share_url(share) if share else None

@@ -1,5 +1,5 @@
 """The JSON-RPC methods of both eras, and how a tool call runs: scope → budgets → the trip's ownership and
-lock (lock-carrying tools) → arguments → tool. The tools are the app's registry (mcp.init_app).
+lock (lock-carrying tools) → arguments → tool. The tools are the app's registry (mcp/endpoint.py init_app).
 
 Refusals inside a tool are tool results with `isError: true` and a structured error; an unknown tool is
 -32602; anything unexpected is -32603 without its text (logged with the request id).
@@ -12,7 +12,7 @@ import secrets
 
 from flask import current_app
 
-from jobs import REDIS_DOWN, get_redis, redis_unavailable
+from trips.core.redis_client import REDIS_DOWN, get_redis, unavailable as redis_unavailable
 from mcp.arguments import check_arguments
 from trips.core.text import Floored, clean_answer, quote
 from mcp.protocol import (
@@ -36,7 +36,7 @@ TOOLS_TTL_MS = 300_000
 
 
 def registry() -> Registry:
-    """The tools this app serves (mcp.init_app): BTP's thirteen; a test app mounts fixtures instead."""
+    """The tools this app serves (mcp/endpoint.py init_app): BTP's thirteen; a test app mounts fixtures instead."""
     return current_app.extensions["mcp.tools"]
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Flask, Response, current_app, request
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from mcp import dispatch
 from mcp.protocol import (
     BATCH_VERSION, HANDSHAKE_VERSIONS, HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, META_CAPABILITIES,
@@ -31,6 +31,17 @@ from trips.core.ratelimit import limit_all
 
 bp = Blueprint("mcp", __name__)
 MAX_BATCH = 100
+
+
+def init_app(app: Flask, registry) -> None:
+    """Serve /mcp on `app` with `registry` (mcp.tools.Registry): what tools/list lists and tools/call runs."""
+    serve_tools(app, registry)
+    app.register_blueprint(bp)
+
+
+def serve_tools(app: Flask, registry) -> None:
+    """The tools `app`'s /mcp serves from now on (the same transport and dispatcher whatever they are)."""
+    app.extensions["mcp.tools"] = registry
 
 
 @dataclass

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from trips import schemas as rules_of
+from trips.services import schemas as rules_of
 
 
 

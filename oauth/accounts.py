@@ -4,12 +4,14 @@ from __future__ import annotations
 import logging
 import secrets
 from datetime import timedelta
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from flask import current_app
+from marshmallow import RAISE, Schema, fields, validate
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.mail import MailConfig, send_mail
 from oauth.models import AccessToken, Grant, LoginLink, OAuthClient, RefreshToken, User
 from trips.core.db import utcnow
@@ -27,8 +29,6 @@ AGENT_NOT_FOUND = "No such connected application."
 
 
 def mail_config() -> MailConfig:
-    from pathlib import Path
-
     conf = current_app.config
     host = urlsplit(conf["BTP_BASE_URL"]).hostname
     return MailConfig(url=conf.get("BTP_MAIL_URL"), outbox_dir=Path(current_app.instance_path) / "outbox",
@@ -120,6 +120,16 @@ def revoke_agent(user: User, grant_id: str) -> None:
         grant = db.session.get(Grant, grant.id)
         revoke_client_for_user(user.id, grant.client_id)
         grant.revoked_at = utcnow()
+
+
+class AccountUpdate(Schema):
+    """PATCH /api/users/me, the /account form's twin: the reader's language; null follows the request's
+    Accept-Language, else English (trips/core/i18n.py). Documented by trips/api/openapi.py."""
+
+    class Meta:
+        unknown = RAISE
+
+    locale = fields.String(required=True, allow_none=True, validate=validate.OneOf(LOCALES))
 
 
 def set_locale(user: User, locale: str | None) -> None:

@@ -3,39 +3,15 @@ tokens."""
 from __future__ import annotations
 
 from flask import Blueprint, g, jsonify
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from oauth import accounts
 from oauth.principal import require_api_scope
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
-from trips.core.i18n import LOCALES
 from trips.core.problems import json_body
-from trips.core.text import bounded
-from trips.errors import Invalid
+from trips.services.schemas import load
 
 bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
-
-
-class AccountUpdate(Schema):
-    """PATCH /api/users/me, the /account form's twin: the reader's language; null follows the request's
-    Accept-Language, else English (trips/core/i18n.py). Documented by trips/api/openapi.py."""
-
-    class Meta:
-        unknown = RAISE
-
-    locale = fields.String(required=True, allow_none=True, validate=validate.OneOf(LOCALES))
-
-
-def _load(schema: Schema, data) -> dict:
-    """`data` as `schema` loads it. Raises Invalid naming each bad field (names bounded, values never echoed)."""
-    if not isinstance(data, dict):
-        raise Invalid({"body": "must be a JSON object"})
-    try:
-        return schema.load(data)
-    except ValidationError as exc:
-        raise Invalid({bounded(name): " ".join(map(str, why)) if isinstance(why, list) else str(why)
-                       for name, why in exc.messages.items()}) from None
 
 
 def _iso(value):
@@ -62,7 +38,7 @@ def me():
 @require_api_scope("trips:write")
 def update_me():
     # The /account form's twin: the language alerts are rendered in (null: Accept-Language, else English).
-    changes = _load(AccountUpdate(), json_body())
+    changes = load(accounts.AccountUpdate(), json_body())
     accounts.set_locale(g.principal.user, changes["locale"])
     return jsonify(_me(g.principal.user))
 

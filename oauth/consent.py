@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.redirects import is_loopback_or_app
 from oauth.scopes import SCOPES
 

@@ -6,6 +6,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
+from oauth.redirects import redirect_matches
+from oauth.scopes import SCOPES
 from trips.core.db import db, new_id, utcnow
 
 
@@ -69,13 +71,9 @@ class OAuthClient(db.Model):
         return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
 
     def get_allowed_scope(self, scope: str | None) -> str:
-        from oauth.scopes import SCOPES
-
         return " ".join(s for s in SCOPES if s in (scope or "").split())
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        from oauth.redirects import redirect_matches
-
         return redirect_matches(self.redirect_uris, redirect_uri)
 
     def check_client_secret(self, client_secret: str) -> bool:

@@ -8,6 +8,7 @@ from flask import g, request
 
 from oauth.models import User
 from oauth.tokens import API_AUDIENCE, live_token
+from trips.core.problems import problem
 
 
 class Principal:
@@ -76,3 +77,21 @@ def require_api_scope(scope: str):
         return wrapped
 
     return decorator
+
+
+def _unauthorized(_exc: Unauthorized):
+    response = problem(401, "Unauthorized", "A valid bearer token is required.")
+    response.headers["WWW-Authenticate"] = 'Bearer realm="btp"'
+    return response
+
+
+def _insufficient_scope(exc: InsufficientScope):
+    response = problem(403, "Forbidden", f"This token lacks the scope {exc.scope}.")
+    response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{exc.scope}"'
+    return response
+
+
+def register_errors(app) -> None:
+    """The REST answers of a missing or weak bearer token (RFC 6750 §3): 401 and 403 problem documents."""
+    app.register_error_handler(Unauthorized, _unauthorized)
+    app.register_error_handler(InsufficientScope, _insufficient_scope)

@@ -9,7 +9,7 @@ import time
 
 from flask import current_app, g
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.models import Grant
 from trips.core.db import utcnow
 from oauth.principal import Principal, bearer_token

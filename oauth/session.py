@@ -1,6 +1,6 @@
 """The humans' browser session: who is signed in, and the CSRF token of their forms.
 
-Flask's signed cookie session (HttpOnly, SameSite=Lax, Secure outside loopback: see oauth.init_app). A
+Flask's signed cookie session (HttpOnly, SameSite=Lax, Secure outside loopback: see oauth/web.py). A
 session names the user and the moment they signed in; deleting the account ends it everywhere.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from authlib.oauth2.rfc6749.errors import OAuth2Error
 from flask import Blueprint, current_app, jsonify, redirect, render_template, request, url_for
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.authorize_errors import CLIENT_UNRESOLVED, authorize_error, error_page
 from oauth.cimd import CimdError, fetch_client_metadata, is_metadata_client_id
 from oauth.consent import consent_view, issue_decision_token, spend_decision_token

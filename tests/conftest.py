@@ -37,7 +37,7 @@ def redis_server(tmp_path_factory):
     if url:
         yield url
         return
-    from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
+    from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
 
     url, _ = ensure_embedded_redis(tmp_path_factory.mktemp("redis"))
     yield url

@@ -9,7 +9,7 @@ from tests.enrich_helpers import bounds_around, engine, import_map, trip_east
 from tests.osm_maps import MapBuilder, offset_north
 from trips.enrich import border_crossing, ferries, fords
 from trips.enrich.alerts.catalogue import render
-from trips.enrich.alerts.crossings import country_name
+from trips.places.countries import country_name
 
 LAT, LON = 45.0, 5.0
 PER_DEG_LON = 111_320.0 * math.cos(math.radians(LAT))

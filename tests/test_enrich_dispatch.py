@@ -8,7 +8,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from jobs import get_queue
+from trips.core.queue import get_queue
 from jobs.tasks import run_enrichment
 from tests.enrich_helpers import import_map
 from tests.factories import auth, make_token, make_user

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from jobs import get_queue
+from trips.core.queue import get_queue
 from jobs.tasks import bind_app, run_enrichment
 from tests.enrich_helpers import import_map
 from tests.fakes.thirdparty import gpx_from_points, make_points

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from tests.enrich_helpers import stage, trip, trip_east
 from tests.fakes.openmeteo import get_fake_openmeteo
 from tests.fakes.thirdparty import gpx_from_points
@@ -275,7 +275,7 @@ def test_an_undated_trip_withholds_weather_and_its_dependents(app, ctx, rider, m
 
 
 def test_a_dependent_waits_for_its_need_and_the_reconciler_counts_it_claimed(app, ctx, rider, mapped, fake):  # noqa: F811
-    from jobs import get_queue
+    from trips.core.queue import get_queue
     from jobs.reconcile import claims
 
     trip_ = dated_trip(rider)
@@ -375,7 +375,7 @@ def test_a_departure_change_on_a_dated_trip_runs_weather_then_what_reads_it(clie
 def test_a_weather_job_failing_for_good_releases_what_waits_on_it(ctx, rider, fake):
     from types import SimpleNamespace
 
-    from jobs import get_queue
+    from trips.core.queue import get_queue
     from jobs.tasks import INTERNAL_FAILURE, settle_failed
 
     trip_ = dated_trip(rider)

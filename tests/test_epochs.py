@@ -20,6 +20,7 @@ from trips import computations
 from trips.core import epochs
 from trips.core.db import atomic, db
 from trips.models import Computation, Stage, Trip
+from trips.services import trip_reads as reads
 from trips.services import trips as services
 from tests.test_hot_path import import_gpx_days
 
@@ -166,17 +167,17 @@ def test_a_write_between_the_epochs_read_and_the_statement_is_not_kept_under_the
     values: the next call, reading the new ones, reads the database again."""
     user, trip_id, token = lister
     kept(client, token, trip_reads)
-    read_page = services.list_trips
+    read_page = reads.list_trips
 
     def written_meanwhile(actor, query):
         with db.engine.begin() as conn:  # another request's write, committed after this one read its epochs
             conn.execute(sa.update(Trip).where(Trip.id == trip_id).values(title="Meanwhile"))
         return read_page(actor, query)
 
-    monkeypatch.setattr(services, "list_trips", written_meanwhile)
+    monkeypatch.setattr(reads, "list_trips", written_meanwhile)
     KEPT.answers.clear()
     listed(client, token)  # read under the epochs before the write, the write meanwhile: kept under those
-    monkeypatch.setattr(services, "list_trips", read_page)
+    monkeypatch.setattr(reads, "list_trips", read_page)
     before = len(trip_reads)
     assert listed(client, token)["member"][0]["title"] == "Meanwhile"
     assert len(trip_reads) == before + 1, "kept under values read after the write"

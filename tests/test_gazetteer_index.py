@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from trips.places import gazetteer
-from trips.places.gazetteer import City, Gazetteer, Unavailable, ensure, get_gazetteer, index_path, normalise
+from trips.core.text import normalise
+from trips.places import gazetteer, gazetteer_file
+from trips.places.gazetteer import City, Gazetteer, Unavailable, get_gazetteer, index_path
+from trips.places.gazetteer_file import ensure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +46,7 @@ def small_source():
 @pytest.fixture
 def small(monkeypatch, tmp_path):
     """A gazetteer file of SOURCE, built in process; returns its path."""
-    monkeypatch.setattr(gazetteer, "read_cities", small_source)
+    monkeypatch.setattr(gazetteer_file, "read_cities", small_source)
     path = index_path(tmp_path)
     assert ensure(path) is True
     return path
@@ -193,7 +195,7 @@ def test_two_processes_starting_at_once_build_once(monkeypatch, tmp_path):
         time.sleep(0.5)
         return small_source()
 
-    monkeypatch.setattr(gazetteer, "read_cities", slow_source)
+    monkeypatch.setattr(gazetteer_file, "read_cities", slow_source)
     path = index_path(tmp_path)
     ctx = multiprocessing.get_context("fork")
     results = ctx.Queue()

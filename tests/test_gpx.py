@@ -8,6 +8,7 @@ from lxml import etree
 from werkzeug.datastructures import FileStorage
 
 from trips.route import gpx as gpx_module
+from trips.route import gpx_fast
 from trips.route.gpx import MAX_BYTES, GpxError, parse_gpx
 
 NS11 = "http://www.topografix.com/GPX/1/1"
@@ -307,7 +308,7 @@ def test_open_point_keeps_its_elevation_while_pruned(monkeypatch):
 
 def lxml_only(monkeypatch):
     """parse_gpx as it was before the fast path: every point through lxml."""
-    monkeypatch.setattr(gpx_module, "_fast_allowed", lambda head: False)
+    monkeypatch.setattr(gpx_fast, "_fast_allowed", lambda head: False)
 
 
 def outcome(data, **kw):
@@ -320,14 +321,14 @@ def outcome(data, **kw):
 
 def fast_points(monkeypatch) -> list:
     """Count the points the fast path reads."""
-    seen, scan = [0], gpx_module._scan_points
+    seen, scan = [0], gpx_fast._scan_points
 
     def counting(buf):
         end, block = scan(buf)
         seen[0] += 0 if block is None else len(block)
         return end, block
 
-    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    monkeypatch.setattr(gpx_fast, "_scan_points", counting)
     return seen
 
 
@@ -501,13 +502,13 @@ def test_many_segments_cost_linear_time(points_per_segment, monkeypatch):
     point = PLAIN.format(la=1.5, lo=2.5, el=3)
     n_segments = max(20_000 // points_per_segment, 2)
     data = gpx("<trk>" + f"<trkseg>{point * points_per_segment}</trkseg>\n" * n_segments + "</trk>")
-    scanned, scan = [0], gpx_module._scan_points
+    scanned, scan = [0], gpx_fast._scan_points
 
     def counting(buf):
         scanned[0] += len(buf)
         return scan(buf)
 
-    monkeypatch.setattr(gpx_module, "_scan_points", counting)
+    monkeypatch.setattr(gpx_fast, "_scan_points", counting)
     route = parse_gpx(data)
     assert len(route.points) == n_segments * points_per_segment
     assert scanned[0] <= 4 * len(data)

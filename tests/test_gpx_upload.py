@@ -46,7 +46,7 @@ def test_upload_cuts_days_synchronously(client, rider):
 def test_upload_days_are_the_same_whichever_path_reads_the_points(client, rider, monkeypatch):
     """The Strava-shaped file is read by the parser's fast path; with it off (every point through lxml)
     the stored days are the same, figure for figure."""
-    from trips.route import gpx as gpx_module
+    from trips.route import gpx_fast
 
     from tests.test_gpx import fast_points
 
@@ -54,7 +54,7 @@ def test_upload_days_are_the_same_whichever_path_reads_the_points(client, rider,
     seen = fast_points(monkeypatch)
     fast = upload(client, headers, GPX).get_json()
     assert seen[0] == 2000
-    monkeypatch.setattr(gpx_module, "_fast_allowed", lambda head: False)
+    monkeypatch.setattr(gpx_fast, "_fast_allowed", lambda head: False)
     slow = upload(client, headers, GPX).get_json()
     assert seen[0] == 2000
     keys = ("distance", "elevation", "elevationLoss", "startPoint", "endPoint", "ridingHours")

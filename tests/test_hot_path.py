@@ -20,6 +20,7 @@ from tests.test_readmodels_enriched import fill, settle
 from trips.core.db import atomic, db, utcnow
 from trips.core.text import clean_answer
 from trips.models import Stage
+from trips.services import trip_reads
 from trips.services import trips as services
 
 CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "ROLLBACK")
@@ -160,7 +161,7 @@ def test_the_answer_is_the_full_read_model_and_its_text_block_the_same_json(clie
     first = call(client, token, "get_trip", {"id": trip_id})
     again = call(client, token, "get_trip", {"id": trip_id})
     db.session.rollback()
-    full = json.loads(json.dumps(clean_answer(trip_digest(services.get_trip(user, trip_id)))))  # no shortcut
+    full = json.loads(json.dumps(clean_answer(trip_digest(trip_reads.get_trip(user, trip_id)))))  # no shortcut
     assert first["structuredContent"] == again["structuredContent"] == full
     assert json.loads(first["content"][0]["text"]) == first["structuredContent"]
     assert any(day["criticalAlerts"] and day.get("weather") for day in full["stages"])  # the lines say things
@@ -236,7 +237,7 @@ def test_a_page_carries_the_total_of_every_match_past_the_end_too(client, owner)
 @pytest.mark.parametrize("change", ["a computation's reason", "the trip's title", "a day's enrichment", "nothing"])
 def test_the_fingerprint_moves_with_any_stored_value_a_digest_shows(owner, change):
     from trips.models import Computation, Trip
-    from trips.services.trips import trip_fingerprint
+    from trips.services.trip_reads import trip_fingerprint
 
     user, trip_id, _ = owner
     before = trip_fingerprint(user, trip_id)

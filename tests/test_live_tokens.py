@@ -16,7 +16,7 @@ from oauth.models import AccessToken
 from oauth.tokens import hash_token, issue_token, revoke_personal_tokens
 from tests.factories import make_user
 from tests.mcp_helpers import call, mcp_token, modern
-from trips.core import ratelimit
+from trips.core import epochs, ratelimit
 from trips.core.db import atomic, db, utcnow
 
 
@@ -193,7 +193,7 @@ def test_the_budgets_round_trip_reads_the_epoch_and_creates_it_when_missing(redi
     again, made = ratelimit.hits(redis_client, [("b", "k", 5, 60)], (key, other))
     assert again == first and made not in (None, first)  # a value never used before (the call's own member)
     assert ratelimit.hits(redis_client, [], (other, key)) == (made, first)
-    assert 0 < redis_client.ttl(key) <= ratelimit.READ_KEY_TTL_S  # a key made by its reader expires on its own
+    assert 0 < redis_client.ttl(key) <= epochs.READ_KEY_TTL_S  # a key made by its reader expires on its own
     assert ratelimit.hits(redis_client, [("b", "k", 5, 60)]) == ()  # answered, nothing to read
     with pytest.raises(ratelimit.RateLimited) as refused:
         for _ in range(10):

@@ -10,7 +10,7 @@ from mcp.tools import BY_NAME
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
-from trips import schemas as ms
+from trips.services import schemas as ms
 from trips.services.trips import import_gpx
 
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",

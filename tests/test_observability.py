@@ -8,7 +8,8 @@ import pytest
 from rq import SimpleWorker
 
 from app import ConfigError, load_config
-from jobs import get_queue, get_redis
+from trips.core.queue import get_queue
+from trips.core.redis_client import get_redis
 from jobs.tasks import bind_app
 from tests.factories import idem
 from tests.mcp_helpers import call, mcp_token

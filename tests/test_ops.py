@@ -1,8 +1,10 @@
 """Liveness, readiness and metrics."""
 from rq import Worker
 
-from jobs import get_queue, get_redis
-from jobs.worker import ALIVE_KEY, ALIVE_SET, LIVENESS_TTL, BTPWorker, beat, live_workers, prune
+from trips.core.queue import get_queue
+from trips.core.redis_client import get_redis
+from jobs.worker import BTPWorker
+from trips.core.queue import ALIVE_KEY, ALIVE_SET, LIVENESS_TTL, beat, live_workers, prune
 
 
 def test_healthz(client):
@@ -59,7 +61,7 @@ def test_metrics_for_loopback_scrapers_only(app, client, rider):
 
 
 def test_metrics_count_workers_as_readiness_does(app, client, ctx):
-    from jobs.worker import forget
+    from trips.core.queue import forget
 
     beat(get_redis(), "w-live")
     get_redis().sadd(ALIVE_SET, "w-lapsed")  # listed, but its liveness key is gone: a dead worker

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north, per_box_select
 from trips.core.db import db
 from trips.route.geo import distance_m
+from trips.osm import index
 from trips.osm import queries as Q
 from trips.osm.importer import import_file
 
@@ -228,9 +229,9 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
     sa.event.listen(db.engine, "before_cursor_execute", record)
     try:
         batched, batched_statements = spatial_statements(answers)
-        monkeypatch.setattr(Q, "_BOXES_PER_STATEMENT", 7)
+        monkeypatch.setattr(index, "BOXES_PER_STATEMENT", 7)
         split, split_statements = spatial_statements(answers)
-        monkeypatch.setattr(Q, "_select_boxes", per_box_select)
+        monkeypatch.setattr(index, "select_boxes", per_box_select)
         reference, per_chunk_statements = spatial_statements(answers)
     finally:
         sa.event.remove(db.engine, "before_cursor_execute", record)
@@ -243,7 +244,7 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
     assert all(batched) and all(reference)  # the map has something for every query
     assert comparable(batched) == comparable(split) == comparable(reference)
     assert [[p.osm_id for p in r] for r in batched] == [[p.osm_id for p in r] for r in reference]
-    chunks = len(list(Q._chunks(Q._as_line(line))))
+    chunks = len(list(index.line_chunks(index.as_line(line))))
     assert chunks > 20
     assert per_chunk_statements == 4 * chunks
     assert batched_statements == 4
@@ -264,7 +265,7 @@ def test_nearest_in_chunks_is_nearest_on_line_per_chunk_bit_for_bit(vertices, mo
                             LON + np.cumsum(rng.uniform(0, 0.002, vertices))))
     if vertices > 2:
         line[5] = line[4]  # a zero-length segment
-    chunks = list(Q._chunks(line))
+    chunks = list(index.line_chunks(line))
     chunk_of = rng.integers(0, len(chunks), 700)
     lat = line[:, 0].mean() + rng.normal(0, 0.01, 700)
     lon = line[:, 1].mean() + rng.normal(0, 0.01, 700)

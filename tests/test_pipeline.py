@@ -2,7 +2,8 @@
 import pytest
 from rq import SimpleWorker
 
-from jobs import get_queue, get_redis
+from trips.core.queue import get_queue
+from trips.core.redis_client import get_redis
 from jobs.tasks import INTERNAL_FAILURE, bind_app, generate_stages, on_job_failure
 from tests.factories import idem
 from tests.fakes.thirdparty import gpx_from_points, make_points
@@ -189,7 +190,7 @@ def test_a_crashing_job_is_retried_then_failed(app, client, rider, fake_thirdpar
     def explode(*_):
         raise RuntimeError("pacing bug")
 
-    monkeypatch.setattr("trips.route.pipeline.plan_days", explode)
+    monkeypatch.setattr("trips.services.pipeline.plan_days", explode)
     run_jobs(app)  # fetch ok, stages raise: retried after 1 s, then 5 s
     assert statuses(reload(trip_id))["stages"][0] == "running"
     time.sleep(1.2)

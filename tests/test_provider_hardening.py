@@ -21,7 +21,7 @@ from trips.places.geocode import search_places
 from trips.providers.openmeteo import WeatherUnavailable, day_forecasts
 from trips.providers.routes import fetch_route
 from trips.providers.valhalla import MAX_RESPONSE_BYTES, RoutingError
-from trips.route.routing import reroute
+from trips.services.routing import reroute
 from trips.route.source_formats import FetchError
 from trips.route.sources import SourceRef
 

@@ -8,7 +8,7 @@ import redis as redis_lib
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from trips.core import ratelimit
+from trips.core import ratelimit, redisline
 from trips.errors import RateLimited
 
 
@@ -114,9 +114,9 @@ def test_rejects_a_nonsense_limit(redis_client):
         ratelimit.hit(redis_client, "b", "k", 0, 60)
 
 
-# ------------------------------------------------------------------ the connection each thread keeps (ratelimit._Line)
+# ------------------------------------------------------------------ the connection each thread keeps (redisline.Line)
 def _line_conn(client):
-    return ratelimit._line(client).conn
+    return redisline.line_of(client).conn
 
 
 def test_the_budgets_keep_one_connection_outside_the_pool(redis_client):

@@ -3,7 +3,8 @@ from datetime import timedelta
 
 from rq.registry import FailedJobRegistry
 
-from jobs import get_queue, get_redis
+from trips.core.queue import get_queue
+from trips.core.redis_client import get_redis
 from jobs.reconcile import GRACE_S, live_claims, sweep
 from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
 from trips.core.db import utcnow

@@ -1,4 +1,4 @@
-"""trips.route.routing: polyline6 decoding, the Valhalla request and answer, failures, the straight fallback."""
+"""trips.services.routing: polyline6 decoding, the Valhalla request and answer, failures, the straight fallback."""
 from __future__ import annotations
 
 import random
@@ -13,7 +13,7 @@ from trips.providers.valhalla import (
     MAX_RESPONSE_BYTES, NO_ROUTE, REDIRECTED, TIMEOUT, TOO_LARGE, TOO_LONG, UNAVAILABLE, UNREADABLE,
     RoutingConfig, RoutingError, decode_polyline6,
 )
-from trips.route.routing import reroute
+from trips.services.routing import reroute
 
 
 START, WAYPOINT, END = (45.0, 5.0, 210.0), (45.05, 5.08), (45.1, 5.02, 250.0)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from jobs.worker import ABANDON_SLACK_S, BEAT_S, MAINTENANCE_S
+from jobs.worker import ABANDON_SLACK_S, MAINTENANCE_S
+from trips.core.queue import BEAT_S
 from tests.fakes.thirdparty import make_points
 from tests.live import BIN, ROOT, free_port, server_env
 from tests.procs import _stats, horse_of, wait_for
@@ -109,9 +110,10 @@ def test_a_killed_worker_is_replaced_and_its_job_done(served, fake_thirdparty):
 
 
 def test_the_embedded_redis_is_started_again(served):
-    from jobs.embedded import socket_path, stop_embedded_redis
+    from trips.core.embedded_redis import socket_path, stop_embedded_redis
     from jobs.supervisor import REDIS_CHECK_S
-    from jobs.worker import LIVENESS_TTL, RECONNECT_MAX_S
+    from jobs.worker import RECONNECT_MAX_S
+    from trips.core.queue import LIVENESS_TTL
 
     serve, url, env, ready = served
     instance = Path(env["BTP_INSTANCE_DIR"])

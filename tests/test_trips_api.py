@@ -4,7 +4,7 @@ from datetime import date, timedelta
 import pytest
 from rq import Queue
 
-from jobs import QUEUE_NAME
+from trips.core.queue import QUEUE_NAME
 from tests.factories import auth, idem, make_token, make_user
 from trips.core.db import atomic, db
 from trips.models import Trip
@@ -13,7 +13,7 @@ KOMOOT = "https://www.komoot.com/tour/123456"
 
 
 def queued(app) -> int:
-    from jobs import get_redis
+    from trips.core.redis_client import get_redis
 
     with app.app_context():
         return Queue(QUEUE_NAME, connection=get_redis()).count

@@ -1,4 +1,5 @@
-"""Computation statuses per trip, stored in the `computation` table (the contract), and what they add up to.
+"""Computation statuses per trip, stored in the `computation` table, and what they add up to (the categories they
+add up to on the wire are trips/readmodels/trip.py `category_statuses`).
 
 A job carries the generation it was dispatched for; every transition is a conditional UPDATE on that
 generation, so a job the trip has moved past writes nothing.
@@ -9,12 +10,8 @@ import sqlalchemy as sa
 
 from trips.core.db import db, utcnow
 from trips.core.epochs import writing_trip
-from trips.enrich.registry import categories
 from trips.models import Computation, Trip
 
-# {category: names}, the structural computations and the registered enrichments (trips/enrich/registry.py).
-CATEGORIES = categories()
-CATEGORY_OF = {name: category for category, names in CATEGORIES.items() for name in names}
 STRUCTURAL = ("route", "stages")
 ACTIVE = ("pending", "running")
 SETTLED = ("done", "failed", "superseded")
@@ -68,21 +65,6 @@ def block_status(statuses: list[str]) -> str | None:
     if "failed" in statuses and "done" not in statuses:
         return "failed"
     return "done"
-
-
-def category_statuses(trip: Trip) -> list[dict]:
-    """[{category, status}] in the fixed category order, with the first failure's `reason` on a failed category;
-    categories with nothing tracked are left out."""
-    out = []
-    for category in CATEGORIES:
-        rows = [c for c in trip.computations if CATEGORY_OF.get(c.name) == category]
-        status = block_status([c.status for c in rows])
-        if status:
-            entry = {"category": category, "status": status}
-            if status == "failed":
-                entry["reason"] = next((c.reason for c in rows if c.status == "failed" and c.reason), None)
-            out.append(entry)
-    return out
 
 
 def list_status(trip: Trip, stage_count: int) -> str:

@@ -6,14 +6,15 @@ from datetime import date, datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from trips.core.db import utcnow
-from trips.core.db import db, new_id
+from trips.core import epochs
+from trips.core.db import db, new_id, utcnow
 
 ACCOMMODATION_TYPES = (
     "camp_site", "hostel", "alpine_hut", "chalet", "guest_house", "hotel", "wilderness_hut",
 )
 
 
+@epochs.owned
 class Trip(db.Model):
     __tablename__ = "trip"
     __table_args__ = (sa.Index("ix_trip_user_created", "user_id", "created_at"),)

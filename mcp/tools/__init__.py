@@ -1,5 +1,5 @@
 """The thirteen tools, listed at one site: tools/list follows this order. The app serves a Registry of them
-(mcp.init_app); the dispatcher reads it from the app, never from this module."""
+(mcp/endpoint.py init_app); the dispatcher reads it from the app, never from this module."""
 from __future__ import annotations
 
 from collections.abc import Iterable

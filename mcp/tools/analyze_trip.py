@@ -1,7 +1,7 @@
 from mcp import schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
-from trips.analysis import analyze_trip
+from trips.services.analysis import analyze_trip
 
 
 def run(ctx, args: dict) -> dict:

@@ -2,7 +2,7 @@ from mcp import schemas as s
 from mcp.answers import ack
 from trips.core.text import quote
 from mcp.tools.base import Tool
-from trips.schemas import StageAdd, StageUpdate
+from trips.services.schemas import StageAdd, StageUpdate
 from trips.services import stages as stage_ops
 from trips.errors import Invalid
 from trips.guards import Precondition

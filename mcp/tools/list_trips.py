@@ -1,8 +1,8 @@
 from mcp import schemas as s
 from mcp.answers import kept_answer, kept_reads, list_page
 from mcp.tools.base import Tool
-from trips.schemas import TripListQuery
-from trips.services import trips as services
+from trips.services.schemas import TripListQuery
+from trips.services import trip_reads
 
 ITEM = s.obj({
     "id": s.string("Trip id."), "title": s.TITLE, "startDate": s.FIRST_DAY, "endDate": s.LAST_DAY,
@@ -13,7 +13,7 @@ ITEM = s.obj({
 def run(ctx, args: dict) -> dict:
     query = {k: str(v) for k, v in args.items()}
     query["itemsPerPage"] = str(min(int(args.get("itemsPerPage", 20)), 30))  # clamped, not refused
-    return kept_answer(ctx, lambda: list_page(services.list_trips(ctx.user, query)))
+    return kept_answer(ctx, lambda: list_page(trip_reads.list_trips(ctx.user, query)))
 
 
 TOOL = Tool(

@@ -1,5 +1,5 @@
 """A test-only app: BTP's own factory, transport and dispatcher, serving the conformance fixtures instead of the
-thirteen tools (mcp.serve_tools). It lives under tests/ so the product can never import it."""
+thirteen tools (mcp/endpoint.py serve_tools). It lives under tests/ so the product can never import it."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from app import create_app
-from mcp import serve_tools
+from mcp.endpoint import serve_tools
 from mcp.tools import Registry
 from tests.conformance.fixtures import FIXTURES
 

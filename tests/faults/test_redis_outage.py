@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from jobs import RETRY_AFTER_S
-from jobs.worker import LIVENESS_TTL, RECONNECT_MAX_S
+from trips.core.redis_client import RETRY_AFTER_S
+from jobs.worker import RECONNECT_MAX_S
+from trips.core.queue import LIVENESS_TTL
 from tests.factories import auth, idem, make_token, make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.faults.stack import HttpClient
@@ -160,7 +161,8 @@ def test_a_worker_whose_redis_restarts_midway_through_its_start_up_goes_on(priva
     from redis import Redis
     from rq import Queue, Worker
 
-    from jobs.worker import BTPWorker, live_workers
+    from jobs.worker import BTPWorker
+    from trips.core.queue import live_workers
 
     connection = Redis.from_url(private_redis.url)
     worker = BTPWorker([Queue("startup", connection=connection)], connection=connection)

@@ -10,10 +10,12 @@ import time
 import pytest
 from rq.registry import StartedJobRegistry
 
-from jobs import RETRIES, get_queue, get_redis
+from trips.core.queue import RETRIES, get_queue
+from trips.core.redis_client import get_redis
 from jobs.reconcile import GRACE_S
 from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
-from jobs.worker import LIVENESS_TTL, MAINTENANCE_S
+from jobs.worker import MAINTENANCE_S
+from trips.core.queue import LIVENESS_TTL
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import make_points
 from tests.procs import horse_of, kill, start_worker, wait_for, worker_running
@@ -97,7 +99,7 @@ def test_a_job_over_its_timeout_on_the_last_attempt_is_failed(app, client, rider
     job = get_queue().jobs[0]
     job.timeout, job.retries_left = 1, 0
     job.save()
-    monkeypatch.setattr("trips.providers.routes.fetch_route", lambda *args: time.sleep(30))
+    monkeypatch.setattr("jobs.tasks.fetch", lambda *args: time.sleep(30))  # the route fetch the job calls
     bind_app(app)
     SimpleWorker([get_queue()], connection=get_redis()).work(burst=True)
     trip = reload(trip_id)
@@ -119,7 +121,8 @@ def test_a_worker_killed_mid_job_is_taken_back_within_the_bound(app, app_config,
                                                                  measured):
     """Served for real, nothing expired by hand: the killed worker (and its scheduler) drops out of /readyz, the
     next worker takes the job back once its execution lapses, the retry runs and the trip is cut into days."""
-    from jobs.worker import ABANDON_SLACK_S, BEAT_S
+    from jobs.worker import ABANDON_SLACK_S
+    from trips.core.queue import BEAT_S
     from tests.faults.stack import HttpClient
     from tests.live import gunicorn
 

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of /api, served at GET /api/openapi.json (public, cacheable).
 
 Built by apispec (+ its marshmallow plugin) from the schemas the code runs: request bodies and query strings
-from trips/schemas.py (the very schemas the services load with), answers from trips/api/schemas.py, paths and
+from trips/services/schemas.py (the very schemas the services load with), answers from trips/api/schemas.py, paths and
 path parameters from the Flask url_map. `OPERATIONS` says, per view, what the url_map cannot: summary, scope,
 headers, answers and refusals. tests/test_openapi.py fails when an /api route has no entry here, and checks
 real answers of every operation against the document.
@@ -19,8 +19,8 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import validate
 
-from oauth.api import AccountUpdate
-from trips import schemas
+from oauth.accounts import AccountUpdate
+from trips.services import schemas
 
 from trips.api import schemas as api_schemas
 from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH

@@ -6,16 +6,17 @@ from marshmallow import fields
 
 from oauth.principal import require_api_scope
 from trips.readmodels import trip as readmodels
+from trips.services import trip_reads as reads
 from trips.services import trips as services
 from trips.services.places import search_places
 from trips.services.stages import get_stage
-from trips.analysis import analyze_trip
+from trips.services.analysis import analyze_trip
 from trips.services.accommodations import scan_accommodations as look_again
 from trips.errors import Invalid
 from trips.api.exports import gpx_download
 from trips.guards import Precondition
 from trips.core.problems import conditional_json, json_body
-from trips.schemas import GpxUploadSettings
+from trips.services.schemas import GpxUploadSettings
 
 bp = Blueprint("trips_api", __name__, url_prefix="/api")
 READ, WRITE = "trips:read", "trips:write"
@@ -63,7 +64,7 @@ def upload_gpx():
 @bp.get("/trips")
 @require_api_scope(READ)
 def list_trips():
-    page = services.list_trips(g.principal.user, request.args)
+    page = reads.list_trips(g.principal.user, request.args)
     return jsonify({"member": [readmodels.trip_list_item(t) for t in page["trips"]], "totalItems": page["total"],
                     "page": page["page"], "itemsPerPage": page["items_per_page"]})
 
@@ -71,7 +72,7 @@ def list_trips():
 @bp.get("/trips/<trip_id>")
 @require_api_scope(READ)
 def get_trip(trip_id):
-    return trip_answer(services.get_trip(g.principal.user, trip_id))
+    return trip_answer(reads.get_trip(g.principal.user, trip_id))
 
 
 @bp.patch("/trips/<trip_id>")
@@ -90,7 +91,7 @@ def delete_trip(trip_id):
 @bp.get("/trips/<trip_id>/route")
 @require_api_scope(READ)
 def get_route(trip_id):
-    trip = services.get_trip(g.principal.user, trip_id)
+    trip = reads.get_trip(g.principal.user, trip_id)
     return conditional_json(readmodels.trip_route(trip))
 
 
@@ -116,7 +117,7 @@ def duplicate(trip_id):
 @bp.get("/trips/<trip_id>.gpx")
 @require_api_scope(READ)
 def trip_gpx(trip_id):
-    return gpx_download(services.get_trip(g.principal.user, trip_id))
+    return gpx_download(reads.get_trip(g.principal.user, trip_id))
 
 
 @bp.get("/trips/<trip_id>/stages/<stage_id>.gpx")

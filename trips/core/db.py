@@ -22,14 +22,14 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
+from trips.core.epochs import TrackedSession  # the session whose writes say whose trips they change
+from trips.core.redis_client import get_redis
 from trips.errors import Conflict
 
 
 class Base(DeclarativeBase):
     pass
 
-
-from trips.core.epochs import TrackedSession  # noqa: E402  (its writes say whose trips they change)
 
 db = SQLAlchemy(model_class=Base, session_options={"class_": TrackedSession})
 
@@ -193,8 +193,6 @@ def atomic(lock: str | None = None, lock_timeout: float = 3.0):
 
     Raises Conflict when the lock cannot be had within `lock_timeout` seconds.
     """
-    from jobs import get_redis
-
     if _pending_jobs.get() is not None:
         raise RuntimeError("atomic() blocks do not nest")
     session = db.session()

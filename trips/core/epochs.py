@@ -38,15 +38,35 @@ from contextlib import contextmanager
 
 import redis as redis_lib
 from flask_sqlalchemy.session import Session as FlaskSession
-from sqlalchemy import event
+from flask import current_app, has_app_context
+from sqlalchemy import event, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
+from sqlalchemy.orm.util import identity_key
 
-from trips.core.ratelimit import READ_KEY_TTL_S
+from trips.core.redis_client import get_redis
 
 TOKEN_KEY = "btp:token-epoch"
 TRIPS_KEY = "btp:trips-epoch"
 DEFAULT_MAX_AGE_S = 60.0
+READ_KEY_TTL_S = 86400  # an epoch key created by its reader lives this long unless written again
+
+# How the epochs are read: in the budgets' round trip (trips/core/ratelimit.py `reads`: the script's KEYS after the
+# budgets' sets), with one MGET; a missing key is set to the call's unique member (128 random bits: never a value the
+# key had before) for ARGV[2 * sets + 3] seconds. The script defines `nread`, `sets` and `member` before this part,
+# which leaves the keys' values in `values`.
+READ_KEYS_LUA = """
+local values = {}
+if nread > 0 then
+  values = redis.call('MGET', unpack(KEYS, sets + 1))
+  for j = 1, nread do
+    if not values[j] then
+      values[j] = member
+      redis.call('SET', KEYS[sets + j], member, 'EX', ARGV[2 * sets + 3])
+    end
+  end
+end
+"""
 
 
 def user_key(user_id: str | None) -> str:
@@ -139,19 +159,27 @@ class TrackedSession(FlaskSession):
                     keys.add(user_key(owners[trip_id] if trip_id in owners else owner_of(self, trip_id)))
 
 
+_OWNED: list = []  # the one mapped class whose rows name their account (`owned`: trips/models.py Trip)
+
+
+def owned(cls):
+    """Class decorator: `cls` is the trip, whose `_epoch_owner` attribute holds its account; the rows of other
+    watched models name their trip (`_epoch_trip`), and `owner_of` reads the owner through this class."""
+    _OWNED[:] = [cls]
+    return cls
+
+
 def owner_of(session, trip_id: str | None) -> str | None:
     """The account owning a trip: from the session's identity map when the trip is there (no query), else read."""
     if not trip_id:
         return None
-    from sqlalchemy import select
-    from sqlalchemy.orm.util import identity_key
-
-    from trips.models import Trip
-
-    trip = session.identity_map.get(identity_key(Trip, trip_id))
-    owner = trip.__dict__.get("user_id") if trip is not None else None  # never a load of an expired attribute
+    trip_class = _OWNED[0]
+    owner_column = trip_class._epoch_owner
+    trip = session.identity_map.get(identity_key(trip_class, trip_id))
+    owner = trip.__dict__.get(owner_column) if trip is not None else None  # never a load of an expired attribute
     if owner is None:
-        owner = session.connection().execute(select(Trip.user_id).where(Trip.id == trip_id)).scalar()
+        owner = session.connection().execute(
+            select(getattr(trip_class, owner_column)).where(trip_class.id == trip_id)).scalar()
     return owner
 
 
@@ -169,12 +197,8 @@ def writing_trip(session, trip_id: str):
 # --- replacing the epochs after the commit ------------------------------------------------------------------------
 def _redis_of_app() -> tuple:
     """(the app's Redis client or False, the longest any of its processes keeps an answer under an epoch)."""
-    from flask import current_app, has_app_context
-
     if not has_app_context():
         return False, 0.0  # no app, no Redis to tell (answers are kept in app requests only)
-    from jobs import get_redis
-
     config = current_app.config
     max_age_s = max(float(config.get("BTP_TOKEN_CACHE_S", DEFAULT_MAX_AGE_S)),
                     float(config.get("BTP_READ_CACHE_S", DEFAULT_MAX_AGE_S)))

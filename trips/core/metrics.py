@@ -26,6 +26,8 @@ from functools import wraps
 import redis as redis_lib
 from flask import g, has_request_context
 
+from trips.core.redis_client import get_redis
+
 log = logging.getLogger(__name__)
 
 PREFIX = "btp:metrics"
@@ -240,8 +242,6 @@ def counted_tool_calls(known):
     def decorator(tools_call):
         @wraps(tools_call)
         def wrapped(message, ex):
-            from jobs import get_redis
-
             name = message.params.get("name")
             tool = name if isinstance(name, str) and name in known else "unknown"
             try:

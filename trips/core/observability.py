@@ -3,7 +3,7 @@
 Every log line is one JSON object (ts, level, logger, message, request_id when there is one, and the fields a
 caller passes as `extra={"fields": {...}}`). The request id is the caller's `X-Request-Id` when it is sane
 (1 to 64 of [A-Za-z0-9-]: nginx's `$request_id` is 32 hex digits), else a new one; it is echoed in the answer's
-`X-Request-Id`, stored in the meta of every job the request enqueues (jobs.enqueue), and set again while the
+`X-Request-Id`, stored in the meta of every job the request enqueues (trips/core/queue.py enqueue), and set again while the
 worker runs that job (ObservedJob), so the worker's lines carry it, and so do the jobs that job enqueues.
 
 The access line names the route *rule* (`/s/<code>`), never the path or query: paths carry share codes and
@@ -25,6 +25,7 @@ from flask.globals import request_ctx
 from rq.job import Job
 
 from trips.core import metrics
+from trips.core.redis_client import get_redis
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("btp_request_id", default=None)
 HEADER = "X-Request-Id"
@@ -116,8 +117,6 @@ def _begin_request() -> None:
 
 
 def _end_request(response):
-    from jobs import get_redis
-
     here, status = g._get_current_object(), response.status_code
     seconds = time.perf_counter() - getattr(here, "request_started", time.perf_counter())
     req = request._get_current_object()

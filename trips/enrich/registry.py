@@ -17,14 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+import sqlalchemy as sa
+
+from trips import computations
+from trips.core.db import after_commit, db
+from trips.core.queue import QUEUE_NAME, enqueue
 from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries, fords,
                           health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
+from trips.enrich.corridor import FULL_COVERAGE
+from trips.models import Computation
+from trips.osm.queries import coverage
 
 GEOMETRY, DATES = "GEOMETRY", "DATES"
 TRIGGERS = frozenset({GEOMETRY, DATES})
-QUEUE = "btp"  # jobs.QUEUE_NAME: one queue today; the field lets a slow provider-bound family move out
+QUEUE = QUEUE_NAME  # one queue today; the field lets a slow provider-bound family move out
+RUN_JOB = "jobs.tasks.run_enrichment"  # the job that runs one enrichment (trip id, name, generation[, scope])
 # domain.md §5.1, in display order; "route" also holds the structural computations.
 CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_security", "weather", "context")
 STRUCTURAL = {"route": ("route", "stages", "route_segment")}
@@ -99,6 +108,26 @@ def categories() -> dict[str, tuple[str, ...]]:
             for c in CATEGORY_ORDER}
 
 
+CATEGORY_OF: dict[str, str] = {}  # computation name -> its category, filled once every enrichment is registered
+
+
+def category_statuses(trip) -> list[dict]:
+    """[{category, status}] in the fixed category order (computations.block_status of each), with the first
+    failure's `reason` on a failed category; categories with nothing tracked are left out."""
+    if not CATEGORY_OF:
+        CATEGORY_OF.update({name: c for c, names in categories().items() for name in names})
+    out = []
+    for category in CATEGORY_ORDER:
+        rows = [c for c in trip.computations if CATEGORY_OF.get(c.name) == category]
+        status = computations.block_status([c.status for c in rows])
+        if status:
+            entry = {"category": category, "status": status}
+            if status == "failed":
+                entry["reason"] = next((c.reason for c in rows if c.status == "failed" and c.reason), None)
+            out.append(entry)
+    return out
+
+
 def select(trip, *, triggers=None, names=None) -> list[str]:
     """The enrichments a dispatch runs, in registry order: those named (unknown names refused), else those
     with one of `triggers`, else all, and those that need one of them; an enrichment requiring a start date is
@@ -129,11 +158,6 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     (§7.1). Nothing selected: nothing is touched. Returns the names dispatched. Raises ValueError on an unknown
     name or trigger, or a scope on an enrichment that has none.
     """
-    from jobs import enqueue
-    from jobs.tasks import run_enrichment
-    from trips import computations
-    from trips.core.db import after_commit, db
-
     chosen = select(trip, triggers=triggers, names=names)
     if not chosen:
         return []
@@ -152,7 +176,7 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
     for name in chosen:
         if not any(n in chosen for n in ENRICHMENTS[name].needs):  # else queued when its needs settle (cascade)
-            after_commit(enqueue, run_enrichment, trip.id, name, trip.generation, *extra)
+            after_commit(enqueue, RUN_JOB, trip.id, name, trip.generation, *extra)
     return chosen
 
 
@@ -166,14 +190,6 @@ def cascade(trip_id: str, name: str, generation: int) -> list[str]:
     generation still pending whose needs have all settled. Call in the unit of work that settled it. A dependent
     then reads whatever its need stored (nothing after a failure: fords are dry, wind looks at no day).
     Returns the names queued."""
-    import sqlalchemy as sa
-
-    from jobs import enqueue
-    from jobs.tasks import run_enrichment
-    from trips import computations
-    from trips.core.db import after_commit, db
-    from trips.models import Computation
-
     waiting = dependents(name)
     if not waiting:
         return []
@@ -187,17 +203,13 @@ def cascade(trip_id: str, name: str, generation: int) -> list[str]:
         needs = ENRICHMENTS[dependent].needs
         if any(status.get(n, ("done", 0))[0] in computations.ACTIVE and status[n][1] == generation for n in needs):
             continue
-        after_commit(enqueue, run_enrichment, trip_id, dependent, generation)
+        after_commit(enqueue, RUN_JOB, trip_id, dependent, generation)
         queued.append(dependent)
     return queued
 
 
 def out_of_zone(trip) -> bool:
     """Whether the trip's days leave the imported map areas (trips.osm.queries.coverage; no day: False)."""
-    from trips.core.db import db
-    from trips.enrich.corridor import FULL_COVERAGE
-    from trips.osm.queries import coverage
-
     line = [tuple(p[:2]) for s in trip.stages for p in (s.geometry or [])]
     if not line:
         return False
@@ -244,8 +256,6 @@ def apply(trip, name: str, generation: int, result: Result, *, expand: bool = Fa
     older day's result. Accommodations (which may be a scan of some days) leave the days they did not scan, and go to `stage.accommodations`,
     are never written on a day whose lodging the rider chose; `expand` merges them into the day's (§7.1).
     """
-    from trips import computations
-
     enrichment = ENRICHMENTS[name]
     row = next((c for c in trip.computations if c.name == name), None)
     if trip.generation != generation or row is None or row.generation != generation \

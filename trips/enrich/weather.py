@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from datetime import date, datetime, timezone
 
+from trips.core.redis_client import get_redis
 from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.providers import openmeteo
+from trips.providers.settings import configs
 from trips.route.pacing import rider_time
 
 NAME = "weather"
@@ -167,9 +169,6 @@ def compute(snap: TripSnap, engine, *, config=None, redis=APP, today: date | Non
     if not days:
         return result
     if config is None or redis is APP:
-        from jobs import get_redis
-        from trips.providers import configs
-
         config = config or configs().openmeteo
         redis = get_redis() if redis is APP else redis
     try:

@@ -26,7 +26,7 @@ import osmium.geom
 import sqlalchemy as sa
 
 from trips.route import geo
-from trips.places.gazetteer import normalise
+from trips.core.text import normalise
 from trips.osm import geometry, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, tags_json
 from trips.osm.tables import PLACE_RANKS

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import sqlalchemy as sa
 
-from trips.places.gazetteer import normalise
+from trips.core.text import normalise
 from trips.osm import geometry as G
-from trips.osm.store import postgis_schema
+from trips.osm import index
 from trips.osm.tables import PLACE_RANKS, osm_boundary, osm_ferry, osm_place, osm_point, osm_way
 
-CHUNK_M, CHUNK_SEGMENTS = 1000.0, 32
 MAX_MATCHES = 50
 
 
@@ -75,75 +74,6 @@ class CountryRun:
     end_index: int  # last one
 
 
-def _engine(engine):
-    if engine is not None:
-        return engine
-    from trips.core.db import db
-
-    return db.engine
-
-
-def _as_line(line) -> np.ndarray:
-    pts = np.asarray(line, dtype=np.float64)
-    if pts.ndim != 2 or pts.shape[1] < 2 or len(pts) == 0:
-        raise ValueError("line must be a non-empty sequence of (lat, lon) pairs")
-    return pts[:, :2]
-
-
-def _grow(box, metres: float):
-    lo = G.box_around(box[0], box[1], metres)
-    hi = G.box_around(box[2], box[3], metres)
-    return min(lo[0], hi[0]), min(lo[1], hi[1]), max(lo[2], hi[2]), max(lo[3], hi[3])
-
-
-def _select(conn, table: sa.Table, box, where: str = "", params: dict | None = None) -> list:
-    """Rows of `table` in ready areas whose index box meets `box` (min_lat, min_lon, max_lat, max_lon)."""
-    return _select_boxes(conn, table, [box], where, params)[0]
-
-
-_BOXES_PER_STATEMENT = 5_000
-
-
-def _select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
-    """`_select` for every box of `boxes`, in one statement (per _BOXES_PER_STATEMENT boxes): the boxes are
-    a relation joined to the spatial index, so a line's chunks cost one round trip, not one each. Returns the
-    rows per box, in the order of `boxes`, each box's rows by id."""
-    out: list[list] = [[] for _ in boxes]
-    for first in range(0, len(boxes), _BOXES_PER_STATEMENT):
-        part = boxes[first:first + _BOXES_PER_STATEMENT]
-        for row in _select_part(conn, table, part, where, params or {}):
-            out[first + row["q_k"]].append(row)
-    return out
-
-
-def _select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) -> list:
-    cols = ", ".join(f"t.{c.name}" for c in table.columns)
-    join = f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE 1 = 1 {where} ORDER BY q.k, t.id"
-    if conn.dialect.name == "sqlite":
-        # CROSS JOIN keeps the boxes the outer loop: each one probes the R*Tree (SQLite never reorders it).
-        sql = sa.text(
-            "WITH q(k, a, b, c, d) AS (SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-            "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(:boxes)) "
-            f"SELECT q.k AS q_k, {cols} FROM q CROSS JOIN {table.name}_rtree x ON x.min_lat <= q.c "
-            "AND x.max_lat >= q.a AND x.min_lon <= q.d AND x.max_lon >= q.b "
-            f"CROSS JOIN {table.name} t ON t.id = x.id {join}")
-        args = {"boxes": json.dumps([list(map(float, b)) for b in boxes]), **params}
-    else:
-        s = postgis_schema(conn)
-        if s is None:
-            return []  # no PostGIS, so nothing was ever imported
-        sql = sa.text(
-            "WITH q AS (SELECT * FROM unnest(CAST(:qk AS integer[]), CAST(:qa AS float8[]), CAST(:qb AS float8[]), "
-            "CAST(:qc AS float8[]), CAST(:qd AS float8[])) AS q(k, a, b, c, d)) "
-            f'SELECT q.k AS q_k, {cols} FROM q JOIN {table.name} t ON "{s}".ST_Intersects(t.geom, '
-            f'"{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {join}')
-        args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
-                **params}
-    if "kinds" in args:
-        sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
-    return conn.execute(sql, args).mappings().all()
-
-
 def _point(row, distance: float, along: float | None = None) -> MapPoint:
     tags = row["tags"] if isinstance(row["tags"], dict) else json.loads(row["tags"])
     return MapPoint(row["osm_type"], row["osm_id"], row["kind"], row["subkind"], row["name"], row["lat"],
@@ -153,8 +83,8 @@ def _point(row, distance: float, along: float | None = None) -> MapPoint:
 def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points of the given kinds (trips/osm/tags.py KINDS; None: all) within radius_m, nearest first."""
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
-    with _engine(engine).connect() as conn:
-        rows = _select(conn, osm_point, G.box_around(lat, lon, radius_m), where, params)
+    with index.engine_of(engine).connect() as conn:
+        rows = index.select(conn, osm_point, G.box_around(lat, lon, radius_m), where, params)
     if not rows:
         return []
     dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
@@ -169,34 +99,14 @@ def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None
     return out
 
 
-def _chunks(pts: np.ndarray):
-    """(first vertex index, vertices, metres from the line start at each vertex) per chunk of the line."""
-    if len(pts) == 1:
-        yield 0, pts, np.zeros(1)
-        return
-    seg = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
-    cum = np.concatenate(([0.0], np.cumsum(seg)))
-    start = 0
-    while start < len(pts) - 1:
-        end = start + 1
-        while end < len(pts) - 1 and end - start < CHUNK_SEGMENTS and cum[end + 1] - cum[start] <= CHUNK_M:
-            end += 1
-        yield start, pts[start:end + 1], cum[start:end + 1]
-        start = end
-
-
-def _box(pts: np.ndarray):
-    return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
-
-
 def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points within buffer_m of the line, in the order the line passes them (`along_m`)."""
-    pts = _as_line(line)
+    pts = index.as_line(line)
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     best: dict[tuple, tuple[float, float, dict]] = {}
-    chunks = list(_chunks(pts))
-    with _engine(engine).connect() as conn:
-        per_chunk = _select_boxes(conn, osm_point, [_grow(_box(c), buffer_m) for _, c, _ in chunks], where, params)
+    chunks = list(index.line_chunks(pts))
+    with index.engine_of(engine).connect() as conn:
+        per_chunk = index.select_boxes(conn, osm_point, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks], where, params)
     pairs = [(k, row) for k, rows in enumerate(per_chunk) for row in rows]
     dist, along = _nearest_in_chunks(chunks, [k for k, _ in pairs], np.array([r["lat"] for _, r in pairs]),
                                      np.array([r["lon"] for _, r in pairs]))
@@ -259,11 +169,11 @@ def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine
     """Lines of `table` within buffer_m of `line`. Per chunk of the line, every candidate at once: the
     distance of their vertices to the chunk, of the chunk's vertices to their segments, and crossings (the
     closest approach of two polylines is one of these)."""
-    pts = _as_line(line)
+    pts = index.as_line(line)
     found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
-    chunks = list(_chunks(pts))
-    with _engine(engine).connect() as conn:
-        per_chunk = _select_boxes(conn, table, [_grow(_box(c), buffer_m) for _, c, _ in chunks])
+    chunks = list(index.line_chunks(pts))
+    with index.engine_of(engine).connect() as conn:
+        per_chunk = index.select_boxes(conn, table, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks])
     for (_start, chunk, _cum), rows in zip(chunks, per_chunk):
         if not rows:
             continue
@@ -338,8 +248,8 @@ def _place(row, distance=None) -> Place:
 
 def nearest_place(lat: float, lon: float, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> Place | None:
     """The nearest place (city, town, village, hamlet, or those in `places`) within max_m, or None."""
-    with _engine(engine).connect() as conn:
-        rows = _select(conn, osm_place, G.box_around(lat, lon, max_m), "AND t.place IN :kinds",
+    with index.engine_of(engine).connect() as conn:
+        rows = index.select(conn, osm_place, G.box_around(lat, lon, max_m), "AND t.place IN :kinds",
                        {"kinds": list(places)})
     if not rows:
         return None
@@ -356,7 +266,7 @@ def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
     limit = max(1, min(int(limit), MAX_MATCHES))
     if not key:
         return []
-    with _engine(engine).connect() as conn:
+    with index.engine_of(engine).connect() as conn:
         if conn.dialect.name == "sqlite":
             match, params = "t.name_key >= :k AND t.name_key < :top", {"k": key, "top": key + "\U0010ffff"}
         else:
@@ -383,8 +293,8 @@ def _ready_areas(conn) -> list:
 def coverage(line, engine=None) -> tuple[float, list[tuple[int, int]]]:
     """(fraction of the line's length inside imported areas, [(first, last) vertex index of each covered
     stretch]). A segment counts as covered when both its ends are inside one area's box."""
-    pts = _as_line(line)
-    with _engine(engine).connect() as conn:
+    pts = index.as_line(line)
+    with index.engine_of(engine).connect() as conn:
         areas = _ready_areas(conn)
     inside = np.zeros(len(pts), dtype=bool)
     per_area = []
@@ -413,7 +323,7 @@ def coverage(line, engine=None) -> tuple[float, list[tuple[int, int]]]:
 
 
 def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
-    rows = _select(conn, osm_boundary, box)
+    rows = index.select(conn, osm_boundary, box)
     out, seen = [], set()
     for row in rows:
         if row["osm_id"] in seen:
@@ -426,9 +336,9 @@ def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
 def countries_along(line, engine=None) -> list[CountryRun]:
     """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
     Vertices in no imported country belong to no run."""
-    pts = _as_line(line)
-    with _engine(engine).connect() as conn:
-        countries = _countries(conn, _box(pts))
+    pts = index.as_line(line)
+    with index.engine_of(engine).connect() as conn:
+        countries = _countries(conn, index.box_of(pts))
     owner = np.full(len(pts), -1)
     for i, (_iso, _name, rings) in enumerate(countries):
         owner[(owner < 0) & G.inside_rings(pts[:, 0], pts[:, 1], rings)] = i

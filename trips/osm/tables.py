@@ -92,7 +92,7 @@ PLACE_RANKS = {"city": 1, "town": 2, "village": 3, "hamlet": 4}
 osm_place = _common(
     "osm_place",
     sa.Column("name", sa.String(255), nullable=False),
-    sa.Column("name_key", sa.String(255), nullable=False),  # trips.places.gazetteer.normalise(name)
+    sa.Column("name_key", sa.String(255), nullable=False),  # trips.core.text.normalise(name)
     sa.Column("place", sa.String(16), nullable=False),
     sa.Column("rank", sa.Integer, nullable=False),  # PLACE_RANKS: 1 = city … 4 = hamlet
     sa.Column("population", sa.Integer, nullable=True),

@@ -15,8 +15,12 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from trips.errors import Invalid, Unavailable
+from trips.osm import queries
+from trips.osm.geometry import GEOD
+from trips.places.countries import country_name
 from trips.places import gazetteer
-from trips.places.gazetteer import get_gazetteer, normalise
+from trips.core.text import normalise
+from trips.places.gazetteer import get_gazetteer
 from trips.providers import nominatim
 from trips.providers.nominatim import UNAVAILABLE, GeocodeConfig
 
@@ -73,9 +77,6 @@ def offline(query: str, count: int, engine=None) -> list[dict]:
 def _imported(query: str, count: int, engine) -> list[dict]:
     """The imported places whose name equals or starts with `query`, named with their country when the map
     has its boundaries. A database that cannot answer (no map tables) leaves the gazetteer alone to answer."""
-    from trips.enrich.alerts.crossings import country_name
-    from trips.osm import queries
-
     try:
         places = queries.places_matching(query, count, engine=engine)
         runs = queries.countries_along([(p.lat, p.lon) for p in places], engine=engine) if places else []
@@ -89,8 +90,6 @@ def _imported(query: str, count: int, engine) -> list[dict]:
 
 
 def _same(member: dict, name: str, lat: float, lon: float) -> bool:
-    from trips.osm.geometry import GEOD
-
     return normalise(member["name"]) == normalise(name) and \
         GEOD.inv(member["lon"], member["lat"], lon, lat)[2] <= SAME_PLACE_KM * 1000
 

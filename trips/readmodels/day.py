@@ -7,12 +7,17 @@ computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips
 """
 from __future__ import annotations
 
+from datetime import timedelta
+
 from trips import computations
 from trips.core import i18n
+from trips.enrich import registry
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
+from trips.enrich.weather import HORIZON_DAYS, today_utc
 from trips.models import Stage, Trip
+from trips.readmodels import words
 from trips.route.pacing import rider_time
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
@@ -48,7 +53,6 @@ def _group_rank(group: str) -> int:
 
 def _computation_of_group() -> dict[str, str]:
     """{alert group: the computation that writes it} (trips/enrich/registry.py)."""
-    from trips.enrich import registry
     return {e.group: e.name for e in registry.ENRICHMENTS.values() if e.group}
 
 
@@ -78,8 +82,6 @@ AVAILABILITIES = ("available", "past", "beyond_horizon", "unavailable")
 
 def stage_date(trip: Trip, stage: Stage):
     """startDate + the day's index (ADR-070), None on an undated trip."""
-    from datetime import timedelta
-
     return trip.start_date + timedelta(days=stage.position) if trip.start_date else None
 
 
@@ -87,8 +89,6 @@ def forecast(trip: Trip, stage: Stage, hourly: bool = False, locale: str | None 
     """The day's stored forecast (trips/enrich/weather.py) when it is for the day's current date (a start date
     moved or cleared since leaves none), without its hourly slots unless `hourly`. Its description is the word of
     its WMO code in `locale`, by default the reader's (trips/readmodels/words.py): the stored one is English."""
-    from trips.readmodels import words
-
     stored = (stage.enrichment or {}).get("weather")
     day = stage_date(trip, stage)
     if not isinstance(stored, dict) or day is None or stored.get("date") != day.isoformat():
@@ -102,8 +102,6 @@ def weather_availability(trip: Trip, stage: Stage, today=None) -> str | None:
     """Derived at read time, never stored: past or beyond_horizon from the day's date (§8.2's 16 days),
     available with a forecast, unavailable once the weather computation settled without one; None on an undated
     trip or while the forecast may still come."""
-    from trips.enrich.weather import HORIZON_DAYS, today_utc
-
     day = stage_date(trip, stage)
     if day is None:
         return None
@@ -169,4 +167,4 @@ def _clock(hour: float) -> str:
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
-            "categoryStatus": computations.category_statuses(trip), **stage_summary(trip, stage, segments=True)}
+            "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True)}

@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 
 from trips.core import i18n
 from trips.core.text import floor
+from trips.readmodels import words
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 MAX_POINTS = 300  # per day: far more than a 700 px wide picture can show, a few KB of markup
@@ -358,8 +359,6 @@ def day_weather(forecast: dict | None, start: tuple[float, float], end: tuple[fl
     None without a forecast (nothing is drawn: no forecast is never shown as fair weather). The words are in
     `locale` (English by default): the description is the WMO code's word, `relative` stays the English class
     name (headwind | tailwind | crosswind | "") and `relativeText` is its word."""
-    from trips.readmodels import words
-
     if not isinstance(forecast, dict) or not forecast:
         return None
     kind = weather_kind(forecast)

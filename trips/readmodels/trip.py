@@ -4,6 +4,7 @@ from __future__ import annotations
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Trip
+from trips.enrich import registry
 from trips.enrich.registry import NO_MAP_DATA
 from trips.readmodels.day import stage_summary
 
@@ -68,14 +69,14 @@ def trip_detail(trip: Trip) -> dict:
         "totalElevation": round(sum(s.elevation for s in stages)),
         "totalElevationLoss": round(sum(s.elevation_loss for s in stages)),
         "computations": [{"name": c.name, "status": c.status, "reason": c.reason} for c in trip.computations],
-        "categoryStatus": computations.category_statuses(trip),
+        "categoryStatus": registry.category_statuses(trip),
         "stages": [stage_summary(trip, s) for s in stages],
         "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",
     }
 
 
 def trip_list_item(trip: Trip) -> dict:
-    # A list page (trips.services.trips.list_trips) read the days' distances and the computations' statuses as
+    # A list page (trips.services.trip_reads.list_trips) read the days' distances and the computations' statuses as
     # plain rows beside its trips: `list_summary` = (distances in day order, statuses).
     distances, statuses = getattr(trip, "list_summary", None) or (
         [s.distance for s in trip.stages], [c.status for c in trip.computations])

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from oauth.models import User
-from trips import analysis, computations
+from trips import computations
+from trips.services import analysis
 from trips.enrich import registry
 from trips.errors import Conflict, Invalid
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
-from trips.schemas import AccommodationChoice, AccommodationScan, load
+from trips.services.schemas import AccommodationChoice, AccommodationScan, load
 from trips.services.stages import find_stage, write_days
 
 ACCOMMODATION_MATCH_DEG = 1e-6

@@ -9,7 +9,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.models import User
 from trips.core.db import atomic, db, utcnow
 from trips.core.ratelimit import limit

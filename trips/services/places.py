@@ -1,11 +1,13 @@
 """Place search for riders and agents: the query checked, then Nominatim or the offline gazetteer."""
 from __future__ import annotations
 
-from jobs import get_redis
+from trips.core.redis_client import get_redis
 from oauth.models import User
 from trips.core.db import db
 from trips.core.text import bounded
 from trips.errors import Invalid, InvalidQuery
+from trips.places.geocode import search_places as search
+from trips.providers.settings import configs
 
 
 def search_places(actor: User, query) -> dict:
@@ -14,9 +16,6 @@ def search_places(actor: User, query) -> dict:
     Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
     or is down: never an empty list in that case).
     """
-    from trips.places.geocode import search_places as search
-    from trips.providers import configs
-
     extra = sorted(set(query) - {"q", "limit"})
     if extra:
         raise InvalidQuery({bounded(extra[0]): "Unknown field."})

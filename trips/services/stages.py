@@ -13,14 +13,15 @@ from sqlalchemy.orm import defer, joinedload, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from oauth.models import User
-from trips import analysis, computations
+from trips import computations
+from trips.services import analysis
 from trips.core.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
 from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
-from trips.schemas import StageAdd, StageMove, StageUpdate, load
+from trips.services.schemas import StageAdd, StageMove, StageUpdate, load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."

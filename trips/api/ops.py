@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from flask import Blueprint, Response, abort, current_app, jsonify, request
 from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 
-from jobs import get_queue, get_redis
-from jobs.worker import live_workers
+from trips.core.queue import get_queue, live_workers
+from trips.core.redis_client import get_redis
 from oauth.models import User
 from oauth.principal import bearer_token
 from trips.core import metrics as observed
@@ -36,7 +36,7 @@ def readyz():
     """200 when the database and Redis answer and at least one worker is alive, else 503 naming what fails.
 
     A worker is alive while its liveness key is: refreshed every beat (5 s), it lapses 15 s after the last one
-    (jobs/worker.py). RQ's own registration would keep a dead worker "live" for minutes, and forget a working
+    (trips/core/queue.py, written by jobs/worker.py). RQ's own registration would keep a dead worker "live" for minutes, and forget a working
     one when Redis restarts empty."""
     checks = {
         "database": _check(lambda: db.session.execute(sa.text("SELECT 1")).scalar() == 1),

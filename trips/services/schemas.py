@@ -7,6 +7,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
+from trips.route.sources import UnsupportedSource, parse_source_url
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
 from trips.core import jsonio
 from trips.core.text import bounded
@@ -54,8 +55,6 @@ class TripCreate(_Settings):
 
     @validates("source_url")
     def _source(self, value, **_):
-        from trips.route.sources import UnsupportedSource, parse_source_url
-
         try:
             parse_source_url(value)
         except UnsupportedSource as exc:

@@ -5,7 +5,7 @@ writes nothing.
 """
 from __future__ import annotations
 
-from jobs import enqueue
+from trips.core.queue import enqueue
 from oauth.models import User
 from trips import computations
 from trips.core.db import after_commit, db
@@ -55,11 +55,9 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
 
 def _retry_structural(trip: Trip, names: tuple[str, ...]) -> None:
     """A new generation (late jobs of the failed one write nothing), the names pending, their first job queued."""
-    from jobs.tasks import fetch_route, generate_stages
-
     trip.generation += 1
     computations.initialize(trip, names, trip.generation)
-    job = fetch_route if "route" in names else generate_stages
+    job = "jobs.tasks.fetch_route" if "route" in names else "jobs.tasks.generate_stages"
     after_commit(enqueue, job, trip.id, trip.generation)
 
 

@@ -5,8 +5,9 @@ import zlib
 
 import numpy as np
 
-from trips.computations import initialize
+from trips.computations import ACTIVE, initialize
 from trips.core.db import db
+from trips.enrich import registry
 from trips.route.geo import elevation_gain_loss, total_distance_km
 from trips.route.gpx import ParsedRoute
 from trips.models import Computation, Stage, Trip, TripRoute
@@ -108,8 +109,6 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
 def start_analysis(trip: Trip) -> None:
     """The days are first cut: the analysis starts by itself (domain.md §3.5), every enrichment dispatched
     after the commit (trips/enrich/registry.py; it also records whether the route leaves the imported maps)."""
-    from trips.enrich import registry
-
     registry.dispatch(trip)
 
 
@@ -135,9 +134,6 @@ def copy_days(original: Trip, trip: Trip) -> None:
 
 
 def _copy_analysis(original: Trip, trip: Trip) -> None:
-    from trips.computations import ACTIVE
-    from trips.enrich import registry
-
     trip.out_of_zone = original.out_of_zone
     rows = [c for c in original.computations if c.name in registry.ENRICHMENTS]
     for c in rows:

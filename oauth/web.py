@@ -1,0 +1,30 @@
+"""oauth's web edge, wired into the app: the session cookie, the authorization server, the error answers of a
+missing or weak token (REST and /mcp), the blueprints (endpoints, pages, REST twins) and the `flask users` and
+`flask tokens` commands."""
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from flask import Flask
+
+from oauth import api, pages, principal, resource, views
+from oauth.cli import tokens_cli, users_cli
+from oauth.server import init_server
+from oauth.session import SESSION_DAYS, SessionCookies
+
+
+def init_app(app: Flask) -> None:
+    base = urlsplit(app.config["BTP_BASE_URL"])
+    app.config.update(
+        SESSION_COOKIE_NAME="btp_session", SESSION_COOKIE_HTTPONLY=True, SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=base.scheme == "https",  # Secure whenever the public URL is https
+        PERMANENT_SESSION_LIFETIME=timedelta(days=SESSION_DAYS),
+    )
+    app.session_interface = SessionCookies()
+    init_server(app)
+    principal.register_errors(app)
+    resource.register_errors(app)
+    app.register_blueprint(views.bp)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(api.bp)
+    app.cli.add_command(users_cli)
+    app.cli.add_command(tokens_cli)

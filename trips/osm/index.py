@@ -1,0 +1,100 @@
+"""Reading the map tables through their spatial index (R*Tree on SQLite, GiST on PostGIS): rows of ready areas whose
+box meets a query box, many boxes in one statement, and a line cut into the chunks the corridor queries measure
+in (trips/osm/queries.py)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.core.db import db
+from trips.osm import geometry as G
+from trips.osm.store import postgis_schema
+
+CHUNK_M, CHUNK_SEGMENTS = 1000.0, 32
+
+
+def engine_of(engine):
+    return engine if engine is not None else db.engine
+
+
+def as_line(line) -> np.ndarray:
+    pts = np.asarray(line, dtype=np.float64)
+    if pts.ndim != 2 or pts.shape[1] < 2 or len(pts) == 0:
+        raise ValueError("line must be a non-empty sequence of (lat, lon) pairs")
+    return pts[:, :2]
+
+
+def grow(box, metres: float):
+    lo = G.box_around(box[0], box[1], metres)
+    hi = G.box_around(box[2], box[3], metres)
+    return min(lo[0], hi[0]), min(lo[1], hi[1]), max(lo[2], hi[2]), max(lo[3], hi[3])
+
+
+def select(conn, table: sa.Table, box, where: str = "", params: dict | None = None) -> list:
+    """Rows of `table` in ready areas whose index box meets `box` (min_lat, min_lon, max_lat, max_lon)."""
+    return select_boxes(conn, table, [box], where, params)[0]
+
+
+BOXES_PER_STATEMENT = 5_000
+
+
+def select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
+    """`_select` for every box of `boxes`, in one statement (per BOXES_PER_STATEMENT boxes): the boxes are
+    a relation joined to the spatial index, so a line's chunks cost one round trip, not one each. Returns the
+    rows per box, in the order of `boxes`, each box's rows by id."""
+    out: list[list] = [[] for _ in boxes]
+    for first in range(0, len(boxes), BOXES_PER_STATEMENT):
+        part = boxes[first:first + BOXES_PER_STATEMENT]
+        for row in select_part(conn, table, part, where, params or {}):
+            out[first + row["q_k"]].append(row)
+    return out
+
+
+def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) -> list:
+    cols = ", ".join(f"t.{c.name}" for c in table.columns)
+    join = f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE 1 = 1 {where} ORDER BY q.k, t.id"
+    if conn.dialect.name == "sqlite":
+        # CROSS JOIN keeps the boxes the outer loop: each one probes the R*Tree (SQLite never reorders it).
+        sql = sa.text(
+            "WITH q(k, a, b, c, d) AS (SELECT key, json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+            "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(:boxes)) "
+            f"SELECT q.k AS q_k, {cols} FROM q CROSS JOIN {table.name}_rtree x ON x.min_lat <= q.c "
+            "AND x.max_lat >= q.a AND x.min_lon <= q.d AND x.max_lon >= q.b "
+            f"CROSS JOIN {table.name} t ON t.id = x.id {join}")
+        args = {"boxes": json.dumps([list(map(float, b)) for b in boxes]), **params}
+    else:
+        s = postgis_schema(conn)
+        if s is None:
+            return []  # no PostGIS, so nothing was ever imported
+        sql = sa.text(
+            "WITH q AS (SELECT * FROM unnest(CAST(:qk AS integer[]), CAST(:qa AS float8[]), CAST(:qb AS float8[]), "
+            "CAST(:qc AS float8[]), CAST(:qd AS float8[])) AS q(k, a, b, c, d)) "
+            f'SELECT q.k AS q_k, {cols} FROM q JOIN {table.name} t ON "{s}".ST_Intersects(t.geom, '
+            f'"{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {join}')
+        args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
+                **params}
+    if "kinds" in args:
+        sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+    return conn.execute(sql, args).mappings().all()
+
+
+def line_chunks(pts: np.ndarray):
+    """(first vertex index, vertices, metres from the line start at each vertex) per chunk of the line."""
+    if len(pts) == 1:
+        yield 0, pts, np.zeros(1)
+        return
+    seg = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2]
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    start = 0
+    while start < len(pts) - 1:
+        end = start + 1
+        while end < len(pts) - 1 and end - start < CHUNK_SEGMENTS and cum[end + 1] - cum[start] <= CHUNK_M:
+            end += 1
+        yield start, pts[start:end + 1], cum[start:end + 1]
+        start = end
+
+
+def box_of(pts: np.ndarray):
+    return float(pts[:, 0].min()), float(pts[:, 1].min()), float(pts[:, 0].max()), float(pts[:, 1].max())
