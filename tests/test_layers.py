@@ -1,4 +1,4 @@
-"""The layers of ARCHITECTURE.md "The tree as it grows": oauth/ and trips/core/ import no feature code of trips.
+"""The import layers: oauth/ and trips/core/ import no feature code of trips.
 
 App-wide infrastructure lives in trips/core (what oauth/ and mcp/ may import); the domain's errors and tables
 are shared too. Every import statement counts, those inside functions included.
