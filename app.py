@@ -25,7 +25,7 @@ from trips.core import limits, observability, problems
 from trips.core.db import configure_engine_options, db
 from trips.core.jsonio import StrictJSONProvider
 
-# Every BTP_* variable the product knows (PRODUCT.md "Configuration"). Any other BTP_* is refused.
+# Every BTP_* variable the product knows (README.md "Running it for real (sysadmins)"). Any other BTP_* is refused.
 KNOWN_ENV = (
     "BTP_ENV", "BTP_INSTANCE_DIR", "BTP_BASE_URL", "BTP_SECRET_KEY", "BTP_MAIL_URL",
     "BTP_ALLOWED_ORIGINS", "BTP_KOMOOT_URL", "BTP_STRAVA_URL", "BTP_RIDEWITHGPS_URL",

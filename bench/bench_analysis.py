@@ -13,7 +13,7 @@ the workers' imports and caches warm up).
 Timed: `analyze_trip` (the trip's 12 enrichments dispatched, one job each) → the moment the database shows
 every computation of the trip settled (polled every 10 ms). Best and median of `--repeat` runs, with the
 slowest jobs of the last run (RQ's started/ended times). `--simple` runs one in-process burst SimpleWorker
-instead (no fork, one job at a time). Target (issue 10): < 5 s on the 2-core machine.
+instead (no fork, one job at a time). Target: < 5 s on the 2-core machine.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ is the result object encoded as
 compact JSON, `json.dumps(result, separators=(",", ":"), ensure_ascii=False)` in UTF-8 bytes, and again with
 `ensure_ascii=True` (what the wire carries if the JSON is \\u-escaped). 1 KB = 1024 bytes.
 
-The baseline is the same measurement of the tree at BASELINE_REV (main before this work: the end of step 8,
+The baseline is the same measurement of the tree at BASELINE_REV (9df19ea,
 with the enrichment and weather fields in get_stage), exported with `git archive` into a temporary directory.
 
     .venv/bin/python bench/bench_tools_list.py [--baseline REV]
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "9df19ea"
-TARGET_KB = 24  # issue 12 item 7, on every leg
+TARGET_KB = 24  # tests/test_mcp_tools.py holds it, on every leg
 AIM_KB = 23.5  # the lead's aim on the 2026-07-28 leg (a margin for the next field)
 LEGACY_LEGS = ("2025-11-25", "2025-06-18", "2025-03-26")
 KB = 1024

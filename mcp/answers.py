@@ -28,7 +28,7 @@ DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
-MAX_ACCOMMODATIONS = 5  # domain.md §7.2: at most five candidates per day
+MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
 
 

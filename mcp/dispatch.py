@@ -169,7 +169,7 @@ def tools_call(message, ex) -> dict:
 
 
 def _admit(tool, arguments, principal) -> None:
-    """C42 (ownership → lock → version → …): before a lock-carrying tool's arguments are judged, the trip it
+    """docs/RULES.md "Write guards": before a lock-carrying tool's arguments are judged, the trip it
     names must be the caller's and not started. Raises NotFound (someone else's id answers exactly like an
     unknown one) or Locked. An id that is absent or not a string is left to the argument checks.
 

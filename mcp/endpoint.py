@@ -236,7 +236,7 @@ def scope_of_single_call(ex: Exchange) -> None:
     resource server, RFC 6750 §3.1), and a request without MCP-Protocol-Version is read as 2025-03-26 (the
     transport's MAY), so a newer client that omits the header would otherwise never see its challenge. Only
     a 2025-03-26 batch cannot: one status would refuse its allowed siblings, so its elements are judged one
-    by one in the dispatcher (a JSON-RPC error each, C67)."""
+    by one in the dispatcher (a JSON-RPC error each, docs/RULES.md "MCP answers")."""
     if ex.batch:
         return
     scope = dispatch.required_scope(ex.messages[0])

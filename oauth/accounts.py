@@ -79,7 +79,7 @@ def consume_login_link(token: str) -> tuple[User, str | None]:
 
 def _live_grant():
     """The condition on Grant rows that are in force: not revoked, and backed by a live access or refresh
-    token (the tokens carry the truth, ADR-082)."""
+    token (the tokens carry the truth, docs/RULES.md "OAuth grants")."""
     now = utcnow()
     return sa.and_(Grant.revoked_at.is_(None), sa.or_(
         sa.exists().where(AccessToken.user_id == Grant.user_id, AccessToken.client_id == Grant.client_id,

@@ -1,4 +1,4 @@
-"""Accounts and bearer tokens. The OAuth server (step 3) reuses these tables."""
+"""Accounts and bearer tokens. The OAuth server (oauth/server.py) reuses these tables."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -139,7 +139,7 @@ class RefreshToken(db.Model):
 
 
 class Grant(db.Model):
-    """What a user authorized a client to do: dates and scopes. The tokens carry the truth (ADR-082)."""
+    """What a user let a client do: dates and scopes. The tokens carry the truth (docs/RULES.md "OAuth grants")."""
 
     __tablename__ = "oauth_grant"
     __table_args__ = (

@@ -196,7 +196,7 @@ def _query_client(client_id):
 
 def _save_token(token: dict, request) -> None:
     """Store the new tokens (hashed), in the family of the code or refresh token they come from, and
-    record the grant (ADR-082: the row carries dates and scopes; the tokens carry the truth)."""
+    record the grant (docs/RULES.md "OAuth grants": the row carries dates and scopes; the tokens carry the truth)."""
     user, client = request.user, request.client
     previous = getattr(request, "refresh_token", None)
     family = previous.family_id if previous is not None else new_id()

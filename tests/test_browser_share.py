@@ -27,7 +27,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 
 ARTIFACTS = ROOT / "test-artifacts"
 GEOD = Geod(ellps="WGS84")
-WEATHER = [  # the first seven days: what D1's weather enrichment stores (domain.md §8.2), varied
+WEATHER = [  # the first seven days: what D1's weather enrichment stores (docs/RULES.md "Weather"), varied
     {"icon": "01d", "weatherCode": 0, "description": "clear sky", "tempMin": 14.2, "tempMax": 26.8, "windSpeed": 12.0,
      "windGusts": 20.5, "windDirection": "SO", "precipitationProbability": 5, "relativeWindDirection": "tailwind"},
     {"icon": "02d", "weatherCode": 1, "description": "mainly clear", "tempMin": 13.0, "tempMax": 24.1, "windSpeed": 18.0,

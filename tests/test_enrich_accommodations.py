@@ -1,4 +1,4 @@
-"""Accommodation discovery (domain.md §7.1–§7.3) on generated map data: the types a trip enables and never a
+"""Accommodation discovery (docs/RULES.md "Accommodations") on generated map data: the types a trip enables and never a
 shelter, nearest-end assignment with exact ties, dedup within 200 m, ranking with the per-family cap,
 heuristic pricing, seasonality on dated days and its alert, the wider scan, and a chosen lodging's day left
 alone."""

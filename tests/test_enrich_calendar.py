@@ -1,4 +1,4 @@
-"""Calendar (domain.md §6 `calendar_public_holiday`, `calendar_sunday`; issue 11 item 3): each day's date
+"""Calendar (docs/RULES.md "Calendar"): each day's date
 against the public holidays of every country the route crosses (imported boundaries first, the offline
 reverse geocoder elsewhere), else a Sunday. A holiday and a Sunday per country tested, the border case, the
 years spanned, rest days, and an undated trip."""
@@ -107,7 +107,7 @@ def test_the_same_day_short_of_the_border_has_no_holiday(ctx, tmp_path):
 
 
 def test_a_country_the_route_crosses_counts_on_every_day(ctx, tmp_path):
-    """§6: a holiday of any country the route crosses, so day 1 in France hears of the Swiss one too, but
+    """A holiday of any country the route crosses, so day 1 in France hears of the Swiss one too, but
     names the day's own country first when both have one."""
     snap = trip_east(LAT, LON, [30, 30], start_date=date(2026, 8, 1))
     france_switzerland(tmp_path, snap, border_km=45)
@@ -143,7 +143,7 @@ def test_the_alerts_read_with_the_day_and_the_holiday(ctx):
     assert "Stage 2" in sunday["message"] and "Sunday" in sunday["message"]
 
 
-# --- what re-dispatches it (§5.4) ---------------------------------------------------------------------------
+# --- what re-dispatches it ----------------------------------------------------------------------------------
 
 def _imported(rider, dated: bool):
     return settle(import_gpx(rider[0], io.BytesIO(GPX), {"startDate": FUTURE} if dated else {}).id)
@@ -167,7 +167,7 @@ def test_a_start_date_runs_it_and_a_departure_hour_does_not(client, rider, dated
 
 
 def test_a_dated_trip_runs_both_through_the_worker_and_an_undated_one_withholds_them(app, rider):
-    """The registry end to end for issue 11's two: dispatched with a dated trip's days, their jobs store the
+    """The registry end to end for calendar and daylight: dispatched with a dated trip's days, their jobs store the
     calendar and daylight groups on every day, read back as done; withheld (never
     pending, never "running") on an undated trip. No map is imported: neither needs one."""
     undated = _imported(rider, False)

@@ -1,6 +1,6 @@
-"""Crossings (domain.md §6): a border between consecutive checkpoints (the first start, every day's end), a
+"""Crossings (docs/RULES.md "Crossings"): a border between consecutive checkpoints (the first start, every day's end), a
 ferry within 100 m (one alert per crossing however many ways draw it), a ford within 25 m (dry only until the
-forecast comes in step 8). Raised, and not just under the threshold, on generated map data."""
+forecast says so). Raised, and not just under the threshold, on generated map data."""
 import math
 
 import pytest

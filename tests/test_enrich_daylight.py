@@ -1,4 +1,4 @@
-"""Daylight (domain.md §6 `sunset_arrival_after_twilight`; issue 11 item 4): the arrival (departureHour +
+"""Daylight (docs/RULES.md "Daylight"): the arrival (departureHour +
 riding time) against civil twilight end at the day's end point, in its local time; the auto-fix departure
 hour; nothing in polar day or night, on a rest day, or without a start date."""
 import io
@@ -94,7 +94,7 @@ def test_the_alert_reads_with_its_times(ctx):
     assert shown["action"] == {"kind": "auto_fix", "departureHour": 7}
 
 
-# --- what re-dispatches it (§5.4) ---------------------------------------------------------------------------
+# --- what re-dispatches it ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("body", [{"departureHour": 6}, {"averageSpeed": 22.5}], ids=["departureHour", "speed"])
 @pytest.mark.parametrize("dated", [True, False], ids=["dated", "undated"])

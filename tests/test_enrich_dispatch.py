@@ -1,4 +1,4 @@
-"""What each edit re-dispatches (domain.md §5.4 tables), supersession, and the accommodations scan endpoint.
+"""What each edit re-dispatches (docs/RULES.md "What an edit invalidates"), supersession, and the accommodations scan endpoint.
 
 Every test starts from a settled analysis (every computation `done`, nothing queued) and looks at which
 computations an edit sets pending again, which stay as they were, and which jobs it queues.
@@ -78,7 +78,7 @@ def patch(client, headers, trip, body):
     return reload(trip.id)
 
 
-# --- settings (§5.4, first table) --------------------------------------------------------------------------
+# --- settings ----------------------------------------------------------------------------------------------
 
 SETTINGS = [
     ({"startDate": FUTURE}, lambda: by_trigger("DATES")),
@@ -153,7 +153,7 @@ def test_clearing_the_start_date_re_dispatches_the_dated_enrichments(client, rid
     assert pending(moved) == by_trigger("DATES", dated=True)  # those needing a date are withheld no more
 
 
-# --- stage edits (§5.4, §2.2) ------------------------------------------------------------------------------
+# --- stage edits -------------------------------------------------------------------------------------------
 
 def geometry_names() -> set[str]:
     return by_trigger("GEOMETRY", dated=False)

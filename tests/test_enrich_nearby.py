@@ -1,4 +1,4 @@
-"""Services near each day (domain.md §6): water gaps over 30 km in a 2 km corridor, a repair-capable bike
+"""Services near each day (docs/RULES.md "Services near each day"): water gaps over 30 km in a 2 km corridor, a repair-capable bike
 shop within 2 km (haversine) of the midpoint on trips over 5 days, cultural places within 500 m (≤ 3 a day),
 a railway station within 10 km of the start or end, a health service within 15 km of the midpoint. Each code
 raised, and not raised just under its threshold, on generated map data."""

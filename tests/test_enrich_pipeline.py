@@ -1,9 +1,9 @@
 """The analysis end to end: a generated map around a generated route, a GPX upload, the worker (burst) runs
-every enrichment the cutting dispatched (domain.md §3.5), and their groups and fields land on the days.
+every enrichment the cutting dispatched (docs/RULES.md "Enrichments"), and their groups and fields land on the days.
 
 Also: a trip no imported area touches (map computations failed with the reason, nothing stored), a partly
 covered one (`out_of_zone`, the covered days analysed), a run the trip moved past (superseded, nothing
-written), and a slow compute that holds neither a transaction nor the trip lock (issue 10 item 2).
+written), and a slow compute that holds neither a transaction nor the trip lock.
 """
 import io
 import threading
@@ -210,7 +210,7 @@ def test_the_registry_refuses_a_duplicate_and_an_unknown_dispatch(ctx, rider):
     assert "pois2" not in ENRICHMENTS and "pois3" not in ENRICHMENTS
     trip = uploaded(rider)
     with pytest.raises(ValueError, match="unknown enrichments"):
-        registry.select(trip, names=["events"])  # issue 11 item 5: not registered, never reported pending
+        registry.select(trip, names=["events"])  # not registered: never reported pending
     with pytest.raises(ValueError, match="scoped"):
         registry.dispatch(trip, names=["pois"], stage_ids=[trip.stages[0].id])
     assert "weather" not in analysis(trip) and set(registry.select(trip, triggers=["DATES"])) == {

@@ -1,4 +1,4 @@
-"""The resupply enrichment (domain.md §6): food in a 2 km corridor, given to the day passing closest; ≤ 6
+"""The resupply enrichment (docs/RULES.md "Resupply"): food in a 2 km corridor, given to the day passing closest; ≤ 6
 kept per day, a 500 m supply timeline; `resupply_none_on_stage` from 40 km, `resupply_closed_at_passage`
 when every place is known closed at the rider's passage time (opening_hours through opening-hours-py)."""
 import math

@@ -1,4 +1,4 @@
-"""Terrain (domain.md §6): every code raised, and kept quiet just under its threshold; the ways count by the
+"""Terrain (docs/RULES.md "Terrain"): every code raised, and kept quiet just under its threshold; the ways count by the
 stretch of route they accompany in the 20 m corridor (a crossing counts nothing, two parallel ways once)."""
 import math
 

@@ -1,4 +1,4 @@
-"""Weather (domain.md §8) and the rules cascaded after it (§6 wind/heat/cold/rain/gusts, fords wet or dry),
+"""Weather (docs/RULES.md "Weather") and the rules cascaded after it (wind/heat/cold/rain/gusts, fords wet or dry),
 against the fake Open-Meteo on 127.0.0.1: payloads shaped like the real API (a list of locations for a batch,
 null values, an error answer), the 16-day horizon, the derived forecast, comfort index and relative wind,
 each code raised and just under its threshold, an outage, the cache, and an undated trip (withheld)."""
@@ -64,7 +64,7 @@ def test_one_point_is_a_bare_object_and_nulls_stay_missing(fake):
     snap = trip_east(LAT, LON, [30], start_date=TODAY)
     w = compute(fake, snap).data["s1"]["weather"]
     assert w["tempMin"] == 12.0 and [h["hour"] for h in w["hourly"]] == [9, 10, 11]  # 8 h has no temperature
-    assert w["windSpeed"] is None and w["comfortIndex"] == 100  # no wind: §8.1's default, 0
+    assert w["windSpeed"] is None and w["comfortIndex"] == 100  # no wind: the default, 0
 
 
 def test_an_error_answer_is_an_outage_with_a_reason_of_ours(fake):

@@ -24,7 +24,7 @@ def random_walk(n, lat0, lon0, step_m, turn, seed):
 
 
 def heron_distances(pts, s, e):
-    """Reference §3.4 distance of pts[s+1:e] to the segment (s, e), straight from the definition."""
+    """The docs/RULES.md "Geodesy" distance of pts[s+1:e] to the segment (s, e), straight from the definition."""
     i = np.arange(s + 1, e)
     k = len(i)
     a = GEOD.inv(np.full(k, pts[s, 1]), np.full(k, pts[s, 0]), pts[i, 1], pts[i, 0])[2]

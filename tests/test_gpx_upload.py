@@ -35,7 +35,7 @@ def test_upload_cuts_days_synchronously(client, rider):
     assert body["title"] == "Chartreuse" and body["sourceType"] == "gpx_upload"
     assert body["status"] == "ready" and len(body["stages"]) == 3
     assert body["fatigueFactor"] == 0.8
-    # The days are cut in the request; the analysis they start (domain.md §3.5) is queued, so the trip is partial.
+    # The days are cut in the request; the analysis they start is queued, so the trip is partial.
     assert {c["name"]: c["status"] for c in body["computations"]} == {
         "route": "done", "stages": "done", **{name: "pending" for name in ENRICHMENTS}}
     assert body["partial"] is True

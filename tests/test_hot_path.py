@@ -1,4 +1,4 @@
-"""The MCP hot path (issue 12): get_trip, list_trips and a day's rename cost a bounded number of SQL statements
+"""The MCP hot path (docs/PERFORMANCE.md): get_trip, list_trips and a day's rename cost a bounded number of SQL statements
 and Redis round trips whatever the trip's size, and nothing in auth, budgets or the floor is skipped for it: the
 answers equal the full read model's, a day changed behind the server's back is read anew, a revoked token is
 refused on the very next request on any instance, spent budgets still refuse."""

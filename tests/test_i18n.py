@@ -1,4 +1,4 @@
-"""Alerts in the reader's language (trips/core/i18n.py, domain.md §5.5 ADR-069): the catalogues cover every code and
+"""Alerts in the reader's language (trips/core/i18n.py, docs/RULES.md "Rendering at read time"): the catalogues cover every code and
 nothing else, numbers and country names follow the locale, and the locale is the account's, else REST's
 Accept-Language, else English; MCP answers use the account's, the share page the owner's."""
 import importlib

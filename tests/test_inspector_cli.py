@@ -111,7 +111,7 @@ def test_the_inspector_lists_reads_and_shows_refusals(era, node_folder, btp: Liv
 
 
 def test_the_inspector_rejects_a_refusal_carried_as_structured_content(node_folder):
-    """The negative control: against a server answering a refusal as BTP did before issue 8, the Inspector
+    """The negative control: against a server answering a refusal with structuredContent {error: …}, the Inspector
     exits 1 with its output-schema complaint and never shows the refusal."""
     with old_refusal_server() as url:
         outcome = inspect(node_folder, url, "any-token", "legacy", "tools/call", "get_trip", {"id": UNKNOWN})

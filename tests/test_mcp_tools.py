@@ -131,8 +131,8 @@ def test_the_registry_is_the_thirteen_tools_in_order():
 
 
 # tools/list is loaded into every conversation before the first call: its size is the result object as compact
-# JSON in UTF-8 bytes (1 KB = 1024 B). bench/bench_tools_list.py reports it beside the size before issue 12.
-TOOLS_LIST_TARGET = 24 * 1024  # issue 12 item 7, on every leg (23.5 KB on 2026-07-28, 23.7 KB on 2025-03-26 now)
+# JSON in UTF-8 bytes (1 KB = 1024 B). bench/bench_tools_list.py reports it beside the size at 9df19ea.
+TOOLS_LIST_TARGET = 24 * 1024  # the budget of docs/PERFORMANCE.md, on every leg (23.5 KB on 2026-07-28, 23.7 KB on 2025-03-26 now)
 LEGS = ("2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", None)  # None: a 2025-03-26 client without the header
 
 
@@ -336,7 +336,7 @@ def test_the_lock_carrying_tools_declare_their_trip():
 
 @pytest.mark.parametrize("name,spoil", SPOILS)
 def test_a_started_trip_is_locked_before_its_arguments_are_judged(app, client, owner, name, spoil):
-    """C42: ownership → lock → version → the rest; a stranger still cannot tell a started trip from no trip."""
+    """docs/RULES.md "Write guards": ownership → lock → version → the rest; a stranger still cannot tell a started trip from no trip."""
     _, trip, token = owner
     with atomic():
         db.session.get(Trip, trip.id).start_date = date.today()

@@ -1,7 +1,7 @@
 """The official TypeScript SDK client (npm `@modelcontextprotocol/sdk` 1.x, on Node 22) drives BTP's /mcp under
 gunicorn: it lists the thirteen tools, calls every read tool, and reads the refusals an agent meets (an unknown
 trip, a stale version, a started trip) through its own `callTool`, which validates structuredContent against the
-tool's outputSchema. Before issue 8 a refusal carried `structuredContent: {error: …}`, the SDK threw "Structured
+tool's outputSchema. A refusal carried as `structuredContent: {error: …}` makes the SDK throw "Structured
 content does not match the tool's output schema" and the agent never read "Trip not found".
 
 Two legs: SDK 1.x (initialize, 2025-11-25: its newest) and the SDK 2.x client (`@modelcontextprotocol/client`)
@@ -144,7 +144,7 @@ def test_the_typescript_sdk_reads_every_read_answer_and_every_refusal(sdk, node_
 
 
 def test_the_sdk_throws_on_a_refusal_carried_as_structured_content(node_folder):
-    """The negative control: a server answering a refusal as BTP did before issue 8 (structuredContent
+    """The negative control: a server answering a refusal the way BTP must not (structuredContent
     {error: …} next to BTP's real outputSchemas) makes the SDK's callTool throw, so the agent never reads the
     refusal; this is the failure the test above would report if BTP regressed."""
     with old_refusal_server() as url:

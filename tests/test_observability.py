@@ -113,7 +113,7 @@ def test_the_request_id_follows_the_request_into_its_jobs(app, client, rider, fa
         SimpleWorker([get_queue()], connection=get_redis(), job_class=ObservedJob).work(burst=True)
     jobs = [line for line in json_lines() if line["logger"] == "btp.jobs"]
     finished = [line for line in jobs if "outcome" in line]
-    # fetch_route, then the generate_stages it enqueued, then the analysis that one dispatched (domain.md §3.5):
+    # fetch_route, then the generate_stages it enqueued, then the analysis that one dispatched:
     # all under the request's id.
     assert [line["job"] for line in finished[:2]] == ["fetch_route", "generate_stages"]
     assert {line["job"] for line in finished[2:]} == {"run_enrichment"}

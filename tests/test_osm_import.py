@@ -210,7 +210,7 @@ def test_an_unfinished_import_left_by_a_killed_process_is_cleaned_by_the_next(en
     ({"amenity": "dentist"}, []),
     ({"man_made": "water_tap", "drinking_water": "yes"}, [("water", "water_tap")]),
     ({"man_made": "water_tap"}, []),  # not known to be drinkable
-    ({"tourism": "shelter"}, []),  # not lodging (domain.md §7.1)
+    ({"tourism": "shelter"}, []),  # not lodging (docs/RULES.md "Accommodations")
     ({"tourism": "wilderness_hut"}, [("accommodation", "wilderness_hut")]),
     ({"shop": "farm"}, [("resupply", "farm")]),
     ({"shop": "clothes"}, []),

@@ -55,7 +55,7 @@ def test_komoot_tour_becomes_days(app, client, rider, fake_thirdparty):
     run_jobs(app)
     trip = reload(trip_id)
     assert structural(trip) == {"route": ("done", None), "stages": ("done", None)}
-    # The analysis started by itself once the days were cut (domain.md §3.5); no map is imported here.
+    # The analysis started by itself once the days were cut (docs/RULES.md "Enrichments"); no map is imported here.
     # undated: what needs a start date (weather, wind, calendar, daylight) is withheld, not pending
     assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name, e in ENRICHMENTS.items()
                               if not e.requires_start_date}

@@ -29,7 +29,7 @@ def navigate(segments=False) -> dict:
 
 def facts(next_day: int, gap: bool = True) -> dict:
     """Every group of the catalogue filled with real codes and long-ish parameters (calendar and wind have
-    no code before step 8: ran, found nothing); `gap` adds a second critical alert (a broken route)."""
+    no code here: ran, found nothing); `gap` adds a second critical alert (a broken route)."""
     return {
         "terrain": [
             {"code": "surface_rough", "params": {"length": 12.34, "surface": "gravel, compacted, fine_gravel"},
@@ -60,7 +60,7 @@ def facts(next_day: int, gap: bool = True) -> dict:
 
 
 def in_horizon(start, position: int) -> bool:
-    """Whether the day can have a forecast: today to today + 16 days (domain.md §8.2)."""
+    """Whether the day can have a forecast: today to today + 16 days (docs/RULES.md "Weather")."""
     from datetime import timedelta
 
     from trips.enrich.weather import in_horizon as within, today_utc

@@ -259,7 +259,7 @@ def test_patch_needs_if_match(ctx, client, rider):
     stale = client.patch(url, json={"title": "x"}, headers={**headers, "If-Match": '"7"'})
     assert stale.status_code == 412 and "version 7" in stale.get_json()["detail"]
     assert db.session.get(Trip, trip.id).title == "Seeded"
-    # a list: the first strong integer tag is the version edited (contracts C107)
+    # a list: the first strong integer tag is the version edited (docs/RULES.md "Versions")
     assert client.patch(url, json={"title": "x"}, headers={**headers, "If-Match": '"3", "1"'}).status_code == 412
     ok = client.patch(url, json={"title": "Renamed"}, headers={**headers, "If-Match": 'W/"2", "1", "3"'})
     assert ok.status_code == 200 and ok.get_json()["title"] == "Renamed"

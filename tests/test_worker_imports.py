@@ -1,6 +1,6 @@
 """A web worker loads only what serving needs: the libraries of the jobs and the CLI (map import, holidays, opening
 hours, the gazetteer's source, time zones) and of the test tools are imported where they are used, not by the app
-(each costs a worker megabytes it keeps for life; issue 12 bounds a worker at 150 MB)."""
+(each costs a worker megabytes it keeps for life; a worker is held to 150 MB)."""
 import json
 import os
 import subprocess

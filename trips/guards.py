@@ -145,7 +145,7 @@ def confirmation(ctx: WriteContext) -> None:
 WRITE_CHAIN = (ownership, lock, precondition, validation, confirmation)
 FAIL_FAST_CHAIN = (ownership, lock, precondition)
 # What can be judged before a caller's arguments are even read (MCP: a started trip answers "locked" whatever
-# version or argument came with it, C42), on the raw trip id.
+# version or argument came with it, docs/RULES.md "Write guards"), on the raw trip id.
 ADMISSION_CHAIN = (ownership, lock)
 
 

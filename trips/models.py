@@ -42,7 +42,7 @@ class Trip(db.Model):
     version: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=1)
     # Moves whenever the pipeline is dispatched again; a job of an older generation writes nothing.
     generation: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=1)
-    # The route leaves the imported map areas (domain.md §1.1); set when the analysis is dispatched.
+    # The route leaves the imported map areas (docs/RULES.md "Map coverage"); set when the analysis is dispatched.
     out_of_zone: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False, server_default=sa.false())
     created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
@@ -99,7 +99,7 @@ class Stage(db.Model):
     # Accommodation candidates near the day's end ({name, type, lat, lon, …}) and the rider's choice.
     accommodations: Mapped[list] = mapped_column(sa.JSON, nullable=False, default=list, server_default="[]")
     selected_accommodation: Mapped[dict | None] = mapped_column(sa.JSON)
-    # Alert facts per group, {group: [fact]} (ADR-068): an absent group = never ran, [] = ran, found nothing.
+    # Alert facts, {group: [fact]} (docs/RULES.md "Enrichment storage"): absent = never ran, [] = ran, found nothing.
     alerts_by_group: Mapped[dict] = mapped_column(sa.JSON, nullable=False, default=dict, server_default="{}")
     # The per-day data the enrichments own, {field: value} (resupply, terrain, labels …): each enrichment
     # replaces only its own fields (trips/enrich/registry.py).

@@ -56,8 +56,8 @@ class Tool:
     output_schema: dict | None
     run: Callable[[CallContext, dict], dict]
     annotations: dict = field(default_factory=dict)
-    # The argument naming the trip a lock-carrying tool writes (C44): its ownership and lock are judged before
-    # the other arguments, so a started trip answers "locked" whatever else was sent (C42).
+    # The argument naming the trip a lock-carrying tool writes: its ownership and lock are judged before
+    # the other arguments, so a started trip answers "locked" whatever else was sent (docs/RULES.md "Write guards").
     locked_trip: str | None = None
     # Reads BTP's own database and nothing else (no third party, no write): it may run while the budgets' answer is
     # on its way (mcp/dispatch.py tools_call), its answer thrown away if they refuse.

@@ -4,10 +4,10 @@ Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-01 09:30:00
 
-`stage.alerts_by_group` is {group: [fact]} (ADR-068: an absent group = never ran, an empty list = ran, found
+`stage.alerts_by_group` is {group: [fact]} (docs/RULES.md "Enrichment storage": absent = never ran, [] = ran, found
 nothing); `stage.enrichment` is {field: value} for the per-day data the enrichments own (resupply, terrain,
 labels …), each enrichment replacing only its own fields; `trip.out_of_zone` says the route leaves the
-imported map areas (domain.md §1.1).
+imported map areas (docs/RULES.md "Map coverage").
 """
 from alembic import op
 import sqlalchemy as sa

@@ -5,7 +5,7 @@ Revises: 0011
 Create Date: 2026-12-01 10:00:00
 
 Alerts are rendered in the account's locale, else (on REST) the request's Accept-Language, else English
-(domain.md §5.5, ADR-069). A locale that is always "en" by default would hide the browser's: null now means
+(docs/RULES.md "Rendering at read time"). A locale "en" by default would hide the browser's: null now means
 "not chosen". Until this revision nobody could choose, so every stored value is the default and becomes null.
 """
 from alembic import op

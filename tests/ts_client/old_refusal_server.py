@@ -1,4 +1,4 @@
-"""A stand-in MCP server that answers a refusal the way BTP did before issue 8: `isError: true` WITH
+"""A stand-in MCP server that answers a refusal the way BTP must not: `isError: true` WITH
 `structuredContent: {"error": …}`, next to BTP's real tool listing (its real outputSchemas). The negative control
 of the TypeScript-client tests: against it the SDK and the Inspector must reject the refusal, which shows that
 their passing against BTP means something. Initialize era only (2025-11-25, plain JSON answers), loopback only."""

@@ -67,7 +67,7 @@ class Scene:
 @pytest.fixture
 def scene(ctx, btp) -> Scene:
     """A fresh account (tables are emptied after each test) with two GPX trips with their days: one open, one
-    started today (so locked, C42), and an MCP token whose audience is the live server's resource."""
+    started today (so locked, docs/RULES.md "Trip lock"), and an MCP token whose audience is the live server's resource."""
     user = make_user(f"ts-client-{secrets.token_hex(4)}@example.org")
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="TS ride")), {})
     started = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400), name="Started ride")), {})

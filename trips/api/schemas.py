@@ -99,7 +99,7 @@ class HourlyWeatherOut(Answer):
 
 @answer
 class WeatherOut(Answer):
-    """The day's forecast over its riding window (domain.md §8.2); `hourly` only in the stage detail."""
+    """The day's forecast over its riding window (docs/RULES.md "Weather"); `hourly` only in the stage detail."""
 
     OPTIONAL = ("hourly",)
     date = fields.Date()

@@ -114,7 +114,7 @@ def _pictures(trip, locale: str) -> dict:
 
 
 def _owner_locale(trip) -> str | None:
-    """The owner's chosen language (ADR-069), else the trip's own (taken from the account when it was made)."""
+    """The owner's chosen language, else the trip's (the account's then): docs/RULES.md "Rendering at read time"."""
     owner = db.session.get(User, trip.user_id)
     return i18n.normalize(owner.locale if owner else None) or trip.locale
 

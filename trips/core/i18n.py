@@ -1,4 +1,4 @@
-"""The reader's language (domain.md §5.5, ADR-069): which locale a read is rendered in, the alert catalogues,
+"""The reader's language (docs/RULES.md "Rendering at read time"): a read's locale, the alert catalogues,
 and locale-aware numbers and country names, all from Babel.
 
 Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to

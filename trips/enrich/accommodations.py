@@ -1,4 +1,4 @@
-"""Accommodation candidates near each day's end (domain.md §7.1–§7.3): discovery, dedup, ranking, heuristic
+"""Accommodation candidates near each day's end (docs/RULES.md "Accommodations"): discovery, dedup, ranking, heuristic
 pricing and seasonality, from the local map (kind `accommodation`, trips/osm/tags.py).
 
 For the days it scans, `compute` looks for lodgings within the radius of each day's end point, keeps the
@@ -7,12 +7,12 @@ tie, such as a rest day sharing the end point, gives it to every tied day), drop
 name within 200 m, ranks by completeness then price with a per-family cap, prices it, and, when the day has a
 date, says whether it may be closed then. `data[stage_id]["accommodations"]` is the day's list (≤ 5).
 
-A day with a `selected_accommodation` is not scanned at all (§7.4: the rider's choice is never overwritten):
+A day with a `selected_accommodation` is never scanned (docs/RULES.md "Choosing an accommodation": the choice stays):
 it gets neither data nor `ran_on`, so the registry leaves that day's stored group as it is. Nor is a day whose
 end point no imported map area holds (trips/enrich/corridor.py coverage rule: "never ran", not "none found").
 
 The radius is the map query's (a WGS-84 geodesic, as PostGIS' ST_DWithin on geography); the nearest end,
-the 200 m dedup and `distanceToEndPoint` are haversine, as §7.1/§7.3 say.
+the 200 m dedup and `distanceToEndPoint` are haversine (docs/RULES.md "Geodesy").
 """
 from __future__ import annotations
 
@@ -29,16 +29,16 @@ from trips.osm import queries as Q
 NAME = "accommodations"
 GROUP = "accommodations"
 
-DEFAULT_RADIUS_KM = 5.0            # AccommodationScanRequest::DEFAULT_ACCOMMODATION_RADIUS_METERS = 5000
-MIN_RADIUS_KM, MAX_RADIUS_KM = 1.0, 15.0   # the rider's re-scan range (§7.1)
+DEFAULT_RADIUS_KM = 5.0            # docs/RULES.md "Accommodations"
+MIN_RADIUS_KM, MAX_RADIUS_KM = 1.0, 15.0   # the rider's wider search
 DEDUP_M = 200.0                    # same lowercased, trimmed name within 200 m is one place
-MAX_CANDIDATES_PER_STAGE = 5       # CandidateRanker
+MAX_CANDIDATES_PER_STAGE = 5       # kept per day by `rank`
 FAMILY_CAP = max(1, MAX_CANDIDATES_PER_STAGE - 1)   # per family, before backfill
 OUTDOOR = frozenset({"camp_site", "wilderness_hut"})  # every other type is the indoor family
 EXCLUDED_TYPES = frozenset({"shelter"})             # never lodging, whatever the trip enables
-SAME_PLACE_DEG = 1e-6              # a merged candidate at the same coordinates is the same place (§7.4)
+SAME_PLACE_DEG = 1e-6              # a merged candidate at the same coordinates is the same place
 
-# € per night (PricingHeuristicEngine); an unknown type is priced as a hotel.
+# € per night (docs/RULES.md "Accommodations"); an unknown type is priced as a hotel.
 PRICE_BRACKETS = {
     "camp_site": (8.0, 25.0), "hostel": (20.0, 35.0), "alpine_hut": (25.0, 45.0), "chalet": (30.0, 70.0),
     "guest_house": (40.0, 80.0), "hotel": (50.0, 120.0), "wilderness_hut": (0.0, 10.0),
@@ -51,7 +51,7 @@ STARS_FLOOR, STARS_STEP, STARS_MAX_LIFT = 2, 0.25, 0.75
 STARS_NUMBER = re.compile(r"^\s*(\d+(?:[.,]\d+)?)")
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-# SeasonalityChecker: the first `;` rule of opening_hours, when it is a month range `Mmm-Mmm` (a time or
+# Seasonality: the first `;` rule of opening_hours, when it is a month range `Mmm-Mmm` (a time or
 # other selector after it is ignored). This reads only that season form, by rule: the full opening_hours
 # grammar (opening-hours-py) answers a different question, "open at this hour".
 MONTH_RANGE = re.compile(r"^\s*([A-Za-z]{3})\s*-\s*([A-Za-z]{3})(?=$|[\s:])")
@@ -90,7 +90,7 @@ def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_
 
 
 def merge(existing: list[dict], found: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]:
-    """An "expand" scan (§7.1): the day's `existing` candidates stay, in their order, and the `found` ones
+    """An "expand" scan (a wider search): the day's `existing` candidates stay, in their order, and the `found` ones
     (a wider scan's ranked list) that are not already there follow, up to `limit` in all. The same place is
     the same OSM object, the same coordinates (to 1e-6°, a manual entry), or the same name within 200 m."""
     out = [dict(c) for c in existing]
@@ -117,7 +117,7 @@ def _discover(days: list[StageSnap], radius_m: float, types: frozenset, engine) 
         dist = [C.haversine_m(p.lat, p.lon, *end) for end in ends]
         best = min(dist)
         for end, d in zip(ends, dist):
-            if d == best:   # exact ties only (§7.1)
+            if d == best:   # exact ties only
                 by_end.setdefault(end, []).append(_candidate(p, d))
     return {d.id: sorted((dict(c) for c in by_end.get(d.end, [])),
                          key=lambda c: (c["distance_m"], c["osmType"], c["osmId"])) for d in days}
@@ -154,7 +154,7 @@ def dedup(cands: list[dict]) -> list[dict]:
 
 
 def completeness(c: dict) -> int:
-    """CandidateRanker's score of how much the map says about a place (§7.2)."""
+    """The ranking score of how much the map says about a place (docs/RULES.md "Accommodations")."""
     t = c["tags"]
     return (3 * bool(_url(t)) + 3 * bool(t.get("description")) + 2 * bool(t.get("opening_hours"))
             + 2 * bool(t.get("wikidata")) + 2 * (stars(t) is not None) + 1 * (t.get("capacity") is not None)
@@ -198,7 +198,7 @@ def stars(tags: dict) -> float | None:
 
 
 def price(c: dict) -> tuple[float, float, bool]:
-    """(min, max, exact) in € per night (§7.3): a number in `charge` (else `fee`) is exact; `fee=no` is
+    """(min, max, exact) in € per night: a number in `charge` (else `fee`) is exact; `fee=no` is
     free; otherwise the type's bracket, a backpack/tent camp site capped at 15, stars above 2 lifting the
     floor."""
     t = c["tags"]
@@ -219,7 +219,7 @@ def price(c: dict) -> tuple[float, float, bool]:
 
 
 def likely_open(tags: dict, day: date | None) -> bool | None:
-    """SeasonalityChecker (§7.3): True or False from an `Mmm-Mmm` opening_hours season (wrap-around allowed,
+    """Seasonality: True or False from an `Mmm-Mmm` opening_hours season (wrap-around allowed,
     Oct-Mar) or `seasonal=yes` (closed November to March); None when undated or undetermined."""
     if day is None:
         return None
@@ -258,7 +258,7 @@ def _address(tags: dict) -> str | None:
 
 
 def _describe(c: dict, day: date | None) -> dict:
-    """The §7.3 `Accommodation` of a ranked candidate; None values are left out."""
+    """The stored `Accommodation` of a ranked candidate; None values are left out."""
     t = c["tags"]
     low, high, exact = price(c)
     out = {

@@ -1,4 +1,4 @@
-"""A repair-capable bike shop near each riding day (domain.md §6 `bike_shop_none_nearby`): only on trips of
+"""A repair-capable bike shop near each riding day (docs/RULES.md "Services near each day"): only on trips of
 more than five days, none within 2 km (haversine) of the day's geometry midpoint."""
 from __future__ import annotations
 

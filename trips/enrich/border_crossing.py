@@ -1,4 +1,4 @@
-"""Borders (domain.md §6 `border_crossing`): the checkpoints are the first day's start and every day's end;
+"""Borders (docs/RULES.md "Crossings"): the checkpoints are the first day's start and every day's end;
 when the country (imported admin_level=2 boundaries) changes between two consecutive checkpoints, the day
 that ends in the new country says so. The country is stored as its ISO code (rendered as a name on read);
 a checkpoint in no imported country (the sea, an extract without boundaries) changes nothing."""

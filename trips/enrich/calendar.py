@@ -1,7 +1,7 @@
-"""Calendar (domain.md §6 `calendar_public_holiday`, `calendar_sunday`): each day's date (startDate + index) is
+"""Calendar (docs/RULES.md "Calendar"): each day's date (startDate + index) is
 checked against the public holidays of every country the route crosses, for every year the trip spans (the
 `holidays` package, national holidays, no subdivisions); otherwise a Sunday (ISO weekday 7) says so. Rest days
-included: a shop is shut on a holiday whether one rides or not (§6, "Calendar still runs on rest days").
+included: a shop is shut on a holiday whether one rides or not.
 
 The countries: the imported admin boundaries (trips.osm.queries.countries_along) along every day's line; a day
 end (or the first start) no imported boundary covers falls back on the offline reverse geocoder

@@ -40,7 +40,7 @@ class StageSnap:
 
     @property
     def midpoint(self) -> Point:
-        """The geometry midpoint `geometry[len // 2]` (domain.md §6: bike shops, health services)."""
+        """The geometry midpoint `geometry[len // 2]` (docs/RULES.md "Alert catalogue")."""
         return (self.geometry[len(self.geometry) // 2][0], self.geometry[len(self.geometry) // 2][1]) \
             if self.geometry else self.start
 

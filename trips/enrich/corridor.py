@@ -1,7 +1,7 @@
-"""What the point-based enrichments share: which days the map covers, haversine proximity (domain.md §3.2),
+"""What the point-based enrichments share: which days the map covers, haversine proximity (docs/RULES.md "Geodesy"),
 positions along a day, assigning a point to one day by geometry, and the `navigate` action.
 
-Coverage rule (issue 10, domain.md §1.1): an enrichment runs on the part of a trip the imported areas cover.
+Coverage rule (docs/RULES.md "Map coverage"): an enrichment runs on the part of a trip the imported areas cover.
 A day no area touches is not looked at (its group stays absent: "never ran"); an alert that says something is
 *missing* (no water, no shop, no station…) is raised only on a day the map covers wholly, since a partly
 covered day would report the edge of the extract as a desert.
@@ -17,19 +17,19 @@ from trips.osm import queries as Q
 from trips.osm.geometry import GEOD
 from trips.osm.queries import MapPoint
 
-EARTH_RADIUS_M = 6_371_000.0  # domain.md §3.2: haversine for proximity checks
+EARTH_RADIUS_M = 6_371_000.0  # haversine for proximity checks (docs/RULES.md "Geodesy")
 FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that counts as wholly covered
 NAVIGATE_SEARCH_M = 30_000.0
 # Two days meeting at a point are equally close to what stands there, but stored coordinates are rounded to
 # the microdegree (about 0.1 m): distances within 1 m are a tie.
 TIE_M = 1.0
 # A shop or a castle mapped twice (a node and its building) is one place: the same name and subkind within
-# 200 m, the distance domain.md §7.1 deduplicates lodgings by.
+# 200 m, the distance lodgings are deduplicated by (docs/RULES.md "Accommodations").
 DEDUP_M = 200.0  # how far a `navigate` hint looks for the nearest service once a check failed
 
 
 def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Great-circle distance in metres, R = 6 371 000 m (domain.md §3.2)."""
+    """Great-circle distance in metres, R = 6 371 000 m (docs/RULES.md "Geodesy")."""
     p1, p2 = math.radians(lat1), math.radians(lat2)
     a = math.sin((p2 - p1) / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(math.radians(lon2 - lon1) / 2) ** 2
     return 2 * EARTH_RADIUS_M * math.atan2(math.sqrt(a), math.sqrt(1 - a))
@@ -76,7 +76,7 @@ def cumulative_km(stage: StageSnap) -> np.ndarray:
 
 
 def nearest_vertex_km(stage: StageSnap, cum_km: np.ndarray, lat: float, lon: float) -> float:
-    """The cumulative km of the day's vertex nearest to (lat, lon) (domain.md §6, water_point_gap)."""
+    """The cumulative km of the day's vertex nearest to (lat, lon) (docs/RULES.md "Services near each day")."""
     pts = np.asarray(stage.line, dtype=float)
     dist = GEOD.inv(np.full(len(pts), lon), np.full(len(pts), lat), pts[:, 1], pts[:, 0])[2]
     return float(cum_km[int(np.argmin(dist))])

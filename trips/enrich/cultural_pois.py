@@ -1,4 +1,4 @@
-"""Cultural places beside each riding day (domain.md §6 `cultural_poi_suggestion`): museums, monuments,
+"""Cultural places beside each riding day (docs/RULES.md "Services near each day"): museums, monuments,
 castles, churches, viewpoints, attractions… within 500 m of the line, each given to the day passing closest;
 at most 3 per day (named ones first, then the closest), kept as `culturalPois` and suggested as nudges."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Daylight (domain.md §6 `sunset_arrival_after_twilight`): on each riding day of a dated trip, the civil
+"""Daylight (docs/RULES.md "Daylight"): on each riding day of a dated trip, the civil
 twilight end at the day's end point, on the day's date (`astral`, solar depression 6°), in the local time of
 that point (`timezonefinder`, its default file-backed mode: the polygons stay on disk, not in each worker's
 memory); the alert fires when the estimated arrival (departureHour + riding time, trips.route.pacing, the one
@@ -12,7 +12,7 @@ today), rest days skipped (looked at, nothing to say).
 Group "daylight", category terrain_security: the original ran this check inside terrain and raised it in the
 terrain group, but every enrichment replaces only its own group (registry.apply), and terrain's inputs (the
 e-bike mode) and this one's (the dates, the end point's sky) differ, so it is its own computation with its
-own group; terrain_security is where §5.1 puts what bears on the day's riding safety, as terrain is.
+own group; terrain_security is where BTP puts what bears on the day's riding safety, as terrain is.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from trips.route.pacing import rider_time
 
 NAME = "daylight"
 GROUP = "daylight"
-EARLIEST_DEPARTURE_HOUR = 5  # §6 auto-fix floor: max(5, …)
+EARLIEST_DEPARTURE_HOUR = 5  # the auto-fix floor: max(5, …)
 
 _finder = None
 _lock = threading.Lock()

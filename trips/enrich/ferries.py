@@ -1,4 +1,4 @@
-"""Ferries (domain.md §6 `ferry_crossing`): a ferry route within 100 m of a riding day's line. The same
+"""Ferries (docs/RULES.md "Crossings"): a ferry route within 100 m of a riding day's line. The same
 crossing drawn as several ways (one per direction or operator) is one alert: ferries are told apart by name,
 unnamed ones by their end coordinates (to about 100 m)."""
 from __future__ import annotations

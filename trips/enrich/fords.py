@@ -1,4 +1,4 @@
-"""Fords (domain.md §6 `ford_crossing_dry`/`_wet`): a ford within 25 m of a riding day's line, each given to the
+"""Fords (docs/RULES.md "Crossings"): a ford within 25 m of a riding day's line, each given to the
 day passing closest; one alert per day, pointing at its first ford. Cascaded after weather: a ford is wet (a
 warning) when the day's forecast precipitation probability is ≥ 50 %, dry (a nudge) under it or with no
 forecast (an undated trip, a day beyond the horizon, the weather service down)."""

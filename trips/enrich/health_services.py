@@ -1,4 +1,4 @@
-"""A pharmacy, hospital or clinic near each day (domain.md §6 `health_service_none_nearby`): none within
+"""A pharmacy, hospital or clinic near each day (docs/RULES.md "Services near each day"): none within
 15 km of the day's geometry midpoint. Rest days are checked too (one falls ill on a rest day as well)."""
 from __future__ import annotations
 

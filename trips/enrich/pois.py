@@ -1,7 +1,7 @@
-"""Resupply along each day (domain.md §5.1 `pois`, §6): food shops, cafés and restaurants in a 2 km
+"""Resupply along each day (docs/RULES.md "Resupply"): food shops, cafés and restaurants in a 2 km
 corridor, each given to the day whose geometry passes closest; up to 6 of them kept per day as `resupply`, a
 supply timeline in 500 m clusters, and two alerts: nothing to eat on a long day, or every place closed when
-the rider passes it (opening_hours read with opening-hours-py, at the passage time of domain.md §3.7).
+the rider passes it (opening_hours read with opening-hours-py, at the passage time of docs/RULES.md "Rider time").
 """
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ NAME = "pois"
 GROUP = "pois"
 
 CORRIDOR_M = 2000.0
-# domain.md §6, resupply_none_on_stage: the categories that count as a place to eat or buy food.
+# resupply_none_on_stage: the categories that count as a place to eat or buy food.
 RESUPPLY_CATEGORIES = frozenset({"restaurant", "cafe", "bar", "supermarket", "convenience", "bakery", "fast_food",
                                  "marketplace", "butcher", "pastry", "deli", "greengrocer", "general", "farm",
                                  "fuel"})
-MAX_RESUPPLY_PER_DAY = 6  # ADR-057: `resupply` replaces the raw POIs, ≤ 6 per day
+MAX_RESUPPLY_PER_DAY = 6  # `resupply` keeps ≤ 6 per day, not every POI
 CLUSTER_M = 500.0
 MAX_TIMELINE_CLUSTERS = 24  # keeps a long day through towns small in get_stage (evenly spread beyond that)
 NONE_MIN_DISTANCE_KM = 40.0  # resupply_none_on_stage: distance ≥ 40 km
@@ -87,7 +87,7 @@ def _item(p: MapPoint, open_at_passage: bool | None) -> dict:
 
 
 def time_at(stage: StageSnap, departure_hour: float, average_speed: float, d_km: float) -> float:
-    """Decimal local hour at which the rider reaches d_km of the day (domain.md §3.7, trips/route/pacing.py)."""
+    """Decimal local hour at which the rider reaches d_km of the day (docs/RULES.md "Rider time")."""
     return rider_time(stage.distance_km, stage.elevation_gain_m, average_speed, departure_hour).time_at(d_km)
 
 

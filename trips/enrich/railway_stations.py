@@ -1,4 +1,4 @@
-"""A way home by train (domain.md §6 `railway_station_none_nearby`): a riding day with no railway station
+"""A way home by train (docs/RULES.md "Services near each day"): a riding day with no railway station
 within 10 km of its start nor of its end."""
 from __future__ import annotations
 

@@ -1,14 +1,14 @@
-"""The one registry of enrichments (issue 10 item 2): what each computes, when it runs, where it writes.
+"""The one registry of enrichments (docs/RULES.md "Enrichments"): what each computes, when it runs, where it writes.
 
-Each `Enrichment` declares its computation name, category (domain.md §5.1), alert group (catalogue GROUPS;
-None for one that raises nothing), triggers (GEOMETRY, DATES: ADR-070, the single source of truth for what an
+Each `Enrichment` declares its computation name, category, alert group (catalogue GROUPS;
+None for one that raises nothing), triggers (GEOMETRY, DATES: the single source of truth for what an
 edit re-dispatches), the computations it needs first, its queue, its `compute(snapshot, engine)` and the
 per-day fields it owns. trips/computations.py derives its categories from here.
 
 The lifecycle of one run (jobs/tasks.py run_enrichment):
   dispatch (in the caller's write unit of work, under the trip lock) → job: running → `snapshot` (a short
   read) → `compute` with no session and no lock → `apply` under the lock, after a generation check.
-`apply` replaces only the enrichment's own group and fields on the days it looked at (ADR-068: an absent
+`apply` replaces only its own group and fields on the days it looked at (docs/RULES.md "Enrichment storage": an absent
 group = never ran, an empty list = ran, found nothing).
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ GEOMETRY, DATES = "GEOMETRY", "DATES"
 TRIGGERS = frozenset({GEOMETRY, DATES})
 QUEUE = QUEUE_NAME  # one queue today; the field lets a slow provider-bound family move out
 RUN_JOB = "jobs.tasks.run_enrichment"  # the job that runs one enrichment (trip id, name, generation[, scope])
-# domain.md §5.1, in display order; "route" also holds the structural computations.
+# In display order; "route" also holds the structural computations.
 CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_security", "weather", "context")
 STRUCTURAL = {"route": ("route", "stages", "route_segment")}
 SCOPED = frozenset({"accommodations"})  # the one enrichment a dispatch may scope to some days (a scan)
@@ -78,7 +78,7 @@ def _add(module, category: str, triggers, fields=(), needs=(), dated: bool = Fal
                         module.compute, tuple(fields), requires_start_date=dated))
 
 
-# domain.md §5.1 triggers. weather (a forecast by date, over a window the departure hour and speed set: those
+# Triggers: docs/RULES.md "Enrichments". weather (a forecast by date, over a window departure hour and speed set: those
 # two name it in trips/services/trips.py INVALIDATES) is withheld on an undated trip, and so is wind, which
 # reads nothing else; fords are cascaded after weather for their wet/dry part (so the dates make them stale
 # too), and on an undated trip run on the map alone (dry).
@@ -96,7 +96,7 @@ _add(border_crossing, "terrain_security", (GEOMETRY,))
 _add(ferries, "terrain_security", (GEOMETRY,))
 _add(fords, "terrain_security", (GEOMETRY, DATES), needs=("weather",))
 _add(labels, "route", (GEOMETRY,), ("labels",))
-# Issue 11: withheld without a start date (§5.4). The calendar reads only the dates (DATES only, §5.1); the
+# Withheld without a start date. The calendar reads only the dates (DATES only); the
 # daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
 _add(calendar, "context", (DATES,), dated=True)
 _add(daylight, "terrain_security", (GEOMETRY, DATES), dated=True)
@@ -155,7 +155,7 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     re-dispatched, sets the chosen ones pending, records whether the route leaves the imported map areas
     (`trip.out_of_zone`), and queues one job each after the commit. `stage_ids` scopes an accommodations
     scan to some days; with `radius_km` it is the rider's wider search, merged into the days' candidates
-    (§7.1). Nothing selected: nothing is touched. Returns the names dispatched. Raises ValueError on an unknown
+    ("expand"). Nothing selected: nothing is touched. Returns the names dispatched. Raises ValueError on an unknown
     name or trigger, or a scope on an enrichment that has none.
     """
     chosen = select(trip, triggers=triggers, names=names)
@@ -254,7 +254,7 @@ def apply(trip, name: str, generation: int, result: Result, *, expand: bool = Fa
     On each day the enrichment looked at, its group is replaced by the facts and its fields by the data (a
     field it did not return is removed); a day it did not look at (off the map) loses them: "never ran", not an
     older day's result. Accommodations (which may be a scan of some days) leave the days they did not scan, and go to `stage.accommodations`,
-    are never written on a day whose lodging the rider chose; `expand` merges them into the day's (§7.1).
+    are never written on a day whose lodging the rider chose; `expand` merges them into the day's.
     """
     enrichment = ENRICHMENTS[name]
     row = next((c for c in trip.computations if c.name == name), None)
@@ -274,7 +274,7 @@ def _write_day(stage, enrichment: Enrichment, result: Result, expand: bool) -> N
     data = result.data.get(stage.id, {})
     if enrichment.name == "accommodations":
         if stage.selected_accommodation is not None:
-            return  # chosen since the snapshot: the rider's choice is never overwritten (§7.4)
+            return  # chosen since the snapshot: never overwritten (docs/RULES.md "Choosing an accommodation")
         found = list(data.get("accommodations", []))
         stage.accommodations = accommodations.merge(stage.accommodations or [], found) if expand else found
     else:

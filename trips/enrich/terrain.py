@@ -1,4 +1,4 @@
-"""Terrain (domain.md §5.1 `terrain`, §6 group "terrain"): the rules of the original's analyzer chain, on
+"""Terrain (docs/RULES.md "Terrain"): the rules of the original's analyzer chain, on
 the stage geometry and the OpenStreetMap ways in a 20 m corridor around it.
 
 How a way counts toward a day. The original summed the full length of every way intersecting a 20 m buffer
@@ -12,7 +12,7 @@ a traffic road qualifies on a stretch of ≥ 500 m of route it accompanies, what
 drawn as (see `_stretches`). A segment whose two ends project to places further
 apart than it could span (the route folding back on itself) is dropped rather than counted twice over.
 
-Rest days are skipped by the riding rules (§6); continuity and rest-day suggestions look at every day.
+Rest days are skipped by riding rules (docs/RULES.md "Alerts"); continuity and rest-day suggestions look at every day.
 
 Map coverage (trips/enrich/corridor.py): a trip no imported area touches is not covered (the registry fails
 the computation). On a partly covered trip every day is looked at: the rules that read the map only raise
@@ -36,7 +36,7 @@ from trips.osm import queries as Q
 NAME = "terrain"
 GROUP = A.GROUP
 
-CORRIDOR_M = 20.0                      # §5.1: OSM ways in a 20 m corridor
+CORRIDOR_M = 20.0                      # OSM ways in a 20 m corridor
 CONTINUITY_CRITICAL_M = 500.0          # gap > 500 m: critical
 CONTINUITY_WARNING_M = 100.0           # gap > 100 m and ≤ 500 m: warning
 ELEVATION_GAIN_M = 1200.0              # stage D+ > 1200 m
@@ -60,7 +60,7 @@ ROUGH_SMOOTHNESS = frozenset(("bad", "very_bad", "horrible", "very_horrible", "i
 MAIN_ROADS = frozenset(("primary", "trunk"))
 CYCLEWAY_KEYS = ("cycleway", "cycleway:right", "cycleway:left", "cycleway:both")
 CYCLE_BICYCLE = frozenset(("designated", "use_sidepath"))
-# §6 says "non-empty"; `cycleway=no` (very common) is a statement that there is none, so it does not count.
+# Any value counts but this: `cycleway=no` (very common) is a statement that there is none, so it does not count.
 NO_CYCLEWAY = frozenset(("no", "none"))
 
 MAX_SEGMENTS, MAX_SEGMENT_POINTS = 10, 32   # polylines an alert's action carries (kept small for get_stage)
@@ -83,7 +83,7 @@ def parse_maxspeed(value) -> float | None:
 
 
 def rough_values(tags: dict) -> list[str]:
-    """The values that make a way rough (§6): its rough `surface` values; only when `surface` is absent, a
+    """What makes a way rough (docs/RULES.md "Terrain"): its rough `surface` values; only when `surface` is absent, a
     rough `tracktype` or `smoothness`. Empty when the way is not rough."""
     surface = tags.get("surface")
     if surface:
@@ -225,7 +225,7 @@ def _stretches(parts: list[dict]) -> list[dict]:
     """The stretches of route at least TRAFFIC_WAY_M long that these ways' segments accompany without a
     break (of more than STRETCH_GAP_M): {length, speed (highest known, NaN if none), segs}.
 
-    §6 asks for a *way* of 500 m; OpenStreetMap splits a road into ways at every junction, bridge or change
+    The original asked for a *way* of 500 m; OpenStreetMap splits a road into ways at every junction, bridge or change
     of tags (a main road is often a chain of 100–400 m ways), so the unit here is the stretch of road the
     route rides, whichever ways it is drawn as."""
     if not parts:

@@ -1,4 +1,4 @@
-"""Drinking water along each riding day (domain.md §6 `water_point_gap`): water points in a 2 km corridor,
+"""Drinking water along each riding day (docs/RULES.md "Services near each day"): water points in a 2 km corridor,
 each placed at the cumulative km of the day's vertex nearest to it; a stretch of more than 30 km without one
 (from the start to the first, between two, from the last to the end, or a whole day over 30 km without any)
 is one nudge per day, naming the longest stretch."""

@@ -1,4 +1,4 @@
-"""Weather (domain.md §8.2–8.3): the Open-Meteo hourly forecast at each day's start point over its riding
+"""Weather (docs/RULES.md "Weather"): the Open-Meteo hourly forecast at each day's start point over its riding
 window, reduced to the derived forecast, hourly slots, comfort index and wind relative to the direction of
 travel. It raises no alert (wind.py and fords.py read it, cascaded after it) and stores
 `enrichment["weather"]` on each day that has a forecast.
@@ -21,12 +21,12 @@ from trips.route.pacing import rider_time
 NAME = "weather"
 GROUP = None
 
-HORIZON_DAYS = 16  # WeatherAvailability::HORIZON_DAYS: Open-Meteo forecasts today + 16 days
+HORIZON_DAYS = 16  # Open-Meteo forecasts today + 16 days
 HEADWIND_MAX_DEG = 60.0   # |wind from − bearing| ≤ 60°: headwind
 TAILWIND_MIN_DEG = 120.0  # ≥ 120°: tailwind; between: crosswind
 POINTS = ("N", "NE", "E", "SE", "S", "SO", "O", "NO")  # French-style labels (O = west), as the original
 POINT_DEG = {p: 45.0 * i for i, p in enumerate(POINTS)}
-# §8.1 defaults when a comfort input is missing
+# defaults when a comfort input is missing (docs/RULES.md "Comfort index")
 DEFAULT_WIND, DEFAULT_HUMIDITY, DEFAULT_PROBABILITY = 0.0, 50.0, 0.0
 
 _WMO = ((0, 0, "clear", "01d"), (1, 1, "mainly clear", "02d"), (2, 2, "partly cloudy", "03d"),
@@ -44,7 +44,7 @@ def in_horizon(day: date | None, today: date) -> bool:
 
 
 def wmo(code: float | None) -> tuple[str, str]:
-    """(description, icon) of a WMO weather code (§8.3); unknown (01d) otherwise."""
+    """(description, icon) of a WMO weather code; unknown (01d) otherwise."""
     if code is not None:
         for low, high, description, icon in _WMO:
             if low <= code <= high:
@@ -58,7 +58,7 @@ def compass(deg: float | None) -> str | None:
 
 
 def comfort_index(t_max: float | None, wind: float | None, humidity: float | None, probability: float | None) -> int:
-    """ComfortIndexCalculator (§8.3), the missing inputs at their §8.1 defaults (no temperature: no index
+    """docs/RULES.md "Comfort index", the missing inputs at their defaults (no temperature: no index
     is asked for: the caller has none without one)."""
     wind = DEFAULT_WIND if wind is None else wind
     humidity = DEFAULT_HUMIDITY if humidity is None else humidity
@@ -88,7 +88,7 @@ def bearing(start: tuple[float, float], end: tuple[float, float]) -> float | Non
 
 
 def relative_wind(direction: str | None, travel: float | None) -> str:
-    """headwind | tailwind | crosswind | unknown (RelativeWindCalculator, §8.3): the wind's 8-point `direction`
+    """headwind | tailwind | crosswind | unknown (docs/RULES.md "Relative wind"): the wind's 8-point `direction`
     (where it blows from) against the bearing of travel."""
     if direction not in POINT_DEG or travel is None:
         return "unknown"
@@ -116,13 +116,13 @@ def _agg(slots: list[dict], var: str, fn):
 
 
 def window(stage: StageSnap, snap: TripSnap) -> tuple[int, int]:
-    """The riding window's hour buckets floor(departure) .. ceil(arrival) (§8.2), within the local day."""
+    """The riding window's hour buckets floor(departure) .. ceil(arrival), within the local day."""
     timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, float(snap.departure_hour))
     return math.floor(snap.departure_hour), min(23, math.ceil(timing.arrival_hour))
 
 
 def derive(hours: list[dict], first: int, last: int, travel: float | None) -> dict | None:
-    """The derived forecast of §8.2 over the slots first..last with a temperature; None when there are none."""
+    """The derived forecast over the slots first..last with a temperature; None when there are none."""
     slots = [h for h in hours if first <= h.get("hour", -1) <= last and h.get("temperature_2m") is not None]
     if not slots:
         return None

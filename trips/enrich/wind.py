@@ -1,4 +1,4 @@
-"""Wind and the other weather rules (domain.md §6, group "wind"; I `WeatherStageRule`), cascaded after
+"""Wind and the other weather rules (group "wind", docs/RULES.md "Alert catalogue"), cascaded after
 weather: they read each day's stored forecast from the snapshot. Rest days are skipped (riding rules); a day
 without a forecast is not looked at (its group stays "never ran", not "nothing found").
 """

@@ -58,7 +58,7 @@ osm_point = _common(
     sa.Column("lat", sa.Float, nullable=False),
     sa.Column("lon", sa.Float, nullable=False),
     sa.Column("tags", sa.JSON, nullable=False),  # the kept subset (trips/osm/tags.py KEPT_TAGS)
-    sa.Column("tag_count", sa.Integer, nullable=False),  # of the OSM object (ranking reads tagCount, §7.2)
+    sa.Column("tag_count", sa.Integer, nullable=False),  # of the OSM object (ranking: docs/RULES.md "Accommodations")
 )
 
 def _line() -> tuple[sa.Column, ...]:
@@ -69,7 +69,7 @@ def _line() -> tuple[sa.Column, ...]:
         *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
     )
 
-# Roads and paths, with the tags terrain reads (domain.md §6 surface_rough, traffic_*).
+# Roads and paths, with the tags terrain reads (docs/RULES.md "Terrain").
 osm_way = _common(
     "osm_way",
     sa.Column("highway", sa.String(32), nullable=False),

@@ -1,9 +1,9 @@
 """Which OpenStreetMap objects the import keeps, under which kind, and which of their tags.
 
-The vocabulary follows domain.md: the seven accommodation types (§7.1) with the tags ranking and pricing
-read (§7.2–7.3: website/url, description, opening_hours, wikidata, stars, capacity, charge, fee, backpack,
-tents, seasonal); the resupply categories of `resupply_none_on_stage` (§6) with opening_hours; drinking
-water; bicycle shops (repair-capable or not) and repair stations; charging stations (e-bike range, §6);
+The vocabulary of docs/RULES.md "Accommodations": the seven accommodation types with the tags ranking and pricing
+read (website/url, description, opening_hours, wikidata, stars, capacity, charge, fee, backpack,
+tents, seasonal); the resupply categories (docs/RULES.md "Resupply") with opening_hours; drinking
+water; bicycle shops (repair-capable or not) and repair stations; charging stations (docs/RULES.md "Terrain");
 railway stations; pharmacies, hospitals and clinics; cultural places; fords. Ways, ferries, places and
 boundaries have their own tables (trips/osm/tables.py).
 """

@@ -1,4 +1,4 @@
-"""Open-Meteo hourly forecasts (domain.md §8.2) through the hardened client, cached in Redis for 3 h per
+"""Open-Meteo hourly forecasts (docs/RULES.md "Weather") through the hardened client, cached in Redis for 3 h per
 rounded point and date (`btp:weather:{lat 2dp}:{lon 2dp}:{date}`).
 
 One batched GET `{openmeteo_url}/v1/forecast` asks every point the cache misses at once: comma-separated
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 HOURLY = ("temperature_2m", "apparent_temperature", "precipitation", "precipitation_probability",
           "weather_code", "wind_speed_10m", "wind_gusts_10m", "wind_direction_10m", "relative_humidity_2m",
           "uv_index")
-CACHE_TTL_SECONDS = 3 * 3600  # §8.2: 10800 s
+CACHE_TTL_SECONDS = 3 * 3600  # 10800 s (docs/RULES.md "Weather")
 CACHE_PREFIX = "btp:weather"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # 17 days × 24 h × 10 variables × a few dozen points fits well inside
 MAX_POINTS = 100  # points per request (a trip is at most a few dozen days)

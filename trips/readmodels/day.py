@@ -1,7 +1,7 @@
 """The day read model: a stage on the wire (camelCase, no geometry), alone or inside its trip.
 
 Built once here; REST answers it as it is, MCP trims it (mcp/answers.py) and the share page floors it. The
-enrichments' facts are rendered at read time (domain.md §5.5, ADR-069) through the alert catalogue, ordered
+enrichments' facts are rendered when read (docs/RULES.md "Rendering at read time") through the alert catalogue, ordered
 critical → warning → nudge; `groups` says per alert group whether it ran: an absent group was never
 computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips/enrich/contract.py).
 """
@@ -36,7 +36,7 @@ def alerts(stage: Stage, segments: bool = True, locale: str | None = None) -> li
     then warning, then nudge; within a severity in group order (catalogue GROUPS), then as stored. Without
     `segments`, an action loses its polylines (map geometry, read with the day: a trip's days stay small).
     Rendered in `locale`, by default the reader's (trips/core/i18n.py current_locale: the account's, else
-    Accept-Language on REST, else English); a country is stored as its ISO code and named here (§6)."""
+    Accept-Language on REST, else English); a country's ISO code is named here (docs/RULES.md "Crossings")."""
     locale = locale or i18n.current_locale()
     out = []
     for group in sorted(stage.alerts_by_group or {}, key=_group_rank):
@@ -81,7 +81,7 @@ AVAILABILITIES = ("available", "past", "beyond_horizon", "unavailable")
 
 
 def stage_date(trip: Trip, stage: Stage):
-    """startDate + the day's index (ADR-070), None on an undated trip."""
+    """startDate + the day's index (docs/RULES.md "Weather"), None on an undated trip."""
     return trip.start_date + timedelta(days=stage.position) if trip.start_date else None
 
 
@@ -99,7 +99,7 @@ def forecast(trip: Trip, stage: Stage, hourly: bool = False, locale: str | None 
 
 
 def weather_availability(trip: Trip, stage: Stage, today=None) -> str | None:
-    """Derived at read time, never stored: past or beyond_horizon from the day's date (§8.2's 16 days),
+    """Derived when read, never stored: past or beyond_horizon from the day's date (16 days, docs/RULES.md "Weather"),
     available with a forecast, unavailable once the weather computation settled without one; None on an undated
     trip or while the forecast may still come."""
     day = stage_date(trip, stage)

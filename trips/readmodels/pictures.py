@@ -37,7 +37,7 @@ EARTH_KM = 6371.0088
 _COMPASS = {"N": 0, "NNE": 22.5, "NE": 45, "ENE": 67.5, "E": 90, "ESE": 112.5, "SE": 135, "SSE": 157.5,
             "S": 180, "SSW": 202.5, "SSO": 202.5, "SW": 225, "SO": 225, "WSW": 247.5, "OSO": 247.5,
             "W": 270, "O": 270, "WNW": 292.5, "ONO": 292.5, "NW": 315, "NO": 315, "NNW": 337.5, "NNO": 337.5}
-# With only the relative word (domain.md §8.3), the angle of the wind's origin from the direction of travel.
+# With only the relative word (docs/RULES.md "Relative wind"): the wind's origin's angle from the direction of travel.
 _RELATIVE = {"headwind": 0.0, "crosswind": 90.0, "tailwind": 180.0}
 
 
@@ -238,7 +238,7 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
     return Markup("".join(parts))
 
 
-# The weather icons, drawn in a 48×48 box. WMO codes and OpenWeather-style icon names (domain.md §8.3).
+# The weather icons, drawn in a 48×48 box. WMO codes and OpenWeather-style icon names (docs/RULES.md "Weather").
 _CLOUD = ('<g fill="{fill}"><circle cx="19" cy="27" r="8"/><circle cx="29" cy="23" r="10"/>'
           '<circle cx="37" cy="30" r="6"/><rect x="11" y="27" width="32" height="9" rx="4.5"/></g>')
 _SUN = ('<g stroke="#E69F00" stroke-width="3" stroke-linecap="round">{rays}</g>'
@@ -303,7 +303,7 @@ def weather_icon_svg(kind: str | None, label: str = "") -> Markup:
 
 
 def bearing(start: tuple[float, float], end: tuple[float, float]) -> float | None:
-    """The initial bearing start → end in degrees [0, 360) (domain.md §8.3); None when they coincide."""
+    """The initial bearing start → end in degrees [0, 360) (docs/RULES.md "Relative wind"); None when they coincide."""
     (la1, lo1), (la2, lo2) = start, end
     if abs(la2 - la1) + abs(lo2 - lo1) < 1e-6:
         return None

@@ -3,7 +3,7 @@ code asks for is listed here, and tests/test_i18n.py holds each catalogue to exa
 none unused) and each listed page key to a use in the code or the templates.
 
 The weather words are the WMO code table's (trips/enrich/weather.py): the stored forecast keeps its code and
-icon, and a reader sees the word of that code in their own language (domain.md §5.5: rendered at read time,
+icon, and a reader sees the word of that code in their own language (docs/RULES.md "Rendering at read time":
 no language stored).
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Points are float64 arrays of shape (n, 3): latitude, longitude (degrees) and elevation (metres, 0.0 when
 unknown). Route distances are WGS-84 geodesics (pyproj.Geod, accurate to nanometres, the Vincenty-equivalent
-of domain.md §3.2); `haversine_m` is the spherical distance used for proximity checks.
+of docs/RULES.md "Geodesy"); `haversine_m` is the spherical distance used for proximity checks.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ __all__ = [
 ]
 
 _GEOD = Geod(ellps="WGS84")
-EARTH_RADIUS_M = 6_371_000.0  # haversine radius (domain.md §3.2)
-NOISE_THRESHOLD_M = 3.0  # elevation runs must exceed this to count (§3.3)
-TOLERANCE_M = 20.0  # Douglas–Peucker tolerance (§3.4)
-_COINCIDENT_M = 0.001  # a chord shorter than this is "coincident ends" (§3.4)
+EARTH_RADIUS_M = 6_371_000.0  # haversine radius (docs/RULES.md "Geodesy")
+NOISE_THRESHOLD_M = 3.0  # elevation runs must exceed this to count (docs/RULES.md "Geodesy")
+TOLERANCE_M = 20.0  # Douglas–Peucker tolerance (docs/RULES.md "Geodesy")
+_COINCIDENT_M = 0.001  # a chord shorter than this is "coincident ends" (docs/RULES.md "Geodesy")
 SHORT_SEGMENT_M = 1000.0  # segment_lengths_m measures shorter segments from their chord
 _BLOCK = 16_384  # segments measured at a time
 
@@ -163,7 +163,7 @@ def _run_total(diffs: np.ndarray, mask: np.ndarray, threshold: float) -> float:
 
 
 def elevation_gain_loss(ele, threshold_m: float = NOISE_THRESHOLD_M) -> tuple[float, float]:
-    """(gain_m, loss_m), both >= 0, run-based (domain.md §3.3): a climbing (or descending) run counts only
+    """(gain_m, loss_m), both >= 0, run-based (docs/RULES.md "Geodesy"): a climbing (or descending) run counts only
     if its total is > `threshold_m`. Raises ValueError when `ele` is not one-dimensional."""
     e = np.asarray(ele, dtype=np.float64)
     if e.ndim != 1:
@@ -307,7 +307,7 @@ def _dp_keep_mask(pts: np.ndarray, tol: float) -> np.ndarray:
 
 
 def simplify(points, tolerance_m: float = TOLERANCE_M) -> np.ndarray:
-    """Douglas–Peucker decimation (domain.md §3.4), keeping every column of the retained points.
+    """Douglas–Peucker decimation (docs/RULES.md "Geodesy"), keeping every column of the retained points.
 
     The distance of a point to a segment is Heron's height on the three geodesic distances (distance to
     the start when the ends are closer than 1 mm); a point is kept when the maximum exceeds `tolerance_m`.

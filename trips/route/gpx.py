@@ -1,4 +1,4 @@
-"""Hardened, streaming GPX track parser (domain.md §3.1).
+"""Hardened, streaming GPX track parser (docs/RULES.md "GPX parsing").
 
 Only `<trkpt lat lon>` with an optional `<ele>` child is read (GPX 1.0, 1.1 or without namespace); routes
 (`rtept`) and waypoints (`wpt`) are ignored. The document is fed to lxml's pull parser in chunks; after each

@@ -1,4 +1,4 @@
-"""Pacing: day count, daily distance targets, slicing a route into stages, rider time (domain.md §3.5–§3.7).
+"""Pacing: day count, daily distance targets, slicing a route into stages, rider time (docs/RULES.md "Pacing").
 
 Distances are kept at full precision; rounding for display is the caller's job.
 
@@ -37,7 +37,7 @@ __all__ = [
 
 MINIMUM_STAGE_DISTANCE_KM = 30.0
 MAX_TRIP_DAYS = 90
-MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (domain.md §1.1: Range(30, 300))
+MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (docs/RULES.md "Trip settings")
 MAX_STEP_KM = MAX_DAY_KM
 MAX_ROUTE_KM = MAX_TRIP_DAYS * MAX_DAY_KM
 MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at ~10 kept points per km fit; the .gpx stays under ~9 MB
@@ -144,7 +144,7 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
 
 def daily_targets(n_days: int, total_km: float, ascent_m: float, fatigue_factor: float,
                   elevation_penalty: float, cap: float | None) -> list[float]:
-    """Target distance (km) of each day (domain.md §3.6).
+    """Target distance (km) of each day (docs/RULES.md "Pacing").
 
     base = (D + E/p) / Σ f^i and target[n] = max(30, base·f^n − E/p/N), then min(target, cap) when a cap is
     given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty.
@@ -209,7 +209,7 @@ def _as_route(points) -> np.ndarray:
 
 
 def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[StagePlan]:
-    """Cut a route into daily stages with the pacing engine (domain.md §3.5–§3.6).
+    """Cut a route into daily stages with the pacing engine (docs/RULES.md "Pacing").
 
     Distance and ascent are measured on the full-resolution points, and each day but the last ends exactly
     on its target (a point interpolated between the two raw points around it), so even a long straight road,
@@ -256,7 +256,7 @@ def _cut_days(raw: np.ndarray, cum: np.ndarray, targets: list[float]):
 
 
 def plan_collection(tracks) -> list[StagePlan]:
-    """One stage per track of a Komoot collection, in order, without pacing (domain.md §3.5).
+    """One stage per track of a Komoot collection, in order, without pacing (docs/RULES.md "Pacing").
 
     Distance, gain and loss are measured on each track's points; tracks with fewer than 2 points are
     skipped and day numbers stay consecutive. Raises ValueError on a bad points shape, TooLarge for more
@@ -269,7 +269,7 @@ def plan_collection(tracks) -> list[StagePlan]:
 
 @dataclass(frozen=True)
 class RiderTime:
-    """Riding estimate for one stage (domain.md §3.7). Hours are decimal local hours."""
+    """Riding estimate for one stage (docs/RULES.md "Rider time"). Hours are decimal local hours."""
 
     distance_km: float
     departure_hour: float

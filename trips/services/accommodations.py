@@ -49,7 +49,7 @@ def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition:
     def invalidate(trip, chosen):
         if chosen is None:  # cleared (the end stays): that day's candidates are looked for again
             analysis.redispatch(trip, names=("accommodations",), stage_ids=[find_stage(trip, stage_id).id])
-        else:  # the day ends elsewhere; a scan would overwrite nothing but is pointless (§7.4 (I))
+        else:  # the day ends elsewhere; a scan would overwrite nothing (docs/RULES.md "Choosing an accommodation")
             analysis.redispatch(trip, triggers=("GEOMETRY",), exclude=("accommodations",))
 
     return write_days(actor, trip_id, precondition, validate, apply, invalidate)
@@ -57,7 +57,7 @@ def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition:
 
 def scan_accommodations(actor: User, trip_id: str, data) -> Trip:
     """Look for places to sleep again within `radiusKm` (1–15 km, default 5) of every day's end, or of
-    `stageId`'s: an "expand" scan (§7.1) that keeps each day's candidates and adds new places after them, up to
+    `stageId`'s: an "expand" scan that keeps each day's candidates and adds new places after them, up to
     five; a day whose accommodation the rider chose is left as it is. Guards: ownership → lock (no version:
     the days keep their shape).
 

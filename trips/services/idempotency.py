@@ -1,4 +1,4 @@
-"""Idempotent creation (ADR-077): a key names a request; the same key and body answers the first result for 24 h."""
+"""Idempotent creation (docs/RULES.md "Idempotent creation"): the same key and body answer the first result for 24 h."""
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +25,7 @@ def digest(data) -> str:
 
 
 def idempotent(actor: User, operation: str, key: str | None, digest: str, build) -> tuple[Trip, bool]:
-    """Run `build` once per (user, operation, key); a replay answers the first result (ADR-077)."""
+    """Run `build` once per (user, operation, key); a replay answers the first result."""
     if key is None:
         raise BadRequest("The Idempotency-Key header is required (16 to 255 letters, digits, '-' or '_').")
     if not IDEMPOTENCY_KEY.fullmatch(key):

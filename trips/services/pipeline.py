@@ -107,7 +107,7 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
 
 
 def start_analysis(trip: Trip) -> None:
-    """The days are first cut: the analysis starts by itself (domain.md §3.5), every enrichment dispatched
+    """The days are first cut: the analysis starts by itself (docs/RULES.md "Enrichments"), every enrichment dispatched
     after the commit (trips/enrich/registry.py; it also records whether the route leaves the imported maps)."""
     registry.dispatch(trip)
 

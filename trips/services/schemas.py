@@ -178,7 +178,7 @@ class AccommodationChoice(Schema):
 
 
 class AccommodationScan(Schema):
-    """A wider search for places to sleep (domain.md §7.1): around every day's end, or `stageId`'s only."""
+    """A wider search for places to sleep (docs/RULES.md "Accommodations"): around every day's end, or `stageId`'s."""
 
     class Meta:
         unknown = RAISE

@@ -83,7 +83,7 @@ def _contiguous(a: Stage, b: Stage) -> bool:
 def geometry_changed(trip: Trip, _prepared=None) -> None:
     """The days' lines, ends or order changed: the GEOMETRY-triggered enrichments run again, and the calendar
     on a dated trip (a day's date is startDate + its index, and an added, moved or removed day shifts the
-    others': §5.4, "plus weather and calendar when dated")."""
+    others': docs/RULES.md "What an edit invalidates")."""
     analysis.redispatch(trip, triggers=("GEOMETRY",), names=("calendar",))
 
 

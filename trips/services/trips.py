@@ -98,9 +98,9 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
     return trip
 
 
-# domain.md §5.4, ComputationDependencyResolver: what a changed setting invalidates, dispatched again as one
+# docs/RULES.md "What an edit invalidates": what a changed setting invalidates, dispatched again as one
 # (the union). The pacing fields cut the days again instead, and the title invalidates nothing. Weather is named
-# for departureHour/averageSpeed as the table says; it runs once registered (step 8).
+# for departureHour/averageSpeed (its riding window moves), and wind and fords follow it.
 INVALIDATES = {
     "start_date": {"triggers": ("DATES",)},
     "ebike_mode": {"names": ("terrain",)},

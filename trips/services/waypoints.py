@@ -64,4 +64,4 @@ def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
     if not has_elevation:
         stage.elevation, stage.elevation_loss = climbing
     stage.approximate = approximate
-    analysis.redispatch(stage.trip, triggers=("GEOMETRY",))  # the day's line moved (§5.4)
+    analysis.redispatch(stage.trip, triggers=("GEOMETRY",))  # the line moved (docs/RULES.md "What an edit invalidates")

@@ -1,5 +1,5 @@
-"""Accommodation alerts (group `accommodations`, domain.md §6): every lodging found near a day's end may be
-closed on that day's date (seasonality, §7.3)."""
+"""Accommodation alerts (docs/RULES.md "Alert catalogue"): every lodging found near a day's end may be
+closed on that day's date (seasonality, docs/RULES.md "Accommodations")."""
 from trips.enrich.alerts.catalogue import register
 
 ACCOMMODATION_SEASONAL_CLOSURE = register(

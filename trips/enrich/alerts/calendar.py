@@ -1,9 +1,9 @@
-"""Calendar and daylight (domain.md §6): a public holiday or a Sunday on a day's date, an arrival after dark."""
+"""Calendar and daylight (docs/RULES.md "Alert catalogue"): a holiday or Sunday on a day's date, arrival after dark."""
 from __future__ import annotations
 
 from trips.enrich.alerts.catalogue import register
 
-# Named and unnamed holidays share the code (§6): `holiday` is the name the `holidays` package gives (English),
+# Named and unnamed holidays share the code: `holiday` is the name the `holidays` package gives (English),
 # `country` the ISO code of the country it is a holiday of (named in the reader's language on read).
 CALENDAR_PUBLIC_HOLIDAY = register(
     "calendar_public_holiday", "nudge", "calendar",
@@ -12,7 +12,7 @@ CALENDAR_PUBLIC_HOLIDAY = register(
 CALENDAR_SUNDAY = register(
     "calendar_sunday", "nudge", "calendar",
     "Stage {stage} falls on a Sunday: many shops may be closed.", ("date",))
-# Times are local "HH:MM" at the day's end point; the auto-fix moves the departure hour (§6).
+# Times are local "HH:MM" at the day's end point; the auto-fix moves the departure hour (docs/RULES.md "Daylight").
 SUNSET_ARRIVAL_AFTER_TWILIGHT = register(
     "sunset_arrival_after_twilight", "warning", "daylight",
     "Stage {stage}: estimated arrival at {arrival}, after twilight end ({twilight}, sunset {sunset}). "

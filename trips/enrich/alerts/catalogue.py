@@ -1,4 +1,4 @@
-"""The alert catalogue: one registry of codes (domain.md §6), each with its severity, group and message.
+"""The alert catalogue (docs/RULES.md "Alert catalogue"): one registry of codes, each with severity, group and message.
 
 A duplicate code is refused when its module is imported (the manner of Sentry's GroupTypeRegistry). Facts
 store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from trips.core import i18n
 
 SEVERITIES = ("critical", "warning", "nudge")
-# "daylight" is its own group (issue 11): the original raised the sunset alert inside terrain, but each
+# "daylight" is its own group (docs/RULES.md "Daylight"): the original raised the sunset alert inside terrain, but each
 # enrichment replaces only its own group, so two computations cannot share one (trips/enrich/daylight.py).
 GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point",
           "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")

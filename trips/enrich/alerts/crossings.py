@@ -1,4 +1,4 @@
-"""Crossings (domain.md §6): a border, a ferry, a ford."""
+"""Crossings (docs/RULES.md "Alert catalogue"): a border, a ferry, a ford."""
 from __future__ import annotations
 
 from trips.enrich.alerts.catalogue import register

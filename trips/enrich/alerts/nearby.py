@@ -1,4 +1,4 @@
-"""Alerts about services near each day (domain.md §6): bike shops, drinking water, cultural places, railway
+"""Services near each day (docs/RULES.md "Alert catalogue"): bike shops, drinking water, cultural places, railway
 stations, health services. One group each."""
 from trips.enrich.alerts.catalogue import register
 

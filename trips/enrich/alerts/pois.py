@@ -1,4 +1,4 @@
-"""Resupply alerts (group `pois`, domain.md §6): a long day with nowhere to buy food, or shops that would all
+"""Resupply alerts (docs/RULES.md "Alert catalogue"): a long day with nowhere to buy food, or shops that would all
 be closed when the rider passes them."""
 from trips.enrich.alerts.catalogue import register
 

@@ -1,5 +1,5 @@
-"""Terrain alerts (domain.md §6, group "terrain"): continuity between days, climbs, surfaces, traffic, e-bike
-range and rest days. Rules in trips/enrich/terrain.py; `sunset_arrival_after_twilight` comes with step 8.
+"""Terrain alerts (docs/RULES.md "Alert catalogue"): continuity between days, climbs, surfaces, traffic, e-bike
+range and rest days. Rules in trips/enrich/terrain.py; `sunset_arrival_after_twilight` is daylight's.
 
 Parameters are stored raw: kilometres as floats (`distance`, `length`, `range`), metres as ints (`gap`,
 `elevation`), percentages as floats; `surface` is a list of whitelisted OSM values joined with ", ".

@@ -1,4 +1,4 @@
-"""Weather alerts (domain.md §6, group "wind"): raised by trips/enrich/wind.py from the day's forecast of
+"""Weather alerts, group "wind" (docs/RULES.md "Alert catalogue"): raised by trips/enrich/wind.py from the forecast of
 trips/enrich/weather.py. Parameters are stored raw: km/h, °C and mm as floats, the comfort index as an int.
 """
 from __future__ import annotations
