@@ -189,7 +189,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     # a revocation holds at once through the token epoch in Redis; this bounds a change made outside BTP). 0: off.
     app.config.setdefault("BTP_TOKEN_CACHE_S", 60.0)
     # How long the MCP endpoint may give a get_trip or list_trips answer again without reading the database
-    # (mcp/answers.py kept_answer: a change through BTP shows at once through the trips epochs in Redis,
+    # (mcp/kept.py kept_answer: a change through BTP shows at once through the trips epochs in Redis,
     # trips/core/epochs.py; this bounds a change made outside BTP). 0: off.
     app.config.setdefault("BTP_READ_CACHE_S", 60.0)
     observability.configure_logging(logging.INFO)

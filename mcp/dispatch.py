@@ -149,7 +149,7 @@ def tools_call(message, ex) -> dict:
             _settle_budget(ex, started)
         else:
             reads = tool.reads(ctx, message.params.get("arguments")) if tool.reads else ()
-            ctx.read_values = _spend_budget(ex, tool, reads)  # the epochs a kept answer stands on (mcp/answers.py)
+            ctx.read_values = _spend_budget(ex, tool, reads)  # the epochs a kept answer stands on (mcp/kept.py)
             admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
             answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:

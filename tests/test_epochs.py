@@ -1,4 +1,4 @@
-"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/answers.py kept_answer): a page is
+"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/kept.py kept_answer): a page is
 given again without its statement only while both epochs it was read under (every trip's, its account's) read the
 same in Redis, and every way its rows change replaces one of them after the commit — a write through the ORM (its
 owner's epoch only), a statement written by hand that says its trip, one that does not (every trip's), a job's
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from mcp.answers import KEPT
+from mcp.kept import KEPT
 from tests.factories import make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from trips import computations

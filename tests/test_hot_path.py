@@ -12,7 +12,8 @@ import redis as redis_lib
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from mcp.answers import DIGESTS, LINES, PAGES, KEPT, trip_digest
+from mcp.answers import trip_digest
+from mcp.kept import DIGESTS, KEPT, LINES, PAGES
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, modern, payload
@@ -72,7 +73,7 @@ def counted(monkeypatch):
 def test_get_trip_costs_nothing_kept_one_statement_warm_three_cold_and_two_round_trips(client, owner, monkeypatch):
     _, trip_id, token = owner
     call(client, token, "get_trip", {"id": trip_id})  # the grant's last use (once per five minutes); the token
-    LINES.lines.clear()  # is remembered live from now on (oauth/live_tokens.py): not looked up while the epoch stands
+    LINES.answers.clear()  # is remembered live from now on (oauth/live_tokens.py): not looked up while the epoch stands
     DIGESTS.answers.clear()
     answers = []
     fingerprint = 1 if db.engine.dialect.name == "postgresql" else 2  # hashed by the server, or by us from rows

@@ -1,5 +1,5 @@
 from mcp import schemas as s
-from mcp.answers import kept_answer, kept_reads, read_trip_digest
+from mcp.kept import kept_answer, kept_reads, read_trip_digest
 from mcp.tools.base import Tool
 
 DAY = s.obj({

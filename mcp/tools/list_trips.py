@@ -1,5 +1,5 @@
 from mcp import schemas as s
-from mcp.answers import kept_answer, kept_reads, list_page
+from mcp.kept import kept_answer, kept_reads, list_page
 from mcp.tools.base import Tool
 from trips.services.schemas import TripListQuery
 from trips.services import trip_reads

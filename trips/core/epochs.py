@@ -5,7 +5,7 @@ same. Two families:
 - the token epoch (`TOKEN_KEY`): replaced after any UPDATE or DELETE of `access_token` or `user_account`
   (oauth/live_tokens.py: the remembered live tokens);
 - the trips epochs: one per account (`user_key`: one of its trips, their days or computations changed) and one for
-  all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/answers.py keeps
+  all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/kept.py keeps
   get_trip's and list_trips' answers under them.
 
 Each is read in the round trip that counts the caller's budgets (trips/core/ratelimit.py `reads`): reading one

@@ -1,5 +1,5 @@
 """Reading trips: the caller's list, paged, and one trip as its digest reads it (in as few statements as the engine
-allows), with the fingerprint that tells whether a digest given before still stands (mcp/answers.py)."""
+allows), with the fingerprint that tells whether a digest given before still stands (mcp/kept.py)."""
 from __future__ import annotations
 
 import json
@@ -145,7 +145,7 @@ def get_trip(actor: User, trip_id: str) -> Trip:
 
 
 # The JSON columns of a day a digest reads: a trip's digest reads them as their stored text, and the read model
-# decodes a day's only when that text changed since it last rendered the day (mcp/answers.py). The largest
+# decodes a day's only when that text changed since it last rendered the day (mcp/kept.py LINES). The largest
 # columns (a day's geometry and pending waypoint) are never read: no read model of a trip shows them.
 DAY_JSON = ("alerts_by_group", "accommodations", "selected_accommodation", "enrichment")
 
