@@ -131,7 +131,7 @@ def _trusted_proxies(value) -> int:
 
 
 def _check_metrics_token(token: str | None) -> None:
-    # A bearer secret compared in constant time (trips/core/ops.py); long enough that it cannot be guessed online.
+    # A bearer secret compared in constant time (trips/api/ops.py); long enough that it cannot be guessed online.
     if token is not None and (len(token) < MIN_METRICS_TOKEN or len(token) > 512 or not token.isprintable()
                               or " " in token):
         raise ConfigError(f"BTP_METRICS_TOKEN must be {MIN_METRICS_TOKEN} to 512 printable characters without "
