@@ -29,7 +29,6 @@ from __future__ import annotations
 import errno
 import os
 import resource
-import select
 import selectors
 import socket
 import ssl
@@ -43,41 +42,22 @@ from gunicorn import http, util
 from gunicorn.http import wsgi
 from gunicorn.workers import base
 
+from trips.core.httpconns import ACCEPT, CONN, LINGER, WAKE, Connections, _Conn, _readable
 from trips.core.httpcrew import Crew
-from trips.core.httpframe import CONTINUE, NEED, WHOLE, Incoming, Limits
+from trips.core.httpframe import CONTINUE, NEED, WHOLE, Limits
 from trips.core.httpwire import (  # noqa: F401 (the worker's wire, importable from here as before)
     ONE_SEND_MAX_BYTES, READ_TIMEOUT_S, _OneSendResponse, _Settled, _stall_bound, _stalled)
 
 TICK_S = 0.25  # how often the loop sweeps connections past their deadline and checks its parent
-LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side (RFC 9112 §9.6)
 RECV_BYTES = 64 * 1024  # one read of a readable connection
 CONTINUE_BYTES = b"HTTP/1.1 100 Continue\r\n\r\n"
-_ACCEPT, _CONN, _WAKE, _LINGER = "accept", "conn", "wake", "linger"
-
-
-def _readable(sock: socket.socket) -> bool:
-    try:
-        return bool(select.select([sock], [], [], 0)[0])
-    except (OSError, ValueError):
-        return False
 
 
 def _accepts_last(event) -> bool:
-    return event[0].data[0] is _ACCEPT
+    return event[0].data[0] is ACCEPT
 
 
-class _Conn:
-    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed")
-
-    def __init__(self, sock, addr, server, incoming: Incoming):
-        self.sock, self.addr, self.server, self.incoming = sock, addr, server, incoming
-        self.deadline = 0.0
-        self.busy = False  # a thread serves its request: the leader reads nothing of it meanwhile
-        self.registered = False  # with the selector
-        self.closed = False
-
-
-class KeepAliveWorker(base.Worker):
+class KeepAliveWorker(Connections, base.Worker):
     """One selector, run by one thread at a time; whole requests served by the thread that read them."""
 
     def __init__(self, *args, **kwargs):
@@ -115,7 +95,7 @@ class KeepAliveWorker(base.Worker):
             self.log.warning("BTP's worker serves plain HTTP/1.1: TLS, HTTP/2 and PROXY v2 end at nginx")
         for listener in self.sockets:
             listener.setblocking(False)
-        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (_WAKE, None))
+        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (WAKE, None))
         self._accepting(True)
         self.crew = Crew(self.cfg.threads, self._lead, self._beat, self.log)
         try:
@@ -139,12 +119,12 @@ class KeepAliveWorker(base.Worker):
                 events.sort(key=_accepts_last)
             for key, _ in events:
                 kind, obj = key.data
-                if kind is _CONN:
+                if kind is CONN:
                     if not self._on_readable(obj, me):
                         return  # another thread leads now
-                elif kind is _LINGER:
+                elif kind is LINGER:
                     self._drain(obj)
-                elif kind is _ACCEPT:
+                elif kind is ACCEPT:
                     self._accept(obj)
                 else:
                     self._drain_wakeups()
@@ -228,91 +208,6 @@ class KeepAliveWorker(base.Worker):
                     self._wake()  # for the new leader
                 return False
         return True
-
-    # --- connections ------------------------------------------------------------------------------------------
-    def _accepting(self, on: bool) -> None:
-        if on == self.accepting:
-            return
-        for listener in self.sockets:
-            if on:
-                self.poller.register(listener, selectors.EVENT_READ, (_ACCEPT, listener))
-            else:
-                self.poller.unregister(listener)
-        self.accepting = on
-
-    def _accept(self, listener) -> None:
-        """Take one waiting client, if any (see _lead: one per round)."""
-        try:
-            client, addr = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return  # another worker took it
-        except OSError as exc:
-            if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
-                             errno.ENOMEM):
-                return
-            raise
-        util.close_on_exec(client)
-        _stall_bound(client)
-        if client.family != socket.AF_UNIX:
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Conn(client, addr, listener.getsockname(), Incoming(self.cfg, addr, self.limits))
-        conn.deadline = time.monotonic() + self.keepalive
-        self.conns[client.fileno()] = conn
-        self._register(conn)
-        if len(self.conns) >= self.cfg.worker_connections:
-            self._accepting(False)  # full: the backlog waits until a connection closes
-
-    def _register(self, conn: _Conn) -> None:
-        self.poller.register(conn.sock, selectors.EVENT_READ, (_CONN, conn))
-        conn.registered = True
-
-    def _close(self, conn: _Conn, after_answer: bool = False) -> None:
-        """Forget the connection and close it: at once when nothing was answered; after an answer, by sending our
-        FIN first and reading whatever the client still sends until it closes too, for at most LINGER_S, without
-        holding the thread (`_drain`): closing at once could reset the connection and cut the answer short."""
-        if conn.closed:
-            return
-        conn.closed = True
-        self.conns.pop(conn.sock.fileno(), None)
-        if conn.registered:
-            conn.registered = False
-            try:
-                self.poller.unregister(conn.sock)
-            except (KeyError, ValueError):
-                pass
-        conn.incoming.discard()
-        if after_answer:
-            self._linger(conn.sock)
-        else:
-            conn.sock.close()
-        if self.alive and not self.accepting and len(self.conns) < self.cfg.worker_connections:
-            self._accepting(True)
-
-    def _linger(self, sock: socket.socket) -> None:
-        try:
-            sock.shutdown(socket.SHUT_WR)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            return
-        self.lingering[sock.fileno()] = (sock, time.monotonic() + LINGER_S)
-        self.poller.register(sock, selectors.EVENT_READ, (_LINGER, sock))
-
-    def _drain(self, sock: socket.socket, force: bool = False) -> None:
-        try:
-            while not force:
-                if not sock.recv(65536):
-                    break
-        except (BlockingIOError, InterruptedError):
-            return  # the client has not closed yet: read again when it sends more
-        except OSError:
-            pass
-        self.lingering.pop(sock.fileno(), None)
-        try:
-            self.poller.unregister(sock)
-        except (KeyError, ValueError):
-            pass
-        sock.close()
 
     # --- requests ---------------------------------------------------------------------------------------------
     def _on_readable(self, conn: _Conn, me) -> bool:
