@@ -11,7 +11,9 @@ timeout = 120
 # that reads a request serves it at once, without a handoff between threads (gthread's costs about 40 % of a
 # get_trip's CPU, bench/bench_mcp.py); when a request takes longer than 25 ms (a slow upstream), another of the
 # worker's `threads` takes over the loop, so no request waits behind it while a thread is free
-# (trips/core/httpcrew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s.
+# (trips/core/httpcrew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s. The bounds are
+# HTTPWORKER_HEAD_TIMEOUT_S (10), HTTPWORKER_MIN_RATE (32768 bytes/s) and HTTPWORKER_MAX_BODY (33554432, app.py's
+# MAX_CONTENT_LENGTH) in the environment, or here as raw_env = ["HTTPWORKER_MAX_BODY=..."].
 worker_class = "trips.core.httpworker.KeepAliveWorker"
 keepalive = 5
 # Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
