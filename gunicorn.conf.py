@@ -2,18 +2,29 @@
 import gc
 import threading
 
-# A worker that takes longer than this on one request is killed and replaced (nginx waits 150 s on /mcp).
+# A worker with a request under way for longer than this is killed and replaced (nginx waits 150 s on /mcp): the
+# worker's heartbeat is dated from the start of its oldest request under way, whatever its other threads do.
 timeout = 120
 
-# One request at a time per worker (the app is synchronous WSGI), with keep-alive: a client's connection stays open
-# between requests (an agent's run of tool calls, nginx's upstream keep-alive), and the worker serves whichever of
-# its connections is readable, in one thread (trips/core/httpworker.py: no handoff between threads per request, as
-# gthread makes). Measured on the 2-core machine: /healthz at 8 connections (wrk) 1.5x gthread's calls/s with one
-# thread; a get_trip's server CPU at 8 clients 0.25 ms less (bench/bench_mcp.py). nginx lets an idle upstream
-# connection go after 4 s, before this 5 s.
+# BTP's own worker (trips/core/httpworker.py), with keep-alive: a client's connection stays open between requests
+# (an agent's run of tool calls, nginx's upstream keep-alive). It reads every connection without blocking and runs
+# no app code before a request is whole (a client sending slowly holds no thread; a head is due within 10 s, a body
+# at 32 KB/s after that, else 408; a body over 32 MB is refused with 413 unread: trips/core/httpframe.py). The thread
+# that reads a request serves it at once, without a handoff between threads (gthread's costs about 40 % of a
+# get_trip's CPU, bench/bench_mcp.py); when a request takes longer than 25 ms (a slow upstream), another of the
+# worker's `threads` takes over the loop, so no request waits behind it while a thread is free
+# (trips/core/httpcrew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s. The bounds are
+# HTTPWORKER_HEAD_TIMEOUT_S (10), HTTPWORKER_MIN_RATE (32768 bytes/s) and HTTPWORKER_MAX_BODY (33554432, app.py's
+# MAX_CONTENT_LENGTH) in the environment, or here as raw_env = ["HTTPWORKER_MAX_BODY=..."].
 worker_class = "trips.core.httpworker.KeepAliveWorker"
 keepalive = 5
-worker_connections = 100  # kept connections per worker; beyond that an answer says `Connection: close`
+# Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
+# pool (SQLAlchemy's default 5 + 10 overflow) must hold as many connections as threads, and each thread keeps its
+# own Redis connection for the budgets (trips/core/ratelimit.py).
+threads = 8
+# Kept connections per worker (an idle one costs a file descriptor and a few KB; the worker raises its own
+# descriptor limit to twice this, within the hard limit); beyond that an answer says `Connection: close`.
+worker_connections = 2000
 
 # The client address and scheme are BTP_TRUSTED_PROXIES's business alone (ProxyFix in app.py): gunicorn would
 # otherwise take X-Forwarded-Proto from any loopback caller, even with no proxy configured.

@@ -21,7 +21,11 @@ autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_ca
 error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
 list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
 per connection) at 1 and 8. Memory: VmRSS of every gunicorn and peer worker after the warm-up and once BTP has
-served at least 10 000 calls. Writes bench/out/mcp.json (bench/common.py).
+served at least 10 000 calls. Then reads beside slow requests (--slow-seconds, 0: skipped): get_trip at 8
+connections while 2 other clients keep a search_places call in flight each, on a place search service (a local fake
+Nominatim, BTP_NOMINATIM_URL) that answers after 2 s: the reads' p50/p99 and errors, beside the get_trip point at 8
+connections with nothing slow (same run), and every slow call's duration. Writes bench/out/mcp.json
+(bench/common.py).
 """
 from __future__ import annotations
 
@@ -37,10 +41,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from datetime import date, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -57,9 +63,12 @@ LUA = HERE / "lua" / "mcp_call.lua"
 PG = {"host": "127.0.0.1", "user": "postgres"}
 MODERN = "2026-07-28"
 LIFTED = {"BTP_LIMIT_MCP_ADDRESS": "1000000000/60", "BTP_LIMIT_MCP_CALLS": "1000000000/60",
-          "BTP_LIMIT_MCP_WRITES": "1000000000/60", "BTP_LIMIT_TRIP_CREATE": "1000000/60"}
+          "BTP_LIMIT_MCP_WRITES": "1000000000/60", "BTP_LIMIT_TRIP_CREATE": "1000000/60",
+          "BTP_LIMIT_GEOCODE": "1000000000/60"}
 OTHER_TRIPS = 20
 EDIT_TRIPS = 8  # per server: one per connection at the most edit connections
+SLOW_UPSTREAM_S = 2.0  # the fake place search service's delay (bench's slow point)
+SLOW_CLIENTS = 2  # clients keeping one slow call in flight each
 
 
 def log(*parts) -> None:
@@ -428,6 +437,115 @@ def tool_calls(trip_id: str) -> dict[str, list]:
     return {"get_trip": [("get_trip", {"id": trip_id})], "list_trips": [("list_trips", {})]}
 
 
+# --- reads beside slow requests --------------------------------------------------------------------------------
+class SlowUpstream:
+    """A place search service (Nominatim's /search, jsonv2) on 127.0.0.1 that answers after `delay` seconds:
+    BTP's search_places waits on it, as it would on a slow Nominatim."""
+
+    def __init__(self, delay: float):
+        self.delay, self.calls = delay, 0
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):  # noqa: N802 - stdlib name
+                owner.calls += 1
+                time.sleep(owner.delay)
+                body = json.dumps([{"lat": "45.7640000", "lon": "4.8357000", "name": "Lyon",
+                                    "display_name": "Lyon, Auvergne-Rhône-Alpes, France", "addresstype": "city",
+                                    "address": {"city": "Lyon", "country": "France"}}]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, name="slow-upstream", daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class SlowCallers:
+    """`clients` threads, each calling `one(n)` again and again (n counts every call, so no two ask the same: BTP
+    keeps a search's answer for a day) until stopped; each call's (seconds, error or None)."""
+
+    def __init__(self, one, clients: int):
+        self.one, self.done, self.halt, self.lock = one, [], threading.Event(), threading.Lock()
+        self.counter = iter(range(10**9))
+        self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(clients)]
+
+    def _loop(self) -> None:
+        while not self.halt.is_set():
+            with self.lock:
+                n = next(self.counter)
+            started = time.monotonic()
+            try:
+                error = self.one(n)
+            except Exception as exc:  # noqa: BLE001 - counted, reported
+                error = repr(exc)[:200]
+            with self.lock:
+                self.done.append((time.monotonic() - started, error))
+
+    def __enter__(self) -> SlowCallers:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.halt.set()
+        for thread in self.threads:
+            thread.join(60)
+
+
+def slow_search(port: int, token: str):
+    """One search_places call through BTP: None when it answered places, else what went wrong."""
+    def one(n: int) -> str | None:
+        status, answer = call(port, token, "search_places", {"q": f"Lyon {n}"}, timeout=60)
+        result = (answer or {}).get("result") or {}
+        if status != 200 or result.get("isError") or not result.get("structuredContent", {}).get("member"):
+            return f"HTTP {status}: {json.dumps(answer)[:200]}"
+        return None
+    return one
+
+
+def slow_point_rows(beside: dict, alone: dict | None, slow: list, delay: float, clients: int) -> tuple[list, list]:
+    """The rows and notes of the reads-beside-slow-requests point: `beside` the wrk figures of get_trip at 8
+    connections during the slow calls, `alone` the same point with nothing slow (this run's median, or None),
+    `slow` each slow call's (seconds, error)."""
+    label = f"get_trip {{}}, 8 clients beside {clients} slow calls ({delay:g} s upstream)"
+    alone_name = "BTP, nothing slow (same run)" if alone else None
+    p50, p99 = _ms(beside["p50_us"]), _ms(beside["p99_us"])
+    rows = [
+        row(label.format("p50"), "ms", p50, _ms(alone["p50_us"]) if alone else None, alone_name),
+        row(label.format("p99"), "ms", p99, _ms(alone["p99_us"]) if alone else None, alone_name, "< 50 ms",
+            p99 < 50),
+        row(label.format("calls/s"), "calls/s", beside["calls_s"], alone["calls_s"] if alone else None, alone_name),
+        row(label.format("errors"), "calls", beside["errors_total"], None, None, "= 0", beside["errors_total"] == 0),
+    ]
+    failed = [error for _, error in slow if error]
+    took = sorted(seconds for seconds, _ in slow)
+    rows.append(row(f"slow search_places calls failed, beside the reads ({delay:g} s upstream)", "calls", len(failed),
+                    None, None, "= 0", not failed and bool(slow)))
+    notes = [f"reads beside slow requests: {len(slow)} search_places calls on a place search service answering after "
+             f"{delay:g} s, {clients} in flight at all times while wrk read get_trip at 8 connections; they took "
+             + (f"{took[0]:.2f}–{took[-1]:.2f} s" if took else "nothing (none finished)")
+             + (f"; first failure: {failed[0]}" if failed else "")]
+    if beside["errors_total"]:
+        notes.append(f"BTP get_trip beside slow calls: {beside['errors_total']} errors, first: "
+                     f"{str(beside.get('sample_error'))[:300]}")
+    return rows, notes
+
+
 # --- comparing the answers -------------------------------------------------------------------------------------
 def differences(a, b, path="$", out=None, limit=8) -> list[str]:
     out = [] if out is None else out
@@ -464,7 +582,8 @@ def compare(btp_port: int, peer_port: int, token: str, tool: str, arguments: dic
 class Servers:
     """Database, Redis, data, BTP and the peer, up and warm (shared with bench/soak.py)."""
 
-    def __init__(self, stack: Stack, keep: bool = False, peer: bool = True, btp_workers: int = 4):
+    def __init__(self, stack: Stack, keep: bool = False, peer: bool = True, btp_workers: int = 4,
+                 slow_upstream_s: float = 0.0):
         self.tmp = Path(tempfile.mkdtemp(prefix="btp-bench-mcp-"))
         if not keep:
             stack.defer(lambda: shutil.rmtree(self.tmp, ignore_errors=True))
@@ -477,6 +596,11 @@ class Servers:
         self.env = {"DATABASE_URL": self.db_url, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
                     "BTP_BASE_URL": f"http://127.0.0.1:{self.btp_port}", "BTP_SECRET_KEY": "bench-secret-key",
                     "BTP_ENV": "production", "BTP_INSTANCE_DIR": str(self.tmp), **LIFTED}
+        self.upstream = None
+        if slow_upstream_s > 0:  # search_places waits on it (the reads-beside-slow-requests point)
+            self.upstream = SlowUpstream(slow_upstream_s)
+            stack.defer(self.upstream.stop)
+            self.env["BTP_NOMINATIM_URL"] = self.upstream.url
         t = time.perf_counter()
         self.info = setup_data(self.env)
         log(f"data ready in {time.perf_counter() - t:.1f} s: trip {self.info['trip']} ({self.info['days']} days), "
@@ -545,6 +669,8 @@ def main(argv=None) -> int:
     ap.add_argument("--memory-calls", type=int, default=10_000, help="BTP calls before the second RSS sample")
     ap.add_argument("--memory-max-seconds", type=float, default=180.0,
                     help="at most this long topping the calls up to --memory-calls (default 180)")
+    ap.add_argument("--slow-seconds", type=float, default=None,
+                    help="the reads-beside-slow-requests point's duration (default: --seconds; 0: skip it)")
     ap.add_argument("--no-peer", action="store_true", help="BTP alone (no ratios)")
     ap.add_argument("--keep", action="store_true", help="keep the database and the temporary directory")
     args = ap.parse_args(argv)
@@ -562,7 +688,8 @@ def main(argv=None) -> int:
 
 
 def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
-    s = Servers(stack, keep=args.keep, peer=not args.no_peer)
+    slow_seconds = args.seconds if args.slow_seconds is None else args.slow_seconds
+    s = Servers(stack, keep=args.keep, peer=not args.no_peer, slow_upstream_s=SLOW_UPSTREAM_S if slow_seconds else 0)
     peer = not args.no_peer
     notes, rows = [], []
     equal = {}
@@ -629,6 +756,17 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
         log(f"edit_stages c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms errors "
             f"{ours['errors_total']}" + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms errors "
                                          f"{theirs['errors_total']}" if theirs else ""))
+    if slow_seconds:  # reads while slow requests run (BTP only: the peer has no place search)
+        wait_quiet()
+        with SlowCallers(slow_search(s.btp_port, s.token), SLOW_CLIENTS) as slow:
+            time.sleep(0.5)  # both in flight
+            beside = wrk(s.btp_port, s.token, slow_seconds, 8, calls=calls["get_trip"], server=s.btp)
+        btp_calls += beside["requests"]
+        alone = results.get(("get_trip", 8), (None, None))[0]
+        log(f"get_trip c=8 beside {SLOW_CLIENTS} slow calls: p50 {_ms(beside['p50_us'])} ms p99 "
+            f"{_ms(beside['p99_us'])} ms errors {beside['errors_total']}; {len(slow.done)} slow calls, "
+            f"{sum(1 for _, e in slow.done if e)} failed")
+        slow_rows, slow_notes = slow_point_rows(beside, alone, slow.done, SLOW_UPSTREAM_S, SLOW_CLIENTS)
     topped = time.monotonic()
     while btp_calls < args.memory_calls:  # at least --memory-calls since the warm-up before the second sample
         if time.monotonic() - topped > args.memory_max_seconds:
@@ -665,6 +803,10 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
             notes.append(f"BTP {tool} c={c}: {ours['errors_total']} errors, first: {ours['sample_error'][:300]}")
         if theirs and theirs["errors_total"]:
             notes.append(f"peer {tool} c={c}: {theirs['errors_total']} errors, first: {theirs['sample_error'][:300]}")
+    if slow_seconds:
+        rows += slow_rows
+        notes += slow_notes
+        total_errors += beside["errors_total"]
     for label_, btp_rss, peer_rss in (("after warm-up", rss_warm, peer_warm),
                                       (f"after {btp_calls} calls", rss_after, peer_after)):
         worst = max(btp_rss.values(), default=None)
@@ -677,7 +819,8 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     notes.append(f"set-up: trip {s.info['days']} days, computations "
                  + ", ".join(f"{k}={v}" for k, v in sorted(s.info["statuses"].items()))
                  + f"; {s.info['trips']} trips; wrk {args.seconds:g} s per point, 2 threads (edits: one per "
-                 "connection); BTP gunicorn -w 4 (gunicorn.conf.py: BTP's keep-alive worker, one thread) on PostgreSQL + Redis, budgets lifted with BTP_LIMIT_*")
+                 "connection); BTP gunicorn -w 4 (gunicorn.conf.py: BTP's keep-alive worker, up to 8 threads a "
+                 "worker) on PostgreSQL + Redis, budgets lifted with BTP_LIMIT_*")
     if any(v is False for v in equal.values()):
         notes.append("The peer reimplements trip_digest from the same rows and BTP's catalogues as data "
                      "(bench/peers/fastmcp_peer.py); a difference above is a gap in that reimplementation.")

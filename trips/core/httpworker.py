@@ -1,217 +1,187 @@
-"""BTP's gunicorn worker (gunicorn.conf.py worker_class): gunicorn's sync worker with keep-alive, in one thread.
+"""BTP's gunicorn worker (gunicorn.conf.py worker_class): keep-alive, whole requests, no request behind a slow one.
 
-The app is synchronous WSGI, served one request at a time per worker process. gunicorn's `sync` worker closes the
-connection after every request (an agent's run of tool calls, or nginx's upstream keep-alive, pays a TCP connect,
-accept and close per call); its `gthread` worker keeps connections open but hands every request from the thread
-that polls the sockets to a pool thread and back (two cross-thread handoffs, a wake-up pipe and two poller changes
-per request): bench/bench_mcp.py measured that machinery at about 40 % of a served get_trip's CPU.
+gunicorn's `sync` worker closes the connection after every request; its `gthread` worker keeps connections open but
+hands every request from the thread that polls the sockets to a pool thread and back (bench/bench_mcp.py measured
+that machinery at about 40 % of a served get_trip's CPU), and reads a request's head with a blocking read in that
+pool thread, with no deadline: a client sending its head a byte at a time holds a thread.
 
-This worker polls its listening sockets and the connections it keeps with one selector, and serves a request in
-the same thread when its connection turns readable, then goes back to the selector, so connections take turns
-request by request (none holds the worker between two of its requests). What stays as gunicorn does it: the HTTP
-parser and the WSGI environ and response (gunicorn.http), `keepalive` seconds for an idle connection,
-`worker_connections` connections at most (beyond that a response says `Connection: close`, and no connection is
-accepted while the worker is full), `max_requests`, the pre/post request hooks, the heartbeat the arbiter's
-`timeout` watches, graceful stop (the request under way is answered, idle connections closed, none accepted).
-One thing differs in the response: when the app hands over its whole body at once (a Flask response's one bytes item,
-with its Content-Length), the status line, headers and body leave in one send, not two (_OneSendResponse).
+This worker polls its listening sockets and the connections it keeps with one selector and reads each readable
+connection without blocking (recv with MSG_DONTWAIT: the socket stays blocking, so the response's writes keep the
+kernel's bound, trips/core/httpwire.py) into that connection's buffer. No app code runs before the buffer holds a
+whole request (trips/core/httpframe.py: gunicorn's own parser judges it; its bounds: the head within
+HEAD_TIMEOUT_S, the body at MIN_RATE, 408 past them; a body over MAX_BODY refused with 413 unread): a slow sender
+holds no thread, only its connection's buffer. The thread that reads a whole request serves it at once (no handoff),
+then goes back to the selector; bytes after it (pipelining) are served next, in order. When one request takes long
+(a slow upstream), another thread takes over the loop (trips/core/httpcrew.py: lazy leader and followers, at most
+gunicorn's `threads`), so the requests of other connections are answered meanwhile.
 
-A client that stops sending in the middle of a request holds the worker until READ_TIMEOUT_S, then its connection
-is closed (gthread would hold its one thread the same way; sync would hold the worker until the arbiter's timeout
-kills it). In production nginx reads each request whole before it passes it on (deploy/nginx.conf), so no client
-stalls a worker. HTTP/2 and TLS are not served here: nginx terminates both.
+What stays as gunicorn does it: the HTTP parser and the WSGI environ and response (gunicorn.http), `keepalive`
+seconds for an idle connection, `worker_connections` connections at most (beyond that a response says
+`Connection: close`, and no connection is accepted while the worker is full), `max_requests`, the pre/post request
+hooks, the heartbeat the arbiter's `timeout` watches (dated from the oldest request under way), graceful stop (the
+requests under way and those arriving whole are answered with `Connection: close`, idle connections closed at once,
+none accepted). A body handed over whole leaves with its head in one send (_OneSendResponse). A body the app does
+not read was read already: it is dropped, and the connection serves its next request. HTTP/2, TLS and the PROXY
+protocol's binary form are not served here: nginx terminates them.
 """
 from __future__ import annotations
 
 import errno
-import io
 import os
-import select
+import resource
 import selectors
 import socket
 import ssl
-import struct
 import sys
 import time
+from collections import deque
 from datetime import datetime
+from itertools import count
 
 from gunicorn import http, util
 from gunicorn.http import wsgi
-from gunicorn.http.body import LengthReader
 from gunicorn.workers import base
 
-READ_TIMEOUT_S = 10.0  # the longest a started request (or a response's write) may stall
-NOTIFY_EVERY_S = 1.0  # the heartbeat: the arbiter kills a worker silent for `timeout` (120 s)
-LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side (RFC 9112 §9.6)
-ONE_SEND_MAX_BYTES = 64 * 1024  # the largest body sent in the same send as its headers (_OneSendResponse)
-_ACCEPT, _CONN, _WAKE, _LINGER = "accept", "conn", "wake", "linger"
+from trips.core.httpconns import ACCEPT, CONN, LINGER, WAKE, Connections, _Conn, _readable
+from trips.core.httpcrew import Crew
+from trips.core.httpframe import CONTINUE, NEED, WHOLE, Limits
+from trips.core.httpwire import (  # noqa: F401 (the worker's wire, importable from here as before)
+    ONE_SEND_MAX_BYTES, READ_TIMEOUT_S, _OneSendResponse, _Settled, _stall_bound, _stalled)
+
+TICK_S = 0.25  # how often the loop sweeps connections past their deadline and checks its parent
+RECV_BYTES = 64 * 1024  # one read of a readable connection
+CONTINUE_BYTES = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-_STALL = struct.pack("ll", int(READ_TIMEOUT_S), int(READ_TIMEOUT_S % 1 * 1_000_000))  # a struct timeval
+def _accepts_last(event) -> bool:
+    return event[0].data[0] is ACCEPT
 
 
-def _stall_bound(sock: socket.socket) -> None:
-    """A connection's socket stays blocking, its reads and writes bounded by the kernel (SO_RCVTIMEO/SO_SNDTIMEO:
-    READ_TIMEOUT_S, raised as BlockingIOError), set once when it is accepted. A Python timeout (settimeout) would do
-    the same with a poll(2) before every recv and send, and switching between it and non-blocking mode for the
-    selector costs an ioctl(2) each time: four system calls a request that do nothing (the selector only says when
-    a connection has something to read)."""
-    sock.setblocking(True)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _STALL)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _STALL)
+class KeepAliveWorker(Connections, base.Worker):
+    """One selector, run by one thread at a time; whole requests served by the thread that read them."""
 
-
-def _stalled(exc: OSError) -> bool:
-    """The client sent nothing, or read nothing, for READ_TIMEOUT_S (the kernel's bound, or a Python timeout)."""
-    return isinstance(exc, (TimeoutError, BlockingIOError))  # BlockingIOError: EAGAIN / EWOULDBLOCK
-
-
-def _body_read(req) -> bool:
-    """True when the request's body was read to its end already (an empty body, or a Content-Length read whole):
-    then nothing is left to drain, and the parser's drain (finish_body, which sets and restores the socket's
-    timeout: two ioctl(2)) is not needed. Anything else (chunked, a body left unread, another gunicorn) is drained."""
-    body = getattr(req, "body", None)
-    reader = getattr(body, "reader", None)
-    buf = getattr(body, "buf", None)
-    return (isinstance(reader, LengthReader) and reader.length == 0 and isinstance(buf, io.BytesIO)
-            and not buf.getvalue())
-
-
-def _readable(sock: socket.socket) -> bool:
-    try:
-        return bool(select.select([sock], [], [], 0)[0])
-    except (OSError, ValueError):
-        return False
-
-
-class _OneSendResponse(wsgi.Response):
-    """gunicorn's HTTP/1.1 response, except that the head (status line and headers) and the body leave in ONE sendall
-    when the first bytes the app writes are its whole declared body: gunicorn sends the head in one sendall and the
-    body in a second (Response.write: send_headers, then util.write), two syscalls and, with TCP_NODELAY, usually
-    two TCP segments for a small answer. A Flask/werkzeug response is one bytes item with its Content-Length.
-
-    It only joins bytes that are already there: nothing is held back to wait for a later part. Everything else is
-    gunicorn's own code, so behaves as gunicorn does: a first part shorter than the Content-Length (a body in parts,
-    the head sent alone first), no Content-Length (chunked), a body that must be empty (HEAD, 1xx/204/304: headers
-    only), a file (write_file/sendfile), an app that writes nothing (close sends the head), a body above
-    ONE_SEND_MAX_BYTES (joining would copy it, and it takes several segments anyway), any later write (past the
-    Content-Length: dropped, as gunicorn's write does) and the Connection header (default_headers)."""
-
-    def write(self, arg):
-        length = self.response_length
-        if (self.headers_sent or self._omits_body or length is None or length > ONE_SEND_MAX_BYTES
-                or not isinstance(arg, bytes) or len(arg) < length):
-            return super().write(arg)
-        body = arg if len(arg) == length else arg[:length]  # never more than declared, as gunicorn's write
-        self.sock.sendall(self._head() + body)
-        self.headers_sent = True  # after the send, as gunicorn's send_headers
-        self.sent = length
-        return None
-
-    def _head(self) -> bytes:
-        """The bytes gunicorn's send_headers sends (gunicorn/http/wsgi.py; tests/test_httpworker.py compares the
-        wire bytes with gunicorn's own Response's)."""
-        tosend = self.default_headers()
-        tosend.extend(["%s: %s\r\n" % (k, v) for k, v in self.headers])
-        return util.to_bytestring("%s\r\n" % "".join(tosend), "latin-1")
-
-
-class _Settled:
-    """A worker's gunicorn Config with each value read once: gunicorn's parser, environ and response read a dozen
-    settings per request through Config.__getattr__ (its settings table, then the setting's getter), which cost
-    20-35 us a request on the 2-core bench machine. The worker takes it when its loop starts (run): nothing sets a
-    setting after that, a worker's settings never change while it lives (a reload starts new workers)."""
-
-    def __init__(self, cfg):
-        object.__setattr__(self, "_cfg", cfg)
-
-    def __getattr__(self, name):
-        value = getattr(self._cfg, name)  # raises AttributeError as the Config does
-        object.__setattr__(self, name, value)
-        return value
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"the worker's settings are read-only once it serves ({name})")
-
-
-class _Conn:
-    __slots__ = ("sock", "addr", "server", "parser", "deadline")
-
-    def __init__(self, sock, addr, server, cfg):
-        self.sock, self.addr, self.server = sock, addr, server
-        self.parser = http.get_parser(cfg, sock, addr)
-        self.deadline = 0.0
-
-
-class KeepAliveWorker(base.Worker):
-    """One thread, one selector: accept, keep idle connections, serve whichever is readable."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.conns: dict[int, _Conn] = {}
+        self.lingering: dict[int, tuple[socket.socket, float]] = {}  # fd -> (socket, until when)
+        self.returned: deque = deque()  # (connection, keep it?) from a thread that no longer leads
+        self.accepting = False
+        self.next_tick = 0.0
+        self.stop_by: float | None = None
+        self.counter = count(1)  # requests served (self.nr), counted by whichever thread serves
+        self.limits = Limits()
+        self.keepalive = 1
+        self.crew: Crew | None = None
+        self.poller = None
 
     def init_process(self):
         self.poller = selectors.DefaultSelector()
-        self.conns: dict[int, _Conn] = {}
-        self.lingering: dict[int, tuple[socket.socket, float]] = {}  # fd -> (socket, until when)
-        self.accepting = False
-        self.last_notify = 0.0
+        self._raise_fd_limit()
         super().init_process()
+
+    def _raise_fd_limit(self) -> None:
+        """Room for `worker_connections` clients, the ones lingering and the app's own files and connections."""
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 2 * self.cfg.worker_connections + 256
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard),
+                                                        hard))
 
     def run(self):
         self.cfg = _Settled(self.cfg)
-        if self.cfg.is_ssl or "h2" in self.cfg.http_protocols:
-            self.log.warning("BTP's worker serves plain HTTP/1.1: TLS and HTTP/2 end at nginx")
+        self.limits = Limits.of(self.cfg)
+        self.keepalive = max(self.cfg.keepalive, 1)
+        if self.cfg.is_ssl or "h2" in self.cfg.http_protocols or self.cfg.proxy_protocol not in ("off", "v1"):
+            self.log.warning("BTP's worker serves plain HTTP/1.1: TLS, HTTP/2 and PROXY v2 end at nginx")
         for listener in self.sockets:
             listener.setblocking(False)
-        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (_WAKE, None))
+        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (WAKE, None))
         self._accepting(True)
+        self.crew = Crew(self.cfg.threads, self._lead, self._beat, self.log)
         try:
-            while self.alive:
-                self._heartbeat()
-                events = self.poller.select(self._wait())
-                # Connections first, then at most one new connection per listener: every worker's selector sees
-                # the same listening socket, and a worker busy serving accepts one client per round while an
-                # idle one takes the next at once, so a burst of clients spreads over the workers instead of
-                # landing on whichever woke first.
-                events.sort(key=lambda event: event[0].data[0] is _ACCEPT)
-                for key, _ in events:
-                    kind, obj = key.data
-                    if kind is _CONN:
-                        self._serve(obj)
-                    elif kind is _LINGER:
-                        self._drain(obj)
-                    elif kind is _ACCEPT:
-                        self._accept(obj)
-                    else:
-                        self._drain_wakeups()
-                    if not self.alive:
-                        break
-                self._close_idle(time.monotonic())
-                if not self.is_parent_alive():
-                    break
+            self.crew.run()
         finally:
-            for conn in list(self.conns.values()):
-                self._close(conn)
-            for sock, _ in list(self.lingering.values()):
-                self._drain(sock, force=True)
-            self.poller.close()
+            self._shut()
 
-    # --- the loop's parts -------------------------------------------------------------------------------------
+    # --- the loop (run by the leader) -------------------------------------------------------------------------
+    def _lead(self, me) -> None:
+        crew, select_ = self.crew, self.poller.select
+        while crew.leader is me and not crew.done:
+            now = time.monotonic()
+            if now >= self.next_tick and not self._tick(now):
+                crew.stop()
+                return
+            events = select_(self.next_tick - now)
+            # Connections first, then at most one new connection per listener: every worker's selector sees the
+            # same listening socket, and a busy worker accepts one client per round while an idle one takes the
+            # next at once, so a burst of clients spreads over the workers.
+            if len(events) > 1:
+                events.sort(key=_accepts_last)
+            for key, _ in events:
+                kind, obj = key.data
+                if kind is CONN:
+                    if not self._on_readable(obj, me):
+                        return  # another thread leads now
+                elif kind is LINGER:
+                    self._drain(obj)
+                elif kind is ACCEPT:
+                    self._accept(obj)
+                else:
+                    self._drain_wakeups()
+                    if not self.alive:
+                        self.next_tick = 0.0
+                    if not self._take_back(me):
+                        return
+
+    def _tick(self, now: float) -> bool:
+        """Connections past their deadline, lingering sockets past theirs; False once a stopping worker is done."""
+        self.next_tick = now + TICK_S
+        if self.alive and not self.is_parent_alive():
+            self.alive = False
+        for conn in [c for c in self.conns.values() if c.deadline <= now and not c.busy]:
+            if conn.incoming.started:
+                self._refuse(conn, (408, "Request Timeout", "the request did not arrive whole in time"))
+            elif not _readable(conn.sock):  # a request that came in just now is read, not cut
+                self._close(conn)
+        for sock, _ in [entry for entry in self.lingering.values() if entry[1] <= now]:
+            self._drain(sock, force=True)
+        return self.alive or not self._stopped(now)
+
+    def _stopped(self, now: float) -> bool:
+        """Stopping: accept nothing, close idle connections; done once no request is under way or arriving (or
+        graceful_timeout has passed)."""
+        if self.stop_by is None:
+            self.stop_by = now + self.cfg.graceful_timeout
+            self._accepting(False)
+        for conn in [c for c in self.conns.values() if not (c.busy or c.incoming.started)]:
+            self._close(conn)
+        if now < self.stop_by and (self.crew.busy() or self.returned or self.conns):
+            return False
+        self._shut()
+        return True
+
+    def _shut(self) -> None:
+        for conn in list(self.conns.values()):
+            self._close(conn)
+        for sock, _ in list(self.lingering.values()):
+            self._drain(sock, force=True)
+
     def is_parent_alive(self) -> bool:
         if self.ppid != os.getppid():
             self.log.info("Parent changed, shutting down: %s", self)
             return False
         return True
 
-    def _heartbeat(self) -> None:
-        now = time.monotonic()
-        if now - self.last_notify >= NOTIFY_EVERY_S:
-            self.notify()
-            self.last_notify = now
+    def _beat(self, at: float) -> None:
+        """gunicorn's heartbeat (WorkerTmp.notify), dated `at` (time.monotonic()): the arbiter kills a worker whose
+        last beat is older than `timeout`."""
+        os.utime(self.tmp.fileno(), (at, at))
 
-    def _wait(self) -> float:
-        timeout = NOTIFY_EVERY_S
-        deadlines = [conn.deadline for conn in self.conns.values()] + [until for _, until in self.lingering.values()]
-        if deadlines:
-            timeout = min(timeout, max(0.0, min(deadlines) - time.monotonic()))
-        return timeout
+    def _wake(self) -> None:
+        try:
+            os.write(self.PIPE[1], b"\0")
+        except OSError:  # full (the leader has wake-ups to read already) or closed (the worker is ending)
+            pass
 
     def _drain_wakeups(self) -> None:
         try:
@@ -220,119 +190,98 @@ class KeepAliveWorker(base.Worker):
         except (BlockingIOError, InterruptedError):
             pass
 
-    def _accepting(self, on: bool) -> None:
-        if on == self.accepting:
-            return
-        for listener in self.sockets:
-            if on:
-                self.poller.register(listener, selectors.EVENT_READ, (_ACCEPT, listener))
-            else:
-                self.poller.unregister(listener)
-        self.accepting = on
+    def _take_back(self, me) -> bool:
+        """Connections whose request another thread served: kept, and what they sent meanwhile served."""
+        returned = self.returned
+        while returned:
+            conn, keep = returned.popleft()
+            conn.busy = False
+            if conn.closed:
+                continue
+            if not keep:
+                self._close(conn, after_answer=True)
+                continue
+            if not conn.registered:
+                self._register(conn)
+            if not self._process(conn, me):
+                if returned:
+                    self._wake()  # for the new leader
+                return False
+        return True
 
-    def _accept(self, listener) -> None:
-        """Take one waiting client, if any (see run: one per round)."""
-        try:
-            client, addr = listener.accept()
-        except (BlockingIOError, InterruptedError):
-            return  # another worker took it
-        except OSError as exc:
-            if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
-                             errno.ENOMEM):
-                return
-            raise
-        util.close_on_exec(client)
-        _stall_bound(client)
-        if client.family != socket.AF_UNIX:
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._keep(_Conn(client, addr, listener.getsockname(), self.cfg))
-        if len(self.conns) >= self.cfg.worker_connections:
-            self._accepting(False)  # full: the backlog waits until a connection closes
-
-    def _keep(self, conn: _Conn) -> None:
-        conn.deadline = time.monotonic() + max(self.cfg.keepalive, 1)
-        self.conns[conn.sock.fileno()] = conn
-        self.poller.register(conn.sock, selectors.EVENT_READ, (_CONN, conn))
-
-    def _close(self, conn: _Conn, after_answer: bool = False) -> None:
-        """Forget the connection and close it: at once when it is idle (nothing of the client's is unread); after
-        an answer, by sending our FIN first and reading whatever the client still sends until it closes too, for at
-        most LINGER_S, without holding the worker (`_drain`): closing at once could reset the connection and cut
-        the answer short."""
-        fd = conn.sock.fileno()
-        if self.conns.pop(fd, None) is not None:
-            try:
+    # --- requests ---------------------------------------------------------------------------------------------
+    def _on_readable(self, conn: _Conn, me) -> bool:
+        """Read what the client sent and serve what is whole. False: another thread leads now."""
+        if conn.busy or conn.closed:
+            if conn.registered and not conn.closed:  # served elsewhere: it is registered again when handed back
+                conn.registered = False
                 self.poller.unregister(conn.sock)
-            except (KeyError, ValueError):
-                pass
-        if fd >= 0:
-            if after_answer:
-                self._linger(conn.sock)
-            else:
-                conn.sock.close()
-        if self.alive and not self.accepting and len(self.conns) < self.cfg.worker_connections:
-            self._accepting(True)
-
-    def _linger(self, sock: socket.socket) -> None:
+            return True
         try:
-            sock.shutdown(socket.SHUT_WR)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            return
-        self.lingering[sock.fileno()] = (sock, time.monotonic() + LINGER_S)
-        self.poller.register(sock, selectors.EVENT_READ, (_LINGER, sock))
-
-    def _drain(self, sock: socket.socket, force: bool = False) -> None:
-        try:
-            while not force:
-                if not sock.recv(65536):
-                    break
+            data = conn.sock.recv(RECV_BYTES, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
-            return  # the client has not closed yet: read again when it sends more
+            return True
         except OSError:
-            pass
-        self.lingering.pop(sock.fileno(), None)
-        try:
-            self.poller.unregister(sock)
-        except (KeyError, ValueError):
-            pass
-        sock.close()
+            data = b""
+        if not data:  # the client closed (a request it left unfinished goes with it) or reset
+            self._close(conn)
+            return True
+        incoming = conn.incoming
+        if incoming.buf:
+            incoming.add(data)
+        else:
+            incoming.buf = data
+        return self._process(conn, me)
 
-    def _close_idle(self, now: float) -> None:
-        for conn in [c for c in self.conns.values() if c.deadline <= now]:
-            if not _readable(conn.sock):  # a request that came in just now is served, not cut
-                self._close(conn)
-        for sock, until in [entry for entry in self.lingering.values() if entry[1] <= now]:
-            self._drain(sock, force=True)
+    def _process(self, conn: _Conn, me) -> bool:
+        """Serve, in this thread, every request whole in the connection's buffer. False: another thread leads now
+        (the connection went back to it)."""
+        incoming = conn.incoming
+        while True:
+            outcome, detail = incoming.advance(time.monotonic())
+            if outcome is WHOLE:
+                keep, leads = self._serve(conn, detail, me)
+                if not leads:
+                    return False
+                if not keep:
+                    self._close(conn, after_answer=True)
+                    return True
+                if not incoming.buf:  # nothing pipelined: the connection is idle again
+                    conn.deadline = time.monotonic() + self.keepalive
+                    return True
+            elif outcome is NEED:
+                conn.deadline = incoming.deadline if incoming.started else time.monotonic() + self.keepalive
+                return True
+            elif outcome is CONTINUE:  # the head asked for it, and is one gunicorn accepts: ask for the body
+                try:
+                    conn.sock.send(CONTINUE_BYTES, socket.MSG_DONTWAIT)
+                except OSError:
+                    pass
+            else:
+                self._refuse(conn, detail)
+                return True
 
-    # --- one request ------------------------------------------------------------------------------------------
-    def _serve(self, conn: _Conn) -> None:
-        # The connection stays registered with the selector while it is served (one thread: nothing selects
-        # meanwhile), and its socket stays as accepted (_stall_bound): no system call but the request's own.
+    def _refuse(self, conn: _Conn, detail) -> None:
+        """Answer a request refused before any app code (gunicorn's error page, `Connection: close`), then close."""
+        if isinstance(detail, tuple):
+            status, reason, mesg = detail
+            log = self.log.info if status == 408 else self.log.warning
+            log("Invalid request from ip=%s: %s %s", (conn.addr or ("",))[0], status, mesg)
+            try:
+                util.write_error(conn.sock, status, reason, mesg)
+            except Exception:
+                self.log.debug("Failed to send error message.")
+        else:
+            self.handle_error(None, conn.sock, conn.addr, detail)
+        self._close(conn, after_answer=True)
+
+    def _serve(self, conn: _Conn, req, me) -> tuple[bool, bool]:
+        """Answer a whole request: (keep the connection?, does this thread still lead?)."""
+        conn.busy = True
+        me.started = time.monotonic()  # what the monitor watches (trips/core/httpcrew.py)
         keep = False
         try:
-            keep = self._one_request(conn)
-            # A client may have sent its next request already (pipelining): it sits in the parser's buffer,
-            # which the selector cannot see, so it is served now.
-            while keep and self.alive and conn.parser.unreader.buf.getvalue():
-                keep = self._one_request(conn)
-        finally:
-            if keep and self.alive:
-                conn.deadline = time.monotonic() + max(self.cfg.keepalive, 1)
-            else:
-                self._close(conn, after_answer=True)
-
-    def _one_request(self, conn: _Conn) -> bool:
-        """Serve the connection's next request. True when the connection may serve another."""
-        req = None
-        try:
-            req = next(conn.parser)
-            if not req:
-                return False
             keep = self._handle_request(req, conn)
-            return keep and (_body_read(req)
-                             or bool(conn.parser.finish_body(deadline=time.monotonic() + READ_TIMEOUT_S)))
         except http.errors.NoMoreData as exc:
             self.log.debug("Ignored premature client disconnection. %s", exc)
         except StopIteration as exc:
@@ -341,12 +290,20 @@ class KeepAliveWorker(base.Worker):
             self.handle_error(req, conn.sock, conn.addr, exc)
         except OSError as exc:
             if _stalled(exc):
-                self.log.debug("Closing a connection that stalled for %s s", READ_TIMEOUT_S)
+                self.log.debug("Closing a connection that read nothing of its answer for %s s", READ_TIMEOUT_S)
             elif exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
         except Exception as exc:
             self.handle_error(req, conn.sock, conn.addr, exc)
-        return False
+        finally:
+            conn.incoming.served()
+            leads = self.crew.finish(me)
+            if leads:
+                conn.busy = False
+        if not leads:
+            self.returned.append((conn, keep))
+            self._wake()
+        return keep, leads
 
     def _handle_request(self, req, conn: _Conn) -> bool:
         environ, resp = {}, None
@@ -355,8 +312,9 @@ class KeepAliveWorker(base.Worker):
             started = datetime.now() if self.cfg.accesslog else None
             resp, environ = wsgi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
                                          response_class=_OneSendResponse)
-            environ["wsgi.multithread"] = False
-            self.nr += 1
+            resp.worker = self
+            environ["wsgi.multithread"] = True
+            self.nr = next(self.counter)
             if self.nr >= self.max_requests:
                 if self.alive:
                     self.log.info("Autorestarting worker after current request.")
