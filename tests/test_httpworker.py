@@ -251,7 +251,7 @@ def test_a_stop_does_not_wait_for_idle_connections(app_config, tmp_path):
 
 # --- the response: head and a whole body in one send -------------------------------------------------------------
 BODY = b'{"status":"ok"}\n'
-HEALTHZ_BODY = BODY  # what /healthz answers (trips/core/ops.py)
+HEALTHZ_BODY = BODY  # what /healthz answers (trips/api/ops.py)
 PART = b"0123456789abcdef" * 64  # 1 KiB
 
 

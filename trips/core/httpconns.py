@@ -1,8 +1,8 @@
 """The connections of BTP's gunicorn worker (trips/core/httpworker.py): taking clients from the listening sockets
 (one per round, up to `worker_connections`), registering them with the selector, and closing them: at once when
 nothing was answered, else lingering (our FIN first, then whatever the client still sends is read and dropped for at
-most LINGER_S, without holding a thread: closing at once could reset the connection and cut the answer short, RFC
-9112 §9.6). Only the thread that runs the worker's loop calls these. Stdlib and gunicorn only.
+most LINGER_S, without holding a thread: closing at once could reset the connection and cut the answer short,
+RFC 9112 §9.6). Only the thread that runs the worker's loop calls these. Stdlib and gunicorn only.
 """
 from __future__ import annotations
 
