@@ -19,8 +19,8 @@ timeout = 120
 worker_class = "trips.core.httpworker.KeepAliveWorker"
 keepalive = 5
 # Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
-# pool (SQLAlchemy's default 5 + 10 overflow) must hold as many connections as threads, and each thread keeps its
-# own Redis connection for the budgets (trips/core/ratelimit.py).
+# pool holds as many connections as threads, and as many again for a burst (trips/core/db.py POOL), and each thread
+# keeps its own Redis connection for the budgets (trips/core/redisline.py).
 threads = 8
 # Kept connections per worker (an idle one costs a file descriptor and a few KB; the worker raises its own
 # descriptor limit to twice this, within the hard limit); beyond that an answer says `Connection: close`.

@@ -42,7 +42,8 @@ SIZE = 4096
 
 @dataclass(frozen=True, slots=True)
 class Remembered:
-    user: object  # a detached copy of the User row (merged into each request's session without a query)
+    user: object  # a detached copy of the User row, shared by a worker's threads and only ever read: each request
+    # merges it into its own session (merge(load=False) copies it, the copy is never attached)
     user_id: str
     scopes: frozenset[str]
     client_id: str | None

@@ -53,13 +53,20 @@ def new_id() -> str:
     return str(uuid.UUID(int=value))
 
 
+# A web worker serves up to 8 requests at once (gunicorn.conf.py `threads`), and a request may hold two connections
+# (the offline place search reads the map beside its session): 8 kept, 8 more while a burst lasts.
+POOL = {"pool_size": 8, "max_overflow": 8}
+
+
 def configure_engine_options(app: Flask) -> None:
     uri = app.config["SQLALCHEMY_DATABASE_URI"]
     if uri.startswith("sqlite"):
-        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}})
+        pool = POOL if ":memory:" not in uri else {}
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}, **pool})
     else:
         # PostgreSQL (psycopg): pooled connections are checked at checkout without a round trip (see below).
-        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"pool_pre_ping": not uri.startswith("postgresql+psycopg")})
+        app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS",
+                              {"pool_pre_ping": not uri.startswith("postgresql+psycopg"), **POOL})
 
 
 @event.listens_for(Engine, "connect")

@@ -190,12 +190,16 @@ class _Pending:
 
 
 _PENDING: dict[int, _Pending] = {}
+_PENDING_MADE = threading.Lock()  # one per client, whichever of a worker's threads asks first
 
 
 def _pending(redis) -> _Pending:
     pending = _PENDING.get(id(redis))
     if pending is None or pending.redis is not redis:
-        pending = _PENDING[id(redis)] = _Pending(redis)
+        with _PENDING_MADE:
+            pending = _PENDING.get(id(redis))
+            if pending is None or pending.redis is not redis:
+                pending = _PENDING[id(redis)] = _Pending(redis)
     return pending
 
 

@@ -4,6 +4,7 @@ Every part of BTP that talks to Redis (the trip lock, budgets, epochs, metrics, 
 from `get_redis()`, one per app and process."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import redis
@@ -18,6 +19,7 @@ from trips.errors import ServiceUnavailable
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
 RETRY_AFTER_S = 5
 _EXTENSION = "btp_redis"
+_making = threading.Lock()  # one client per app, whichever of a worker's threads asks first
 
 
 def redis_url(app: Flask) -> str:
@@ -34,16 +36,21 @@ def get_redis() -> redis.Redis:
     app = current_app._get_current_object()
     client = app.extensions.get(_EXTENSION)
     if client is None:
-        # Short timeouts: BTP's commands answer in milliseconds, so a Redis that does not answer within 1 s is
-        # away; a request makes a handful of Redis calls, so it ends within a few seconds, never hangs. One retry,
-        # on a broken connection only (a pooled connection Redis closed by restarting): a timeout is not retried.
-        # The worker lengthens the read timeout of its own client past its blocking dequeue (rq
-        # Worker._set_connection). Broken connections are dropped and re-made: Redis back, BTP is back.
-        client = redis.Redis.from_url(
-            redis_url(app), socket_connect_timeout=1, socket_timeout=1, health_check_interval=30,
-            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1, supported_errors=(redis.exceptions.ConnectionError,)))
-        app.extensions[_EXTENSION] = client
+        with _making:
+            client = app.extensions.get(_EXTENSION) or _make(app)
+            app.extensions[_EXTENSION] = client
     return client
+
+
+def _make(app: Flask) -> redis.Redis:
+    # Short timeouts: BTP's commands answer in milliseconds, so a Redis that does not answer within 1 s is away; a
+    # request makes a handful of Redis calls, so it ends within a few seconds, never hangs. One retry, on a broken
+    # connection only (a pooled connection Redis closed by restarting): a timeout is not retried. The worker
+    # lengthens the read timeout of its own client past its blocking dequeue (rq Worker._set_connection). Broken
+    # connections are dropped and re-made: Redis back, BTP is back.
+    return redis.Redis.from_url(
+        redis_url(app), socket_connect_timeout=1, socket_timeout=1, health_check_interval=30,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1, supported_errors=(redis.exceptions.ConnectionError,)))
 
 
 def unavailable() -> ServiceUnavailable:

@@ -22,6 +22,7 @@ import threading
 import redis as redis_lib
 
 _LINE_ATTR = "_btp_redis_line"  # kept on the client: one Line per client, each thread its own connection
+_making = threading.Lock()
 
 
 class Line(threading.local):
@@ -66,8 +67,11 @@ def _stale(conn) -> bool:
 def line_of(redis) -> Line:
     line = getattr(redis, _LINE_ATTR, None)
     if line is None:
-        line = Line()
-        setattr(redis, _LINE_ATTR, line)
+        with _making:  # one per client: another thread's connections must not be dropped with a second one
+            line = getattr(redis, _LINE_ATTR, None)
+            if line is None:
+                line = Line()
+                setattr(redis, _LINE_ATTR, line)
     return line
 
 
