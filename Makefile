@@ -45,6 +45,8 @@ BENCH_SCRIPTS ?= $(sort $(wildcard bench/bench_*.py))
 SOAK_SECONDS ?= 600
 bench: $(STAMP) catalogues
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
+	@command -v wrk >/dev/null || { echo "installing wrk (Debian's package: bench/bench_mcp.py's load)"; \
+	  apt-get install -y -qq wrk >/dev/null || { echo "bench: wrk is missing: apt-get install wrk"; exit 1; }; }
 	@mkdir -p bench/out && rm -f bench/out/*.json bench/out/summary.md
 	@failed=""; \
 	for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(BIN)/python $$s || failed="$$failed $$s"; done; \
