@@ -215,7 +215,7 @@ def setup_data(env: dict) -> dict:
 
 def peer_catalogue() -> dict:
     """BTP's catalogues as data for the peer: alert severity/group/English template, weather words, categories."""
-    from trips import computations
+    from trips.enrich import registry
     from trips.core import i18n
     from trips.enrich import weather
     from trips.enrich.alerts.catalogue import CATALOGUE, COUNTERS, GROUPS, SEVERITIES
@@ -225,7 +225,7 @@ def peer_catalogue() -> dict:
     return {
         "alerts": {code: [k.severity, k.group, i18n.template(code, "en") or k.message] for code, k in CATALOGUE.items()},
         "groups": list(GROUPS), "severities": list(SEVERITIES), "counters": sorted(COUNTERS),
-        "categories": {c: list(names) for c, names in computations.CATEGORIES.items()},
+        "categories": {c: list(names) for c, names in registry.categories().items()},
         "weather_words": {str(row[0]): words.describe({"weatherCode": row[0]}, "en") for row in weather._WMO},
         "no_map_data": NO_MAP_DATA,
     }

@@ -306,7 +306,7 @@ def main(argv=None) -> int:
         folder = tmp / "instance"
         path = index_path(folder)
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "trips.places.gazetteer", str(path)], cwd=ROOT, check=True,
+        subprocess.run([sys.executable, "-m", "trips.places.gazetteer_file", str(path)], cwd=ROOT, check=True,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
         build_s = time.perf_counter() - t
         queries_file = tmp / "queries.json"

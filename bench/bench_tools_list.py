@@ -43,7 +43,10 @@ def measure() -> dict:
     from flask_migrate import upgrade
 
     from app import create_app
-    from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+    try:
+        from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
+    except ImportError:  # a baseline checkout from before the floors (the embedded Redis lived in jobs/)
+        from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
     from tests.factories import make_user
     from tests.mcp_helpers import legacy, mcp_token, modern
 

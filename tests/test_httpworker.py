@@ -29,6 +29,9 @@ from trips.core.httpcrew import Crew, Member
 from trips.core.httpframe import WHOLE, Incoming, Limits
 from trips.core.httpworker import READ_TIMEOUT_S, KeepAliveWorker, _Conn
 
+# gunicorn served for real, the worker alike on every database engine: run once per CI (pytest.ini "slow")
+pytestmark = pytest.mark.slow
+
 REQUEST = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 HEAD_TIMEOUT_S = 2  # the one_worker server's (HTTPWORKER_HEAD_TIMEOUT_S)
 

@@ -20,6 +20,9 @@ from tests.live import gunicorn
 from tests.rawhttp import Reader, connect, get
 from tests.test_httpworker import serve_demo
 
+# gunicorn served for real, the worker alike on every database engine: run once per CI (pytest.ini "slow")
+pytestmark = pytest.mark.slow
+
 HEAD_S, MIN_RATE, TIMEOUT_S = 2, 2000, 4  # the demo server's head deadline, body rate (bytes/s) and arbiter timeout
 
 

@@ -16,6 +16,9 @@ from tests.rawhttp import Reader, connect, exchange, get
 from tests.test_httpworker import serve_demo
 from trips.core.httpframe import body_bytes
 
+# gunicorn served for real, the worker alike on every database engine: run once per CI (pytest.ini "slow")
+pytestmark = pytest.mark.slow
+
 MAX_BODY = 200_000
 
 
