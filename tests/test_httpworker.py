@@ -24,10 +24,12 @@ from gunicorn.config import Config
 from gunicorn.http import wsgi as gunicorn_wsgi
 
 from tests.live import BIN, ROOT, free_port, gunicorn
-from trips.core import httpworker
+from trips.core import httpwire, httpworker
 from trips.core.httpcrew import Crew, Member
 from trips.core.httpframe import WHOLE, Incoming, Limits
-from trips.core.httpworker import READ_TIMEOUT_S, KeepAliveWorker, _Conn
+from trips.core.httpconns import _Conn
+from trips.core.httpwire import READ_TIMEOUT_S
+from trips.core.httpworker import KeepAliveWorker
 
 # gunicorn served for real, the worker alike on every database engine: run once per CI (pytest.ini "slow")
 pytestmark = pytest.mark.slow
@@ -118,7 +120,7 @@ def test_a_large_body_refused_unread_leaves_the_connection_ready_for_the_next_re
 def test_a_connection_keeps_the_kernels_stall_bound_and_blocking_mode():
     a, b = socket.socketpair()
     try:
-        httpworker._stall_bound(a)
+        httpwire._stall_bound(a)
         assert a.gettimeout() is None  # blocking: no poll(2) before each recv and send
         for option in (socket.SO_RCVTIMEO, socket.SO_SNDTIMEO):
             assert struct.unpack("ll", a.getsockopt(socket.SOL_SOCKET, option, 16)) == (int(READ_TIMEOUT_S), 0)
@@ -126,7 +128,7 @@ def test_a_connection_keeps_the_kernels_stall_bound_and_blocking_mode():
         started = time.monotonic()
         with pytest.raises(OSError) as caught:
             a.recv(1)  # nothing comes: the kernel's bound ends the wait, as a stall is told apart
-        assert httpworker._stalled(caught.value) and 0.15 <= time.monotonic() - started <= 3
+        assert httpwire._stalled(caught.value) and 0.15 <= time.monotonic() - started <= 3
     finally:
         a.close()
         b.close()
@@ -307,7 +309,7 @@ def demo_app(environ, start_response):
         start_response("200 OK", [("Content-Type", "text/plain")])
         return (part for part in (b"first ", b"", PART, b" last"))
     if path == "/big":  # one item above ONE_SEND_MAX_BYTES
-        body = PART * (httpworker.ONE_SEND_MAX_BYTES // len(PART) + 1)
+        body = PART * (httpwire.ONE_SEND_MAX_BYTES // len(PART) + 1)
         start_response("200 OK", [("Content-Length", str(len(body)))])
         return [body]
     if path == "/echo":  # what the app read of the body, and the trailers gunicorn saw
@@ -405,7 +407,7 @@ def test_demo_answers_in_one_part_in_parts_and_streamed_on_one_connection(demo_s
         assert (status, headers["content-length"], rest) == (200, str(len(PART * 3)), b"")
         sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
         status, _, got = read_answer(sock)
-        assert status == 200 and len(got) > httpworker.ONE_SEND_MAX_BYTES and got == PART * (len(got) // len(PART))
+        assert status == 200 and len(got) > httpwire.ONE_SEND_MAX_BYTES and got == PART * (len(got) // len(PART))
     sock.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     status, headers, got = read_answer(sock)
     assert (status, headers["connection"], got) == (200, "close", PART * 3)
@@ -485,7 +487,7 @@ def failing_app(environ, start_response):
 GET = b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n"
 HEAD = b"HEAD /x HTTP/1.1\r\nHost: x\r\n\r\n"
 CL = [("Content-Type", "application/json"), ("Content-Length", str(len(BODY)))]
-MAX = httpworker.ONE_SEND_MAX_BYTES
+MAX = httpwire.ONE_SEND_MAX_BYTES
 # name: (request, app, how many sends with the worker's response, with gunicorn's own)
 CASES = {
     "one item": (GET, answering("200 OK", CL, lambda env: [BODY]), 1, 2),
@@ -590,7 +592,7 @@ def test_the_apps_iterable_is_closed_once():
 def test_the_serving_worker_reads_each_setting_once_and_the_same_value():
     from gunicorn.config import Config
 
-    from trips.core.httpworker import _Settled
+    from trips.core.httpwire import _Settled
 
     reads = []
 

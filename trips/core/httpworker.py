@@ -45,8 +45,7 @@ from gunicorn.workers import base
 from trips.core.httpconns import ACCEPT, CONN, LINGER, WAKE, Connections, _Conn, _readable
 from trips.core.httpcrew import Crew
 from trips.core.httpframe import CONTINUE, NEED, WHOLE, Limits
-from trips.core.httpwire import (  # noqa: F401 (the worker's wire, importable from here as before)
-    ONE_SEND_MAX_BYTES, READ_TIMEOUT_S, _OneSendResponse, _Settled, _stall_bound, _stalled)
+from trips.core.httpwire import READ_TIMEOUT_S, _OneSendResponse, _Settled, _stalled
 
 TICK_S = 0.25  # how often the loop sweeps connections past their deadline and checks its parent
 RECV_BYTES = 64 * 1024  # one read of a readable connection
