@@ -13,7 +13,8 @@ import sqlalchemy as sa
 pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim", "tests.fakes.cimd",
                   "tests.fakes.openmeteo"]
 
-PG_TEST_SCHEMA = "btp_test"
+# Its own schema on the shared database; BTP_TEST_PG_SCHEMA lets two checkouts run the suite side by side.
+PG_TEST_SCHEMA = os.environ.get("BTP_TEST_PG_SCHEMA", "btp_test")
 
 
 def pg_url_with_schema(url: str, schema: str) -> str:
