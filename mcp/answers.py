@@ -10,11 +10,13 @@ from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
 from trips.services.trip_reads import load_day_json
 
-# One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
-# on every day must stay under 12 KB (the full texts are in get_stage): the title at 100 characters, labels
-# and names at 16, at most two critical alerts at 60.
+# One line per day: a 30-day digest with alerts, lodgings, the weather word (17 days: the forecast horizon) and
+# both ends named on every day must stay under 12 KB (the full texts are in get_stage): the title at 100
+# characters, the day's ends at 20 (most place names whole), a lodging's name at 16, at most two critical alerts
+# at 60; every cut at a word (trips/core/text.py label).
 DIGEST_TITLE = 100
-DIGEST_LABEL = 16
+DIGEST_LABEL = 20
+DIGEST_NAME = 16
 DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
@@ -44,18 +46,19 @@ def digest_accommodation(stage: Stage) -> str | None:
     place, chosen = day.best_accommodation(stage)
     if place is None:
         return None
-    name = label(place.get("name"), DIGEST_LABEL) or "unnamed"
+    name = label(place.get("name"), DIGEST_NAME) or "unnamed"
     return ("" if chosen else "suggested: ") + name + _euros(place)
 
 
 def stage_digest(stage: Stage) -> dict:
     rendered = day.alerts(stage)
     critical = [a["message"] for a in rendered if a["severity"] == "critical"]
+    start, end = day.day_labels(stage)  # the rider's labels, else the map's (docs/RULES.md "Day labels")
     return {
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
         "elevation": round(stage.elevation), "isRestDay": stage.is_rest_day,
-        "startLabel": label(stage.start_label, DIGEST_LABEL),
-        "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": digest_accommodation(stage),
+        "startLabel": label(start, DIGEST_LABEL), "endLabel": label(end, DIGEST_LABEL),
+        "accommodation": digest_accommodation(stage),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
     } | _weather_word(stage)
 

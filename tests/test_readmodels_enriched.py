@@ -236,10 +236,10 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     assert digest["outOfZone"] is True and line["alertCount"] == 18
     assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km…",
                                       "Discontinuity: 1.5 km between stage 1 and 2."]
-    assert line["accommodation"] == "suggested: " + LONG[:16] + "… · 8–25 €"
+    assert line["accommodation"] == "suggested: Quai de la… · 8–25 €"  # cut at a word
     fill(trip.id, chosen=True)
     line = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"][0]
-    assert line["accommodation"] == "Chosen " + LONG[:9] + "… · 10–27 €"  # the choice, not a suggestion
+    assert line["accommodation"] == "Chosen Quai de… · 10–27 €"  # the choice, not a suggestion
 
 
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):
