@@ -188,8 +188,9 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
     assert rough["action"] == {"kind": "navigate", "lat": 45.123456, "lon": 5.654321}
     assert len(answer["accommodations"]) == 5
     assert answer["accommodations"][0] == {
-        "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7, "priceMin": 8, "priceMax": 25,
-        "isExactPrice": True, "distance": 1.234, "possibleClosed": False}
+        "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7,
+        "price": {"min": 8, "max": 25, "estimate": False}, "distance": 1.234, "possibleClosed": False}
+    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "estimate": True}  # a bracket's
     assert answer["groups"]["terrain"] == "done"
     assert answer["weather"] is None and answer["weatherAvailability"] is None  # an undated trip: no forecast
     assert len(answer["resupply"]) == 6 and answer["resupply"][0]["openAtPassage"] is True

@@ -21,7 +21,7 @@ from trips.readmodels import words
 from trips.route.pacing import rider_time
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
-ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "culturalPois", "terrain")
+ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
 GROUP_STATUSES = ("done", "running", "failed", NOT_COMPUTED)
 _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
