@@ -168,8 +168,8 @@ def _timeline(entries: list | None) -> list[str] | None:
     """The supply timeline as short strings, "12.5 km: bakery, supermarket" (a 24-entry day in ~1 KB)."""
     if entries is None:
         return None
-    return [f"{e.get('km')} km: {', '.join(str(c) for c in e.get('categories') or [])}" for e in entries
-            if isinstance(e, dict)]
+    return [f"{e['km']:g} km: {', '.join(str(c) for c in e.get('categories') or [])}" for e in entries
+            if isinstance(e, dict) and _is_number(e.get("km"))]
 
 
 def _water(point: dict) -> dict:

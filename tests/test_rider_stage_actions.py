@@ -108,7 +108,7 @@ def test_food_is_led_by_groceries_and_a_boutique_is_not_food(client, day):
     assert [p["km"] for p in food[:4]] == sorted(p["km"] for p in food[:4])
     names = json.dumps(answer)
     assert "Fashion Boutique" not in names and "Chaussures" not in names
-    assert answer["supplyTimeline"][0] == "10.0 km: cafe, supermarket"  # compact
+    assert answer["supplyTimeline"][0] == "10 km: cafe, supermarket"  # compact
 
 
 def test_the_day_s_water_points_with_their_km(client, day):
@@ -132,6 +132,10 @@ def test_a_day_never_analysed_claims_no_water_and_hand_entered_places_have_no_pr
     chosen = answer["selectedAccommodation"]
     assert chosen["price"] is None and "phone" not in chosen  # a number is no phone text: left out
     assert len(chosen["website"]) <= 201  # bounded
+    with atomic():
+        db.session.get(Trip, trip_id).stages[0].enrichment = {"supplyTimeline": [
+            {"km": None, "categories": ["bakery"]}, "junk", {"km": 2.5, "categories": ["bakery"]}]}
+    assert get_stage(client, token, trip_id, stage_id)["supplyTimeline"] == ["2.5 km: bakery"]  # odd entries out
 
 
 def test_a_fully_enriched_day_stays_within_get_stage_s_budget(client, day):
