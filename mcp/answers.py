@@ -3,23 +3,27 @@ from __future__ import annotations
 
 from trips.core import i18n
 from trips.core.text import label
-from trips.enrich import registry
+from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
 from trips.readmodels.trip import next_action, partial, settings, trip_list_item
 from trips.services.trip_reads import load_day_json
 
-# One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
-# on every day must stay under 12 KB (the full texts are in get_stage): the title at 100 characters, labels
-# and names at 16, at most two critical alerts at 60.
+# One line per day: a 30-day digest with alerts, lodgings, the weather word (17 days: the forecast horizon) and
+# both ends named on every day must stay under 12 KB (the full texts are in get_stage): the title at 100
+# characters, the day's ends at 20 (most place names whole), a lodging's name at 16, at most two critical alerts
+# at 60; every cut at a word (trips/core/text.py label).
 DIGEST_TITLE = 100
-DIGEST_LABEL = 16
+DIGEST_LABEL = 20
+DIGEST_NAME = 16
 DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
+# a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
+PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
 ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
 
 
@@ -27,13 +31,23 @@ def _iso(value):
     return value.isoformat() if value is not None else None
 
 
-def price_range(place: dict) -> dict:
-    return {"priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax")}
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def price(place: dict) -> dict | None:
+    """{min, max, estimate} in € a night: `estimate` true unless the map gave the place's own price (a type's or
+    stars' bracket is an estimate: docs/RULES.md "Accommodations"); None without a price (a place entered by
+    hand)."""
+    low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
+    if not (_is_number(low) and _is_number(high)):
+        return None
+    return {"min": low, "max": high, "estimate": not place.get("isExactPrice")}
 
 
 def _euros(place: dict) -> str:
     low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
+    if not (_is_number(low) and _is_number(high)):
         return ""  # no estimate (a place entered by hand)
     return f" · {low:g} €" if low == high else f" · {low:g}–{high:g} €"
 
@@ -44,18 +58,19 @@ def digest_accommodation(stage: Stage) -> str | None:
     place, chosen = day.best_accommodation(stage)
     if place is None:
         return None
-    name = label(place.get("name"), DIGEST_LABEL) or "unnamed"
+    name = label(place.get("name"), DIGEST_NAME) or "unnamed"
     return ("" if chosen else "suggested: ") + name + _euros(place)
 
 
 def stage_digest(stage: Stage) -> dict:
     rendered = day.alerts(stage)
     critical = [a["message"] for a in rendered if a["severity"] == "critical"]
+    start, end = day.day_labels(stage)  # the rider's labels, else the map's (docs/RULES.md "Day labels")
     return {
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
         "elevation": round(stage.elevation), "isRestDay": stage.is_rest_day,
-        "startLabel": label(stage.start_label, DIGEST_LABEL),
-        "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": digest_accommodation(stage),
+        "startLabel": label(start, DIGEST_LABEL), "endLabel": label(end, DIGEST_LABEL),
+        "accommodation": digest_accommodation(stage),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
     } | _weather_word(stage)
 
@@ -102,7 +117,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["alerts"] = [_alert(a) for a in full["alerts"]]
     out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])
-    out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in full["resupply"]]
+    out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in sorted(
+        full["resupply"], key=lambda p: (pois.rank(p.get("category")), _km(p)))]  # groceries first
+    out["supplyTimeline"] = _timeline(full["supplyTimeline"])
+    out["waterPoints"] = None if full["waterPoints"] is None else [_water(p) for p in full["waterPoints"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
     # the day's forecast summary; its hourly slots stay in the REST stage detail
     weather = day.forecast(trip, stage)
@@ -120,18 +138,44 @@ def _alert(alert: dict) -> dict:
 
 
 def _place(place: dict | None) -> dict | None:
-    """A place to sleep as get_stage shows it (copies: the stored JSON must not change under the ORM)."""
+    """A place to sleep as get_stage shows it (copies: the stored JSON must not change under the ORM): what a
+    rider acts on (phone, website, address) when the map has them, the price said to be an estimate unless it
+    is the place's own."""
     if not place:
         return None
-    return {"name": label(place.get("name")), "type": place.get("type"), "lat": place["lat"], "lon": place["lon"],
-            **price_range(place), "isExactPrice": bool(place.get("isExactPrice")),
-            "distance": place.get("distanceToEndPoint"), "possibleClosed": bool(place.get("possibleClosed"))}
+    out = {"name": label(place.get("name")), "type": place.get("type"), "lat": place["lat"], "lon": place["lon"],
+           "price": price(place), "distance": place.get("distanceToEndPoint"),
+           "possibleClosed": bool(place.get("possibleClosed"))}
+    for key, stored, limit in PLACE_CONTACT:
+        value = label(place.get(stored), limit) if isinstance(place.get(stored), str) else None
+        if value:
+            out[key] = value
+    return out
 
 
 def _resupply(place: dict) -> dict:
     return {"name": label(place.get("name")), "category": place.get("category"), "km": place.get("km"),
             "openAtPassage": place.get("openAtPassage"),
             "openingHours": label(place.get("openingHours"), STAGE_TEXT)}
+
+
+def _km(place: dict) -> float:
+    km = place.get("km")
+    return km if _is_number(km) else float("inf")
+
+
+def _timeline(entries: list | None) -> list[str] | None:
+    """The supply timeline as short strings, "12.5 km: bakery, supermarket" (a 24-entry day in ~1 KB)."""
+    if entries is None:
+        return None
+    return [f"{e['km']:g} km: {', '.join(str(c) for c in e.get('categories') or [])}" for e in entries
+            if isinstance(e, dict) and _is_number(e.get("km"))]
+
+
+def _water(point: dict) -> dict:
+    out = {"km": point.get("km"), "kind": point.get("kind")}
+    name = label(point.get("name"), STAGE_TEXT) if isinstance(point.get("name"), str) else None
+    return {**out, "name": name} if name else out
 
 
 def _cultural(place: dict) -> dict:

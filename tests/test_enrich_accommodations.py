@@ -182,7 +182,7 @@ def test_the_stored_shape(mapped):
     (acc,) = A.compute(trip_east(LAT, LON, [20], start_date=date(2026, 7, 1)), eng).data["s1"]["accommodations"]
     assert acc == {
         "name": "Hôtel de la Gare", "type": "hotel", "lat": pytest.approx(near(20, 300)[0], abs=1e-6),
-        "lon": pytest.approx(east(20), abs=1e-6), "estimatedPriceMin": 67.5, "estimatedPriceMax": 120.0,
+        "lon": pytest.approx(east(20), abs=1e-6), "estimatedPriceMin": 70.0, "estimatedPriceMax": 140.0,  # 3 stars
         "isExactPrice": False, "url": "https://gare.example", "possibleClosed": False,
         "distanceToEndPoint": pytest.approx(0.3, abs=0.005), "source": "osm", "openingHours": "Apr-Oct",
         "wikipediaUrl": "https://fr.wikipedia.org/wiki/Hôtel_de_la_Gare", "phone": "+33 4 00 00 00 00",
@@ -244,11 +244,20 @@ def test_capped_candidates_backfill_free_slots():
     ("chalet", {}, (30.0, 70.0, False)),
     ("guest_house", {}, (40.0, 80.0, False)),
     ("apartment", {}, (50.0, 120.0, False)),  # unknown type: the hotel row
-    ("hotel", {"stars": "2"}, (50.0, 120.0, False)),
-    ("hotel", {"stars": "3"}, (67.5, 120.0, False)),
-    ("hotel", {"stars": "4S"}, (85.0, 120.0, False)),
-    ("hotel", {"stars": "5"}, (102.5, 120.0, False)),
-    ("hotel", {"stars": "7"}, (102.5, 120.0, False)),  # lift capped at 0.75
+    ("hotel", {"stars": "1"}, (35.0, 70.0, False)),  # a hotel's stars give its bracket
+    ("hotel", {"stars": "2"}, (50.0, 100.0, False)),
+    ("hotel", {"stars": "3"}, (70.0, 140.0, False)),
+    ("hotel", {"stars": "4S"}, (110.0, 220.0, False)),
+    ("hotel", {"stars": "5"}, (180.0, 450.0, False)),  # a 5-star palace is no 102.5–120 € room
+    ("hotel", {"stars": "7"}, (180.0, 450.0, False)),  # more than 5: as 5
+    ("hotel", {"stars": "3.5"}, (70.0, 140.0, False)),
+    ("hotel", {"stars": "0"}, (50.0, 120.0, False)),  # no star: the type's bracket
+    ("apartment", {"stars": "4"}, (110.0, 220.0, False)),  # an unknown type is priced as a hotel
+    ("hostel", {"stars": "5"}, (180.0, 450.0, False)),  # a starred indoor place never keeps a hostel bracket
+    ("guest_house", {"stars": "1"}, (40.0, 80.0, False)),  # stars only raise a guest house's bracket
+    ("camp_site", {"stars": "4"}, (16.5, 25.0, False)),  # a camp site: its floor lifted by 0.5
+    ("camp_site", {"stars": "7"}, (20.75, 25.0, False)),  # lift capped at 0.75
+    ("alpine_hut", {"stars": "3"}, (25.0, 45.0, False)),  # a hut: stars say nothing of its price
     ("hotel", {"stars": "5", "charge": "60"}, (60.0, 60.0, True)),  # an exact price is not lifted
 ])
 def test_pricing(kind, tags, expected):

@@ -67,11 +67,12 @@ def test_resupply_keeps_six_spread_along_the_day_and_clusters_500_m(ctx, tmp_pat
     assert len(day["resupply"]) == pois.MAX_RESUPPLY_PER_DAY
     kms = [r["km"] for r in day["resupply"]]
     assert kms == sorted(kms) and kms[0] == pytest.approx(5.0, abs=0.4) and kms[-1] == pytest.approx(50, abs=0.2)
-    # in the 5 km cluster the restaurant 50 m off the line is kept, not the shop 100 m off
+    # in the 5 km cluster the shop 100 m off the line stands for it, not the restaurant 50 m off: groceries first
     first = day["resupply"][0]
-    assert first == {"name": "Chez Paul", "category": "restaurant", "lat": pytest.approx(at(5.3, 50)[0], abs=1e-6),
-                     "lon": pytest.approx(at(5.3, 50)[1], abs=1e-6), "km": pytest.approx(5.3, abs=0.1),
-                     "openingHours": "Mo-Su 12:00-14:00", "openAtPassage": None}  # undated trip
+    assert first == {"name": "Shop 5", "category": "convenience", "lat": pytest.approx(at(5, 100)[0], abs=1e-6),
+                     "lon": pytest.approx(at(5, 100)[1], abs=1e-6), "km": pytest.approx(5.0, abs=0.1),
+                     "openingHours": None, "openAtPassage": None}  # undated trip
+    assert "Chez Paul" not in [r["name"] for r in day["resupply"]]  # six groceries leave no slot to a restaurant
     timeline = day["supplyTimeline"]
     assert len(timeline) == 10  # the restaurant 300 m after the shop at km 5 shares its cluster
     assert timeline[0] == {"km": pytest.approx(5.0, abs=0.1), "categories": ["convenience", "restaurant"]}
@@ -116,7 +117,8 @@ def test_closed_at_passage(ctx, tmp_path, shift, raised):
     result = run(tmp_path, snap, [((15, 100), {"shop": "bakery", "opening_hours": "Mo-Sa 06:00-08:30"}),
                                   ((30, 100), {"shop": "supermarket", "opening_hours": f"Mo-Sa {opens}-19:00"})])
     assert codes(result, "s1") == (["resupply_closed_at_passage"] if raised else [])
-    assert [r["openAtPassage"] for r in result.data["s1"]["resupply"]] == [False, not raised]
+    # the supermarket first (groceries lead), then the bakery
+    assert [r["openAtPassage"] for r in result.data["s1"]["resupply"]] == [not raised, False]
     if raised:
         assert render(result.alerts["s1"][0].as_json(), 1)["message"] == (
             "Shops exist on stage 1, but you would pass them outside typical opening hours.")
@@ -129,7 +131,7 @@ def test_an_unknown_schedule_is_no_alert(ctx, tmp_path, hours):
     result = run(tmp_path, snap, [((15, 100), {"shop": "bakery", "opening_hours": "Mo-Sa 06:00-08:30"}),
                                   ((30, 100), tags)])
     assert codes(result, "s1") == []
-    assert [r["openAtPassage"] for r in result.data["s1"]["resupply"]] == [False, None]
+    assert [r["openAtPassage"] for r in result.data["s1"]["resupply"]] == [None, False]  # the supermarket first
 
 
 @pytest.mark.parametrize("day, raised", [(SUNDAY, True), (TUESDAY, False), (None, False)])

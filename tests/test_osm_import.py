@@ -210,6 +210,10 @@ def test_an_unfinished_import_left_by_a_killed_process_is_cleaned_by_the_next(en
     ({"amenity": "dentist"}, []),
     ({"man_made": "water_tap", "drinking_water": "yes"}, [("water", "water_tap")]),
     ({"man_made": "water_tap"}, []),  # not known to be drinkable
+    ({"amenity": "fountain", "drinking_water": "yes"}, [("water", "fountain")]),
+    ({"amenity": "fountain"}, []),  # an ornamental fountain
+    ({"amenity": "cafe", "shop": "clothes"}, []),  # a boutique's café corner is no place to buy food
+    ({"amenity": "cafe", "shop": "bakery"}, [("resupply", "cafe"), ("resupply", "bakery")]),
     ({"tourism": "shelter"}, []),  # not lodging (docs/RULES.md "Accommodations")
     ({"tourism": "wilderness_hut"}, [("accommodation", "wilderness_hut")]),
     ({"shop": "farm"}, [("resupply", "farm")]),

@@ -188,8 +188,9 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
     assert rough["action"] == {"kind": "navigate", "lat": 45.123456, "lon": 5.654321}
     assert len(answer["accommodations"]) == 5
     assert answer["accommodations"][0] == {
-        "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7, "priceMin": 8, "priceMax": 25,
-        "isExactPrice": True, "distance": 1.234, "possibleClosed": False}
+        "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7,
+        "price": {"min": 8, "max": 25, "estimate": False}, "distance": 1.234, "possibleClosed": False}
+    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "estimate": True}  # a bracket's
     assert answer["groups"]["terrain"] == "done"
     assert answer["weather"] is None and answer["weatherAvailability"] is None  # an undated trip: no forecast
     assert len(answer["resupply"]) == 6 and answer["resupply"][0]["openAtPassage"] is True
@@ -236,10 +237,10 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     assert digest["outOfZone"] is True and line["alertCount"] == 18
     assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km…",
                                       "Discontinuity: 1.5 km between stage 1 and 2."]
-    assert line["accommodation"] == "suggested: " + LONG[:16] + "… · 8–25 €"
+    assert line["accommodation"] == "suggested: Quai de la… · 8–25 €"  # cut at a word
     fill(trip.id, chosen=True)
     line = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"][0]
-    assert line["accommodation"] == "Chosen " + LONG[:9] + "… · 10–27 €"  # the choice, not a suggestion
+    assert line["accommodation"] == "Chosen Quai de… · 10–27 €"  # the choice, not a suggestion
 
 
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):

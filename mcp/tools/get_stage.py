@@ -7,9 +7,9 @@ from trips.services import stages
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
-PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), priceMin/priceMax (€ a "
-                "night, or null), isExactPrice (its own price, not an estimate), distance (km from the day's end), "
-                "possibleClosed (may be closed that day)")
+PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max} € a night, "
+                "estimate: false if its own; or null), distance (km from the day's end), possibleClosed (may be "
+                "closed that day), phone, website, address (if mapped)")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
     "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.integer("Metres up."),
@@ -20,9 +20,8 @@ OUTPUT = s.obj({
     "approximate": s.boolean("A straight line, not routed."),
     "accommodations": s.in_words(f"Up to five places to sleep near the day's end, best first: {PLACE_FIELDS}.",
                                  many=True),
-    "selectedAccommodation": s.in_words("The chosen place, or null; an accommodations item's fields (name, type, "
-                                        "lat, lon, priceMin, priceMax, isExactPrice, distance, possibleClosed).",
-                                        null=True),
+    "selectedAccommodation": s.in_words("The chosen place, or null: name, type, lat, lon, price (min, max, "
+                                        "estimate), distance, possibleClosed, phone, website, address.", null=True),
     "alertCount": s.integer("Alerts."),
     "alerts": s.in_words("Critical first, from the groups that ran: code, severity (critical, warning, nudge), group "
                          "(the analysis that raised it), message, action (null, or what would help: kind navigate = "
@@ -32,14 +31,16 @@ OUTPUT = s.obj({
     "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, running, failed or not computed (then it "
                          "says nothing about the day)."),
     "categoryStatus": s.category_status("running, done or failed"),
-    "resupply": s.in_words("Up to six places to buy food: name, category (supermarket, bakery…), km (from the "
-                           "day's start), openAtPassage (open when the rider passes, null: unknown), openingHours "
-                           "(OSM); null: not computed.", null=True, many=True),
+    "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the day's start), "
+                           "openAtPassage (open when the rider passes, null: unknown), "
+                           "openingHours (OSM); null: not computed.", null=True, many=True),
+    "supplyTimeline": s.nullable(s.array(s.bare("string"), "Food every 500 m: \"km: categories\".")),
+    "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
     "culturalPois": s.in_words("Up to three places to visit: name, type (museum, castle…), km (from the day's "
                                "start), distance (metres off the route), openingHours (OSM); null: not "
                                "computed.", null=True, many=True),
     "terrain": s.in_words("roughKm (rough surface), mainRoadKm (main roads), steepestPct (steepest gradient, %), "
-                          "mapCoverage (0–1, share on the imported map); null: not computed.",
+                          "mapCoverage (0–1, on the map); null: not computed.",
                           null=True),
     "weather": s.in_words("Over the riding hours: date, description (rain…), icon, weatherCode (WMO), "
                           "tempMin/tempMax, apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), "

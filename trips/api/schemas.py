@@ -152,6 +152,8 @@ class StageSummaryOut(Answer):
     resupply = nullable(fields.List(fields.Dict(), metadata={"description": "Where to buy food. " + ENRICHED}))
     supplyTimeline = nullable(fields.List(fields.Dict(), metadata={"description": "Food and water every 500 m "
                                                                                   "cluster. " + ENRICHED}))
+    waterPoints = nullable(fields.List(fields.Dict(), metadata={"description": "Drinking water along the day: km, "
+                                                                              "kind, name, lat, lon. " + ENRICHED}))
     culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
     terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
     weather = nullable(fields.Nested(WeatherOut, metadata={"description": "Null without a forecast for the day's "

@@ -94,13 +94,26 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
+def _cut_at_word(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters + "…", at the last space or hyphen of the kept part when one
+    keeps at least half of it ("Saint-Laurent-du-Pont" at 16 → "Saint-Laurent…", never "Saint-Laurent-d…");
+    a single long word is cut where the limit falls."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit + 1]  # a break right after the limit keeps the whole last word
+    at = max(kept.rfind(" "), kept.rfind("-"))
+    if at >= limit // 2:
+        return text[:at].rstrip(" -") + ELLIPSIS
+    return text[:limit] + ELLIPSIS
+
+
 def label(text: str | None, limit: int = 200) -> str | None:
     """A third-party label for an answer: floor, runs of spaces squeezed, trimmed; None when nothing is left;
-    cut to `limit` characters + "…" when longer."""
+    cut at a word (a space or a hyphen) to `limit` characters at most + "…" when longer."""
     if text is None:
         return None
     cleaned = _SPACES.sub(" ", floor(text)).strip()
-    return _cut(cleaned, limit) if cleaned else None
+    return _cut_at_word(cleaned, limit) if cleaned else None
 
 
 def bounded(value: object, limit: int = 40) -> str:

@@ -47,7 +47,11 @@ DEFAULT_BRACKET = PRICE_BRACKETS["hotel"]
 PRICE_NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
 FREE_FEES = frozenset({"no", "false"})
 BACKPACK_CAMP_MAX = 15.0           # a camp site taking backpackers or tents tops out lower
-STARS_FLOOR, STARS_STEP, STARS_MAX_LIFT = 2, 0.25, 0.75
+STARS_FLOOR, STARS_STEP, STARS_MAX_LIFT = 2, 0.25, 0.75   # a starred camp site: its floor lifted
+# € per night by stars (1 to 5, a fraction rounded down, more than 5 as 5) for a hotel (and an unknown type):
+# a 5-star hotel is no 50–120 € room; a starred guest house, hostel or chalet takes it where it is higher.
+STAR_BRACKETS = {1: (35.0, 70.0), 2: (50.0, 100.0), 3: (70.0, 140.0), 4: (110.0, 220.0), 5: (180.0, 450.0)}
+STARRED_TYPES = frozenset({"hostel", "chalet", "guest_house"})   # beside hotels and unknown types
 STARS_NUMBER = re.compile(r"^\s*(\d+(?:[.,]\d+)?)")
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
@@ -199,8 +203,8 @@ def stars(tags: dict) -> float | None:
 
 def price(c: dict) -> tuple[float, float, bool]:
     """(min, max, exact) in € per night: a number in `charge` (else `fee`) is exact; `fee=no` is
-    free; otherwise the type's bracket, a backpack/tent camp site capped at 15, stars above 2 lifting the
-    floor."""
+    free; otherwise the type's bracket, a backpack/tent camp site capped at 15; stars give a hotel (or an
+    unknown type) their own bracket, raise a guest house's, hostel's or chalet's, and lift a camp site's floor."""
     t = c["tags"]
     for key in ("charge", "fee"):
         value = _number(t.get(key))
@@ -208,11 +212,17 @@ def price(c: dict) -> tuple[float, float, bool]:
             return value, value, True
     if (t.get("fee") or "").strip().lower() in FREE_FEES:
         return 0.0, 0.0, True
-    low, high = PRICE_BRACKETS.get(c["type"], DEFAULT_BRACKET)
-    if c["type"] == "camp_site" and (t.get("backpack") == "yes" or t.get("tents") == "yes"):
+    kind = c["type"]
+    low, high = PRICE_BRACKETS.get(kind, DEFAULT_BRACKET)
+    if kind == "camp_site" and (t.get("backpack") == "yes" or t.get("tents") == "yes"):
         high = BACKPACK_CAMP_MAX
     s = stars(t)
-    if s is not None and s > STARS_FLOOR:
+    if s is not None and s >= 1 and (kind == "hotel" or kind not in PRICE_BRACKETS):
+        return (*STAR_BRACKETS[min(5, int(s))], False)
+    if s is not None and s >= 1 and kind in STARRED_TYPES:
+        star_low, star_high = STAR_BRACKETS[min(5, int(s))]
+        return max(low, star_low), max(high, star_high), False
+    if s is not None and s > STARS_FLOOR and kind == "camp_site":
         lift = min(STARS_MAX_LIFT, (s - STARS_FLOOR) * STARS_STEP)
         low = round(low + (high - low) * lift, 2)
     return low, high, False

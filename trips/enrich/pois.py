@@ -17,10 +17,17 @@ NAME = "pois"
 GROUP = "pois"
 
 CORRIDOR_M = 2000.0
+# The places that sell food, an allowlist (a shop of clothes, shoes, electronics… never counts), best first:
+# groceries, then bakeries, then cafés and restaurants, then bars and fuel stations (a snack at best).
+FOOD_RANKS = (
+    frozenset({"supermarket", "convenience", "general", "greengrocer", "butcher", "deli", "farm", "marketplace"}),
+    frozenset({"bakery", "pastry"}),
+    frozenset({"cafe", "restaurant", "fast_food"}),
+    frozenset({"bar", "fuel"}),
+)
+RANK = {category: i for i, kinds in enumerate(FOOD_RANKS) for category in kinds}
 # resupply_none_on_stage: the categories that count as a place to eat or buy food.
-RESUPPLY_CATEGORIES = frozenset({"restaurant", "cafe", "bar", "supermarket", "convenience", "bakery", "fast_food",
-                                 "marketplace", "butcher", "pastry", "deli", "greengrocer", "general", "farm",
-                                 "fuel"})
+RESUPPLY_CATEGORIES = frozenset(RANK)
 MAX_RESUPPLY_PER_DAY = 6  # `resupply` keeps ≤ 6 per day, not every POI
 CLUSTER_M = 500.0
 MAX_TIMELINE_CLUSTERS = 24  # keeps a long day through towns small in get_stage (evenly spread beyond that)
@@ -51,17 +58,29 @@ def compute(snap: TripSnap, engine):
     return result
 
 
+def rank(category: str | None) -> int:
+    """0 for a grocery, 1 a bakery, 2 a café or restaurant, 3 a bar or fuel station, 4 anything else."""
+    return RANK.get(category, len(FOOD_RANKS))
+
+
 def _kept(pois: list[MapPoint]) -> list[tuple[int, MapPoint]]:
-    """(index, POI) of at most MAX_RESUPPLY_PER_DAY, spread along the day: the POI nearest the route in each
-    500 m cluster first (clusters evenly spaced when there are more than six), then the next nearest."""
+    """(index, POI) of at most MAX_RESUPPLY_PER_DAY, groceries first (docs/RULES.md "Resupply"): in each 500 m
+    cluster the best kind of place, the nearest the route among them, stands for it; the clusters' groceries
+    are taken first, spread along the day when there are more than six, then their bakeries, then cafés and
+    restaurants, then bars and fuel; any slot still free goes to the next best places. Ordered best kind first,
+    then along the day."""
     indexed = list(enumerate(pois))
     groups = _clusters(indexed, key=lambda ip: ip[1].along_m)
-    firsts = [min(g, key=lambda ip: ip[1].distance_m) for g in groups]
-    chosen = C.spread(firsts, MAX_RESUPPLY_PER_DAY)
+    firsts = [min(g, key=lambda ip: (rank(ip[1].subkind), ip[1].distance_m)) for g in groups]
+    chosen: list[tuple[int, MapPoint]] = []
+    for tier in range(len(FOOD_RANKS)):
+        kind = [ip for ip in firsts if rank(ip[1].subkind) == tier]
+        chosen += C.spread(kind, MAX_RESUPPLY_PER_DAY - len(chosen))
     taken = {i for i, _ in chosen}
-    rest = sorted((ip for ip in indexed if ip[0] not in taken), key=lambda ip: ip[1].distance_m)
+    rest = sorted((ip for ip in indexed if ip[0] not in taken),
+                  key=lambda ip: (rank(ip[1].subkind), ip[1].distance_m))
     chosen += rest[:MAX_RESUPPLY_PER_DAY - len(chosen)]
-    return sorted(chosen, key=lambda ip: ip[0])
+    return sorted(chosen, key=lambda ip: (rank(ip[1].subkind), ip[0]))
 
 
 def _clusters(items: list, key) -> list[list]:

@@ -88,7 +88,7 @@ _add(pois, "points_of_interest", (GEOMETRY, DATES), ("resupply", "supplyTimeline
 _add(accommodations, "accommodations", (GEOMETRY, DATES), ("accommodations",))
 _add(terrain, "terrain_security", (GEOMETRY, DATES), ("terrain",))
 _add(bike_shops, "terrain_security", (GEOMETRY,))
-_add(water_points, "terrain_security", (GEOMETRY,))
+_add(water_points, "terrain_security", (GEOMETRY,), ("waterPoints",))
 _add(health_services, "terrain_security", (GEOMETRY,))
 _add(railway_stations, "terrain_security", (GEOMETRY,))
 _add(cultural_pois, "context", (GEOMETRY,), ("culturalPois",))

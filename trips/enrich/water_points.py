@@ -1,7 +1,8 @@
 """Drinking water along each riding day (docs/RULES.md "Services near each day"): water points in a 2 km corridor,
 each placed at the cumulative km of the day's vertex nearest to it; a stretch of more than 30 km without one
 (from the start to the first, between two, from the last to the end, or a whole day over 30 km without any)
-is one nudge per day, naming the longest stretch."""
+is one nudge per day, naming the longest stretch. Each riding day on the map also keeps its water points,
+`waterPoints` ({km, kind, name, lat, lon}, along the day, at most MAX_WATER_POINTS spread evenly)."""
 from __future__ import annotations
 
 from trips.enrich import corridor as C
@@ -14,17 +15,22 @@ GROUP = "water_point"
 
 CORRIDOR_M = 2000.0
 MAX_GAP_KM = 30.0  # a gap strictly over 30 km is flagged
+MAX_WATER_POINTS = 12  # kept per day in `waterPoints` (evenly spread along it): get_stage stays small
 
 
 def compute(snap: TripSnap, engine):
     result, cover, days = C.on_map(snap, engine)
     for stage in days:
-        if stage.is_rest_day or not C.whole(cover, stage):
-            continue  # a riding rule; and a missing thing is only said of a day the map covers wholly
+        if stage.is_rest_day:
+            result.data[stage.id] = {"waterPoints": []}
+            continue  # a riding rule
         cum = C.cumulative_km(stage)
         points = Q.points_along(stage.line, CORRIDOR_M, kinds=["water"], engine=engine)
         placed = sorted(((C.nearest_vertex_km(stage, cum, p.lat, p.lon), p) for p in points),
                         key=lambda kp: kp[0])
+        result.data[stage.id] = {"waterPoints": [_point(k, p) for k, p in C.spread(placed, MAX_WATER_POINTS)]}
+        if not C.whole(cover, stage):
+            continue  # a missing thing is only said of a day the map covers wholly
         if not placed:
             if stage.distance_km > MAX_GAP_KM:
                 near = Q.points_near(*stage.midpoint, C.NAVIGATE_SEARCH_M, kinds=["water"], engine=engine)
@@ -39,6 +45,11 @@ def compute(snap: TripSnap, engine):
             result.add(AlertFact(WATER_POINT_GAP.code, stage.id, _params(marks[i], marks[i + 1]),
                                  C.navigate(near.lat, near.lon)))
     return result
+
+
+def _point(km: float, p) -> dict:
+    return {"km": round(float(km), 1), "kind": p.subkind, "name": p.name, "lat": round(p.lat, 6),
+            "lon": round(p.lon, 6)}
 
 
 def _params(from_km: float, to_km: float) -> dict:

@@ -51,13 +51,13 @@ def point_kinds(tags) -> list[tuple[str, str]]:
     tourism, amenity, shop = tags.get("tourism"), tags.get("amenity"), tags.get("shop")
     if tourism in ACCOMMODATION:
         found.append(("accommodation", tourism))
-    if amenity in RESUPPLY_AMENITY:
+    if amenity in RESUPPLY_AMENITY and (shop is None or shop in RESUPPLY_SHOP):  # a boutique's café corner: no
         found.append(("resupply", amenity))
     if shop in RESUPPLY_SHOP:
         found.append(("resupply", shop))
-    if amenity in WATER_AMENITY or (tags.get("drinking_water") in YES and (
-            tags.get("man_made") == "water_tap" or tags.get("natural") == "spring")):
-        found.append(("water", amenity if amenity in WATER_AMENITY else tags.get("man_made") or "spring"))
+    water = _water(tags, amenity)
+    if water:
+        found.append(("water", water))
     if shop == "bicycle":
         found.append(("bike_shop", "shop" if tags.get("service:bicycle:repair") == "no" else "repair"))
     elif amenity == "bicycle_repair_station":
@@ -80,6 +80,21 @@ def point_kinds(tags) -> list[tuple[str, str]]:
     if tags.get("ford") in YES:
         found.append(("ford", "ford"))
     return found
+
+
+def _water(tags, amenity: str | None) -> str | None:
+    """The kind of drinking water an object is: amenity drinking_water or water_point; a tap, a fountain or a
+    spring marked drinkable (drinking_water=yes: one not so marked is not known to be); None otherwise."""
+    drinkable = tags.get("drinking_water")
+    if amenity in WATER_AMENITY:
+        return amenity
+    if tags.get("man_made") == "water_tap" and drinkable in YES:
+        return "water_tap"
+    if amenity == "fountain" and drinkable in YES:
+        return "fountain"
+    if tags.get("natural") == "spring" and drinkable in YES:
+        return "spring"
+    return None
 
 
 def short(value: str | None, size: int) -> str | None:

@@ -21,7 +21,7 @@ from trips.readmodels import words
 from trips.route.pacing import rider_time
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
-ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "culturalPois", "terrain")
+ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
 GROUP_STATUSES = ("done", "running", "failed", NOT_COMPUTED)
 _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
@@ -135,11 +135,19 @@ def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:
     return (candidates[0], False) if candidates else (None, False)
 
 
+def day_labels(stage: Stage) -> tuple[str | None, str | None]:
+    """(start, end) names of the day: the rider's label, else the map's nearest place (docs/RULES.md "Day labels",
+    stage.enrichment["labels"], written by trips/enrich/labels.py)."""
+    mapped = (stage.enrichment or {}).get("labels")
+    mapped = mapped if isinstance(mapped, dict) else {}
+    return stage.start_label or mapped.get("start"), stage.end_label or mapped.get("end")
+
+
 def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
     """The day inside its trip; `segments` keeps the alerts' polylines (the day read alone)."""
     timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
     extra = stage.enrichment or {}
-    mapped = extra.get("labels") or {}
+    start_label, end_label = day_labels(stage)
     rendered = alerts(stage, segments)
     return {
         "stageId": stage.id, "dayNumber": stage.day_number,
@@ -147,8 +155,7 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "elevationLoss": round(stage.elevation_loss),
         "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
         "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
-        "label": stage.label, "startLabel": stage.start_label or mapped.get("start"),
-        "endLabel": stage.end_label or mapped.get("end"),  # the rider's label wins over the map's nearest place
+        "label": stage.label, "startLabel": start_label, "endLabel": end_label,  # the rider's, else the map's
         "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
         "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),

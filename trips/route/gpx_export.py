@@ -12,7 +12,11 @@ Layout:
   with the end label (else the day label) in `<desc>`; then the day's chosen accommodation, if any (its name,
   `<link>` for http(s) URLs only, `<sym>Lodging</sym>`, `<type>accommodation</type>`).
 - `<trk>` per riding day with a geometry: `<name>` "Day N: label", `<number>` N, `<type>cycling</type>`,
-  one `<trkseg>`; coordinates with 7 decimals, elevation with 1 decimal.
+  one `<trkseg>`; coordinates with 7 decimals, elevation with 1 decimal (the track points are formatted
+  numbers written as text; every other text goes through lxml or is escaped).
+
+`iter_gpx` gives the document in chunks (the head, then each track a few thousand points at a time): a
+full-resolution route (trips/services/gpx_days.py) is never held as one tree or one string.
 
 Note that trips.route.gpx.parse_gpx reads the title of the *first track* ("Day 1: …"), not `<metadata><name>`.
 """
@@ -23,13 +27,14 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import quote, urlsplit
+from xml.sax.saxutils import escape
 
 import numpy as np
 from lxml import etree
 
-__all__ = ["GPX_NS", "DayExport", "write_gpx"]
+__all__ = ["GPX_NS", "DayExport", "iter_gpx", "write_gpx"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,7 @@ XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
 SCHEMA_LOCATION = f"{GPX_NS} {GPX_NS}/gpx.xsd"
 MAX_TEXT_CHARS = 1000
 MAX_URL_CHARS = 2048
+CHUNK_POINTS = 4096  # track points formatted and written at a time
 
 # Everything outside XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -87,13 +93,12 @@ def _safe_url(value: Any) -> str | None:
     return quote(url, safe=_URL_SAFE)
 
 
-def _format_points(geometry: Any) -> list[tuple[str, str, str | None]]:
-    """(lat, lon, ele) strings for each row: 7 decimals (longitude folded into -180..<180), elevation with
-    1 decimal or None when missing or not finite. Raises ValueError on a bad shape, a non-finite coordinate
-    or one out of range."""
+def _points(geometry: Any) -> np.ndarray:
+    """`geometry` as an (n, 2|3) float array. Raises ValueError on a bad shape, a non-finite coordinate or one
+    out of range."""
     pts = np.asarray(geometry if geometry is not None else [], dtype=np.float64)
     if pts.size == 0:
-        return []
+        return pts.reshape(0, 3)
     if pts.ndim == 1:
         pts = pts.reshape(1, -1)
     if pts.ndim != 2 or pts.shape[1] not in (2, 3):
@@ -103,6 +108,16 @@ def _format_points(geometry: Any) -> list[tuple[str, str, str | None]]:
         raise ValueError("a point has a latitude or longitude that is not a finite number")
     if (np.abs(lat) > 90).any() or (np.abs(lon) > 180).any():
         raise ValueError("a point has a latitude or longitude out of range")
+    return pts
+
+
+def _format_points(geometry: Any) -> list[tuple[str, str, str | None]]:
+    """(lat, lon, ele) strings for each row: 7 decimals (longitude folded into -180..<180), elevation with
+    1 decimal or None when missing or not finite. Raises ValueError as _points."""
+    pts = _points(geometry)
+    if len(pts) == 0:
+        return []
+    lat, lon = pts[:, 0], pts[:, 1]
     lat = np.round(lat, 7) + 0.0  # + 0.0 turns -0.0 into 0.0
     lon = np.round(lon, 7) + 0.0
     lon[lon >= 180.0] -= 360.0  # GPX longitudes are < 180
@@ -180,45 +195,62 @@ def _timestamp(when: datetime | None) -> str:
 
 def write_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
               time: datetime | None = None) -> bytes:
-    """The trip as a UTF-8 GPX 1.1 document (see the module docstring for the layout).
+    """The whole document of `iter_gpx` as one bytes object (tests, small exports)."""
+    return b"".join(iter_gpx(title, days, creator=creator, time=time))
+
+
+def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
+             time: datetime | None = None) -> Iterator[bytes]:
+    """The trip as a UTF-8 GPX 1.1 document (see the module docstring for the layout), in chunks: the head and
+    waypoints, then each track a few thousand points at a time, so a full-resolution route is never one tree.
 
     `time` is the `<metadata><time>` (default: now; a naive datetime is taken as UTC). A riding day with an
-    empty geometry gets its end waypoint but no track. Raises ValueError when a day number is not an
-    integer >= 0, or a geometry or `end` point has a bad shape, a non-finite or out-of-range latitude or
-    longitude (a non-finite elevation is left out instead).
+    empty geometry gets its end waypoint but no track. Raises ValueError (before the first chunk) when a day
+    number is not an integer >= 0, or a geometry or `end` point has a bad shape, a non-finite or out-of-range
+    latitude or longitude (a non-finite elevation is left out instead).
     """
-    root = etree.Element(f"{{{GPX_NS}}}gpx", nsmap={None: GPX_NS, "xsi": XSI_NS})
-    root.set("version", "1.1")
-    root.set("creator", clean_text(creator, 255) or "BTP")
-    root.set(f"{{{XSI_NS}}}schemaLocation", SCHEMA_LOCATION)
-
-    metadata = _sub(root, "metadata")
+    head = etree.Element(f"{{{GPX_NS}}}gpx", nsmap={None: GPX_NS, "xsi": XSI_NS})
+    metadata = _sub(head, "metadata")
     name = clean_text(title)
     if name:
         _sub(metadata, "name", name)
     _sub(metadata, "time", _timestamp(time))
 
-    tracks: list[tuple[int, str | None, list]] = []
+    tracks: list[tuple[int, str | None, Any]] = []
     for day in days:
         n = _day_number(day)
         label, end_label = clean_text(day.label), clean_text(day.end_label)
         if day.is_rest_day:
-            _wpt(root, day.end, f"Day {n}: rest day", end_label or label, "Flag, Blue", "rest_day")
+            _wpt(head, day.end, f"Day {n}: rest day", end_label or label, "Flag, Blue", "rest_day")
         else:
-            _wpt(root, day.end, f"Day {n} end", end_label or label, "Flag, Blue", "day_end")
-            points = _format_points(day.geometry)
-            if points:
-                tracks.append((n, label, points))
-        _accommodation_wpt(root, day, n)
+            _wpt(head, day.end, f"Day {n} end", end_label or label, "Flag, Blue", "day_end")
+            geometry = [] if day.geometry is None else day.geometry
+            if len(geometry):
+                _points(geometry)  # a bad point raises before the first chunk
+                tracks.append((n, label, geometry))
+        _accommodation_wpt(head, day, n)
+    return _chunks(head, creator, tracks)
 
-    for n, label, points in tracks:
-        trk = _sub(root, "trk")
-        _sub(trk, "name", f"Day {n}: {label}" if label else f"Day {n}")
-        _sub(trk, "number", str(n))
-        _sub(trk, "type", "cycling")
-        seg = _sub(trk, "trkseg")
-        for lat, lon, ele in points:
-            pt = _sub(seg, "trkpt", lat=lat, lon=lon)
-            if ele is not None:
-                _sub(pt, "ele", ele)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+def _chunks(head, creator: str | None, tracks: list) -> Iterator[bytes]:
+    """The head (metadata and waypoints, serialised by lxml) then each track: its points are numbers formatted
+    here (nothing to escape), its name escaped."""
+    head.set("version", "1.1")
+    head.set("creator", clean_text(creator, 255) or "BTP")
+    head.set(f"{{{XSI_NS}}}schemaLocation", SCHEMA_LOCATION)
+    text = etree.tostring(head, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+    closing = b"</gpx>\n"
+    if not text.endswith(closing):  # metadata is always there: the root is never self-closed
+        raise ValueError("unexpected GPX head")
+    yield text[:-len(closing)]
+    for n, label, geometry in tracks:
+        name = escape(f"Day {n}: {label}" if label else f"Day {n}")
+        yield (f"  <trk>\n    <name>{name}</name>\n    <number>{n}</number>\n    <type>cycling</type>\n"
+               "    <trkseg>\n").encode()
+        for begin in range(0, len(geometry), CHUNK_POINTS):
+            yield "".join(
+                f'      <trkpt lat="{lat}" lon="{lon}"><ele>{ele}</ele></trkpt>\n' if ele is not None else
+                f'      <trkpt lat="{lat}" lon="{lon}"/>\n'
+                for lat, lon, ele in _format_points(geometry[begin:begin + CHUNK_POINTS])).encode()
+        yield b"    </trkseg>\n  </trk>\n"
+    yield closing
