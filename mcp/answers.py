@@ -7,7 +7,8 @@ from trips.enrich import registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
-from trips.readmodels.trip import next_action, partial, settings, trip_list_item
+from trips.readmodels.trip import elevation_totals, next_action, partial, settings, trip_list_item
+from trips.route.elevation import rounded
 from trips.services.trip_reads import load_day_json
 
 # One line per day: a 30-day digest with alerts, lodgings and the weather word (17 days: the forecast horizon)
@@ -53,7 +54,7 @@ def stage_digest(stage: Stage) -> dict:
     critical = [a["message"] for a in rendered if a["severity"] == "critical"]
     return {
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
-        "elevation": round(stage.elevation), "isRestDay": stage.is_rest_day,
+        "elevation": rounded(stage.elevation), "isRestDay": stage.is_rest_day,
         "startLabel": label(stage.start_label, DIGEST_LABEL),
         "endLabel": label(stage.end_label, DIGEST_LABEL), "accommodation": digest_accommodation(stage),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
@@ -87,15 +88,23 @@ def trip_digest(trip: Trip, line=None) -> dict:
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": registry.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
-        "stages": [line(trip, s, locale) for s in stages],
+        **_climbing(stages), "stages": [line(trip, s, locale) for s in stages],
     }
+
+
+def _climbing(stages) -> dict:
+    """totalElevation (null when a day's is unknown), and elevationReason only then (bytes count)."""
+    totals = elevation_totals(stages)
+    return {"totalElevation": totals["totalElevation"],
+            **({"elevationReason": totals["elevationReason"]} if totals["elevationReason"] else {})}
 
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     """get_stage: the day read model trimmed for an agent: labels bounded, alerts without their map polylines
     (the REST stage detail carries them), at most five places to sleep with their price range."""
     full = day.stage_detail(trip, stage)
-    out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
+    out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss",
+                                "elevationReason", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})

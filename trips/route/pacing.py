@@ -105,12 +105,13 @@ class PacingSettings:
 
 @dataclass
 class StagePlan:
-    """One day. `start`/`end` are (lat, lon, ele); `geometry` is the simplified (n, 3) stage polyline."""
+    """One day. `start`/`end` are (lat, lon, ele); `geometry` is the simplified (n, 3) stage polyline. The
+    climbing is None when the day's elevation is unknown (docs/RULES.md "Elevation")."""
 
     day_number: int
     distance_km: float
-    elevation_gain_m: float
-    elevation_loss_m: float
+    elevation_gain_m: float | None
+    elevation_loss_m: float | None
     start: tuple[float, float, float]
     end: tuple[float, float, float]
     geometry: np.ndarray = field(repr=False)
@@ -142,16 +143,18 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
     return days
 
 
-def daily_targets(n_days: int, total_km: float, ascent_m: float, fatigue_factor: float,
+def daily_targets(n_days: int, total_km: float, ascent_m: float | None, fatigue_factor: float,
                   elevation_penalty: float, cap: float | None) -> list[float]:
     """Target distance (km) of each day (docs/RULES.md "Pacing").
 
     base = (D + E/p) / Σ f^i and target[n] = max(30, base·f^n − E/p/N), then min(target, cap) when a cap is
-    given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty.
+    given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty, and so
+    does an unknown ascent (None: none is invented, docs/RULES.md "Elevation").
     Raises ValueError when n_days < 1.
     """
     if n_days < 1:
         raise ValueError("n_days must be >= 1")
+    ascent_m = ascent_m or 0.0
     weights = [fatigue_factor ** i for i in range(n_days)]
     sum_f = sum(weights)
     penalty_per_day = (ascent_m / elevation_penalty) / n_days if elevation_penalty > 0 else 0.0
@@ -286,11 +289,12 @@ class RiderTime:
         return self.departure_hour + fraction * (self.riding_hours + self.breaks_hours)
 
 
-def rider_time(distance_km: float, elevation_gain_m: float, average_speed: float,
+def rider_time(distance_km: float, elevation_gain_m: float | None, average_speed: float,
                departure_hour: float) -> RiderTime:
     """Naismith-like estimate: effective speed = max(5, v − 2·(D+/500)); a 10 min break per 2 full riding
-    hours, plus 1 h lunch when the ride starts before noon and its riding time crosses noon."""
-    effective_speed = max(5.0, average_speed - 2.0 * (elevation_gain_m / 500.0))
+    hours, plus 1 h lunch when the ride starts before noon and its riding time crosses noon. An unknown climbing
+    (None) slows nothing: no penalty is invented (docs/RULES.md "Elevation")."""
+    effective_speed = max(5.0, average_speed - 2.0 * ((elevation_gain_m or 0.0) / 500.0))
     riding = distance_km / effective_speed
     breaks = math.floor(riding / 2) * (10 / 60)
     if departure_hour < 12 and departure_hour + riding > 12:
