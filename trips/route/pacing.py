@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 
-from trips.route import geo
+from trips.route import clock, geo
 
 __all__ = [
     "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
@@ -284,9 +284,21 @@ class RiderTime:
         return self.time_at(self.distance_km)
 
     def time_at(self, d_km: float) -> float:
-        """Decimal hour at which the rider reaches `d_km` (clamped to the stage)."""
+        """Decimal hour at which the rider reaches `d_km` (clamped to the stage), on the departure's clock face:
+        for display and hour buckets only; comparisons use `passage` (docs/RULES.md "Times")."""
+        return self.departure_hour + self.elapsed_at(d_km)
+
+    def elapsed_at(self, d_km: float) -> float:
+        """Hours from the departure to `d_km` (clamped to the stage)."""
         fraction = min(max(d_km / self.distance_km, 0.0), 1.0) if self.distance_km > 0 else 1.0
-        return self.departure_hour + fraction * (self.riding_hours + self.breaks_hours)
+        return fraction * (self.riding_hours + self.breaks_hours)
+
+    def passage(self, day: date, start: clock.Point, d_km: float | None = None,
+                where: clock.Point | None = None) -> datetime:
+        """The aware instant the rider reaches `d_km` (default: the arrival) of a day ridden on `day` from
+        `start`, in the local zone of `where` (default: the start) (trips/route/clock.py)."""
+        elapsed = self.elapsed_at(self.distance_km if d_km is None else d_km)
+        return clock.instant(day, self.departure_hour, elapsed, start, where)
 
 
 def rider_time(distance_km: float, elevation_gain_m: float | None, average_speed: float,
