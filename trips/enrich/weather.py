@@ -118,8 +118,8 @@ def _agg(slots: list[dict], var: str, fn):
 
 def window(stage: StageSnap, snap: TripSnap) -> tuple[int, int]:
     """The riding window's hour buckets floor(departure) .. ceil(arrival), within the local day of the start point
-    (the forecast's hours are that point's): the arrival is an instant read on the start's clock (docs/RULES.md
-    "Times"), so a day crossing a time zone or a clock change keeps its true length."""
+    (the forecast's hours are that point's): the arrival is an instant read on the start's clock
+    (docs/RULES.md "Times"), so a day crossing a time zone or a clock change keeps its true length."""
     timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, float(snap.departure_hour))
     arrival = timing.arrival_hour if stage.date is None else \
         clock.hours_since_midnight(timing.passage(stage.date, stage.start), stage.date)

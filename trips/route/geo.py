@@ -164,8 +164,8 @@ def _run_total(diffs: np.ndarray, mask: np.ndarray, threshold: float) -> float:
 
 def elevation_gain_loss(ele, threshold_m: float = NOISE_THRESHOLD_M) -> tuple[float, float] | tuple[None, None]:
     """(gain_m, loss_m), both >= 0, run-based (docs/RULES.md "Geodesy"): a climbing (or descending) run counts only
-    if its total is > `threshold_m`; (None, None) when an elevation is unknown (NaN or None: docs/RULES.md
-    "Elevation"). Raises ValueError when `ele` is not one-dimensional."""
+    if its total is > `threshold_m`; (None, None) when an elevation is unknown (NaN or None,
+    docs/RULES.md "Elevation"). Raises ValueError when `ele` is not one-dimensional."""
     e = np.asarray(ele, dtype=np.float64)
     if e.ndim != 1:
         raise ValueError("ele must be one-dimensional")
