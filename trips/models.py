@@ -82,14 +82,14 @@ class Stage(db.Model):
     position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     distance: Mapped[float] = mapped_column(sa.Float, nullable=False)
     # Climbing and descent, and the ends' elevations: None when unknown, never 0 (docs/RULES.md "Elevation").
-    elevation: Mapped[float | None] = mapped_column(sa.Float, default=0.0)
-    elevation_loss: Mapped[float | None] = mapped_column(sa.Float, default=0.0)
+    elevation: Mapped[float | None] = mapped_column(sa.Float)
+    elevation_loss: Mapped[float | None] = mapped_column(sa.Float)
     start_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
     start_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    start_ele: Mapped[float | None] = mapped_column(sa.Float, default=0.0)
+    start_ele: Mapped[float | None] = mapped_column(sa.Float)
     end_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
     end_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    end_ele: Mapped[float | None] = mapped_column(sa.Float, default=0.0)
+    end_ele: Mapped[float | None] = mapped_column(sa.Float)
     # Simplified geometry as [[lat, lon, ele], …] (ele null when unknown); never part of a trip or stage read model.
     geometry: Mapped[list] = mapped_column(sa.JSON, nullable=False)
     label: Mapped[str | None] = mapped_column(sa.String(255))

@@ -19,10 +19,10 @@ NO_ELEVATION = "this route carries no elevation"
 
 def settle(track: np.ndarray) -> np.ndarray:
     """`track` (n, 3) with its elevation known everywhere (gaps interpolated along the distance, the ends
-    held) or nowhere (all NaN). Returns `track` itself when nothing is missing."""
+    held) or nowhere (all NaN). Returns `track` itself when nothing or everything is missing."""
     ele = track[:, 2]
     known = np.isfinite(ele)
-    if known.all():
+    if known.all() or not known.any():
         return track
     out = np.array(track, dtype=np.float64)
     if len(ele) and known.mean() >= KNOWN_SHARE:
