@@ -93,21 +93,22 @@ def trip_digest(trip: Trip, line=None) -> dict:
 
 
 def _climbing(stages) -> dict:
-    """totalElevation (null when a day's is unknown), and elevationReason only then (bytes count)."""
-    totals = elevation_totals(stages)
-    return {"totalElevation": totals["totalElevation"],
-            **({"elevationReason": totals["elevationReason"]} if totals["elevationReason"] else {})}
+    """{"elevationReason": why} when a riding day's climbing is unknown (its line's `elevation` is then null),
+    else nothing: bytes count in a 30-day digest, and tools/list in its budget (docs/RULES.md "Elevation")."""
+    reason = elevation_totals(stages)["elevationReason"]
+    return {"elevationReason": reason} if reason else {}
 
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     """get_stage: the day read model trimmed for an agent: labels bounded, alerts without their map polylines
     (the REST stage detail carries them), at most five places to sleep with their price range."""
     full = day.stage_detail(trip, stage)
-    out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss",
-                                "elevationReason", "startPoint",
+    out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
+    if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
+        out["elevationReason"] = full["elevationReason"]
     out["alerts"] = [_alert(a) for a in full["alerts"]]
     out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])

@@ -129,11 +129,17 @@ def test_mcp_answers_null_climbing_and_validate_against_their_schemas(app, clien
     schemas = {t.name: t.output_schema for t in TOOLS}
     digest = payload(call(client, token, "get_trip", {"id": trip_id}))
     Draft202012Validator(schemas["get_trip"]).validate(digest)
-    assert digest["totalElevation"] is None and digest["elevationReason"] == elevation.NO_ELEVATION
+    assert digest["elevationReason"] == elevation.NO_ELEVATION and "totalElevation" not in digest
     assert all(line["elevation"] is None for line in digest["stages"])
     day = payload(call(client, token, "get_stage", {"tripId": trip_id, "stageId": trip.stages[0].id}))
     Draft202012Validator(schemas["get_stage"]).validate(day)
     assert day["elevation"] is None and day["elevationLoss"] is None and day["elevationReason"]
+    known = import_gpx(db.session.get(User, trip.user_id), io.BytesIO(gpx_from_points(POINTS)), {})
+    digest = payload(call(client, token, "get_trip", {"id": known.id}))
+    assert "elevationReason" not in digest and all(line["elevation"] is not None for line in digest["stages"])
+    day = payload(call(client, token, "get_stage", {"tripId": known.id, "stageId": known.stages[0].id}))
+    Draft202012Validator(schemas["get_stage"]).validate(day)
+    assert day["elevation"] > 0 and "elevationReason" not in day
 
 
 def test_the_old_schemas_would_have_refused_the_null():
