@@ -164,6 +164,16 @@ def test_the_share_page_says_there_is_no_elevation_instead_of_a_flat_profile(cli
     assert 'class="profile"' not in page and not re.search(r"\b0 m\b", page)
 
 
+def test_the_exports_write_no_invented_elevation(client, bare):
+    """The shared .gpx has no <ele> (not 0.0) and the shared route's points carry ele null."""
+    trip_id, headers = bare
+    code = client.post(f"/api/trips/{trip_id}/share", headers=headers).get_json()["shortCode"]
+    body = client.get(f"/s/{code}.gpx").get_data(as_text=True)
+    assert "<trkpt" in body and "<ele>" not in body
+    route = client.get(f"/api/s/{code}/route").get_json()
+    assert all(p["ele"] is None for s in route["stages"] for p in s["geometry"])
+
+
 def test_terrain_says_nothing_of_unknown_climbing(ctx):
     """No elevation_gain alert, no steep section, a null steepest gradient with its reason; the e-bike range is
     the flat one."""
