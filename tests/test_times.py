@@ -3,17 +3,22 @@ at the passage are compared as timezone-aware datetimes in the day's local zones
 
 Near Helsinki in June a day arriving at 09:53 was told "after twilight end (00:02)": astral's dusk for the date
 is the previous night's, and the clock faces were compared."""
+import io
 from datetime import date, datetime, timedelta
 
 import pytest
 
 from tests.enrich_helpers import stage, trip
+from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.test_enrich_daylight import distance_for
+from trips.core.db import atomic, db
 from trips.enrich import daylight, pois
 from trips.enrich.alerts.calendar import SUNSET_ARRIVAL_AFTER_TWILIGHT
 from trips.osm.queries import MapPoint
 from trips.route import clock
+from trips.models import Stage, Trip
 from trips.route.pacing import rider_time
+from trips.services.trips import import_gpx
 
 HELSINKI = (60.17, 24.94)
 MIDSUMMER = date(2026, 6, 20)
@@ -101,3 +106,21 @@ def test_the_passage_and_the_arrival_are_the_same_formula():
     arrival = timing.passage(MIDSUMMER, HELSINKI)
     assert clock.hours_since_midnight(arrival, MIDSUMMER) == pytest.approx(timing.arrival_hour)
     assert timing.passage(MIDSUMMER, HELSINKI, 0.0) == clock.departure(MIDSUMMER, 8, HELSINKI)
+
+
+def test_a_day_crossing_a_time_zone_stores_its_clock_shift_and_shows_the_end_points_arrival(client, rider):
+    crossing = day(VALENCA, TUI, 17.0, MIDSUMMER)
+    assert daylight.compute(crossing, None).data == {"s1": {"clockShift": 60}}
+    assert daylight.compute(day((60.10, 24.94), HELSINKI, 17.0, MIDSUMMER), None).data == {}  # one zone: nothing
+    user, headers = rider
+    made = import_gpx(user, io.BytesIO(gpx_from_points(make_points(900))), {"startDate": "2031-06-01"})
+    base = client.get(f"/api/trips/{made.id}", headers=headers).get_json()["stages"][0]["estimatedArrival"]
+    with atomic():
+        first = db.session.query(Stage).filter_by(trip_id=made.id, position=0).one()
+        first.enrichment = {**(first.enrichment or {}), "clockShift": 60}
+    shown = client.get(f"/api/trips/{made.id}", headers=headers).get_json()["stages"][0]["estimatedArrival"]
+    assert shown == f"{(int(base[:2]) + 1) % 24:02d}{base[2:]}"
+    with atomic():  # undated: whatever a dated analysis left, the start point's clock
+        db.session.get(Trip, made.id).start_date = None
+        db.session.get(Trip, made.id).end_date = None
+    assert client.get(f"/api/trips/{made.id}", headers=headers).get_json()["stages"][0]["estimatedArrival"] == base

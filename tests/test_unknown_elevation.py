@@ -13,19 +13,23 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
+from mcp.tools import TOOLS
+
 from tests.enrich_helpers import stage as snap_stage
 from tests.enrich_helpers import trip as snap_trip
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_enrich_dispatch import settle
+from trips.computations import block_status
 from trips.core.db import atomic, db
-from trips.enrich import registry, terrain
+from trips.enrich import registry, terrain, wind
 from trips.enrich.alerts import terrain as terrain_alerts
 from oauth.models import User
 from trips.models import Computation, Stage, Trip
 from trips.route import elevation
 from trips.route.gpx import ParsedRoute, parse_gpx
 from trips.route.pacing import plan_stages, rider_time
+from trips.route.source_formats import checked
 from trips.services import pipeline
 from trips.services.trips import import_gpx
 
@@ -75,8 +79,6 @@ def test_pacing_invents_no_elevation_penalty():
 
 def test_a_service_route_without_elevation_is_stored_unknown(ctx, rider):
     """A Komoot tour whose points carry no `alt`: the stored route's climbing is null, the days' too."""
-    from trips.route.source_formats import checked
-
     user, _ = rider
     track = np.array([(lat, lon, math.nan) for lat, lon, _ in POINTS[:900]])
     route = checked(ParsedRoute(title="T", tracks=[track]))
@@ -121,8 +123,6 @@ def test_a_route_with_elevation_keeps_its_figures_and_no_reason(client, rider):
 
 
 def test_mcp_answers_null_climbing_and_validate_against_their_schemas(app, client, bare):
-    from mcp.tools import TOOLS
-
     trip_id, _ = bare
     trip = db.session.get(Trip, trip_id)
     token = mcp_token(app, db.session.get(User, trip.user_id))
@@ -144,8 +144,6 @@ def test_mcp_answers_null_climbing_and_validate_against_their_schemas(app, clien
 
 def test_the_old_schemas_would_have_refused_the_null():
     """The schemas' nullability is needed: an integer-only `elevation` refuses the honest answer."""
-    from mcp.tools import TOOLS
-
     schema = next(t.output_schema for t in TOOLS if t.name == "get_stage")
     assert not Draft202012Validator({"type": "integer"}).is_valid(None)
     assert Draft202012Validator(schema["properties"]["elevation"]).is_valid(None)
@@ -216,8 +214,6 @@ def test_weather_failed_and_wind_done_is_a_failed_weather_category_everywhere(ap
 
 
 def test_a_category_is_done_only_when_all_its_computations_are():
-    from trips.computations import block_status
-
     assert block_status(["done", "done"]) == "done"
     assert block_status(["failed", "done"]) == "failed"
     assert block_status(["done", "failed"]) == "failed"
@@ -244,8 +240,6 @@ def test_wind_and_fords_read_only_a_forecast_for_the_days_current_date(rider):
     assert current.stages[0].weather and current.stages[0].weather["windSpeed"] == 40.0
     moved = _with_forecast(rider, "2031-05-20")  # stored for a date the day no longer has
     assert all(s.weather is None for s in moved.stages)
-    from trips.enrich import wind
-
     assert wind.compute(moved, None).alerts == {}  # no day looked at with another date's forecast
 
 

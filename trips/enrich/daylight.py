@@ -80,14 +80,29 @@ def check(snap: TripSnap, stage: StageSnap) -> AlertFact | None:
                      {"kind": "auto_fix", "departureHour": hour})
 
 
+def clock_shift(snap: TripSnap, stage: StageSnap) -> int:
+    """Minutes the end point's clock is ahead of the start point's at the arrival (a day crossing a time zone):
+    the read models add it to the arrival's clock face, so `estimatedArrival` is the end point's local time
+    without a time-zone lookup in the web worker (docs/RULES.md "Times"). 0 on a rest day."""
+    if stage.is_rest_day or stage.date is None:
+        return 0
+    timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, snap.departure_hour)
+    there, here = timing.passage(stage.date, stage.start, where=stage.end), timing.passage(stage.date, stage.start)
+    return round((there.utcoffset() - here.utcoffset()) / timedelta(minutes=1))
+
+
 def compute(snap: TripSnap, engine) -> Result:
-    """Every day of a dated trip looked at; the alert where the arrival is after twilight. Needs no map.
+    """Every day of a dated trip looked at; the alert where the arrival is after twilight, and `clockShift` on a day
+    whose end point's clock differs from its start's. Needs no map.
     Raises nothing for a day without twilight (polar), only for a broken snapshot."""
     result = Result()
     for stage in snap.stages:
         if stage.date is None:
             continue
         result.ran_on(stage.id)
+        shift = clock_shift(snap, stage)
+        if shift:
+            result.data[stage.id] = {"clockShift": shift}
         fact = check(snap, stage)
         if fact is not None:
             result.add(fact)

@@ -101,7 +101,7 @@ _add(labels, "route", (GEOMETRY,), ("labels",))
 # Withheld without a start date. The calendar reads only the dates (DATES only); the
 # daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
 _add(calendar, "context", (DATES,), dated=True)
-_add(daylight, "terrain_security", (GEOMETRY, DATES), dated=True)
+_add(daylight, "terrain_security", (GEOMETRY, DATES), ("clockShift",), dated=True)
 
 
 def categories() -> dict[str, tuple[str, ...]]:

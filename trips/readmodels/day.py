@@ -158,12 +158,19 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
         "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
-        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
+        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour + _shift(trip, extra)),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
         **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
         # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
         "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),
     }
+
+
+def _shift(trip: Trip, extra: dict) -> float:
+    """Hours the day's end point's clock is ahead of its start's (daylight's `clockShift`, docs/RULES.md "Times");
+    0 on an undated trip, whatever an earlier dated analysis left."""
+    shift = extra.get("clockShift") if trip.start_date is not None else None
+    return shift / 60 if isinstance(shift, (int, float)) and not isinstance(shift, bool) else 0.0
 
 
 def _clock(hour: float) -> str:
