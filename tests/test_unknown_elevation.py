@@ -20,6 +20,7 @@ from tests.enrich_helpers import trip as snap_trip
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_enrich_dispatch import settle
+from tests.test_pipeline import reload, run_jobs
 from trips.computations import block_status
 from trips.core.db import atomic, db
 from trips.enrich import registry, terrain, wind
@@ -271,3 +272,34 @@ def test_stage_and_route_columns_accept_null(rider):
     assert db.session.get(Trip, trip.id).route.elevation_gain is None
     assert db.session.query(Computation).filter_by(trip_id=trip.id, name="stages").one().status == "done"
     assert date  # imported for the dated fixtures above
+
+
+def test_a_routers_line_without_elevation_draws_no_flat_profile(app, client, rider, fake_valhalla, monkeypatch):
+    """Valhalla gives no elevation: the day's line keeps its climbing and end elevations, and its points carry
+    ele null (they were 0: a flat 0 m profile and a 0 % steepest gradient)."""
+    user, headers = rider
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(POINTS)), {})
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
+    day = trip.stages[0]
+    climbing, start_ele = day.elevation, day.start_ele
+    lat, lon, _ = day.geometry[len(day.geometry) // 2]
+    fake_valhalla.set_route([(day.start_lat, day.start_lon), (lat + 0.01, lon), (day.end_lat, day.end_lon)],
+                            length_km=81.5)
+    client.post(f"/api/trips/{trip.id}/stages/{day.id}/poi-waypoint", headers=headers,
+                json={"lat": lat + 0.01, "lon": lon})
+    run_jobs(app)
+    day = reload(trip.id).stages[0]
+    assert not day.approximate and all(p[2] is None for p in day.geometry)
+    assert day.elevation == climbing > 0 and day.start_ele == start_ele
+
+
+def test_a_day_added_by_hand_without_elevation_has_unknown_climbing(client, rider):
+    user, headers = rider
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(POINTS)), {})
+    body = client.post(f"/api/trips/{trip.id}/stages", headers={**headers, "If-Match": '"1"'},
+                       json={"startPoint": {"lat": 45.5, "lon": 5.5}, "endPoint": {"lat": 45.6, "lon": 5.6}})
+    assert body.status_code in (200, 201), body.get_json()
+    days = client.get(f"/api/trips/{trip.id}", headers=headers).get_json()["stages"]
+    added = days[-1]
+    assert added["elevation"] is None and added["elevationReason"] == elevation.NO_ELEVATION
+    assert added["startPoint"]["ele"] is None

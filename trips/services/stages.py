@@ -65,7 +65,7 @@ def _check_day_line(trip: Trip, start: list[float], end: list[float], replacing:
 
 
 def _point(p: dict) -> list[float]:
-    return [p["lat"], p["lon"], p.get("ele", 0.0)]
+    return [p["lat"], p["lon"], p.get("ele")]  # no ele: unknown, not 0 (docs/RULES.md "Elevation")
 
 
 def _start(stage: Stage) -> list[float]:
