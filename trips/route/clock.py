@@ -31,11 +31,15 @@ def _zone_name(lat: float, lon: float) -> str | None:
     return _finder.timezone_at(lng=lon, lat=lat)
 
 
-@lru_cache(maxsize=4096)
 def zone_at(lat: float, lon: float) -> ZoneInfo:
     """The time zone at the point (at sea: the nautical Etc/GMT±n zone timezonefinder answers); UTC when there is
     none or the system has no such zone."""
-    name = _zone_name(round(lat, 4), round(lon, 4))
+    return _zone(round(float(lat), 4), round(float(lon), 4))
+
+
+@lru_cache(maxsize=4096)
+def _zone(lat: float, lon: float) -> ZoneInfo:
+    name = _zone_name(lat, lon)
     try:
         return ZoneInfo(name) if name else ZoneInfo("UTC")
     except ZoneInfoNotFoundError:
