@@ -27,13 +27,13 @@ from trips.enrich import registry, terrain, wind
 from trips.enrich.alerts import terrain as terrain_alerts
 from oauth.models import User
 from trips.models import Computation, Stage, Trip
-from trips.route import elevation
 from trips.route.gpx import ParsedRoute, parse_gpx
 from trips.route.pacing import plan_stages, rider_time
 from trips.route.source_formats import checked
 from trips.services import pipeline
 from trips.services.trips import import_gpx
 
+REASON = "this route carries no elevation"
 POINTS = make_points(2400, step_m=100.0, climb_m=900.0)  # 240 km with 900 m up and down: three days
 
 
@@ -48,22 +48,7 @@ def bare_gpx(points, keep=lambda i: False) -> bytes:
 def test_a_gpx_without_elevation_parses_to_unknown_not_zero():
     points = parse_gpx(bare_gpx(POINTS[:50])).points
     assert np.isnan(points[:, 2]).all()
-    assert elevation.settle(points) is points  # nothing to settle: unknown everywhere
     assert pipeline.elevation_gain_loss(points[:, 2]) == (None, None)
-
-
-@pytest.mark.parametrize("share,known", [(0.95, True), (0.5, False), (0.0, False)])
-def test_a_partly_elevated_track_is_known_only_when_most_points_carry_one(share, known):
-    every = round(1 / (1 - share)) if share < 1 else 0
-    points = parse_gpx(bare_gpx(POINTS[:400], keep=lambda i: not every or i % every)).points if share else \
-        parse_gpx(bare_gpx(POINTS[:400])).points
-    settled = elevation.settle(points)
-    assert np.isfinite(settled[:, 2]).all() is known or bool(np.isfinite(settled[:, 2]).all()) == known
-    if known:  # the gaps are interpolated between their neighbours: no dip to 0
-        assert settled[:, 2].min() >= min(p[2] for p in POINTS[:400]) - 1e-6
-        assert np.allclose(settled[:, 2], [p[2] for p in POINTS[:400]], atol=1.5)
-    else:
-        assert np.isnan(settled[:, 2]).all()
 
 
 def test_pacing_invents_no_elevation_penalty():
@@ -106,13 +91,13 @@ def test_rest_answers_null_climbing_with_the_reason(client, bare):
     body = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()
     assert len(body["stages"]) == 3
     assert body["totalElevation"] is None and body["totalElevationLoss"] is None
-    assert body["elevationReason"] == elevation.NO_ELEVATION
+    assert body["elevationReason"] == REASON
     day = body["stages"][0]
     assert day["elevation"] is None and day["elevationLoss"] is None and day["elevationReason"]
     assert day["startPoint"]["ele"] is None and day["endPoint"]["ele"] is None
     assert day["ridingHours"] == pytest.approx(rider_time(day["distance"], 0.0, 15.0, 8).riding_hours, abs=0.05)
     detail = client.get(f"/api/trips/{trip_id}/stages/{day['stageId']}", headers=headers).get_json()
-    assert detail["elevation"] is None and detail["elevationReason"] == elevation.NO_ELEVATION
+    assert detail["elevation"] is None and detail["elevationReason"] == REASON
 
 
 def test_a_route_with_elevation_keeps_its_figures_and_no_reason(client, rider):
@@ -130,7 +115,7 @@ def test_mcp_answers_null_climbing_and_validate_against_their_schemas(app, clien
     schemas = {t.name: t.output_schema for t in TOOLS}
     digest = payload(call(client, token, "get_trip", {"id": trip_id}))
     Draft202012Validator(schemas["get_trip"]).validate(digest)
-    assert digest["elevationReason"] == elevation.NO_ELEVATION and "totalElevation" not in digest
+    assert digest["elevationReason"] == REASON and "totalElevation" not in digest
     assert all(line["elevation"] is None for line in digest["stages"])
     day = payload(call(client, token, "get_stage", {"tripId": trip_id, "stageId": trip.stages[0].id}))
     Draft202012Validator(schemas["get_stage"]).validate(day)
@@ -184,7 +169,7 @@ def test_terrain_says_nothing_of_unknown_climbing(ctx):
     ebike = next(f for f in result.alerts["s1"] if f.code == terrain_alerts.EBIKE_RANGE_EXCEEDED.code)
     assert ebike.params["range"] == terrain.EBIKE_RANGE_KM
     data = result.data["s1"]["terrain"]
-    assert data["steepestPct"] is None and data["elevationReason"] == elevation.NO_ELEVATION
+    assert data["steepestPct"] is None and data["elevationReason"] == REASON
 
 
 # --- categories and dependents -------------------------------------------------------------------------------
@@ -257,12 +242,6 @@ def test_a_stored_line_with_unknown_elevation_snapshots_as_nan(rider):
     assert all(math.isnan(p[2]) for p in snap.stages[0].geometry)
 
 
-def test_merging_days_keeps_unknown_climbing_unknown():
-    assert elevation.add(None, 120.0) is None and elevation.add(80.0, 120.0) == 200.0
-    assert elevation.rows(np.array([[1.0, 2.0, math.nan], [1.0, 2.1, 5.0]])) == [[1.0, 2.0, None], [1.0, 2.1, 5.0]]
-    assert elevation.value(math.nan) is None and elevation.value(None) is None and elevation.value(3) == 3.0
-
-
 def test_stage_and_route_columns_accept_null(rider):
     user, _ = rider
     trip = import_gpx(user, io.BytesIO(bare_gpx(POINTS[:900])), {})
@@ -301,5 +280,5 @@ def test_a_day_added_by_hand_without_elevation_has_unknown_climbing(client, ride
     assert body.status_code in (200, 201), body.get_json()
     days = client.get(f"/api/trips/{trip.id}", headers=headers).get_json()["stages"]
     added = days[-1]
-    assert added["elevation"] is None and added["elevationReason"] == elevation.NO_ELEVATION
+    assert added["elevation"] is None and added["elevationReason"] == REASON
     assert added["startPoint"]["ele"] is None
