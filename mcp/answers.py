@@ -7,7 +7,8 @@ from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
-from trips.readmodels.trip import next_action, partial, settings, trip_list_item
+from trips.readmodels.trip import elevation_totals, next_action, partial, settings, trip_list_item
+from trips.route.elevation import rounded
 from trips.services.trip_reads import load_day_json
 
 # One line per day: a 30-day digest with alerts, lodgings, the weather word (17 days: the forecast horizon) and
@@ -68,7 +69,7 @@ def stage_digest(stage: Stage) -> dict:
     start, end = day.day_labels(stage)  # the rider's labels, else the map's (docs/RULES.md "Day labels")
     return {
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
-        "elevation": round(stage.elevation), "isRestDay": stage.is_rest_day,
+        "elevation": rounded(stage.elevation), "isRestDay": stage.is_rest_day,
         "startLabel": label(start, DIGEST_LABEL), "endLabel": label(end, DIGEST_LABEL),
         "accommodation": digest_accommodation(stage),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
@@ -102,8 +103,15 @@ def trip_digest(trip: Trip, line=None) -> dict:
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": registry.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
-        "stages": [line(trip, s, locale) for s in stages],
+        **_climbing(stages), "stages": [line(trip, s, locale) for s in stages],
     }
+
+
+def _climbing(stages) -> dict:
+    """{"elevationReason": why} when a riding day's climbing is unknown (its line's `elevation` is then null),
+    else nothing: bytes count in a 30-day digest, and tools/list in its budget (docs/RULES.md "Elevation")."""
+    reason = elevation_totals(stages)["elevationReason"]
+    return {"elevationReason": reason} if reason else {}
 
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
@@ -114,6 +122,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
+    if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
+        out["elevationReason"] = full["elevationReason"]
     out["alerts"] = [_alert(a) for a in full["alerts"]]
     out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])

@@ -126,6 +126,7 @@ def point_out(what: str) -> dict:
     return in_words(f"{what}: lat, lon (degrees), ele (metres).")
 
 
+ELEVATION_REASON = string("Why null.")
 DAY_START = nullable(string("Where the day starts."))
 DAY_END = nullable(string("Where the day ends."))
 FIRST_DAY = nullable(string("YYYY-MM-DD."))

@@ -47,7 +47,7 @@ def reference_points(data: bytes) -> np.ndarray:
     rows = []
     for p in root.iter("{*}trkpt"):
         ele = next((c.text for c in p if etree.QName(c).localname == "ele"), None)
-        rows.append((float(p.get("lat")), float(p.get("lon")), float(ele) if ele and ele.strip() else 0.0))
+        rows.append((float(p.get("lat")), float(p.get("lon")), float(ele) if ele and ele.strip() else np.nan))
     return np.array(rows).reshape(-1, 3)
 
 
@@ -73,7 +73,7 @@ def test_track_points_with_and_without_namespace(ns):
     route = parse_gpx(data)
     assert len(route.tracks) == 1
     assert route.tracks[0].dtype == np.float64
-    assert route.tracks[0].tolist() == [[45.1, 5.2, 210.5], [45.2, 5.3, 211.0], [45.3, 5.4, 0.0]]
+    assert comparable(route.tracks[0]) == [[45.1, 5.2, 210.5], [45.2, 5.3, 211.0], [45.3, 5.4, None]]
 
 
 def test_prefixed_namespace():
@@ -83,16 +83,18 @@ def test_prefixed_namespace():
     assert route.title == "P" and route.points.tolist() == [[1.0, 2.0, 3.0]]
 
 
-def test_missing_or_blank_elevation_is_zero_and_bad_elevation_refused():
+def test_missing_or_blank_elevation_is_unknown_not_zero_and_bad_elevation_refused():
+    """docs/RULES.md "Elevation": a point without <ele> (or with a blank one) has an unknown elevation, NaN, not 0."""
     data = gpx(trk(pt(1, 2, "") + pt(1, 3) + pt(1, 4, 5) + pt(1, 5, extra="<time>2024-01-01T00:00:00Z</time>")))
-    assert parse_gpx(data).points[:, 2].tolist() == [0.0, 0.0, 5.0, 0.0]
+    assert comparable(parse_gpx(data).points)[:4] == [[1, 2, None], [1, 3, None], [1, 4, 5.0], [1, 5, None]]
+    refused(gpx(trk(pt(1, 2, "inf"))), "A track point has an elevation that is not a number.")
     assert refused(gpx(trk(pt(1, 2, "high")))) == "A track point has an elevation that is not a number."
     refused(gpx(trk(pt(1, 2, "nan"))), "A track point has an elevation that is not a number.")
 
 
 def test_routes_and_waypoints_are_ignored():
     body = '<wpt lat="9" lon="9"><name>W</name></wpt><rte><name>R</name><rtept lat="8" lon="8"/></rte>'
-    assert parse_gpx(gpx(body + trk(pt(1, 2), "T"))).points.tolist() == [[1.0, 2.0, 0.0]]
+    assert comparable(parse_gpx(gpx(body + trk(pt(1, 2), "T"))).points) == [[1.0, 2.0, None]]
     refused(gpx(body), "The GPX file has no track points.")
 
 
@@ -110,7 +112,7 @@ def test_split_tracks_gives_one_array_per_trk():
     data = gpx(two_segs + trk("", "empty") + trk(pt(2, 1) + pt(2, 2), "B"))
     route = parse_gpx(data, split_tracks=True)
     assert [t[:, :2].tolist() for t in route.tracks] == [[[1, 1], [1, 2], [1, 3]], [[2, 1], [2, 2]]]
-    assert np.array_equal(route.points, parse_gpx(data).points)
+    assert same(route.points, parse_gpx(data).points)
 
 
 
@@ -125,10 +127,10 @@ def test_long_tracks_keep_every_point_in_order_across_chunks_and_segments(monkey
             for a, b in zip(cuts, cuts[1:])]
     data = gpx(f"<trk>{''.join(segs[:3])}</trk><trk>{''.join(segs[3:])}</trk>")
     route = parse_gpx(data)
-    assert np.array_equal(route.points[:, 0], lat) and np.array_equal(route.points[:, 1], lon)
+    assert same(route.points[:, 0], lat) and same(route.points[:, 1], lon)
     split = parse_gpx(data, split_tracks=True)
     assert [len(t) for t in split.tracks] == [9_001, 20_999]
-    assert np.array_equal(np.concatenate(split.tracks), route.points)
+    assert same(np.concatenate(split.tracks), route.points)
 
 # ------------------------------------------------------------------ title
 
@@ -181,7 +183,7 @@ def test_chunk_boundaries_do_not_matter(chunk, monkeypatch):
     for source in (data, Dribble(data, chunk, most=2 * chunk)):
         route = parse_gpx(source)
         assert route.title == "C"
-        assert np.array_equal(route.points, expected)
+        assert same(route.points, expected)
 
 
 def test_utf16_document_is_read():
@@ -316,7 +318,17 @@ def outcome(data, **kw):
         route = parse_gpx(data, **kw)
     except GpxError as exc:
         return "refused", exc.message
-    return route.title, [t.tolist() for t in route.tracks]
+    return route.title, [comparable(t) for t in route.tracks]
+
+
+def same(a, b) -> bool:
+    """Equal arrays, a missing elevation (NaN) equal to another."""
+    return np.array_equal(a, b, equal_nan=True)
+
+
+def comparable(points) -> list:
+    """Points as lists, a missing elevation (NaN) as None so that two readings compare equal."""
+    return [[None if v != v else v for v in row] for row in np.asarray(points).tolist()]
 
 
 def fast_points(monkeypatch) -> list:
@@ -345,11 +357,11 @@ def test_plain_segments_are_read_by_the_fast_path_with_the_same_result(monkeypat
     seen = fast_points(monkeypatch)
     route = parse_gpx(data)
     assert seen[0] == 10_000 and route.title == "F"
-    assert np.array_equal(route.points, np.tile(np.column_stack((lat, lon, ele)), (2, 1)))
+    assert same(route.points, np.tile(np.column_stack((lat, lon, ele)), (2, 1)))
     monkeypatch.setattr(gpx_module, "_CHUNK_BYTES", 333)
-    assert np.array_equal(parse_gpx(Dribble(data, 3, most=900)).points, route.points)
+    assert same(parse_gpx(Dribble(data, 3, most=900)).points, route.points)
     lxml_only(monkeypatch)
-    assert np.array_equal(parse_gpx(data).points, route.points)
+    assert same(parse_gpx(data).points, route.points)
 
 
 @pytest.mark.parametrize("lat, lon, ele", [
@@ -513,4 +525,4 @@ def test_many_segments_cost_linear_time(points_per_segment, monkeypatch):
     assert len(route.points) == n_segments * points_per_segment
     assert scanned[0] <= 4 * len(data)
     lxml_only(monkeypatch)
-    assert np.array_equal(parse_gpx(data).points, route.points)
+    assert same(parse_gpx(data).points, route.points)

@@ -48,3 +48,44 @@ def test_upgrade_from_empty_matches_the_models_and_downgrades(tmp_path, redis_se
         assert set(sa.inspect(db.engine).get_table_names()) <= {"alembic_version"}
         upgrade()
         db.engine.dispose()
+
+
+def _row(table: sa.Table, **given) -> dict:
+    """A row of `table` with every required column filled with a plain value of its type."""
+    from datetime import date, datetime
+
+    plain = {sa.Integer: 1, sa.Float: 0.5, sa.Boolean: False, sa.DateTime: datetime(2031, 1, 1),
+             sa.Date: date(2031, 1, 1), sa.LargeBinary: b"", sa.JSON: [], sa.String: "x", sa.Text: "x"}
+    row = {}
+    for column in table.columns:
+        if column.name in given or column.nullable or column.server_default is not None:
+            continue
+        row[column.name] = next((v for t, v in plain.items() if isinstance(column.type, t)), "x")
+    return {**row, **given}
+
+
+def test_0013_keeps_unknown_elevation_null_and_downgrades_it_to_zero(tmp_path, redis_server):
+    """docs/RULES.md "Elevation": the climbing columns take null (unknown) from 0013; going back down writes 0."""
+    from app import create_app
+
+    app = create_app({"DATABASE_URL": _empty_database_url(tmp_path), "REDIS_URL": redis_server,
+                      "BTP_INSTANCE_DIR": str(tmp_path), "BTP_SECRET_KEY": "x"}, environ={})
+    with app.app_context():
+        upgrade(revision="0013")
+        meta = sa.MetaData()
+        meta.reflect(bind=db.engine, only=("user_account", "trip", "trip_route", "stage"))
+        t = meta.tables
+        with db.engine.begin() as conn:
+            conn.execute(t["user_account"].insert().values(**_row(t["user_account"], id="u1", email="a@b.c")))
+            conn.execute(t["trip"].insert().values(**_row(t["trip"], id="t1", user_id="u1")))
+            conn.execute(t["trip_route"].insert().values(**_row(t["trip_route"], trip_id="t1", elevation_gain=None)))
+            conn.execute(t["stage"].insert().values(**_row(t["stage"], id="s1", trip_id="t1", elevation=None,
+                                                            start_ele=None)))
+        with db.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT elevation, start_ele FROM stage")).one() == (None, None)
+        downgrade(revision="0012")
+        with db.engine.connect() as conn:
+            assert conn.execute(sa.text("SELECT elevation, start_ele FROM stage")).one() == (0, 0)
+            assert conn.execute(sa.text("SELECT elevation_gain FROM trip_route")).one() == (0,)
+        downgrade(revision="base")
+        db.engine.dispose()

@@ -125,7 +125,7 @@ def test_komoot_tour_default_title_and_js_escapes(fake_thirdparty):
     fake_thirdparty.set_response("/tour/2", page, "text/html")
     route = fetch_route(SourceRef("komoot_tour", "2"), fake_thirdparty.source_config())
     assert route.title == "L'Alpe été"
-    np.testing.assert_allclose(route.tracks[0], [[45, 6, 1], [45.1, 6.1, 0]])
+    np.testing.assert_allclose(route.tracks[0], [[45, 6, 1], [45.1, 6.1, np.nan]])  # no alt: unknown, not 0
 
 
 def test_komoot_page_without_payload(fake_thirdparty):
@@ -200,7 +200,7 @@ def test_invalid_coordinates_dropped_and_no_points(fake_thirdparty):
                                         (float("nan"), 5.0, 0.0), good[1], (45.0, 5.0, float("inf")), good[2]])
     route = fetch_route(SourceRef("ride_with_gps", "1"), fake_thirdparty.source_config())
     assert route.title is None
-    np.testing.assert_allclose(route.tracks[0], np.array([good[0], good[1], (45.0, 5.0, 0.0), good[2]]))
+    np.testing.assert_allclose(route.tracks[0], np.array([good[0], good[1], (45.0, 5.0, np.nan), good[2]]))
     fake_thirdparty.add_rwgps(2, "nothing", [(95.0, 5.0, 0.0)])
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("ride_with_gps", "2"), fake_thirdparty.source_config())

@@ -57,12 +57,13 @@ def status_of(trip: Trip, name: str) -> str | None:
 
 
 def block_status(statuses: list[str]) -> str | None:
-    """A category's status: running while any runs, failed when all failed, else done (None when untracked)."""
+    """A category's status: running while any runs, failed as soon as one failed (weather failed and wind done
+    is not a done weather category: docs/RULES.md "Enrichments"), else done (None when untracked)."""
     if not statuses:
         return None
     if any(s in ACTIVE for s in statuses):
         return "running"
-    if "failed" in statuses and "done" not in statuses:
+    if "failed" in statuses:
         return "failed"
     return "done"
 

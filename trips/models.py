@@ -67,8 +67,9 @@ class TripRoute(db.Model):
     point_count: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     track_ends: Mapped[list] = mapped_column(sa.JSON, nullable=False)
     distance_km: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    elevation_gain: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    elevation_loss: Mapped[float] = mapped_column(sa.Float, nullable=False)
+    # None: the route carries no elevation (docs/RULES.md "Elevation"), and its points' elevations are NaN.
+    elevation_gain: Mapped[float | None] = mapped_column(sa.Float)
+    elevation_loss: Mapped[float | None] = mapped_column(sa.Float)
 
 
 class Stage(db.Model):
@@ -80,15 +81,16 @@ class Stage(db.Model):
     trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), nullable=False)
     position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     distance: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    elevation: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
-    elevation_loss: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    # Climbing and descent, and the ends' elevations: None when unknown, never 0 (docs/RULES.md "Elevation").
+    elevation: Mapped[float | None] = mapped_column(sa.Float)
+    elevation_loss: Mapped[float | None] = mapped_column(sa.Float)
     start_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
     start_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    start_ele: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
+    start_ele: Mapped[float | None] = mapped_column(sa.Float)
     end_lat: Mapped[float] = mapped_column(sa.Float, nullable=False)
     end_lon: Mapped[float] = mapped_column(sa.Float, nullable=False)
-    end_ele: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.0)
-    # Simplified geometry as [[lat, lon, ele], …]; never part of a trip or stage read model.
+    end_ele: Mapped[float | None] = mapped_column(sa.Float)
+    # Simplified geometry as [[lat, lon, ele], …] (ele null when unknown); never part of a trip or stage read model.
     geometry: Mapped[list] = mapped_column(sa.JSON, nullable=False)
     label: Mapped[str | None] = mapped_column(sa.String(255))
     start_label: Mapped[str | None] = mapped_column(sa.String(255))

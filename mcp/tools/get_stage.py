@@ -12,8 +12,9 @@ PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommoda
                 "closed that day), phone, website, address (if mapped)")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
-    "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.integer("Metres up."),
-    "elevationLoss": s.integer("Metres down."), "startPoint": s.point_out("Start"), "endPoint": s.point_out("End"),
+    "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.nullable(s.integer("Metres up.")),
+    "elevationLoss": s.nullable(s.integer("Metres down.")), "elevationReason": s.ELEVATION_REASON,
+    "startPoint": s.point_out("Start"), "endPoint": s.point_out("End"),
     "isRestDay": s.REST_DAY, "label": s.nullable(s.string("The day's.")), "startLabel": s.DAY_START,
     "endLabel": s.DAY_END,
     "ridingHours": s.number("Hours."), "estimatedArrival": s.nullable(s.string("HH:MM local.")),

@@ -4,7 +4,7 @@ from mcp.tools.base import Tool
 
 DAY = s.obj({
     "stageId": s.string("For get_stage and the edits."), "dayNumber": s.integer("1-based."), "distance": s.KM,
-    "elevation": s.integer("Metres up."), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
+    "elevation": s.nullable(s.integer("Metres up.")), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
     "accommodation": s.nullable(s.string("The chosen place to sleep, else \"suggested: \" and the best; "
                                          "€ a night.")),
     "alertCount": s.integer("Every group's (get_stage lists them)."),
@@ -23,6 +23,7 @@ OUTPUT = s.obj({
     "outOfZone": s.boolean("Leaves the imported map areas: map-based analyses cover the part inside."),
     "categoryStatus": s.category_status("running, done, failed or superseded"),
     "stageCount": s.DAYS, "totalDistance": s.number("Km, rest days excluded."),
+    "elevationReason": s.ELEVATION_REASON,
     "stages": s.array(DAY, "One line per day."),
 }, required=("id", "version", "status", "partial", "stages"))
 

@@ -43,7 +43,7 @@ def nullable(field: fields.Field) -> fields.Field:
 class PointOut(Answer):
     lat = fields.Float(validate=validate.Range(-90, 90))
     lon = fields.Float(validate=validate.Range(-180, 180))
-    ele = fields.Float(metadata={"description": "Elevation in metres."})
+    ele = nullable(fields.Float(metadata={"description": "Elevation in metres, null when the route carries none."}))
 
 
 class AccommodationOut(Schema):
@@ -129,8 +129,9 @@ class StageSummaryOut(Answer):
     stageId = fields.String(metadata={"format": "uuid"})
     dayNumber = fields.Integer(validate=validate.Range(min=1))
     distance = fields.Float(metadata={"description": "Kilometres."})
-    elevation = fields.Integer(metadata={"description": "Climbing, metres."})
-    elevationLoss = fields.Integer(metadata={"description": "Descent, metres."})
+    elevation = nullable(fields.Integer(metadata={"description": "Climbing, metres; null: unknown."}))
+    elevationLoss = nullable(fields.Integer(metadata={"description": "Descent, metres; null: unknown."}))
+    elevationReason = nullable(fields.String(metadata={"description": "Why the climbing is null."}))
     startPoint = fields.Nested(PointOut)
     endPoint = fields.Nested(PointOut)
     label = nullable(fields.String())
@@ -212,8 +213,9 @@ class TripDetailOut(Answer):
     outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas: the map-based "
                                                         "analyses cover only the part inside them."})
     totalDistance = fields.Float()
-    totalElevation = fields.Integer()
-    totalElevationLoss = fields.Integer()
+    totalElevation = nullable(fields.Integer(metadata={"description": "Null when a day's climbing is unknown."}))
+    totalElevationLoss = nullable(fields.Integer())
+    elevationReason = nullable(fields.String(metadata={"description": "Why the climbing is null."}))
     computations = fields.List(fields.Nested(ComputationOut))
     categoryStatus = fields.List(fields.Nested(CategoryStatusOut))
     stages = fields.List(fields.Nested(StageSummaryOut))

@@ -25,8 +25,8 @@ class StageSnap:
     day_number: int
     is_rest_day: bool
     distance_km: float
-    elevation_gain_m: float
-    elevation_loss_m: float
+    elevation_gain_m: float | None  # None: unknown (docs/RULES.md "Elevation")
+    elevation_loss_m: float | None
     start: Point
     end: Point
     geometry: tuple[Vertex, ...]

@@ -1,13 +1,14 @@
-"""Daylight (docs/RULES.md "Daylight"): on each riding day of a dated trip, the civil
-twilight end at the day's end point, on the day's date (`astral`, solar depression 6°), in the local time of
-that point (`timezonefinder`, its default file-backed mode: the polygons stay on disk, not in each worker's
-memory); the alert fires when the estimated arrival (departureHour + riding time, trips.route.pacing, the one
-formula) is later. Its auto-fix is the departure hour that would arrive by twilight,
-max(5, floor(twilight − (arrival − departureHour))).
+"""Daylight (docs/RULES.md "Daylight"): on each riding day of a dated trip, the civil twilight
+end of that day's evening (the first after its solar noon) at the day's end point (`astral`, solar depression 6°), compared as an instant
+with the estimated arrival (departureHour on the day's date at its start point + riding time, trips.route.pacing
+and trips/route/clock.py: docs/RULES.md "Times"), both shown in the end point's local time (`timezonefinder`).
+A twilight end after midnight (Helsinki in June) is the next day's instant, never a clock face compared with the
+arrival's. Its auto-fix is the departure hour that would arrive by twilight, max(5, floor(twilight − riding time))
+on the start point's clock.
 
-Nothing in polar day or night (astral raises ValueError when the sun never sets, never rises or never goes 6°
-below the horizon: there is no twilight end to beat), nothing without a start date (the original fell back on
-today), rest days skipped (looked at, nothing to say).
+Nothing in polar day (the sun never goes 6° below the horizon: no dusk, no "after dark") or polar night (the sun
+never rises: no sunset, and no departure hour would help), nothing without a start date (the original fell back
+on today), rest days skipped (looked at, nothing to say).
 
 Group "daylight", category terrain_security: the original ran this check inside terrain and raised it in the
 terrain group, but every enrichment replaces only its own group (registry.apply), and terrain's inputs (the
@@ -17,88 +18,91 @@ own group; terrain_security is where BTP puts what bears on the day's riding saf
 from __future__ import annotations
 
 import math
-import threading
 from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from astral import Observer
-from astral.sun import dusk, sunset
+from astral.sun import dusk, noon, sunset
 
 from trips.enrich.alerts.calendar import SUNSET_ARRIVAL_AFTER_TWILIGHT
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
+from trips.route import clock
 from trips.route.pacing import rider_time
 
 NAME = "daylight"
 GROUP = "daylight"
 EARLIEST_DEPARTURE_HOUR = 5  # the auto-fix floor: max(5, …)
 
-_finder = None
-_lock = threading.Lock()
+
+def _events(event, where: Observer, days, zone) -> list[datetime]:
+    found = []
+    for day in days:
+        try:
+            found.append(event(where, day, tzinfo=zone))
+        except ValueError:  # the sun never sets, never rises or never goes 6° below the horizon that day
+            continue
+    return found
 
 
-def _timezone(lat: float, lon: float) -> ZoneInfo:
-    """The time zone at the point (at sea: the nautical Etc/GMT±n zone timezonefinder answers); UTC when
-    there is none or the system has no such zone."""
-    global _finder
-    if _finder is None:
-        with _lock:
-            if _finder is None:
-                from timezonefinder import TimezoneFinder  # heavy: loaded by the job, never by a web worker
-
-                _finder = TimezoneFinder()  # in_memory=False (the default): file-backed
-    name = _finder.timezone_at(lng=lon, lat=lat)
-    try:
-        return ZoneInfo(name) if name else ZoneInfo("UTC")
-    except ZoneInfoNotFoundError:
-        return ZoneInfo("UTC")
-
-
-def sky(lat: float, lon: float, day: date) -> tuple[float, float] | None:
-    """(sunset, civil twilight end) at the point on `day` as decimal local hours from that day's midnight
-    (past 24 when they fall after midnight); None in polar day or night, or when the sun never goes 6° below
-    the horizon."""
-    zone = _timezone(lat, lon)
+def sky(lat: float, lon: float, day: date) -> tuple[datetime, datetime] | None:
+    """(sunset, civil twilight end) of the evening of `day` at the point: the first twilight end after that day's
+    solar noon, as aware datetimes in the point's zone (past midnight in white nights); None when there is none
+    within the next 24 hours (polar day: no dusk) or that evening has no sunset (polar night)."""
+    zone = clock.zone_at(lat, lon)
     where = Observer(latitude=lat, longitude=lon)
-    try:
-        end, down = dusk(where, day, tzinfo=zone), sunset(where, day, tzinfo=zone)
-    except ValueError:
+    after = noon(where, day, tzinfo=zone)
+    days = [day + timedelta(days=k) for k in (-1, 0, 1)]
+    # astral gives the event nearest each date, which in white nights may fall on the previous night's clock
+    # (00:02 for the evening before): the instants are compared, never their clock faces.
+    ends = sorted(e for e in _events(dusk, where, days, zone) if e > after)
+    if not ends or ends[0] - after > timedelta(hours=24):
         return None
-    midnight = datetime.combine(day, datetime.min.time(), tzinfo=zone)
-    return (down - midnight) / timedelta(hours=1), (end - midnight) / timedelta(hours=1)
-
-
-def clock(hours: float) -> str:
-    """Decimal hours as HH:MM (minutes rounded down, so an arrival is never shown earlier than it is late)."""
-    minutes = math.floor(hours * 60 + 1e-9)
-    return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+    downs = [d for d in _events(sunset, where, days, zone) if after < d <= ends[0]]
+    return (max(downs), ends[0]) if downs else None
 
 
 def check(snap: TripSnap, stage: StageSnap) -> AlertFact | None:
     """The day's alert, or None (arrival by twilight, polar day or night, no date, a rest day)."""
     if stage.is_rest_day or stage.date is None:
         return None
+    timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, snap.departure_hour)
     found = sky(*stage.end, stage.date)
     if found is None:
         return None
-    sunset_h, twilight_h = found
-    arrival = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed,
-                         snap.departure_hour).arrival_hour
-    if arrival <= twilight_h:
+    down, twilight = found
+    arrival = timing.passage(stage.date, stage.start, where=stage.end)
+    if arrival <= twilight:
         return None
-    hour = max(EARLIEST_DEPARTURE_HOUR, math.floor(twilight_h - (arrival - snap.departure_hour)))
+    leaving = clock.departure(stage.date, snap.departure_hour, stage.start)
+    latest = (twilight - timedelta(hours=timing.elapsed_at(stage.distance_km))).astimezone(leaving.tzinfo)
+    hour = max(EARLIEST_DEPARTURE_HOUR, math.floor(clock.hours_since_midnight(latest, stage.date)))
     return AlertFact(SUNSET_ARRIVAL_AFTER_TWILIGHT.code, stage.id,
-                     {"arrival": clock(arrival), "twilight": clock(twilight_h), "sunset": clock(sunset_h)},
+                     {"arrival": clock.clock(arrival), "twilight": clock.clock(twilight), "sunset": clock.clock(down)},
                      {"kind": "auto_fix", "departureHour": hour})
 
 
+def clock_shift(snap: TripSnap, stage: StageSnap) -> int:
+    """Minutes the end point's clock is ahead of the start point's at the arrival (a day crossing a time zone):
+    the read models add it to the arrival's clock face, so `estimatedArrival` is the end point's local time
+    without a time-zone lookup in the web worker (docs/RULES.md "Times"). 0 on a rest day."""
+    if stage.is_rest_day or stage.date is None:
+        return 0
+    timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, snap.departure_hour)
+    there, here = timing.passage(stage.date, stage.start, where=stage.end), timing.passage(stage.date, stage.start)
+    return round((there.utcoffset() - here.utcoffset()) / timedelta(minutes=1))
+
+
 def compute(snap: TripSnap, engine) -> Result:
-    """Every day of a dated trip looked at; the alert where the arrival is after twilight. Needs no map.
+    """Every day of a dated trip looked at; the alert where the arrival is after twilight, and `clockShift` on a day
+    whose end point's clock differs from its start's. Needs no map.
     Raises nothing for a day without twilight (polar), only for a broken snapshot."""
     result = Result()
     for stage in snap.stages:
         if stage.date is None:
             continue
         result.ran_on(stage.id)
+        shift = clock_shift(snap, stage)
+        if shift:
+            result.data[stage.id] = {"clockShift": shift}
         fact = check(snap, stage)
         if fact is not None:
             result.add(fact)

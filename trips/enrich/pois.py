@@ -5,7 +5,7 @@ the rider passes it (opening_hours read with opening-hours-py, at the passage ti
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from trips.enrich import corridor as C
 from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_ON_STAGE
@@ -118,7 +118,7 @@ class Passage:
 
     def __init__(self, snap: TripSnap, stage: StageSnap, pois: list[MapPoint]):
         self.pois, self.known = pois, {}
-        self.day = None if stage.date is None else datetime(stage.date.year, stage.date.month, stage.date.day)
+        self.day, self.start = stage.date, stage.start
         self.estimate = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed,
                                    snap.departure_hour)
 
@@ -129,8 +129,9 @@ class Passage:
             if self.day is None or not hours:
                 self.known[i] = None
             else:
-                when = self.day + timedelta(hours=self.estimate.time_at(p.along_m / 1000))
-                self.known[i] = open_at(hours, p.lat, p.lon, when)
+                # the passage as an instant, read on the place's own clock (docs/RULES.md "Times")
+                when = self.estimate.passage(self.day, self.start, p.along_m / 1000, (p.lat, p.lon))
+                self.known[i] = open_at(hours, p.lat, p.lon, when.replace(tzinfo=None))
         return self.known[i]
 
 

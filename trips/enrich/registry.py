@@ -13,6 +13,7 @@ group = never ran, an empty list = ran, found nothing).
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,6 +30,7 @@ from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.enrich.corridor import FULL_COVERAGE
 from trips.models import Computation
 from trips.osm.queries import coverage
+from trips.route import elevation
 
 GEOMETRY, DATES = "GEOMETRY", "DATES"
 TRIGGERS = frozenset({GEOMETRY, DATES})
@@ -99,7 +101,7 @@ _add(labels, "route", (GEOMETRY,), ("labels",))
 # Withheld without a start date. The calendar reads only the dates (DATES only); the
 # daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
 _add(calendar, "context", (DATES,), dated=True)
-_add(daylight, "terrain_security", (GEOMETRY, DATES), dated=True)
+_add(daylight, "terrain_security", (GEOMETRY, DATES), ("clockShift",), dated=True)
 
 
 def categories() -> dict[str, tuple[str, ...]]:
@@ -112,8 +114,9 @@ CATEGORY_OF: dict[str, str] = {}  # computation name -> its category, filled onc
 
 
 def category_statuses(trip) -> list[dict]:
-    """[{category, status}] in the fixed category order (computations.block_status of each), with the first
-    failure's `reason` on a failed category; categories with nothing tracked are left out."""
+    """[{category, status}] in the fixed category order (computations.block_status of each: failed as soon as
+    one of its computations failed, docs/RULES.md "Enrichments"), with the first failure's `reason` on a failed
+    category; categories with nothing tracked are left out."""
     if not CATEGORY_OF:
         CATEGORY_OF.update({name: c for c, names in categories().items() for name in names})
     out = []
@@ -219,21 +222,37 @@ def out_of_zone(trip) -> bool:
 def snapshot(trip) -> TripSnap:
     """The immutable view of `trip` the enrichments compute on (trips/enrich/contract.py)."""
     days = []
+    weather_failed = computations.status_of(trip, "weather") == "failed"
     for s in trip.stages:
-        geometry = tuple((float(p[0]), float(p[1]), float(p[2]) if len(p) > 2 else 0.0) for p in s.geometry or ())
+        day = trip.start_date + timedelta(days=s.position) if trip.start_date else None
+        geometry = tuple((float(p[0]), float(p[1]), _ele(p)) for p in s.geometry or ())
         days.append(StageSnap(
             id=s.id, index=s.position, day_number=s.day_number, is_rest_day=bool(s.is_rest_day),
-            distance_km=float(s.distance), elevation_gain_m=float(s.elevation or 0.0),
-            elevation_loss_m=float(s.elevation_loss or 0.0), start=(s.start_lat, s.start_lon),
+            distance_km=float(s.distance), elevation_gain_m=elevation.value(s.elevation),
+            elevation_loss_m=elevation.value(s.elevation_loss), start=(s.start_lat, s.start_lon),
             end=(s.end_lat, s.end_lon), geometry=geometry,
-            date=trip.start_date + timedelta(days=s.position) if trip.start_date else None,
+            date=day,
             selected_accommodation=dict(s.selected_accommodation) if s.selected_accommodation else None,
-            # an undated trip has no forecast, whatever an earlier dated analysis left on the day
-            weather=dict((s.enrichment or {}).get("weather") or {}) or None if trip.start_date else None))
+            weather=_forecast(s, day, weather_failed)))
     return TripSnap(id=trip.id, generation=trip.generation, start_date=trip.start_date,
                     ebike_mode=bool(trip.ebike_mode), departure_hour=int(trip.departure_hour),
                     average_speed=float(trip.average_speed),
                     enabled_accommodation_types=tuple(trip.enabled_accommodation_types or ()), stages=tuple(days))
+
+
+def _ele(p) -> float:
+    """A stored vertex's elevation, NaN when unknown (null, or a 2-value vertex)."""
+    return float(p[2]) if len(p) > 2 and p[2] is not None else math.nan
+
+
+def _forecast(stage, day, weather_failed: bool) -> dict | None:
+    """The day's stored forecast, only when it is for the day's current date and the last weather run did not
+    fail (docs/RULES.md "Weather"): wind and fords never read a forecast for another date, nor the one a failed
+    run left behind (an undated trip has none, whatever an earlier dated analysis left on the day)."""
+    stored = (stage.enrichment or {}).get("weather")
+    if weather_failed or day is None or not isinstance(stored, dict) or stored.get("date") != day.isoformat():
+        return None
+    return dict(stored)
 
 
 def run_compute(name: str, snap: TripSnap, engine, stage_ids=None, radius_km=None) -> Result:

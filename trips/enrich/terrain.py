@@ -32,6 +32,7 @@ from trips.enrich.alerts import terrain as A
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
 from trips.osm import geometry as G
 from trips.osm import queries as Q
+from trips.route.elevation import NO_ELEVATION
 
 NAME = "terrain"
 GROUP = A.GROUP
@@ -110,7 +111,8 @@ def compute(snap: TripSnap, engine) -> Result:
         steepest = _steep(stage, result)
         summary = _ways(stage, Q.ways_along(stage.line, CORRIDOR_M, engine=engine), result)
         _ebike(snap, stage, result, engine)
-        result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, "mapCoverage": round(cover[stage.id], 2)}}
+        result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, **_unknown(stage),
+                                             "mapCoverage": round(cover[stage.id], 2)}}
     _continuity(stages, result)
     _rest_days(stages, result)
     return result
@@ -132,9 +134,14 @@ def _continuity(stages: list[StageSnap], result: Result) -> None:
 
 
 def _elevation(stage: StageSnap, result: Result) -> None:
-    if stage.elevation_gain_m > ELEVATION_GAIN_M:
+    if stage.elevation_gain_m is not None and stage.elevation_gain_m > ELEVATION_GAIN_M:  # unknown: nothing said
         result.add(AlertFact(A.ELEVATION_GAIN.code, stage.id, {"elevation": int(round(stage.elevation_gain_m))},
                              {"kind": "auto_fix", "splitAtKm": round(stage.distance_km / 2, 1)}))
+
+
+def _unknown(stage: StageSnap) -> dict:
+    """{"elevationReason": why} beside a null steepestPct when the day's elevation is unknown, else nothing."""
+    return {"elevationReason": NO_ELEVATION} if stage.elevation_gain_m is None else {}
 
 
 def _steep(stage: StageSnap, result: Result) -> float | None:
@@ -328,7 +335,8 @@ def _navigate(route: np.ndarray, cum: np.ndarray, parts: list[dict]) -> dict:
 def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
     if not snap.ebike_mode:
         return
-    reach = max(0.0, EBIKE_RANGE_KM - stage.elevation_gain_m / EBIKE_GAIN_M_PER_KM)
+    # an unknown climbing gives the flat range: a day longer than that is beyond any range (docs/RULES.md "Elevation")
+    reach = max(0.0, EBIKE_RANGE_KM - (stage.elevation_gain_m or 0.0) / EBIKE_GAIN_M_PER_KM)
     if stage.distance_km <= reach:
         return
     stations = Q.points_along(stage.line, CHARGING_CORRIDOR_M, kinds=["charging"], engine=engine)

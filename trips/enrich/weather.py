@@ -16,6 +16,7 @@ from trips.core.redis_client import get_redis
 from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.providers import openmeteo
 from trips.providers.settings import configs
+from trips.route import clock
 from trips.route.pacing import rider_time
 
 NAME = "weather"
@@ -116,9 +117,13 @@ def _agg(slots: list[dict], var: str, fn):
 
 
 def window(stage: StageSnap, snap: TripSnap) -> tuple[int, int]:
-    """The riding window's hour buckets floor(departure) .. ceil(arrival), within the local day."""
+    """The riding window's hour buckets floor(departure) .. ceil(arrival), within the local day of the start point
+    (the forecast's hours are that point's): the arrival is an instant read on the start's clock
+    (docs/RULES.md "Times"), so a day crossing a time zone or a clock change keeps its true length."""
     timing = rider_time(stage.distance_km, stage.elevation_gain_m, snap.average_speed, float(snap.departure_hour))
-    return math.floor(snap.departure_hour), min(23, math.ceil(timing.arrival_hour))
+    arrival = timing.arrival_hour if stage.date is None else \
+        clock.hours_since_midnight(timing.passage(stage.date, stage.start), stage.date)
+    return math.floor(snap.departure_hour), min(23, math.ceil(arrival - 1e-9))
 
 
 def derive(hours: list[dict], first: int, last: int, travel: float | None) -> dict | None:

@@ -18,6 +18,7 @@ from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.enrich.weather import HORIZON_DAYS, today_utc
 from trips.models import Stage, Trip
 from trips.readmodels import words
+from trips.route.elevation import NO_ELEVATION, rounded
 from trips.route.pacing import rider_time
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
@@ -28,7 +29,12 @@ _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
 
 
 def _point(lat, lon, ele) -> dict:
-    return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": round(ele, 1)}
+    return {"lat": round(lat, 6), "lon": round(lon, 6), "ele": None if ele is None else round(ele, 1)}
+
+
+def elevation_reason(stage: Stage) -> str | None:
+    """Why the day's climbing is null (docs/RULES.md "Elevation"), None when it is known (a rest day climbs 0)."""
+    return NO_ELEVATION if stage.elevation is None and not stage.is_rest_day else None
 
 
 def alerts(stage: Stage, segments: bool = True, locale: str | None = None) -> list[dict]:
@@ -151,20 +157,27 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
     rendered = alerts(stage, segments)
     return {
         "stageId": stage.id, "dayNumber": stage.day_number,
-        "distance": round(stage.distance, 1), "elevation": round(stage.elevation),
-        "elevationLoss": round(stage.elevation_loss),
+        "distance": round(stage.distance, 1), "elevation": rounded(stage.elevation),
+        "elevationLoss": rounded(stage.elevation_loss), "elevationReason": elevation_reason(stage),
         "startPoint": _point(stage.start_lat, stage.start_lon, stage.start_ele),
         "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
         "label": stage.label, "startLabel": start_label, "endLabel": end_label,  # the rider's, else the map's
         "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
         "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
-        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour),
+        "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour + _shift(trip, extra)),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
         **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
         # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
         "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),
     }
+
+
+def _shift(trip: Trip, extra: dict) -> float:
+    """Hours the day's end point's clock is ahead of its start's (daylight's `clockShift`, docs/RULES.md "Times");
+    0 on an undated trip, whatever an earlier dated analysis left."""
+    shift = extra.get("clockShift") if trip.start_date is not None else None
+    return shift / 60 if isinstance(shift, (int, float)) and not isinstance(shift, bool) else 0.0
 
 
 def _clock(hour: float) -> str:

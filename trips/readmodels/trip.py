@@ -6,7 +6,7 @@ from trips.guards import is_locked
 from trips.models import Trip
 from trips.enrich import registry
 from trips.enrich.registry import NO_MAP_DATA
-from trips.readmodels.day import stage_summary
+from trips.readmodels.day import elevation_reason, stage_summary
 
 
 def _iso(value):
@@ -59,6 +59,17 @@ def _sentence(reason: str) -> str:
     return reason[:1].upper() + reason[1:] + ("" if reason.endswith(".") else ".")
 
 
+def elevation_totals(stages) -> dict:
+    """totalElevation and totalElevationLoss of the days, null with `elevationReason` when a riding day's
+    climbing is unknown (docs/RULES.md "Elevation": unknown is never summed as 0)."""
+    riding = [s for s in stages if not s.is_rest_day]
+    reason = next((r for r in map(elevation_reason, riding) if r), None)
+    if reason:
+        return {"totalElevation": None, "totalElevationLoss": None, "elevationReason": reason}
+    return {"totalElevation": round(sum(s.elevation or 0.0 for s in riding)),
+            "totalElevationLoss": round(sum(s.elevation_loss or 0.0 for s in riding)), "elevationReason": None}
+
+
 def trip_detail(trip: Trip) -> dict:
     stages = list(trip.stages)
     return {
@@ -66,8 +77,7 @@ def trip_detail(trip: Trip) -> dict:
         "partial": partial(trip), "nextAction": next_action(trip),
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": round(sum(s.distance for s in stages), 1),
-        "totalElevation": round(sum(s.elevation for s in stages)),
-        "totalElevationLoss": round(sum(s.elevation_loss for s in stages)),
+        **elevation_totals(stages),
         "computations": [{"name": c.name, "status": c.status, "reason": c.reason} for c in trip.computations],
         "categoryStatus": registry.category_statuses(trip),
         "stages": [stage_summary(trip, s) for s in stages],

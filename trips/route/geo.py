@@ -1,7 +1,7 @@
 """Geodesy on route points: distances, decimation, elevation, splitting.
 
-Points are float64 arrays of shape (n, 3): latitude, longitude (degrees) and elevation (metres, 0.0 when
-unknown). Route distances are WGS-84 geodesics (pyproj.Geod, accurate to nanometres, the Vincenty-equivalent
+Points are float64 arrays of shape (n, 3): latitude, longitude (degrees) and elevation (metres, NaN when
+unknown: docs/RULES.md "Elevation"). Route distances are WGS-84 geodesics (pyproj.Geod, accurate to nanometres, the Vincenty-equivalent
 of docs/RULES.md "Geodesy"); `haversine_m` is the spherical distance used for proximity checks.
 """
 from __future__ import annotations
@@ -162,12 +162,15 @@ def _run_total(diffs: np.ndarray, mask: np.ndarray, threshold: float) -> float:
     return float(sums[sums > threshold].sum())
 
 
-def elevation_gain_loss(ele, threshold_m: float = NOISE_THRESHOLD_M) -> tuple[float, float]:
+def elevation_gain_loss(ele, threshold_m: float = NOISE_THRESHOLD_M) -> tuple[float, float] | tuple[None, None]:
     """(gain_m, loss_m), both >= 0, run-based (docs/RULES.md "Geodesy"): a climbing (or descending) run counts only
-    if its total is > `threshold_m`. Raises ValueError when `ele` is not one-dimensional."""
+    if its total is > `threshold_m`; (None, None) when an elevation is unknown (NaN or None,
+    docs/RULES.md "Elevation"). Raises ValueError when `ele` is not one-dimensional."""
     e = np.asarray(ele, dtype=np.float64)
     if e.ndim != 1:
         raise ValueError("ele must be one-dimensional")
+    if not np.isfinite(e).all():
+        return None, None
     if len(e) < 2:
         return 0.0, 0.0
     d = np.diff(e)

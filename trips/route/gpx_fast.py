@@ -83,14 +83,18 @@ def _grid(words: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     return grid.view(np.uint8)
 
 
-def _fast_floats(grid: np.ndarray, message: str, blank_is_zero: bool = False) -> np.ndarray:
+def _fast_floats(grid: np.ndarray, message: str, blank_is_missing: bool = False) -> np.ndarray:
     """Convert the rows of a byte grid. numpy reads a bytes item as float() does (checked on every
-    printable ASCII form in tests); on any failure the lxml path's conversion gives its outcome and message."""
+    printable ASCII form in tests); on any failure (or a NaN among elevations) the lxml path's conversion
+    gives its outcome and message."""
     strings = np.ascontiguousarray(grid).view(f"S{grid.shape[1]}").ravel()
     try:
-        return strings.astype(np.float64)
+        out = strings.astype(np.float64)
+        if not (blank_is_missing and np.isnan(out).any()):
+            return out
     except ValueError:
-        return to_floats([s.decode("ascii") for s in strings.tolist()], message, blank_is_zero)
+        pass
+    return to_floats([s.decode("ascii") for s in strings.tolist()], message, blank_is_missing)
 
 
 def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
@@ -146,12 +150,12 @@ def _scan_points(buf: bytes) -> tuple[int, np.ndarray | None]:
     s, q1, q1b, q2 = s[:good], q1[:good], q1b[:good], q2[:good]
     lat = _fast_floats(_grid(words, s + 12, q1), NOT_A_NUMBER)
     lon = _fast_floats(_grid(words, q1b + 1, q2), NOT_A_NUMBER)
-    ele = np.zeros(good)
+    ele = np.full(good, np.nan)  # no <ele>: unknown (docs/RULES.md "Elevation")
     rows = np.flatnonzero(has_ele[:good])
     ele_a, ele_b = ele_a[:len(rows)], ele_b[:len(rows)]
-    filled = ele_b > ele_a  # an empty <ele/> is 0, as on the lxml path
+    filled = ele_b > ele_a  # an empty <ele/> is unknown, as on the lxml path
     if filled.any():
-        ele[rows[filled]] = _fast_floats(_grid(words, ele_a[filled], ele_b[filled]), BAD_ELE, blank_is_zero=True)
+        ele[rows[filled]] = _fast_floats(_grid(words, ele_a[filled], ele_b[filled]), BAD_ELE, blank_is_missing=True)
     return int(tag_end[ept[good - 1]]), np.column_stack((lat, lon, ele))
 
 

@@ -45,20 +45,27 @@ def _xpaths(seg) -> dict[str, etree.XPath]:
     return found
 
 
-def to_floats(values: list[str], message: str, blank_is_zero: bool = False) -> np.ndarray:
-    """Convert numeric strings in bulk; raise GpxError(message) when one is not a number."""
+def to_floats(values: list[str], message: str, blank_is_missing: bool = False) -> np.ndarray:
+    """Convert numeric strings in bulk; raise GpxError(message) when one is not a number. With
+    `blank_is_missing` (elevations), a blank text is NaN (unknown, docs/RULES.md "Elevation") and a text
+    reading as NaN is refused like any other non-number."""
     try:
-        return np.array(values, dtype=np.float64)
+        out = np.array(values, dtype=np.float64)
     except ValueError:
-        pass
-    out = np.empty(len(values))
-    for i, text in enumerate(values):
-        try:
-            out[i] = float(text)
-        except ValueError:
-            if not (blank_is_zero and not text.strip()):
-                raise GpxError(message) from None
-            out[i] = 0.0
+        out = np.empty(len(values))
+        for i, text in enumerate(values):
+            try:
+                out[i] = float(text)
+            except ValueError:
+                if not (blank_is_missing and not text.strip()):
+                    raise GpxError(message) from None
+                out[i] = np.nan
+                continue
+            if blank_is_missing and np.isnan(out[i]):
+                raise GpxError(message)
+        return out
+    if blank_is_missing and np.isnan(out).any():
+        raise GpxError(message)
     return out
 
 
@@ -70,15 +77,15 @@ def _first_ele_text(point, ele_tag: str) -> str | None:
 
 
 def _elevations(seg, xp: dict, n: int, open_last: bool) -> np.ndarray:
-    """Elevations of the first `n` points of `seg` (0.0 where missing or blank); `open_last` tells that the
+    """Elevations of the first `n` points of `seg` (NaN where missing or blank); `open_last` tells that the
     last point (possibly incomplete) is excluded."""
     texts = xp["ele"](seg)
     extra = 1 if open_last and _first_ele_text(seg[-1], xp["ele_tag"]) is not None else 0
     if len(texts) != n + extra:  # some points lack an <ele> text: one by one
         if not xp["n_ele"](seg):
-            return np.zeros(n)
+            return np.full(n, np.nan)
         texts = [_first_ele_text(pt, xp["ele_tag"]) or "" for pt in seg.iterchildren(xp["trkpt_tag"])]
-    return to_floats(texts[:n], BAD_ELE, blank_is_zero=True)
+    return to_floats(texts[:n], BAD_ELE, blank_is_missing=True)
 
 
 class Collector:
@@ -158,7 +165,7 @@ class _Points:
 def _check(block: np.ndarray) -> None:
     if not np.isfinite(block[:, :2]).all():
         raise GpxError(NOT_A_NUMBER)
-    if not np.isfinite(block[:, 2]).all():
+    if np.isinf(block[:, 2]).any():  # NaN is a missing elevation (a text reading NaN was refused already)
         raise GpxError(BAD_ELE)
     if (np.abs(block[:, 0]) > 90).any():
         raise GpxError("A track point has a latitude outside -90..90.")

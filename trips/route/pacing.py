@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 import numpy as np
 
-from trips.route import geo
+from trips.route import clock, geo
 
 __all__ = [
     "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
@@ -105,12 +105,13 @@ class PacingSettings:
 
 @dataclass
 class StagePlan:
-    """One day. `start`/`end` are (lat, lon, ele); `geometry` is the simplified (n, 3) stage polyline."""
+    """One day. `start`/`end` are (lat, lon, ele); `geometry` is the simplified (n, 3) stage polyline. The
+    climbing is None when the day's elevation is unknown (docs/RULES.md "Elevation")."""
 
     day_number: int
     distance_km: float
-    elevation_gain_m: float
-    elevation_loss_m: float
+    elevation_gain_m: float | None
+    elevation_loss_m: float | None
     start: tuple[float, float, float]
     end: tuple[float, float, float]
     geometry: np.ndarray = field(repr=False)
@@ -142,16 +143,18 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
     return days
 
 
-def daily_targets(n_days: int, total_km: float, ascent_m: float, fatigue_factor: float,
+def daily_targets(n_days: int, total_km: float, ascent_m: float | None, fatigue_factor: float,
                   elevation_penalty: float, cap: float | None) -> list[float]:
     """Target distance (km) of each day (docs/RULES.md "Pacing").
 
     base = (D + E/p) / Σ f^i and target[n] = max(30, base·f^n − E/p/N), then min(target, cap) when a cap is
-    given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty.
+    given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty, and so
+    does an unknown ascent (None: none is invented, docs/RULES.md "Elevation").
     Raises ValueError when n_days < 1.
     """
     if n_days < 1:
         raise ValueError("n_days must be >= 1")
+    ascent_m = ascent_m or 0.0
     weights = [fatigue_factor ** i for i in range(n_days)]
     sum_f = sum(weights)
     penalty_per_day = (ascent_m / elevation_penalty) / n_days if elevation_penalty > 0 else 0.0
@@ -281,16 +284,29 @@ class RiderTime:
         return self.time_at(self.distance_km)
 
     def time_at(self, d_km: float) -> float:
-        """Decimal hour at which the rider reaches `d_km` (clamped to the stage)."""
+        """Decimal hour at which the rider reaches `d_km` (clamped to the stage), on the departure's clock face:
+        for display and hour buckets only; comparisons use `passage` (docs/RULES.md "Times")."""
+        return self.departure_hour + self.elapsed_at(d_km)
+
+    def elapsed_at(self, d_km: float) -> float:
+        """Hours from the departure to `d_km` (clamped to the stage)."""
         fraction = min(max(d_km / self.distance_km, 0.0), 1.0) if self.distance_km > 0 else 1.0
-        return self.departure_hour + fraction * (self.riding_hours + self.breaks_hours)
+        return fraction * (self.riding_hours + self.breaks_hours)
+
+    def passage(self, day: date, start: clock.Point, d_km: float | None = None,
+                where: clock.Point | None = None) -> datetime:
+        """The aware instant the rider reaches `d_km` (default: the arrival) of a day ridden on `day` from
+        `start`, in the local zone of `where` (default: the start) (trips/route/clock.py)."""
+        elapsed = self.elapsed_at(self.distance_km if d_km is None else d_km)
+        return clock.instant(day, self.departure_hour, elapsed, start, where)
 
 
-def rider_time(distance_km: float, elevation_gain_m: float, average_speed: float,
+def rider_time(distance_km: float, elevation_gain_m: float | None, average_speed: float,
                departure_hour: float) -> RiderTime:
     """Naismith-like estimate: effective speed = max(5, v − 2·(D+/500)); a 10 min break per 2 full riding
-    hours, plus 1 h lunch when the ride starts before noon and its riding time crosses noon."""
-    effective_speed = max(5.0, average_speed - 2.0 * (elevation_gain_m / 500.0))
+    hours, plus 1 h lunch when the ride starts before noon and its riding time crosses noon. An unknown climbing
+    (None) slows nothing: no penalty is invented (docs/RULES.md "Elevation")."""
+    effective_speed = max(5.0, average_speed - 2.0 * ((elevation_gain_m or 0.0) / 500.0))
     riding = distance_km / effective_speed
     breaks = math.floor(riding / 2) * (10 / 60)
     if departure_hour < 12 and departure_hour + riding > 12:

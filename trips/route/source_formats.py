@@ -47,12 +47,13 @@ def _track(rows: Iterable[tuple[Any, Any, Any]]) -> np.ndarray:
 
 
 def _clean(track: np.ndarray) -> np.ndarray:
-    """Drop rows with a non-finite or out-of-range lat/lon; a non-finite elevation becomes 0."""
+    """Drop rows with a non-finite or out-of-range lat/lon; a missing or non-finite elevation is NaN: unknown,
+    not 0 (docs/RULES.md "Elevation")."""
     track = np.asarray(track, dtype=float).reshape(-1, 3)
     lat, lon = track[:, 0], track[:, 1]
     keep = np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) <= 90.0) & (np.abs(lon) <= 180.0)
     track = track[keep].copy()
-    track[~np.isfinite(track[:, 2]), 2] = 0.0
+    track[~np.isfinite(track[:, 2]), 2] = np.nan
     return track
 
 

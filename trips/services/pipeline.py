@@ -8,6 +8,7 @@ import numpy as np
 from trips.computations import ACTIVE, initialize
 from trips.core.db import db
 from trips.enrich import registry
+from trips.route import elevation
 from trips.route.geo import elevation_gain_loss, total_distance_km
 from trips.route.gpx import ParsedRoute
 from trips.models import Computation, Stage, Trip, TripRoute
@@ -29,16 +30,24 @@ def unpack_tracks(route: TripRoute) -> list[np.ndarray]:
     return np.split(points, route.track_ends[:-1])
 
 
+def settle(parsed: ParsedRoute) -> ParsedRoute:
+    """Each track's elevation known everywhere or nowhere (docs/RULES.md "Elevation"), in place."""
+    parsed.tracks = [elevation.settle(t) for t in parsed.tracks]
+    return parsed
+
+
 def store_route(trip: Trip, parsed: ParsedRoute) -> TripRoute:
-    """Attach the parsed route to the trip (replacing any previous one) with its totals."""
+    """Attach the parsed route to the trip (replacing any previous one) with its totals (the climbing None
+    when a track's elevation is unknown)."""
+    settle(parsed)
     blob, ends = pack_tracks(parsed.tracks)
     distance = sum(total_distance_km(t) for t in parsed.tracks)
     gain = loss = 0.0
     for track in parsed.tracks:
         g, lo = elevation_gain_loss(track[:, 2])
-        gain, loss = gain + g, loss + lo
+        gain, loss = elevation.add(gain, g), elevation.add(loss, lo)
     route = TripRoute(points=blob, point_count=ends[-1], track_ends=ends, distance_km=float(distance),
-                      elevation_gain=float(gain), elevation_loss=float(loss))
+                      elevation_gain=gain, elevation_loss=loss)
     trip.route = route
     return route
 
@@ -86,7 +95,8 @@ def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
         set_geometry(stage, plan.geometry)
         # Distance and climbing were measured on the full-resolution points, not the simplified line.
         stage.distance = float(plan.distance_km)
-        stage.elevation, stage.elevation_loss = float(plan.elevation_gain_m), float(plan.elevation_loss_m)
+        stage.elevation = elevation.value(plan.elevation_gain_m)
+        stage.elevation_loss = elevation.value(plan.elevation_loss_m)
         trip.stages.append(stage)
     trip.status = "ready" if len(plans) >= MIN_STAGES else "draft"
 
@@ -95,7 +105,7 @@ def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
     """The synchronous path of a GPX upload: route stored, days cut, both computations done. Raises
     TooLarge (the caller's transaction is then rolled back: nothing is kept)."""
     trip.source_type = "gpx_upload"
-    plans = plan_days(trip, parsed.tracks)  # before the route is packed: pacing's peak and the blob never meet
+    plans = plan_days(trip, settle(parsed).tracks)  # before the route is packed: pacing's peak and the blob never meet
     store_route(trip, parsed)
     if not trip.title and parsed.title:
         trip.title = parsed.title

@@ -123,7 +123,7 @@ class PointIn(Schema):
 
     lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
     lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
-    ele = fields.Float(load_default=0.0, validate=validate.Range(-500, 9000), allow_nan=False)
+    ele = fields.Float(load_default=None, validate=validate.Range(-500, 9000), allow_nan=False)
 
 
 class StageAdd(Schema):

@@ -17,6 +17,7 @@ from trips import computations
 from trips.services import analysis
 from trips.core.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
+from trips.route import elevation
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
@@ -45,9 +46,9 @@ def set_geometry(stage: Stage, points) -> None:
     on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/pacing.fit_points), so a
     day's answers and exports stay bounded whatever made the line (a cut, a merge, a router's answer)."""
     pts = np.round(np.asarray(points, dtype=float).reshape(-1, 3), 6)  # ~0.1 m: what is stored and shown
-    stage.geometry = (fit_points(pts) if len(pts) > MAX_STAGE_POINTS else pts).tolist()
-    stage.start_lat, stage.start_lon, stage.start_ele = (float(v) for v in pts[0])
-    stage.end_lat, stage.end_lon, stage.end_ele = (float(v) for v in pts[-1])
+    stage.geometry = elevation.rows(fit_points(pts) if len(pts) > MAX_STAGE_POINTS else pts)  # NaN: None
+    stage.start_lat, stage.start_lon, stage.start_ele = float(pts[0, 0]), float(pts[0, 1]), elevation.value(pts[0, 2])
+    stage.end_lat, stage.end_lon, stage.end_ele = float(pts[-1, 0]), float(pts[-1, 1]), elevation.value(pts[-1, 2])
     stage.distance = total_distance_km(pts)
     stage.elevation, stage.elevation_loss = elevation_gain_loss(pts[:, 2])
 
@@ -64,7 +65,7 @@ def _check_day_line(trip: Trip, start: list[float], end: list[float], replacing:
 
 
 def _point(p: dict) -> list[float]:
-    return [p["lat"], p["lon"], p.get("ele", 0.0)]
+    return [p["lat"], p["lon"], p.get("ele")]  # no ele: unknown, not 0 (docs/RULES.md "Elevation")
 
 
 def _start(stage: Stage) -> list[float]:
@@ -256,8 +257,8 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
 def _merge(target: Stage, geometry: list, first: Stage, second: Stage) -> None:
     """`target` becomes first + second. Lengths and climbing add up (each was measured on full-resolution
     points, which the stored simplified lines no longer carry)."""
-    totals = (first.distance + second.distance, first.elevation + second.elevation,
-              first.elevation_loss + second.elevation_loss)
+    totals = (first.distance + second.distance, elevation.add(first.elevation, second.elevation),
+              elevation.add(first.elevation_loss, second.elevation_loss))  # unknown + anything: unknown
     set_geometry(target, geometry)
     target.distance, target.elevation, target.elevation_loss = totals
 

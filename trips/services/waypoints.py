@@ -52,9 +52,11 @@ def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
     climbing = (stage.elevation, stage.elevation_loss)
     line = [list(p) for p in geometry]
     has_elevation = any(p[2] for p in line)
+    if not has_elevation:  # the router's 0s are no elevation: unknown, never a flat 0 m (docs/RULES.md "Elevation")
+        line = [[p[0], p[1], None] for p in line]
     # A router snaps the ends to the nearest road: pin them, so that consecutive days still meet.
-    start = [markers[0], markers[1], markers[2] if has_elevation else 0.0]
-    end = [markers[3], markers[4], markers[5] if has_elevation else 0.0]
+    start = [markers[0], markers[1], markers[2] if has_elevation else None]
+    end = [markers[3], markers[4], markers[5] if has_elevation else None]
     if haversine_m(line[0][0], line[0][1], start[0], start[1]) > 1.0:
         line.insert(0, start)
     if haversine_m(line[-1][0], line[-1][1], end[0], end[1]) > 1.0:

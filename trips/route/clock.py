@@ -1,0 +1,71 @@
+"""Times are instants (docs/RULES.md "Times"): "departure hour + hours ridden on day D at (lat, lon)" becomes a
+timezone-aware datetime in the local zone of a point, so daylight, arrival, opening hours at the passage and
+weather windows compare times, never clock faces (an arrival at 09:53 is not after a twilight end at 00:02 of
+the next night, and a day crossing a time zone arrives at the end point's hour).
+
+The departure hour is the wall-clock hour on D at the day's start point; the hours ridden are elapsed time
+(added in UTC, so a daylight-saving change during the ride counts as it happens); the result is read in the
+zone of the point asked about.
+"""
+from __future__ import annotations
+
+import threading
+from datetime import date, datetime, time, timedelta, timezone
+from functools import lru_cache
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+Point = tuple[float, float]
+
+_finder = None
+_lock = threading.Lock()
+
+
+def _zone_name(lat: float, lon: float) -> str | None:
+    global _finder
+    if _finder is None:
+        with _lock:
+            if _finder is None:
+                from timezonefinder import TimezoneFinder  # heavy: loaded by the jobs that need it, not by a web worker
+
+                _finder = TimezoneFinder()  # in_memory=False (the default): file-backed
+    return _finder.timezone_at(lng=lon, lat=lat)
+
+
+def zone_at(lat: float, lon: float) -> ZoneInfo:
+    """The time zone at the point (at sea: the nautical Etc/GMT±n zone timezonefinder answers); UTC when there is
+    none or the system has no such zone."""
+    return _zone(round(float(lat), 4), round(float(lon), 4))
+
+
+@lru_cache(maxsize=4096)
+def _zone(lat: float, lon: float) -> ZoneInfo:
+    name = _zone_name(lat, lon)
+    try:
+        return ZoneInfo(name) if name else ZoneInfo("UTC")
+    except ZoneInfoNotFoundError:
+        return ZoneInfo("UTC")
+
+
+def departure(day: date, departure_hour: float, start: Point) -> datetime:
+    """The departure instant: `departure_hour` (decimal, wall clock) on `day` at `start`, in its zone."""
+    zone = zone_at(*start)
+    return datetime.combine(day, time(0), tzinfo=zone) + timedelta(hours=departure_hour)
+
+
+def instant(day: date, departure_hour: float, hours_after: float, start: Point, where: Point | None = None) -> datetime:
+    """The instant `hours_after` elapsed hours after the departure (`departure_hour` on `day` at `start`), in the
+    local zone of `where` (default: the start)."""
+    out = departure(day, departure_hour, start).astimezone(timezone.utc) + timedelta(hours=hours_after)
+    return out.astimezone(zone_at(*(where or start)))
+
+
+def hours_since_midnight(moment: datetime, day: date) -> float:
+    """Decimal hours from `day`'s local midnight (in `moment`'s zone) to `moment`; past 24 on the next day."""
+    midnight = datetime.combine(day, time(0), tzinfo=moment.tzinfo)
+    return (moment.astimezone(timezone.utc) - midnight.astimezone(timezone.utc)) / timedelta(hours=1)
+
+
+def clock(moment: datetime) -> str:
+    """An instant as its local HH:MM (minutes rounded down, so an arrival is never shown earlier than it is)."""
+    moment += timedelta(milliseconds=1)  # a float sum landing a hair before the minute still shows it
+    return f"{moment.hour:02d}:{moment.minute:02d}"
