@@ -97,7 +97,7 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     full = day.stage_detail(trip, stage)
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
-                                "alertCount", "groups", "categoryStatus", "terrain")}
+                                "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     out["alerts"] = [_alert(a) for a in full["alerts"]]
     out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]

@@ -1,5 +1,6 @@
 """Crossings (docs/RULES.md "Crossings"): a border between consecutive checkpoints (the first start, every day's end), a
-ferry within 100 m (one alert per crossing however many ways draw it), a ford within 25 m (dry only until the
+ferry the day rides (most of its length within 50 m of the line; one alert per crossing however many ways
+draw it), a ford within 25 m (dry only until the
 forecast says so). Raised, and not just under the threshold, on generated map data."""
 import math
 
@@ -75,28 +76,46 @@ def test_no_border_data_and_a_return_home(ctx, tmp_path):
     assert country_name("XX") == "XX" and country_name(None) is None
 
 
-def ferry(m, north_m: float, name: str | None = "Bac de Loire", km: float = 5.0):
-    m.way([at(km, north_m), at(km, north_m + 2000)], {"route": "ferry", **({"name": name} if name else {})})
+def ferry(m, north_m: float, name: str | None = "Bac de Loire", km: float = 5.0, to_km: float | None = None):
+    """A ferry from km `km` (north_m off the route) east to `to_km` along the route, or, without `to_km`,
+    2 km due north (a shuttle leaving a harbour beside the route)."""
+    end = at(to_km, north_m) if to_km is not None else at(km, north_m + 2000)
+    m.way([at(km, north_m), end], {"route": "ferry", **({"name": name} if name else {})})
 
 
-@pytest.mark.parametrize("north_m, raised", [(95, True), (105, False)])
-def test_ferry_within_100_m(ctx, tmp_path, north_m, raised):
-    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, north_m))
+@pytest.mark.parametrize("north_m, raised", [(45, True), (55, False)])
+def test_a_ferry_the_day_rides_is_taken(ctx, tmp_path, north_m, raised):
+    """The day's line follows the ferry line (drawn 45 m beside it: a router's simplified line) from km 3
+    to 7: taken. 55 m off, it does not follow it."""
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, north_m, km=3, to_km=7))
     assert codes(result, "s1") == (["ferry_crossing"] if raised else [])
     if raised:
         fact = result.alerts["s1"][0]
         assert fact.params == {"name": "Bac de Loire"}
-        assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(5, north_m), abs=1e-6)
+        assert fact.action["lat"] == pytest.approx(at(5, north_m)[0], abs=1e-6)  # on the ferry line
         assert render(fact.as_json(), 1)["message"].startswith("Stage 1 takes a ferry crossing.")
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda m: ferry(m, 10), id="a shuttle leaving a harbour 10 m from the route"),
+    pytest.param(lambda m: ferry(m, -1000), id="a ferry line the route crosses"),
+    pytest.param(lambda m: ferry(m, 20, km=5, to_km=15), id="half the ferry along the day's last 5 km"),
+])
+def test_passing_a_harbour_or_crossing_a_ferry_line_is_not_taking_it(ctx, tmp_path, build):
+    """Before, any ferry within 100 m of the line raised "Stage 1 takes a ferry crossing"."""
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), build)
+    assert codes(result, "s1") == []
+    assert set(result.alerts) == {"s1"}  # looked at, found nothing
 
 
 def test_one_alert_per_crossing_and_none_on_rest_days(ctx, tmp_path):
     def build(m):
-        ferry(m, 10)
-        ferry(m, 20)  # the same crossing drawn again, by name
-        ferry(m, 30, name=None, km=8)
-        m.way([at(8, 30 + 2000), at(8, 30)], {"route": "ferry"})  # the same, unnamed, drawn the other way
-        ferry(m, 10, name="Bac de Mindin", km=9)  # another crossing
+        ferry(m, 10, km=1, to_km=3)
+        ferry(m, 20, km=1, to_km=3)  # the same crossing drawn again, by name
+        ferry(m, 30, name=None, km=6, to_km=7.5)
+        m.way([at(7.5, 30), at(6, 30)], {"route": "ferry"})  # the same, unnamed, drawn the other way
+        ferry(m, 10, name="Bac de Mindin", km=8, to_km=9.5)  # another crossing
+        ferry(m, 5, name="Navette du port", km=4)  # a harbour shuttle beside the route: not taken
     result = run(ferries, tmp_path, trip_east(LAT, LON, [10, 0], rest=(1,)), build)
     assert [f.params["name"] for f in result.alerts["s1"]] == ["Bac de Loire", "Bac de Mindin", None]
     assert result.alerts["s2"] == []  # the rest day at km 10 is beside none, and no riding rule runs

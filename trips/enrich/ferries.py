@@ -1,6 +1,7 @@
-"""Ferries (docs/RULES.md "Crossings"): a ferry route within 100 m of a riding day's line. The same
-crossing drawn as several ways (one per direction or operator) is one alert: ferries are told apart by name,
-unnamed ones by their end coordinates (to about 100 m)."""
+"""Ferries (docs/RULES.md "Crossings"): a riding day takes a ferry when its line rides the ferry route: at least
+FOLLOW_SHARE of the ferry's length lies within FOLLOW_M of the day's line. Passing near a harbour, or crossing a
+ferry line, is not taking it. The same crossing drawn as several ways (one per direction or operator) is one
+alert: ferries are told apart by name, unnamed ones by their end coordinates (to about 100 m)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,7 +15,8 @@ from trips.osm import queries as Q
 NAME = "ferries"
 GROUP = "ferry"
 
-CORRIDOR_M = 100.0
+FOLLOW_M = 50.0  # a route drawn along a ferry line (a router's, simplified) stays this close to it
+FOLLOW_SHARE = 0.6  # of the ferry's length within FOLLOW_M of the day: the day rides it
 DEDUP_DECIMALS = 3  # 0.001° ≈ 110 m of latitude
 
 
@@ -31,12 +33,13 @@ def compute(snap: TripSnap, engine):
         if stage.is_rest_day:
             continue
         seen = set()
-        for ferry in Q.ferries_along(stage.line, CORRIDOR_M, engine=engine):
+        line = np.asarray(stage.line, dtype=float)
+        for ferry in Q.ferries_along(stage.line, FOLLOW_M, engine=engine):
             key = _key(ferry)
-            if key in seen:
+            if key in seen or G.share_near(ferry.points, line, FOLLOW_M) < FOLLOW_SHARE:
                 continue
             seen.add(key)
-            dist = G.nearest_on_line(ferry.points[:, 0], ferry.points[:, 1], np.asarray(stage.line))[0]
+            dist = G.nearest_on_line(ferry.points[:, 0], ferry.points[:, 1], line)[0]
             lat, lon = ferry.points[int(np.argmin(dist))]
             result.add(AlertFact(FERRY_CROSSING.code, stage.id, {"name": ferry.name}, C.navigate(lat, lon)))
     return result

@@ -51,7 +51,24 @@ def next_action(trip: Trip) -> str | None:
                     "imported a region with `flask osm import`, call analyze_trip.")
         told = " ".join(_sentence(r) for r in sorted(reasons)[:3])
         return f"Some analyses failed ({', '.join(sorted(failed))}). {told} {RETRY}".replace("  ", " ")
-    return None
+    return _off_map(trip)
+
+
+MAX_OFF_MAP_DAYS = 4  # days named by the off-map next action
+
+
+def _off_map(trip: Trip) -> str | None:
+    """The days partly or wholly off the imported map and their km off it (stored at dispatch,
+    docs/RULES.md "Map coverage"), with the fix; None when the map covers every day."""
+    off = [(s.day_number, c) for s in trip.stages if not s.is_rest_day
+           and (c := registry.day_map_coverage(s)) is not None and c["share"] < registry.FULL_COVERAGE]
+    if not off:
+        return None
+    told = "; ".join(f"day {n}: " + (", ".join(f"km {a:g}–{b:g}" for a, b in c["offMapKm"]) or "in part")
+                     for n, c in off[:MAX_OFF_MAP_DAYS]) + ("; …" if len(off) > MAX_OFF_MAP_DAYS else "")
+    return (f"Parts of {len(off)} day(s) lie outside the imported map ({told}): the map checks (food, lodging, "
+            "water, terrain…) did not look there. Have the operator import a region covering them with "
+            "`flask osm import`, then call analyze_trip.")
 
 
 def _sentence(reason: str) -> str:
