@@ -1,4 +1,5 @@
-"""Crossings (docs/RULES.md "Crossings"): a border between consecutive checkpoints (the first start, every day's end), a
+"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries here; the
+offline lookup: tests/test_borders_offline.py), a
 ferry the day rides (most of its length within 50 m of the line; one alert per crossing however many ways
 draw it), a ford within 25 m (dry only until the
 forecast says so). Raised, and not just under the threshold, on generated map data."""
@@ -45,9 +46,9 @@ def two_countries(border_km: float):
 
 
 @pytest.mark.parametrize("border_km, crossing_day", [(19.5, "s2"), (20.5, "s3"), (30.5, None)])
-def test_border_between_checkpoints(ctx, tmp_path, border_km, crossing_day):
-    """Days of 10 km: day 2 ends at km 20, day 3 at km 30. A border at km 19.5 is crossed on day 2, at 20.5
-    on day 3; at 30.5 (past the last end) never."""
+def test_border_on_the_day_that_crosses_it(ctx, tmp_path, border_km, crossing_day):
+    """Days of 10 km: a border at km 19.5 is crossed on day 2, at 20.5 on day 3; at 30.5 (past the last end)
+    never. The alert names both countries and points at the crossing (bisected to 25 m)."""
     snap = trip_east(LAT, LON, [10, 10, 10])
     result = run(border_crossing, tmp_path, snap, two_countries(border_km))
     raised = {sid for sid, facts in result.alerts.items() if facts}
@@ -55,11 +56,27 @@ def test_border_between_checkpoints(ctx, tmp_path, border_km, crossing_day):
     assert set(result.alerts) == {"s1", "s2", "s3"}
     if crossing_day:
         fact = result.alerts[crossing_day][0]
-        assert fact.params == {"country": "CH"}
-        assert fact.action["lon"] == pytest.approx(lon_at(border_km), abs=0.003)  # the first vertex beyond it
+        assert fact.code == "border_crossed" and fact.params == {"fromCountry": "FR", "country": "CH"}
+        assert fact.action["lon"] == pytest.approx(lon_at(border_km), abs=30 / PER_DEG_LON)
+        assert fact.action["lon"] >= lon_at(border_km)  # in the new country
         assert render(fact.as_json(), 2)["message"] == (
-            "You are entering Switzerland. Check phone coverage, payment methods, and local regulations.")
+            "Stage 2 leaves France for Switzerland. Check phone coverage, payment methods, and local regulations.")
+        assert render(fact.as_json(), 2, "fr")["message"].startswith(
+            "L'étape 2 passe la frontière\u00a0: France → Suisse.")
         assert country_name(fact.params["country"]) == "Switzerland"  # the reader's language: tests/test_i18n.py
+
+
+def test_a_day_out_and_back_across_a_border_is_told_both_ways(ctx, tmp_path):
+    """Both ends of the day in France, Switzerland between km 4 and 6: before, comparing the checkpoints (the
+    day's ends) said nothing."""
+    snap = trip_east(LAT, LON, [10])
+    m = MapBuilder(bounds=bounds_around(snap))
+    m.country([(44.5, 4.5), (44.5, lon_at(4)), (45.5, lon_at(4)), (45.5, 4.5)], "FR", "France")
+    m.country([(44.5, lon_at(4)), (44.5, lon_at(6)), (45.5, lon_at(6)), (45.5, lon_at(4))], "CH", "Suisse")
+    m.country([(44.5, lon_at(6)), (44.5, 6.0), (45.5, 6.0), (45.5, lon_at(6))], "FR", "France")
+    import_map(m, tmp_path)
+    facts = border_crossing.compute(snap, engine()).alerts["s1"]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in facts] == [("FR", "CH"), ("CH", "FR")]
 
 
 def test_no_border_data_and_a_return_home(ctx, tmp_path):
@@ -71,8 +88,8 @@ def test_no_border_data_and_a_return_home(ctx, tmp_path):
         (lat, lon, 0.0) for lat, lon in [at(10), at(5)])})
     back = back.__class__(**{**back.__dict__, "stages": (back.stages[0], west)})
     result = run(border_crossing, tmp_path, back, two_countries(8))
-    assert [f.params["country"] for f in result.alerts["s1"]] == ["CH"]
-    assert [f.params["country"] for f in result.alerts["s2"]] == ["FR"]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in result.alerts["s1"]] == [("FR", "CH")]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in result.alerts["s2"]] == [("CH", "FR")]
     assert country_name("XX") == "XX" and country_name(None) is None
 
 

@@ -187,9 +187,14 @@ def inside_rings(lat: np.ndarray, lon: np.ndarray, rings: list[tuple[bool, np.nd
     """Even–odd point in polygon over every ring (outer and inner alike: holes toggle back out)."""
     lat, lon = np.asarray(lat, float), np.asarray(lon, float)
     inside = np.zeros(len(lat), dtype=bool)
+    if not len(lat):
+        return inside
+    low, high = lat.min(), lat.max()
     for _outer, ring in rings:
         y1, x1 = ring[:-1, 0], ring[:-1, 1]
         y2, x2 = ring[1:, 0], ring[1:, 1]
+        near = (np.maximum(y1, y2) >= low) & (np.minimum(y1, y2) <= high)  # only edges a point's latitude meets
+        y1, x1, y2, x2 = y1[near], x1[near], y2[near], x2[near]
         straddle = (y1[None, :] > lat[:, None]) != (y2[None, :] > lat[:, None])
         with np.errstate(divide="ignore", invalid="ignore"):
             xcross = x1 + (lat[:, None] - y1) * (x2 - x1) / (y2 - y1)

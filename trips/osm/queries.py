@@ -357,6 +357,9 @@ def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
     return out
 
 
+_POINTS_PER_BLOCK = 64
+
+
 def countries_along(line, engine=None) -> list[CountryRun]:
     """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
     Vertices in no imported country belong to no run."""
@@ -364,8 +367,10 @@ def countries_along(line, engine=None) -> list[CountryRun]:
     with index.engine_of(engine).connect() as conn:
         countries = _countries(conn, index.box_of(pts))
     owner = np.full(len(pts), -1)
-    for i, (_iso, _name, rings) in enumerate(countries):
-        owner[(owner < 0) & G.inside_rings(pts[:, 0], pts[:, 1], rings)] = i
+    for lo in range(0, len(pts), _POINTS_PER_BLOCK):  # a block of points against every edge its latitudes meet
+        block = owner[lo:lo + _POINTS_PER_BLOCK]
+        for i, (_iso, _name, rings) in enumerate(countries):
+            block[(block < 0) & G.inside_rings(pts[lo:lo + len(block), 0], pts[lo:lo + len(block), 1], rings)] = i
     runs: list[CountryRun] = []
     for idx, who in enumerate(owner):
         if who < 0:
