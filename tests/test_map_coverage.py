@@ -16,7 +16,9 @@ from trips.core.db import atomic
 from trips.enrich import corridor as C
 from trips.enrich.registry import ENRICHMENTS, NO_MAP_DATA
 from trips.readmodels import day
+from trips.guards import Precondition
 from trips.readmodels.trip import next_action
+from trips.services.stages import update_stage
 from trips.services.trips import import_gpx
 
 STRAIGHT = make_points(1600, step_m=100.0, wiggle_deg=0.0)  # 159.9 km north-east, straight: two days of ~80 km
@@ -97,3 +99,27 @@ def test_map_coverage_names_the_stretches_off_the_map_bounded():
     assert C.map_coverage(line, touching) == {"share": 1.0, "offMapKm": []}
     assert C.map_coverage(line, np.zeros((0, 4))) == {"share": 0.0, "offMapKm": [[0.0, 78.8]]}
     assert C.map_coverage([], touching) == {"share": 0.0, "offMapKm": []}
+
+
+def test_after_edits_the_coverage_is_measured_again_and_no_map_data_only_when_no_day_touches(straight_trip, app,
+                                                                                               rider):
+    """Day 1 edited to a straight line missing the extract: no day touches the map, the map computations fail
+    with "no map data"; edited back (a straight line through it, no vertex inside): analysed again."""
+    trip = straight_trip
+    first_id, end = trip.stages[0].id, (trip.stages[0].end_lat, trip.stages[0].end_lon)
+
+    def move_end(lat, lon):
+        update_stage(rider[0], trip.id, first_id, Precondition("any"), {"endPoint": {"lat": lat, "lon": lon}})
+        run_jobs(app)
+        return reload(trip.id)
+
+    off = move_end(end[0] + 0.6, end[1] - 0.2)
+    assert [s.enrichment["mapCoverage"]["share"] for s in off.stages] == [0.0, 0.0]
+    assert analysis(off)["pois"] == ("failed", NO_MAP_DATA)
+    assert next_action(off).startswith("No map data covers this trip")
+    back = move_end(*end)
+    assert len(back.stages[0].geometry) == 2  # a straight line: its ends only
+    assert back.stages[0].enrichment["mapCoverage"]["share"] > 0.2
+    assert analysis(back)["pois"] == ("done", None)
+    assert day.group_statuses(back, back.stages[0])["pois"] == "partial"
+    assert "day 1: km 0–" in next_action(back)
