@@ -109,8 +109,14 @@ def test_a_ferry_the_day_rides_is_taken(ctx, tmp_path, north_m, raised):
     if raised:
         fact = result.alerts["s1"][0]
         assert fact.params == {"name": "Bac de Loire"}
-        assert fact.action["lat"] == pytest.approx(at(5, north_m)[0], abs=1e-6)  # on the ferry line
+        assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(3, north_m), abs=1e-6)  # boarding
         assert render(fact.as_json(), 1)["message"].startswith("Stage 1 takes a ferry crossing.")
+
+
+def test_the_alert_points_where_the_day_boards_whichever_way_the_ferry_is_drawn(ctx, tmp_path):
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, 20, km=7, to_km=3))
+    (fact,) = result.alerts["s1"]
+    assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(3, 20), abs=1e-6)  # km 3, not km 7
 
 
 @pytest.mark.parametrize("build", [

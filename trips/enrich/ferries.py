@@ -27,6 +27,15 @@ def _key(ferry: Q.MapLine):
     return ("ends", *ends)
 
 
+def _boarding(ferry: np.ndarray, line: np.ndarray) -> tuple[float, float]:
+    """The ferry's end the day reaches first (where the rider boards): the end whose nearest place on the
+    line comes earlier along it."""
+    ends = ferry[[0, -1]]
+    _dist, seg, t, _lat, _lon = G.nearest_on_line(ends[:, 0], ends[:, 1], line)
+    first = int(np.argmin(seg + t))  # segment index plus the fraction along it: the order along the line
+    return float(ends[first, 0]), float(ends[first, 1])
+
+
 def compute(snap: TripSnap, engine):
     result, _, days = C.on_map(snap, engine)
     for stage in days:
@@ -39,7 +48,6 @@ def compute(snap: TripSnap, engine):
             if key in seen or G.share_near(ferry.points, line, FOLLOW_M) < FOLLOW_SHARE:
                 continue
             seen.add(key)
-            dist = G.nearest_on_line(ferry.points[:, 0], ferry.points[:, 1], line)[0]
-            lat, lon = ferry.points[int(np.argmin(dist))]
+            lat, lon = _boarding(ferry.points, line)
             result.add(AlertFact(FERRY_CROSSING.code, stage.id, {"name": ferry.name}, C.navigate(lat, lon)))
     return result
