@@ -120,7 +120,7 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     full = day.stage_detail(trip, stage)
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
-                                "alertCount", "groups", "categoryStatus", "terrain")}
+                                "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]

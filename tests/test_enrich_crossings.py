@@ -1,5 +1,7 @@
-"""Crossings (docs/RULES.md "Crossings"): a border between consecutive checkpoints (the first start, every day's end), a
-ferry within 100 m (one alert per crossing however many ways draw it), a ford within 25 m (dry only until the
+"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries here; the
+offline lookup: tests/test_borders_offline.py), a
+ferry the day rides (most of its length within 50 m of the line; one alert per crossing however many ways
+draw it), a ford within 25 m (dry only until the
 forecast says so). Raised, and not just under the threshold, on generated map data."""
 import math
 
@@ -44,9 +46,9 @@ def two_countries(border_km: float):
 
 
 @pytest.mark.parametrize("border_km, crossing_day", [(19.5, "s2"), (20.5, "s3"), (30.5, None)])
-def test_border_between_checkpoints(ctx, tmp_path, border_km, crossing_day):
-    """Days of 10 km: day 2 ends at km 20, day 3 at km 30. A border at km 19.5 is crossed on day 2, at 20.5
-    on day 3; at 30.5 (past the last end) never."""
+def test_border_on_the_day_that_crosses_it(ctx, tmp_path, border_km, crossing_day):
+    """Days of 10 km: a border at km 19.5 is crossed on day 2, at 20.5 on day 3; at 30.5 (past the last end)
+    never. The alert names both countries and points at the crossing (bisected to 25 m)."""
     snap = trip_east(LAT, LON, [10, 10, 10])
     result = run(border_crossing, tmp_path, snap, two_countries(border_km))
     raised = {sid for sid, facts in result.alerts.items() if facts}
@@ -54,11 +56,27 @@ def test_border_between_checkpoints(ctx, tmp_path, border_km, crossing_day):
     assert set(result.alerts) == {"s1", "s2", "s3"}
     if crossing_day:
         fact = result.alerts[crossing_day][0]
-        assert fact.params == {"country": "CH"}
-        assert fact.action["lon"] == pytest.approx(lon_at(border_km), abs=0.003)  # the first vertex beyond it
+        assert fact.code == "border_crossed" and fact.params == {"fromCountry": "FR", "country": "CH"}
+        assert fact.action["lon"] == pytest.approx(lon_at(border_km), abs=30 / PER_DEG_LON)
+        assert fact.action["lon"] >= lon_at(border_km)  # in the new country
         assert render(fact.as_json(), 2)["message"] == (
-            "You are entering Switzerland. Check phone coverage, payment methods, and local regulations.")
+            "Stage 2 leaves France for Switzerland. Check phone coverage, payment methods, and local regulations.")
+        assert render(fact.as_json(), 2, "fr")["message"].startswith(
+            "L'étape 2 passe la frontière\u00a0: France → Suisse.")
         assert country_name(fact.params["country"]) == "Switzerland"  # the reader's language: tests/test_i18n.py
+
+
+def test_a_day_out_and_back_across_a_border_is_told_both_ways(ctx, tmp_path):
+    """Both ends of the day in France, Switzerland between km 4 and 6: before, comparing the checkpoints (the
+    day's ends) said nothing."""
+    snap = trip_east(LAT, LON, [10])
+    m = MapBuilder(bounds=bounds_around(snap))
+    m.country([(44.5, 4.5), (44.5, lon_at(4)), (45.5, lon_at(4)), (45.5, 4.5)], "FR", "France")
+    m.country([(44.5, lon_at(4)), (44.5, lon_at(6)), (45.5, lon_at(6)), (45.5, lon_at(4))], "CH", "Suisse")
+    m.country([(44.5, lon_at(6)), (44.5, 6.0), (45.5, 6.0), (45.5, lon_at(6))], "FR", "France")
+    import_map(m, tmp_path)
+    facts = border_crossing.compute(snap, engine()).alerts["s1"]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in facts] == [("FR", "CH"), ("CH", "FR")]
 
 
 def test_no_border_data_and_a_return_home(ctx, tmp_path):
@@ -70,33 +88,57 @@ def test_no_border_data_and_a_return_home(ctx, tmp_path):
         (lat, lon, 0.0) for lat, lon in [at(10), at(5)])})
     back = back.__class__(**{**back.__dict__, "stages": (back.stages[0], west)})
     result = run(border_crossing, tmp_path, back, two_countries(8))
-    assert [f.params["country"] for f in result.alerts["s1"]] == ["CH"]
-    assert [f.params["country"] for f in result.alerts["s2"]] == ["FR"]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in result.alerts["s1"]] == [("FR", "CH")]
+    assert [(f.params["fromCountry"], f.params["country"]) for f in result.alerts["s2"]] == [("CH", "FR")]
     assert country_name("XX") == "XX" and country_name(None) is None
 
 
-def ferry(m, north_m: float, name: str | None = "Bac de Loire", km: float = 5.0):
-    m.way([at(km, north_m), at(km, north_m + 2000)], {"route": "ferry", **({"name": name} if name else {})})
+def ferry(m, north_m: float, name: str | None = "Bac de Loire", km: float = 5.0, to_km: float | None = None):
+    """A ferry from km `km` (north_m off the route) east to `to_km` along the route, or, without `to_km`,
+    2 km due north (a shuttle leaving a harbour beside the route)."""
+    end = at(to_km, north_m) if to_km is not None else at(km, north_m + 2000)
+    m.way([at(km, north_m), end], {"route": "ferry", **({"name": name} if name else {})})
 
 
-@pytest.mark.parametrize("north_m, raised", [(95, True), (105, False)])
-def test_ferry_within_100_m(ctx, tmp_path, north_m, raised):
-    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, north_m))
+@pytest.mark.parametrize("north_m, raised", [(45, True), (55, False)])
+def test_a_ferry_the_day_rides_is_taken(ctx, tmp_path, north_m, raised):
+    """The day's line follows the ferry line (drawn 45 m beside it: a router's simplified line) from km 3
+    to 7: taken. 55 m off, it does not follow it."""
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, north_m, km=3, to_km=7))
     assert codes(result, "s1") == (["ferry_crossing"] if raised else [])
     if raised:
         fact = result.alerts["s1"][0]
         assert fact.params == {"name": "Bac de Loire"}
-        assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(5, north_m), abs=1e-6)
+        assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(3, north_m), abs=1e-6)  # boarding
         assert render(fact.as_json(), 1)["message"].startswith("Stage 1 takes a ferry crossing.")
+
+
+def test_the_alert_points_where_the_day_boards_whichever_way_the_ferry_is_drawn(ctx, tmp_path):
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), lambda m: ferry(m, 20, km=7, to_km=3))
+    (fact,) = result.alerts["s1"]
+    assert (fact.action["lat"], fact.action["lon"]) == pytest.approx(at(3, 20), abs=1e-6)  # km 3, not km 7
+
+
+@pytest.mark.parametrize("build", [
+    pytest.param(lambda m: ferry(m, 10), id="a shuttle leaving a harbour 10 m from the route"),
+    pytest.param(lambda m: ferry(m, -1000), id="a ferry line the route crosses"),
+    pytest.param(lambda m: ferry(m, 20, km=5, to_km=15), id="half the ferry along the day's last 5 km"),
+])
+def test_passing_a_harbour_or_crossing_a_ferry_line_is_not_taking_it(ctx, tmp_path, build):
+    """Before, any ferry within 100 m of the line raised "Stage 1 takes a ferry crossing"."""
+    result = run(ferries, tmp_path, trip_east(LAT, LON, [10]), build)
+    assert codes(result, "s1") == []
+    assert set(result.alerts) == {"s1"}  # looked at, found nothing
 
 
 def test_one_alert_per_crossing_and_none_on_rest_days(ctx, tmp_path):
     def build(m):
-        ferry(m, 10)
-        ferry(m, 20)  # the same crossing drawn again, by name
-        ferry(m, 30, name=None, km=8)
-        m.way([at(8, 30 + 2000), at(8, 30)], {"route": "ferry"})  # the same, unnamed, drawn the other way
-        ferry(m, 10, name="Bac de Mindin", km=9)  # another crossing
+        ferry(m, 10, km=1, to_km=3)
+        ferry(m, 20, km=1, to_km=3)  # the same crossing drawn again, by name
+        ferry(m, 30, name=None, km=6, to_km=7.5)
+        m.way([at(7.5, 30), at(6, 30)], {"route": "ferry"})  # the same, unnamed, drawn the other way
+        ferry(m, 10, name="Bac de Mindin", km=8, to_km=9.5)  # another crossing
+        ferry(m, 5, name="Navette du port", km=4)  # a harbour shuttle beside the route: not taken
     result = run(ferries, tmp_path, trip_east(LAT, LON, [10, 0], rest=(1,)), build)
     assert [f.params["name"] for f in result.alerts["s1"]] == ["Bac de Loire", "Bac de Mindin", None]
     assert result.alerts["s2"] == []  # the rest day at km 10 is beside none, and no riding rule runs

@@ -100,9 +100,19 @@ def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ct
     trip = uploaded(rider)
     run_jobs(app)
     trip = reload(trip.id)
-    assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name in UNDATED}
+    # borders need no map (docs/RULES.md "Crossings": the offline lookup): they ran, the rest failed with the reason
+    assert analysis(trip) == {name: ("done", None) if name == "border_crossing" else ("failed", NO_MAP_DATA)
+                              for name in UNDATED}
     assert trip.out_of_zone is True
-    assert all(s.alerts_by_group == {} and s.enrichment == {} and s.accommodations == [] for s in trip.stages)
+    # only the dispatch's measure of each day's coverage (docs/RULES.md "Map coverage"): none of it on the map
+    assert all(set(s.alerts_by_group) == {"border_crossing"} and set(s.enrichment) == {"mapCoverage"}
+               and s.accommodations == [] for s in trip.stages)
+    # the generated route (north-east of 45° N 5° E) really enters Switzerland on its third day
+    assert [[f["params"] for f in s.alerts_by_group["border_crossing"]] for s in trip.stages] == [
+        [], [], [{"fromCountry": "FR", "country": "CH"}]]
+    for s in trip.stages:
+        ((start, end),) = s.enrichment["mapCoverage"]["offMapKm"]
+        assert s.enrichment["mapCoverage"]["share"] == 0.0 and start == 0.0 and abs(end - s.distance) < 1.0
     from trips.readmodels.trip import next_action
 
     told = next_action(trip)  # the cure is an import first, then another analysis
@@ -119,9 +129,11 @@ def test_a_partly_covered_trip_is_out_of_zone_and_its_covered_days_are_analysed(
     first, _, last = trip.stages
     assert set(first.alerts_by_group) == GROUPS and first.enrichment["labels"]["end"]
     # Off the map the day was never looked at ("never ran", not "nothing found"), but for terrain, whose
-    # rules on the geometry alone (climbs, continuity) hold anywhere and which says what the map covered.
-    assert set(last.alerts_by_group) == {"terrain"} and set(last.enrichment) == {"terrain"}
+    # rules on the geometry alone (climbs, continuity) hold anywhere and which says what the map covered, and
+    # borders (the offline country lookup).
+    assert set(last.alerts_by_group) == {"terrain", "border_crossing"} and set(last.enrichment) == {"terrain", "mapCoverage"}
     assert last.enrichment["terrain"]["mapCoverage"] == 0 and last.accommodations == []
+    assert last.enrichment["mapCoverage"]["share"] == 0.0 and first.enrichment["mapCoverage"]["share"] == 1.0
 
 
 def test_a_whole_map_trip_is_not_out_of_zone_and_no_days_is_not_either(app, ctx, rider, mapped):
@@ -150,7 +162,8 @@ def test_a_run_the_trip_moved_past_is_superseded_and_writes_nothing(app, ctx, ri
     assert all("pois" not in s.alerts_by_group and "resupply" not in s.enrichment for s in fresh.stages)
     run_enrichment(trip_id, "labels", generation)  # a job of the old generation: nothing at all
     fresh = reload(trip_id)
-    assert analysis(fresh)["labels"] == ("pending", None) and all(s.enrichment == {} for s in fresh.stages)
+    assert analysis(fresh)["labels"] == ("pending", None)
+    assert all(set(s.enrichment) == {"mapCoverage"} for s in fresh.stages)
 
 
 def test_a_slow_compute_blocks_no_writer(app, ctx, rider, mapped, monkeypatch):

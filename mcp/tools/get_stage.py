@@ -29,8 +29,9 @@ OUTPUT = s.obj({
                          "go to lat/lon; auto_fix = apply splitAtKm as edit_stages update distance, maxDistance as "
                          "maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
-    "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, running, failed or not computed (then it "
-                         "says nothing about the day)."),
+    "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
+                         "failed or not computed (then it says nothing about the day)."),
+    "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
     "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the day's start), "
                            "openAtPassage (open when the rider passes, null: unknown), "

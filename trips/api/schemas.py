@@ -125,6 +125,13 @@ class WeatherOut(Answer):
 
 
 @answer
+class MapCoverageOut(Answer):
+    share = fields.Float(validate=validate.Range(0, 1), metadata={"description": "Of the day's length."})
+    offMapKm = fields.List(fields.List(fields.Float(), validate=validate.Length(equal=2)), metadata={
+        "description": "[from, to] km from the day's start not on the map (at most 5)."})
+
+
+@answer
 class StageSummaryOut(Answer):
     stageId = fields.String(metadata={"format": "uuid"})
     dayNumber = fields.Integer(validate=validate.Range(min=1))
@@ -148,8 +155,11 @@ class StageSummaryOut(Answer):
     alerts = fields.List(fields.Nested(AlertOut), metadata={"description": "Critical first, then warning, nudge."})
     groups = fields.Dict(keys=fields.String(validate=validate.OneOf(GROUPS)),
                          values=fields.String(validate=validate.OneOf(GROUP_STATUSES)),
-                         metadata={"description": "Per alert group: done, running, failed or not computed "
-                                                  "(a group not computed says nothing about the day)."})
+                         metadata={"description": "Per alert group: done, partial (ran, but the map covers "
+                                                  "the day partly: see mapCoverage), running, failed or not "
+                                                  "computed (a group not computed says nothing about the day)."})
+    mapCoverage = nullable(fields.Nested(MapCoverageOut, metadata={
+        "description": "Share of the day on the imported map; null until an analysis measured it."}))
     resupply = nullable(fields.List(fields.Dict(), metadata={"description": "Where to buy food. " + ENRICHED}))
     supplyTimeline = nullable(fields.List(fields.Dict(), metadata={"description": "Food and water every 500 m "
                                                                                   "cluster. " + ENRICHED}))
@@ -336,7 +346,8 @@ class ProblemOut(Schema):
 # Component names, parts before the wholes they make up (apispec names a part by the first that uses it).
 RESPONSES = {
     "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
-    "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "StageSummary": StageSummaryOut,
+    "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "MapCoverage": MapCoverageOut,
+    "StageSummary": StageSummaryOut,
     "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
     "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,

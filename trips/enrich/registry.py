@@ -27,9 +27,9 @@ from trips.enrich import (accommodations, bike_shops, border_crossing, calendar,
                           health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
-from trips.enrich.corridor import FULL_COVERAGE
+from trips.enrich.corridor import FULL_COVERAGE, map_coverage
 from trips.models import Computation
-from trips.osm.queries import coverage
+from trips.osm.queries import ready_areas
 from trips.route import elevation
 
 GEOMETRY, DATES = "GEOMETRY", "DATES"
@@ -41,6 +41,9 @@ CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_secu
 STRUCTURAL = {"route": ("route", "stages", "route_segment")}
 SCOPED = frozenset({"accommodations"})  # the one enrichment a dispatch may scope to some days (a scan)
 NO_MAP_DATA = "no map data covers this trip: import a region with `flask osm import`"
+COVERAGE_FIELD = "mapCoverage"  # stage.enrichment: the day's coverage, stored at every dispatch (out_of_zone)
+# The computations that read no map: their groups are never partial on a day the map covers partly.
+MAP_FREE = frozenset({"weather", "wind", "calendar", "daylight", "border_crossing"})
 
 
 @dataclass(frozen=True)
@@ -212,11 +215,24 @@ def cascade(trip_id: str, name: str, generation: int) -> list[str]:
 
 
 def out_of_zone(trip) -> bool:
-    """Whether the trip's days leave the imported map areas (trips.osm.queries.coverage; no day: False)."""
-    line = [tuple(p[:2]) for s in trip.stages for p in (s.geometry or [])]
-    if not line:
-        return False
-    return coverage(line, engine=db.engine)[0] < FULL_COVERAGE
+    """Whether the trip's days leave the imported map areas, by length (trips/osm/queries.py coverage; no day:
+    False). Stores each day's `mapCoverage` (trips/enrich/corridor.py map_coverage) in its enrichment JSON,
+    where the read models find which groups are partial and which km are off the map."""
+    areas = ready_areas(db.engine)
+    out = False
+    for stage in trip.stages:
+        line = [tuple(p[:2]) for p in (stage.geometry or [])] or [(stage.start_lat, stage.start_lon)]
+        cover = map_coverage(line, areas)
+        out |= cover["share"] < FULL_COVERAGE
+        if (stage.enrichment or {}).get(COVERAGE_FIELD) != cover:
+            stage.enrichment = {**(stage.enrichment or {}), COVERAGE_FIELD: cover}
+    return out
+
+
+def day_map_coverage(stage) -> dict | None:
+    """The day's stored `mapCoverage` ({share, offMapKm}), None when no dispatch measured it."""
+    cover = (stage.enrichment or {}).get(COVERAGE_FIELD)
+    return cover if isinstance(cover, dict) and isinstance(cover.get("share"), (int, float)) else None
 
 
 def snapshot(trip) -> TripSnap:

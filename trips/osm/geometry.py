@@ -187,12 +187,53 @@ def inside_rings(lat: np.ndarray, lon: np.ndarray, rings: list[tuple[bool, np.nd
     """Even–odd point in polygon over every ring (outer and inner alike: holes toggle back out)."""
     lat, lon = np.asarray(lat, float), np.asarray(lon, float)
     inside = np.zeros(len(lat), dtype=bool)
+    if not len(lat):
+        return inside
+    low, high = lat.min(), lat.max()
     for _outer, ring in rings:
         y1, x1 = ring[:-1, 0], ring[:-1, 1]
         y2, x2 = ring[1:, 0], ring[1:, 1]
+        near = (np.maximum(y1, y2) >= low) & (np.minimum(y1, y2) <= high)  # only edges a point's latitude meets
+        y1, x1, y2, x2 = y1[near], x1[near], y2[near], x2[near]
         straddle = (y1[None, :] > lat[:, None]) != (y2[None, :] > lat[:, None])
         with np.errstate(divide="ignore", invalid="ignore"):
             xcross = x1 + (lat[:, None] - y1) * (x2 - x1) / (y2 - y1)
         hits = straddle & (lon[:, None] < xcross)
         inside ^= (hits.sum(axis=1) % 2).astype(bool)
     return inside
+
+
+def share_near(line: np.ndarray, other: np.ndarray, within_m: float, step_m: float = 10.0) -> float:
+    """The share (0 … 1) of `line`'s length lying within `within_m` of `other` (both (n, 2) lat, lon): `line`
+    cut into pieces of at most `step_m`, each counted when its midpoint is that close (planar distance in a
+    local plane, exact to centimetres at these distances). Bounded: per block of pieces only the segments of
+    `other` whose box comes near the block are measured."""
+    line, other = np.asarray(line, float)[:, :2], np.asarray(other, float)[:, :2]
+    if len(line) < 2 or len(other) == 0:
+        return 0.0
+    plane = LocalPlane(float(line[:, 0].mean()), float(line[:, 1].mean()))
+    lx, ly = plane.xy(line[:, 0], line[:, 1])
+    ox, oy = plane.xy(other[:, 0], other[:, 1])
+    if len(other) == 1:
+        ox, oy = np.repeat(ox, 2), np.repeat(oy, 2)
+    seg = np.hypot(np.diff(lx), np.diff(ly))
+    pieces = np.maximum(1, np.ceil(seg / step_m).astype(np.int64))
+    owner = np.repeat(np.arange(len(seg)), pieces)
+    frac = (np.arange(len(owner)) - np.repeat(np.cumsum(pieces) - pieces, pieces) + 0.5) / pieces[owner]
+    px, py = lx[owner] + frac * np.diff(lx)[owner], ly[owner] + frac * np.diff(ly)[owner]
+    weight = (seg / pieces)[owner]
+    total = float(seg.sum())
+    if total <= 0:
+        return 0.0
+    near = 0.0
+    sx0, sx1 = np.minimum(ox[:-1], ox[1:]), np.maximum(ox[:-1], ox[1:])
+    sy0, sy1 = np.minimum(oy[:-1], oy[1:]), np.maximum(oy[:-1], oy[1:])
+    for lo in range(0, len(px), 512):
+        bx, by = px[lo:lo + 512], py[lo:lo + 512]
+        keep = np.flatnonzero((sx1 >= bx.min() - within_m) & (sx0 <= bx.max() + within_m)
+                              & (sy1 >= by.min() - within_m) & (sy0 <= by.max() + within_m))
+        if not len(keep):
+            continue
+        dist = segment_distances(bx, by, ox[keep], oy[keep], ox[keep + 1], oy[keep + 1]).min(axis=1)
+        near += float(weight[lo:lo + 512][dist <= within_m].sum())
+    return min(1.0, near / total)

@@ -24,7 +24,8 @@ from trips.route.pacing import rider_time
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
 ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
-GROUP_STATUSES = ("done", "running", "failed", NOT_COMPUTED)
+PARTIAL = "partial"
+GROUP_STATUSES = ("done", PARTIAL, "running", "failed", NOT_COMPUTED)
 _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
 
 
@@ -63,19 +64,24 @@ def _computation_of_group() -> dict[str, str]:
 
 
 def group_statuses(trip: Trip, stage: Stage) -> dict[str, str]:
-    """{group: done | running | failed | not computed} for every alert group of the catalogue: running while
-    its computation is queued or running, done once it wrote this day, failed when its computation failed,
-    else never computed (the day has no entry for it)."""
+    """{group: done | partial | running | failed | not computed} for every alert group of the catalogue: running
+    while its computation is queued or running, done once it wrote this day, partial when it wrote it but reads
+    the map and the map covers the day only partly (`mapCoverage` says which km were not looked at:
+    docs/RULES.md "Map coverage"), failed when its computation failed, else never computed (the day has no
+    entry for it)."""
     status = {c.name: c.status for c in trip.computations}
     ran = stage.alerts_by_group or {}
     names = _computation_of_group()
+    cover = registry.day_map_coverage(stage)
+    part = cover is not None and cover["share"] < registry.FULL_COVERAGE
     out = {}
     for group in GROUPS:
-        state = status.get(names.get(group))
+        name = names.get(group)
+        state = status.get(name)
         if state in computations.ACTIVE:
             out[group] = "running"
         elif group in ran:
-            out[group] = "done"
+            out[group] = PARTIAL if part and name not in registry.MAP_FREE else "done"
         elif state == "failed":
             out[group] = "failed"
         else:
@@ -167,6 +173,7 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour + _shift(trip, extra)),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
+        "mapCoverage": registry.day_map_coverage(stage),
         **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
         # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
         "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),

@@ -1,6 +1,9 @@
 """The trip read model: what a trip, a list item and its route look like on the wire (camelCase)."""
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 from trips import computations
 from trips.guards import is_locked
 from trips.models import Trip
@@ -51,7 +54,33 @@ def next_action(trip: Trip) -> str | None:
                     "imported a region with `flask osm import`, call analyze_trip.")
         told = " ".join(_sentence(r) for r in sorted(reasons)[:3])
         return f"Some analyses failed ({', '.join(sorted(failed))}). {told} {RETRY}".replace("  ", " ")
-    return None
+    return _off_map(trip)
+
+
+MAX_OFF_MAP_DAYS = 4  # days named by the off-map next action
+
+
+def _coverage(stage) -> dict | None:
+    """The day's stored mapCoverage, from its JSON text when the trip was read as text (trips.services.trip_reads
+    read_trip: `stored_json`, its columns left unloaded) rather than loading the column, a query per day."""
+    text = (getattr(stage, "stored_json", None) or {}).get("enrichment")
+    if "enrichment" not in stage.__dict__ and isinstance(text, str):
+        return registry.day_map_coverage(SimpleNamespace(enrichment=json.loads(text)))
+    return registry.day_map_coverage(stage)
+
+
+def _off_map(trip: Trip) -> str | None:
+    """The days partly or wholly off the imported map and their km off it (stored at dispatch,
+    docs/RULES.md "Map coverage"), with the fix; None when the map covers every day."""
+    off = [(s.day_number, c) for s in trip.stages if not s.is_rest_day
+           and (c := _coverage(s)) is not None and c["share"] < registry.FULL_COVERAGE]
+    if not off:
+        return None
+    told = "; ".join(f"day {n}: " + (", ".join(f"km {a:g}–{b:g}" for a, b in c["offMapKm"]) or "in part")
+                     for n, c in off[:MAX_OFF_MAP_DAYS]) + ("; …" if len(off) > MAX_OFF_MAP_DAYS else "")
+    return (f"Parts of {len(off)} day(s) lie outside the imported map ({told}): the map checks (food, lodging, "
+            "water, terrain…) did not look there. Have the operator import a region covering them with "
+            "`flask osm import`, then call analyze_trip.")
 
 
 def _sentence(reason: str) -> str:

@@ -20,7 +20,9 @@ _finder = None
 _lock = threading.Lock()
 
 
-def _zone_name(lat: float, lon: float) -> str | None:
+def zone_name(lat: float, lon: float) -> str | None:
+    """The tz database name of the zone at the point (None where timezonefinder has none); one finder per process,
+    shared with the border lookup (trips/enrich/countries.py)."""
     global _finder
     if _finder is None:
         with _lock:
@@ -39,7 +41,7 @@ def zone_at(lat: float, lon: float) -> ZoneInfo:
 
 @lru_cache(maxsize=4096)
 def _zone(lat: float, lon: float) -> ZoneInfo:
-    name = _zone_name(lat, lon)
+    name = zone_name(lat, lon)
     try:
         return ZoneInfo(name) if name else ZoneInfo("UTC")
     except ZoneInfoNotFoundError:

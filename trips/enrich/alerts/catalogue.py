@@ -68,10 +68,10 @@ def render(fact: dict, day_number: int, locale: str | None = None) -> dict:
 
 def _format(name: str, value, locale: str):
     """A raw parameter as `locale` writes it: numbers (one decimal at most, grouped), `country` (an ISO code)
-    by its name; day numbers are counters, written plainly. Anything else as stored."""
+    (and `fromCountry`) by its name; day numbers are counters, written plainly. Anything else as stored."""
     if isinstance(value, bool):
         return value
-    if name == "country" and isinstance(value, str):
+    if name in ("country", "fromCountry") and isinstance(value, str):
         return i18n.country(value, locale)
     if isinstance(value, int) and name in COUNTERS:
         return value

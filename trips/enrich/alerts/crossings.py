@@ -3,9 +3,14 @@ from __future__ import annotations
 
 from trips.enrich.alerts.catalogue import register
 
+# Stored by the rule before the crossing was located on the line (no country left named); still rendered.
 BORDER_CROSSING = register(
     "border_crossing", "nudge", "border_crossing",
     "You are entering {country}. Check phone coverage, payment methods, and local regulations.", ("country",))
+BORDER_CROSSED = register(
+    "border_crossed", "nudge", "border_crossing",
+    "Stage {stage} leaves {fromCountry} for {country}. Check phone coverage, payment methods, and local "
+    "regulations.", ("fromCountry", "country"))
 FERRY_CROSSING = register(
     "ferry_crossing", "warning", "ferry",
     "Stage {stage} takes a ferry crossing. Check the timetable before you set off.", ("name",))
