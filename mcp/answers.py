@@ -124,6 +124,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]
+    if isinstance(out["terrain"], dict) and "elevationReason" in out["terrain"]:  # said once, beside the day's
+        out["terrain"] = {k: v for k, v in out["terrain"].items() if k != "elevationReason"}
     out["alerts"] = [_alert(a) for a in full["alerts"]]
     out["accommodations"] = [_place(p) for p in full["accommodations"][:MAX_ACCOMMODATIONS]]
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])

@@ -107,11 +107,11 @@ def in_words(description: str, *, null: bool = False, many: bool = False) -> dic
     return nullable(schema) if null else schema
 
 
-TRIP_ID = string("From list_trips or create_trip.")
+TRIP_ID = string("From list_trips.")
 STAGE_ID = string("From get_trip's stages.")
-VERSION = integer("From get_trip or the last edit; a stale one fails, overwriting nothing.", minimum=1)
-CONFIRMATION_TOKEN = string("Omit at first: the answer shows the impact and a token, which is not the user's "
-                            "agreement: ask them, then send it.")
+VERSION = integer("From get_trip or the last edit; a stale one writes nothing.", minimum=1)
+CONFIRMATION_TOKEN = string("Omit at first; the answer's token is not the user's consent: ask them, then send "
+                            "it.")
 
 
 def point(description: str) -> dict:
@@ -179,7 +179,7 @@ ACK = obj({"result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION}, requi
 
 CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing was done yet."),
-    "confirmationToken": string("Pass it back to make exactly this call (once, within 5 min)."),
+    "confirmationToken": string("Send it back in the same call (once, within 5 min)."),
     "action": string("What confirming will do."),
     "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
                        "shareUrl (or null)."),

@@ -24,35 +24,31 @@ OUTPUT = s.obj({
     "selectedAccommodation": s.in_words("The chosen place, or null: name, type, lat, lon, price (min, max, "
                                         "estimate), distance, possibleClosed, phone, website, address.", null=True),
     "alertCount": s.integer("Alerts."),
-    "alerts": s.in_words("Critical first, from the groups that ran: code, severity (critical, warning, nudge), group "
-                         "(the analysis that raised it), message, action (null, or what would help: kind navigate = "
-                         "go to lat/lon; auto_fix = apply splitAtKm as edit_stages update distance, maxDistance as "
-                         "maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
+    "alerts": s.in_words("Critical first: code, severity (critical, warning, nudge), group, message, action (null, or "
+                         "kind navigate: go to lat/lon; auto_fix: splitAtKm as edit_stages update distance, maxDistance "
+                         "as maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
     "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
-                         "failed or not computed (then it says nothing about the day)."),
+                         "failed or not computed (says nothing of the day)."),
     "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
-    "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the day's start), "
-                           "openAtPassage (open when the rider passes, null: unknown), "
-                           "openingHours (OSM); null: not computed.", null=True, many=True),
+    "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the start), "
+                           "openAtPassage (open as the rider passes; null: unknown), openingHours; null: not computed.",
+                           null=True, many=True),
     "supplyTimeline": s.nullable(s.array(s.bare("string"), "Food every 500 m: \"km: categories\".")),
     "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
-    "culturalPois": s.in_words("Up to three places to visit: name, type (museum, castle…), km (from the day's "
-                               "start), distance (metres off the route), openingHours (OSM); null: not "
-                               "computed.", null=True, many=True),
-    "terrain": s.in_words("roughKm (rough surface), mainRoadKm (main roads), steepestPct (steepest gradient, %), "
+    "culturalPois": s.in_words("Up to three places to visit: name, type (museum…), km (from the start), distance "
+                               "(m off the route), openingHours; null: not computed.", null=True, many=True),
+    "terrain": s.in_words("roughKm (rough surface), mainRoadKm (main roads), steepestPct (%; null: no elevation), "
                           "mapCoverage (0–1, on the map); null: not computed.",
                           null=True),
-    "weather": s.in_words("Over the riding hours: date, description (rain…), icon, weatherCode (WMO), "
-                          "tempMin/tempMax, apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), "
-                          "windDirection (from: N, NE, E, SE, S, SO, O = west, NO), relativeWindDirection "
-                          "(headwind, tailwind, crosswind, unknown), precipitationProbability and humidity (%), "
-                          "precipitationMm, uvIndex (highest), comfortIndex (0–100, 40 or less poor for cycling); "
-                          "null: see weatherAvailability.", null=True),
+    "weather": s.in_words("Over the riding hours: date, description, icon, weatherCode (WMO), tempMin/tempMax, "
+                          "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from; "
+                          "O = west), relativeWindDirection (headwind, tailwind, crosswind, unknown), "
+                          "precipitationProbability, humidity (%), precipitationMm, uvIndex, comfortIndex (0–100, "
+                          "≤ 40 poor); null: see weatherAvailability.", null=True),
     "weatherAvailability": s.nullable(s.string(
-        "available, past, beyond_horizon (over 16 days ahead) or unavailable (the service had none); null: "
-        "undated trip, or being fetched.")),
+        "available, past, beyond_horizon (over 16 days ahead) or unavailable; null: undated, or being fetched.")),
 }, required=("stageId", "dayNumber", "distance", "alerts", "groups"))
 
 def run(ctx, args: dict) -> dict:
