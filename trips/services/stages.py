@@ -14,10 +14,10 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from oauth.models import User
 from trips import computations
-from trips.services import analysis
+from trips.services import analysis, day_points
 from trips.core.db import new_id
 from trips.errors import Conflict, Invalid, NotFound
-from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
+from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
 from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
@@ -25,7 +25,6 @@ from trips.services.schemas import StageAdd, StageMove, StageUpdate, load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."
-CONTIGUOUS_M = 50.0  # a day continues the previous one when it starts this close to its end
 
 
 def find_stage(trip: Trip, stage_id: str) -> Stage:
@@ -76,8 +75,7 @@ def _end(stage: Stage) -> list[float]:
     return [stage.end_lat, stage.end_lon, stage.end_ele]
 
 
-def _contiguous(a: Stage, b: Stage) -> bool:
-    return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
+_contiguous = day_points.contiguous
 
 
 def geometry_changed(trip: Trip, _prepared=None) -> None:
@@ -99,18 +97,21 @@ RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.g
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
-               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS) -> Trip:
+               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[str] | None = None) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
-    `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing)."""
+    `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing). The trip
+    answered carries `edit_summary` (`_summary`; `notes`: what `apply` said of how it joined a point)."""
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate, load_options=load_options)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
             raise Conflict("The days are being computed; try again once they are ready.")
+        before = {s.id: _shape(s) for s in trip.stages}, trip.end_date
         apply(trip, ctx.prepared)
         for position, stage in enumerate(trip.stages):
             stage.position = position
         if trip.start_date and trip.end_date:
             trip.end_date = trip.start_date + timedelta(days=len(trip.stages) - 1)
+        summary = _summary(trip, *before, notes or [])
         trip.status = "ready" if riding_days(trip) >= MIN_RIDING_DAYS else "draft"
         trip.version += 1
         if invalidate is not None:
@@ -118,7 +119,22 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
         version = trip.version
     # The commit expired the trip: the version it wrote is known, and the answer needs no read to say it.
     set_committed_value(trip, "version", version)
+    trip.edit_summary = summary  # what the edit moved, for the answer (not stored)
     return trip
+
+
+def _shape(stage: Stage) -> tuple:
+    return (round(stage.distance, 2), round(stage.start_lat, 6), round(stage.start_lon, 6),
+            round(stage.end_lat, 6), round(stage.end_lon, 6))
+
+
+def _summary(trip: Trip, shapes: dict, end_date, notes: list[str]) -> dict:
+    """The days whose line changed (new ones included) with their new distances, how a moved point was joined,
+    and the end date when it moved."""
+    changed = [{"day": i + 1, "stageId": s.id, "distanceKm": round(s.distance, 1), "isRestDay": s.is_rest_day}
+               for i, s in enumerate(trip.stages) if shapes.get(s.id) != _shape(s)]
+    moved = (end_date, trip.end_date) if end_date != trip.end_date else None
+    return {"changed": changed, "how": notes, "endDate": moved}
 
 
 def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Trip:
@@ -164,17 +180,18 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             _check_day_line(trip, start, end, replacing=stage)
         return fields
 
+    notes: list[str] = []
+
     def apply(trip, fields):
         stage = find_stage(trip, stage_id)
         if "label" in fields:
             stage.label = fields["label"].strip() if fields["label"] else None
         if "distance" in fields:
             _cut(trip, stage, fields["distance"])
-        elif {"start_point", "end_point"} & fields.keys():
-            start = _point(fields["start_point"]) if "start_point" in fields else _start(stage)
-            end = _point(fields["end_point"]) if "end_point" in fields else _end(stage)
-            set_geometry(stage, [start, end])
-            stage.approximate = False
+            notes.append(f"cut on the day's route at km {fields['distance']:.1f}")
+        for side, name in (("start", "start_point"), ("end", "end_point")):
+            if name in fields and "distance" not in fields:
+                _move_point(trip, stage, side, _point(fields[name]), notes)
 
     def invalidate(trip, fields):
         if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
@@ -182,7 +199,27 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
 
     rename = isinstance(data, dict) and data.keys() == {"label"}  # nothing but the label: no geometry read
     return write_days(actor, trip_id, precondition, validate, apply, invalidate,
-                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS)
+                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes)
+
+
+def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str]) -> None:
+    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
+    sharing that point takes over the rest, or a new day when there is none."""
+    edit = day_points.plan(trip, stage, side, point)
+    set_geometry(stage, edit.line)
+    stage.approximate = edit.approximate
+    other = edit.other
+    if edit.rest is not None:
+        if other is None:
+            if len(trip.stages) >= MAX_TRIP_DAYS:
+                raise Invalid({f"{side}Point": f"would add a day; a trip has at most {MAX_TRIP_DAYS} days"})
+            other = Stage(id=new_id(), accommodations=[])
+            trip.stages.insert(trip.stages.index(stage) + (1 if side == "end" else 0), other)
+        set_geometry(other, edit.rest)
+        other.approximate = edit.approximate
+        if edit.lengths is not None:
+            stage.distance, other.distance = edit.lengths
+    notes.append(f"{side}: {edit.how}")
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
