@@ -9,12 +9,13 @@ import pytest
 from pyproj import Geod
 
 from tests.fakes.thirdparty import gpx_from_points, make_points
+from tests.mcp_helpers import call, mcp_token, payload
 from mcp.tools.edit_stages import moved
 from tests.factories import make_user
 from trips.core.db import db
 from trips.errors import Invalid, NotFound
 from trips.guards import Precondition
-from trips.route.geo import cumulative_km, locate_on_line, slice_km
+from trips.route.geo import cumulative_km, elevation_gain_loss, locate_on_line, slice_km
 from trips.services import stages as stage_ops
 from trips.services.trips import import_gpx
 
@@ -167,3 +168,33 @@ def test_deleting_a_day_says_the_end_date_moved(ctx, rider):
     trip = new_trip(user, make_points(2400, step_m=100.0), startDate="2031-06-01", endDate="2031-06-04")
     trip = stage_ops.delete_stage(user, trip.id, trip.stages[1].id, Precondition.exact(trip.version))
     assert "The end date moved from 2031-06-04 to 2031-06-03." in moved(trip.edit_summary)
+
+
+def test_a_cut_at_a_distance_measures_the_days_on_the_full_route(ctx, rider):
+    user, _ = rider
+    road = zigzag()
+    pts = np.asarray(road, dtype=float)
+    trip = new_trip(user, road, maxDistancePerDay="30")
+    trip = update(user, trip, trip.stages[0], trip.version, distance=12.5)
+    head = slice_km(pts, cumulative_km(pts), 0.0, 12.5)
+    gain, _ = elevation_gain_loss(head[:, 2])
+    # was: the climbing of the simplified stored line, which drops the small rises along the straight legs
+    assert trip.stages[0].distance == pytest.approx(12.5, abs=0.01)
+    assert trip.stages[0].elevation == pytest.approx(gain, abs=0.5) and joined(trip)
+
+
+def test_the_mcp_answer_says_what_moved(app, client, rider):
+    user, _ = rider
+    road = make_points(2400, step_m=100.0)
+    trip = new_trip(user, road, startDate="2031-06-01", endDate="2031-06-03")
+    d1 = trip.stages[0].distance
+    lat, lon, _ = at_km(road, d1 - 5.0)
+    token = mcp_token(app, user)
+    answer = payload(call(client, token, "edit_stages", {
+        "tripId": trip.id, "action": "update", "stageId": trip.stages[0].id, "version": trip.version,
+        "endPoint": {"lat": lat, "lon": lon}}))
+    # was only "The day has been changed."
+    assert f"day 1 is {d1 - 5.0:.1f} km" in answer["result"] and "end: cut on the route at km" in answer["result"]
+    bad = call(client, token, "edit_stages", {"tripId": trip.id, "action": "update", "stageId": trip.stages[0].id,
+                                              "version": answer["version"], "endPoint": {"lat": 91, "lon": 5}})
+    assert bad["isError"] and "endPoint" in bad["content"][0]["text"]

@@ -59,7 +59,7 @@ def _route_line(trip: Trip) -> np.ndarray | None:
     return np.frombuffer(zlib.decompress(route.points), dtype="<f8").reshape(-1, 3)
 
 
-def _window(trip: Trip, days: list[Stage]) -> tuple[np.ndarray, float, bool]:
+def window(trip: Trip, days: list[Stage]) -> tuple[np.ndarray, float, bool]:
     """The line of `days` (consecutive), the km of the first's end on it, and whether it is the stored route."""
     route = _route_line(trip)
     span = sum(d.distance for d in days)
@@ -96,7 +96,7 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float]) -> PointEdit:
     other = _neighbour(trip, stage, 1 if side == "end" else -1)
     days = [stage, other] if side == "end" else [other, stage]
     days = [d for d in days if d is not None]
-    line, boundary, stored = _window(trip, days)
+    line, boundary, stored = window(trip, days)
     cum = cumulative_km(line)
     total = float(cum[-1])
     p = np.asarray(point, dtype=float)

@@ -232,16 +232,20 @@ def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
 
 
 def _cut(trip: Trip, stage: Stage, km: float) -> None:
-    path, following = _cut_path(trip, stage)
-    # The days' lengths were measured on the full-resolution route: the cut keeps their sum.
-    total = stage.distance + (following.distance if following is not None else 0.0)
-    head, tail = cut_at_km(np.asarray(path, dtype=float), km)
+    """Cut on the stored full-resolution route when the days still lie on it (lengths and climbing measured
+    there), else on the days' own lines (their stored lengths shared at the cut)."""
+    _, following = _cut_path(trip, stage)
+    days = [stage] if following is None else [stage, following]
+    total = sum(d.distance for d in days)
+    line, _, stored = day_points.window(trip, days)
+    head, tail = cut_at_km(line, min(km, float(np.nextafter(total_distance_km(line), 0))))
     set_geometry(stage, head)
     if following is None:
         following = Stage(id=new_id(), accommodations=[])
         trip.stages.insert(trip.stages.index(stage) + 1, following)
     set_geometry(following, tail)
-    stage.distance, following.distance = km, max(total - km, 0.0)
+    if not stored:
+        stage.distance, following.distance = km, max(total - km, 0.0)
 
 
 def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
