@@ -1,5 +1,5 @@
-"""update_trip_settings asks for a confirmation only when the change cuts the days again (docs/RULES.md
-"Confirmation"); a departure hour discards nothing and says so."""
+"""update_trip_settings asks for a confirmation only when the change cuts the days again
+(docs/RULES.md "Confirmation"); a departure hour discards nothing and says so."""
 import io
 
 import pytest
