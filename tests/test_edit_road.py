@@ -198,3 +198,21 @@ def test_the_mcp_answer_says_what_moved(app, client, rider):
     bad = call(client, token, "edit_stages", {"tripId": trip.id, "action": "update", "stageId": trip.stages[0].id,
                                               "version": answer["version"], "endPoint": {"lat": 91, "lon": 5}})
     assert bad["isError"] and "endPoint" in bad["content"][0]["text"]
+
+
+def test_both_points_at_once_and_a_rest_day_between(ctx, rider):
+    user, _ = rider
+    road = make_points(2400, step_m=100.0)
+    trip = new_trip(user, road)
+    d1, d2, d3 = (s.distance for s in trip.stages)
+    trip = stage_ops.insert_rest_day(user, trip.id, trip.stages[0].id, Precondition.exact(trip.version))
+    one, rest, two, three = trip.stages
+    start, end = at_km(road, d1 + 2.0), at_km(road, d1 + d2 - 4.0)
+    trip = update(user, trip, two, trip.version, startPoint={"lat": start[0], "lon": start[1]},
+                  endPoint={"lat": end[0], "lon": end[1]})
+    one, rest, two, three = trip.stages
+    # day 1 (across the rest day) takes 2 km, day 3 takes 4 km: the route is still whole
+    assert [one.distance, two.distance, three.distance] == pytest.approx([d1 + 2.0, d2 - 6.0, d3 + 4.0], abs=0.05)
+    assert rest.is_rest_day and (rest.start_lat, rest.start_lon) == pytest.approx((one.end_lat, one.end_lon))
+    assert joined(trip) and len(trip.edit_summary["how"]) == 2
+    assert [d["day"] for d in trip.edit_summary["changed"]] == [1, 2, 3, 4]

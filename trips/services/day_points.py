@@ -43,13 +43,16 @@ def contiguous(a: Stage, b: Stage) -> bool:
     return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
 
 
-def _neighbour(trip: Trip, stage: Stage, step: int) -> Stage | None:
+def neighbour(trip: Trip, stage: Stage, step: int) -> Stage | None:
+    """The riding day after (step 1) or before (-1) `stage`, rest days between skipped, when the two join."""
     index = trip.stages.index(stage) + step
+    while 0 <= index < len(trip.stages) and trip.stages[index].is_rest_day:
+        index += step
     if not 0 <= index < len(trip.stages):
         return None
     other = trip.stages[index]
     pair = (stage, other) if step > 0 else (other, stage)
-    return other if not other.is_rest_day and contiguous(*pair) else None
+    return other if contiguous(*pair) else None
 
 
 def _route_line(trip: Trip) -> np.ndarray | None:
@@ -93,7 +96,7 @@ def _detour(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
 
 def plan(trip: Trip, stage: Stage, side: str, point: list[float]) -> PointEdit:
     """The new lines of `stage` and its neighbour when its `side` ("start" or "end") moves to `point`."""
-    other = _neighbour(trip, stage, 1 if side == "end" else -1)
+    other = neighbour(trip, stage, 1 if side == "end" else -1)
     days = [stage, other] if side == "end" else [other, stage]
     days = [d for d in days if d is not None]
     line, boundary, stored = window(trip, days)

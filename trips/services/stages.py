@@ -219,6 +219,11 @@ def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: 
         other.approximate = edit.approximate
         if edit.lengths is not None:
             stage.distance, other.distance = edit.lengths
+    if other is not None:  # a rest day between the two stays where the riding ends
+        first, second = sorted((trip.stages.index(stage), trip.stages.index(other)))
+        for rest in trip.stages[first + 1:second]:
+            set_geometry(rest, [_end(trip.stages[first])])
+            rest.distance = rest.elevation = rest.elevation_loss = 0.0
     notes.append(f"{side}: {edit.how}")
 
 
