@@ -92,7 +92,7 @@ def test_moving_a_start_gives_the_previous_day_the_road(ctx, rider):
     trip = update(user, trip, trip.stages[1], trip.version, startPoint={"lat": lat + 0.0005, "lon": lon})  # ~55 m off
     assert trip.stages[0].distance == pytest.approx(d1 + 3.0, abs=0.05)
     assert trip.stages[1].distance == pytest.approx(d2 - 3.0, abs=0.05)
-    assert joined(trip) and "start: cut on the route at km" in trip.edit_summary["how"][0]
+    assert joined(trip) and trip.edit_summary["how"][0].startswith("start point cut on the route at km")
 
 
 def test_a_road_passing_twice_is_cut_at_the_pass_nearest_the_current_end():
@@ -121,6 +121,7 @@ def test_a_point_off_the_route_without_a_router_is_joined_straight_and_approxima
     assert off_m > 1000  # out to the point and back to the road: the days grow by twice that, straight
     assert one.distance + two.distance == pytest.approx(d1 + d2 + 2 * off_m / 1000, abs=0.05)
     assert d1 - 5.5 < one.distance - off_m / 1000 < d1 - 4.0
+    assert one.elevation_loss < 5  # the point came without elevation: level with the road, not a drop to 0 m
     assert "joined straight: approximate" in moved(trip.edit_summary)
 
 
@@ -135,7 +136,7 @@ def test_a_point_off_the_route_with_a_router_is_routed(app, ctx, rider, fake_val
     fake_valhalla.set_route([(lat, lon, 0.0), (lat + 0.005, lon, 0.0), target], length_km=1.7)
     trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": target[0], "lon": target[1]})
     assert not trip.stages[0].approximate and len(fake_valhalla.bodies) == 2
-    assert trip.edit_summary["how"] == ["end: routed"] and joined(trip)
+    assert trip.edit_summary["how"] == ["end point routed"] and joined(trip)
 
 
 def test_days_made_of_added_lines_use_their_own_lines(ctx, rider):
@@ -194,7 +195,7 @@ def test_the_mcp_answer_says_what_moved(app, client, rider):
         "tripId": trip.id, "action": "update", "stageId": trip.stages[0].id, "version": trip.version,
         "endPoint": {"lat": lat, "lon": lon}}))
     # was only "The day has been changed."
-    assert f"day 1 is {d1 - 5.0:.1f} km" in answer["result"] and "end: cut on the route at km" in answer["result"]
+    assert f"day 1 is {d1 - 5.0:.1f} km" in answer["result"] and "End point cut on the route at km" in answer["result"]
     bad = call(client, token, "edit_stages", {"tripId": trip.id, "action": "update", "stageId": trip.stages[0].id,
                                               "version": answer["version"], "endPoint": {"lat": 91, "lon": 5}})
     assert bad["isError"] and "endPoint" in bad["content"][0]["text"]
@@ -216,3 +217,17 @@ def test_both_points_at_once_and_a_rest_day_between(ctx, rider):
     assert rest.is_rest_day and (rest.start_lat, rest.start_lon) == pytest.approx((one.end_lat, one.end_lon))
     assert joined(trip) and len(trip.edit_summary["how"]) == 2
     assert [d["day"] for d in trip.edit_summary["changed"]] == [1, 2, 3, 4]
+
+
+def test_an_added_day_is_approximate_without_a_router_and_routed_with_one(app, ctx, rider, fake_valhalla, monkeypatch):
+    user, _ = rider
+    trip = new_trip(user, make_points(2400, step_m=100.0))
+    body = {"startPoint": {"lat": 46.0, "lon": 6.0}, "endPoint": {"lat": 46.1, "lon": 6.1}}
+    trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
+    assert trip.stages[-1].approximate  # was false: a straight line passed for a road
+    assert "New day joined straight: approximate." in moved(trip.edit_summary)
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
+    fake_valhalla.set_route([(46.0, 6.0, 0.0), (46.05, 6.02, 0.0), (46.1, 6.1, 0.0)], length_km=14.0)
+    trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
+    assert not trip.stages[-1].approximate and len(trip.stages[-1].geometry) >= 3
+    assert trip.edit_summary["how"] == ["new day routed"]

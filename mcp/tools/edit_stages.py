@@ -47,7 +47,8 @@ def moved(summary: dict | None) -> str:
             for d in summary["changed"]]
     text = ("Now " + ", ".join(days) + ".") if days else "No day's route changed."
     if summary["how"]:
-        text += " Point " + "; ".join(summary["how"]) + "."
+        how = "; ".join(summary["how"])
+        text += f" {how[0].upper()}{how[1:]}."
     if summary["endDate"]:
         old, new = summary["endDate"]
         text += f" The end date moved from {old.isoformat()} to {new.isoformat()}."

@@ -80,15 +80,22 @@ def window(trip: Trip, days: list[Stage]) -> tuple[np.ndarray, float, bool]:
     return line, boundary, False
 
 
-def _detour(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
-    """From a to b: (line, approximate). Routed by bicycle when a router is configured and answers."""
+def join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
+    """From a to b: (line, approximate). Routed by bicycle when a router is configured and answers. The router
+    gives no elevation: the routed points climb evenly from a's to b's (b without one is level with a)."""
+    a, b = np.asarray(a, dtype=float), np.array(b, dtype=float)
+    if not b[2]:
+        b[2] = a[2]
     config = configs().valhalla
     if config.valhalla_url:
         try:
             line, _ = route_through([tuple(a), tuple(b), tuple(b)], config)
             pts = np.asarray(line, dtype=float).reshape(-1, 3)
             if len(pts) >= 2:
-                return np.vstack((a, pts, b)), False
+                pts = np.vstack((a, pts, b))
+                share = np.linspace(0.0, 1.0, len(pts))
+                pts[:, 2] = a[2] + share * (b[2] - a[2])
+                return pts, False
         except RoutingError:
             pass  # said in the answer: "joined straight: approximate"
     return np.vstack((a, b)), True
@@ -117,8 +124,10 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float]) -> PointEdit:
     near = locate_on_line(line, cum, p[0], p[1], None, ref)
     km = min(max(near[0], 0.0), total)
     base = slice_km(line, cum, km, km)[0]
-    out, approx_out = _detour(base, p)
-    back, approx_back = _detour(p, base)
+    if not p[2]:
+        p[2] = base[2]  # a point given without elevation: level with where it leaves the road
+    out, approx_out = join(base, p)
+    back, approx_back = join(p, base)
     head = np.vstack((slice_km(line, cum, 0.0, km)[:-1], out)) if km > 0 else out
     tail = np.vstack((back, slice_km(line, cum, km, total)[1:])) if km < total else back
     approximate = approx_out or approx_back

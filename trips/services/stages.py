@@ -138,7 +138,8 @@ def _summary(trip: Trip, shapes: dict, end_date, notes: list[str]) -> dict:
 
 
 def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Trip:
-    """Insert a day from startPoint to endPoint (a straight line) at `position` (default: last)."""
+    """Insert a day from startPoint to endPoint at `position` (default: last): routed by bicycle when a router is
+    configured, else a straight line marked `approximate`."""
 
     def validate(trip):
         fields = load(StageAdd(), data)
@@ -150,12 +151,17 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         _check_day_line(trip, _point(fields["start_point"]), _point(fields["end_point"]))
         return fields | {"position": position}
 
+    notes: list[str] = []
+
     def apply(trip, fields):
         stage = Stage(id=new_id(), label=fields.get("label"), accommodations=[])
-        set_geometry(stage, [_point(fields["start_point"]), _point(fields["end_point"])])
+        line, stage.approximate = day_points.join(np.asarray(_point(fields["start_point"])),
+                                                  np.asarray(_point(fields["end_point"])))
+        set_geometry(stage, line)
         trip.stages.insert(fields["position"], stage)
+        notes.append("new day joined straight: approximate" if stage.approximate else "new day routed")
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, notes=notes)
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
@@ -224,7 +230,7 @@ def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: 
         for rest in trip.stages[first + 1:second]:
             set_geometry(rest, [_end(trip.stages[first])])
             rest.distance = rest.elevation = rest.elevation_loss = 0.0
-    notes.append(f"{side}: {edit.how}")
+    notes.append(f"{side} point {edit.how}")
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
