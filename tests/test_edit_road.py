@@ -231,3 +231,26 @@ def test_an_added_day_is_approximate_without_a_router_and_routed_with_one(app, c
     trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
     assert not trip.stages[-1].approximate and len(trip.stages[-1].geometry) >= 3
     assert trip.edit_summary["how"] == ["new day routed"]
+
+
+def out_and_back(km: float = 30.0, gap_m: float = 100.0, step_m: float = 100.0) -> list:
+    """North `km`, `gap_m` east, then back south beside the way out: every point of it is passed twice."""
+    points, lat, lon = [], 45.0, 5.0
+    for heading, steps in ((0.0, int(km * 1000 / step_m)), (90.0, 1), (180.0, int(km * 1000 / step_m))):
+        for _ in range(steps):
+            points.append((round(lat, 7), round(lon, 7), 400.0))
+            lon, lat, _ = _GEOD.fwd(lon, lat, heading, step_m if heading != 90.0 else gap_m)
+    points.append((round(lat, 7), round(lon, 7), 400.0))
+    return points
+
+
+def test_a_road_passing_twice_is_cut_on_the_pass_nearest_the_day_end(ctx, rider):
+    user, _ = rider
+    road = out_and_back(40.0)
+    trip = new_trip(user, road, maxDistancePerDay="50")  # day 1 ends ~2 km down the way back
+    d1, d2 = trip.stages[0].distance, trip.stages[1].distance
+    assert 41.0 < d1 < 43.0
+    lat, lon, _ = at_km(road, 37.0)  # on the way out, 100 m from the way back at its km 43.1
+    trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": lat, "lon": lon + 0.0006})
+    assert trip.stages[0].distance == pytest.approx(43.1, abs=0.1)  # not 37: the pass nearer its end (km d1)
+    assert trip.stages[0].distance + trip.stages[1].distance == pytest.approx(d1 + d2, abs=0.01)
