@@ -5,8 +5,10 @@ from tests.test_enrich_pipeline import ROUTE, route_map, uploaded
 from tests.test_pipeline import reload, run_jobs
 from trips.core.db import atomic, db
 from trips.enrich import registry
-from trips.guards import trip_lock
+from trips.guards import Precondition, trip_lock
+from trips.readmodels.day import group_statuses
 from trips.services.analysis import analyze_trip
+from trips.services.stages import update_stage
 
 STALE = [{"name": "Old hotel", "lat": 45.0, "lon": 5.0, "distanceKm": 0.417, "type": "hotel"}]
 
@@ -45,3 +47,23 @@ def test_a_scan_of_some_days_leaves_the_others_and_a_choice_stays(app, ctx, ride
     last = reload(trip.id).stages[-1]
     assert last.selected_accommodation == STALE[0] and last.accommodations == STALE
     db.session.rollback()
+
+
+def test_a_moved_day_reads_running_not_its_old_facts_and_the_others_keep_theirs(app, ctx, rider, tmp_path):
+    import_map(route_map(ROUTE), tmp_path)
+    trip = uploaded(rider)
+    run_jobs(app)
+    trip = reload(trip.id)
+    assert trip.stages[0].accommodations and trip.stages[0].alerts_by_group
+    kept = (trip.stages[2].alerts_by_group, trip.stages[2].accommodations)
+    lat, lon = trip.stages[0].geometry[len(trip.stages[0].geometry) // 2][:2]  # halfway along day 1
+    update_stage(rider[0], trip.id, trip.stages[0].id, Precondition.exact(trip.version),
+                 {"endPoint": {"lat": lat, "lon": lon}})
+    trip = reload(trip.id)
+    first = trip.stages[0]
+    # was: the old day's hotels and alerts, at their old distances
+    assert first.accommodations == [] and first.alerts_by_group == {} and first.enrichment == {}
+    assert set(group_statuses(trip, first).values()) <= {"running", "not computed"}
+    assert (trip.stages[2].alerts_by_group, trip.stages[2].accommodations) == kept
+    run_jobs(app)
+    assert reload(trip.id).stages[0].accommodations  # found again on the new line

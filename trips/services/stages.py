@@ -97,10 +97,12 @@ RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.g
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
-               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[str] | None = None) -> Trip:
+               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[str] | None = None,
+               forget_facts: bool = False) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
     `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing). The trip
-    answered carries `edit_summary` (`_summary`; `notes`: what `apply` said of how it joined a point)."""
+    answered carries `edit_summary` (`_summary`; `notes`: what `apply` said of how it joined a point).
+    `forget_facts`: the days whose line changed drop their old facts (`_forget_facts`)."""
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate, load_options=load_options)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
@@ -112,6 +114,8 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
         if trip.start_date and trip.end_date:
             trip.end_date = trip.start_date + timedelta(days=len(trip.stages) - 1)
         summary = _summary(trip, *before, notes or [])
+        if forget_facts:
+            _forget_facts(trip, {d["stageId"] for d in summary["changed"]} & before[0].keys())
         trip.status = "ready" if riding_days(trip) >= MIN_RIDING_DAYS else "draft"
         trip.version += 1
         if invalidate is not None:
@@ -121,6 +125,17 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
     set_committed_value(trip, "version", version)
     trip.edit_summary = summary  # what the edit moved, for the answer (not stored)
     return trip
+
+
+def _forget_facts(trip: Trip, stage_ids: set[str]) -> None:
+    """A day whose line changed drops what the enrichments found on its old line (alerts, map fields, lodging
+    candidates; the rider's choice stays): until they run again it reads "running", never the old day's facts
+    (docs/RULES.md "What an edit invalidates")."""
+    for stage in trip.stages:
+        if stage.id in stage_ids:
+            stage.alerts_by_group, stage.enrichment = {}, {}
+            if stage.selected_accommodation is None:
+                stage.accommodations = []
 
 
 def _shape(stage: Stage) -> tuple:
@@ -161,7 +176,7 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         trip.stages.insert(fields["position"], stage)
         notes.append("new day joined straight: approximate" if stage.approximate else "new day routed")
 
-    return write_days(actor, trip_id, precondition, validate, apply, notes=notes)
+    return write_days(actor, trip_id, precondition, validate, apply, notes=notes, forget_facts=True)
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
@@ -205,7 +220,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
 
     rename = isinstance(data, dict) and data.keys() == {"label"}  # nothing but the label: no geometry read
     return write_days(actor, trip_id, precondition, validate, apply, invalidate,
-                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes)
+                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes, forget_facts=True)
 
 
 def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str]) -> None:
@@ -276,7 +291,7 @@ def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondit
         trip.stages.remove(stage)
         trip.stages.insert(to_index, stage)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition) -> Trip:
@@ -302,7 +317,7 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         elif before is not None and not before.is_rest_day:
             _merge(before, before.geometry + stage.geometry[1:], before, stage)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def _merge(target: Stage, geometry: list, first: Stage, second: Stage) -> None:
@@ -333,7 +348,7 @@ def insert_rest_day(actor: User, trip_id: str, stage_id: str, precondition: Prec
         rest.distance = rest.elevation = rest.elevation_loss = 0.0
         trip.stages.insert(trip.stages.index(stage) + 1, rest)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def get_stage(actor: User, trip_id: str, stage_id: str) -> Stage:
