@@ -180,8 +180,9 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
-    """New points and/or label (a straight line when a point moves), or a cut at `distance` km: the rest
-    goes to the next day (its end stays) or, on the last day, becomes a new day."""
+    """New points and/or label, or a cut at `distance` km. A moved point keeps the road (`_move_point`,
+    docs/RULES.md "Editing a day's points"); a cut gives the rest to the next day (its end stays) or, on the
+    last day, makes it a new day."""
 
     def validate(trip):
         fields = load(StageUpdate(), data)
