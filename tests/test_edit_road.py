@@ -160,6 +160,10 @@ def test_a_rest_day_point_and_a_foreign_trip_are_refused(ctx, rider):
     with pytest.raises(Invalid) as refused:
         update(user, trip, rest, trip.version, endPoint={"lat": 45.1, "lon": 5.1})
     assert "stageId" in refused.value.errors
+    one = trip.stages[0]
+    with pytest.raises(Invalid) as onto_its_start:  # a 0 km day: refused, naming the point
+        update(user, trip, one, trip.version, endPoint={"lat": one.start_lat, "lon": one.start_lon})
+    assert "endPoint" in onto_its_start.value.errors
     with pytest.raises(NotFound):
         update(make_user("other@example.org"), trip, trip.stages[0], trip.version, endPoint={"lat": 45.1, "lon": 5.1})
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trips.errors import Invalid
 from trips.models import Stage, Trip
 from trips.providers.settings import configs
 from trips.providers.valhalla import RoutingError, route_through
-from trips.route.geo import cumulative_km, haversine_m, locate_on_line, slice_km
+from trips.route.geo import cumulative_km, haversine_m, locate_on_line, slice_km, total_distance_km
 
 ON_ROUTE_M = 200.0  # a point this close to the route cuts it there
 CONTIGUOUS_M = 50.0  # a day continues the previous one when it starts this close to its end
@@ -144,8 +145,12 @@ def _scaled(days: list[Stage], km: float, total: float) -> tuple[float, float]:
 
 
 def _edit(side, other, head, tail, how, approximate, lengths, rest_km=None) -> PointEdit:
-    """head/tail: the window before and after the new point; the day keeps the side it did not move."""
+    """head/tail: the window before and after the new point; the day keeps the side it did not move. Raises
+    Invalid (naming the point) when the day would be shorter than MIN_PART_KM."""
     line, rest = (head, tail) if side == "end" else (tail, head)
+    if total_distance_km(line) < MIN_PART_KM:
+        raise Invalid({f"{side}Point": f"leaves the day under {MIN_PART_KM * 1000:.0f} m long; delete the day "
+                                       "instead"})
     if lengths is not None and side == "start":
         lengths = lengths[::-1]
     if other is None and rest_km is not None and rest_km < MIN_PART_KM:
