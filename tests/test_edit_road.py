@@ -16,7 +16,7 @@ from trips.core.db import db
 from trips.errors import Invalid, NotFound
 from trips.guards import Precondition
 from trips.route.geo import cumulative_km, elevation_gain_loss, locate_on_line, slice_km
-from trips.services import stages as stage_ops
+from trips.services import day_points, stages as stage_ops
 from trips.services.trips import import_gpx
 
 _GEOD = Geod(ellps="WGS84")
@@ -134,8 +134,14 @@ def test_a_point_off_the_route_with_a_router_is_routed(app, ctx, rider, fake_val
     lat, lon, _ = at_km(road, d1 - 5.0)
     target = (lat + 0.01, lon - 0.01, 0.0)
     fake_valhalla.set_route([(lat, lon, 0.0), (lat + 0.005, lon, 0.0), target], length_km=1.7)
+    order = []
+    real_join, real_write = day_points._join, stage_ops.guarded_write
+    monkeypatch.setattr(day_points, "_join", lambda a, b: order.append("route") or real_join(a, b))
+    monkeypatch.setattr(stage_ops, "guarded_write", lambda ctx: order.append("lock") or real_write(ctx))
     trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": target[0], "lon": target[1]})
-    assert not trip.stages[0].approximate and len(fake_valhalla.bodies) == 2
+    assert order == ["route", "route", "lock"]  # no trip lock nor write transaction held across the router
+    assert not trip.stages[0].approximate
+    assert len(fake_valhalla.bodies) == 2  # out and back, asked before the trip lock and not again under it
     assert trip.edit_summary["how"] == ["end point routed"] and joined(trip)
 
 
@@ -234,6 +240,7 @@ def test_an_added_day_is_approximate_without_a_router_and_routed_with_one(app, c
     fake_valhalla.set_route([(46.0, 6.0, 0.0), (46.05, 6.02, 0.0), (46.1, 6.1, 0.0)], length_km=14.0)
     trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
     assert not trip.stages[-1].approximate and len(trip.stages[-1].geometry) >= 3
+    assert len(fake_valhalla.bodies) == 1  # asked once, before the trip lock: not again under it
     assert trip.edit_summary["how"] == ["new day routed"]
 
 

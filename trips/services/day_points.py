@@ -81,12 +81,23 @@ def window(trip: Trip, days: list[Stage]) -> tuple[np.ndarray, float, bool]:
     return line, boundary, False
 
 
-def join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
+def join(a: np.ndarray, b: np.ndarray, routes: dict | None = None) -> tuple[np.ndarray, bool]:
     """From a to b: (line, approximate). Routed by bicycle when a router is configured and answers. The router
-    gives no elevation: the routed points climb evenly from a's to b's (b without one is level with a)."""
+    gives no elevation: the routed points climb evenly from a's to b's (b without one is level with a).
+    `routes` keeps the answers by their ends: asked before the trip lock, they are not asked under it."""
     a, b = np.asarray(a, dtype=float), np.array(b, dtype=float)
     if not b[2]:
         b[2] = a[2]
+    key = tuple(np.round(np.concatenate((a, b)), 6))
+    if routes is not None and key in routes:
+        return routes[key]
+    found = _join(a, b)
+    if routes is not None:
+        routes[key] = found
+    return found
+
+
+def _join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
     config = configs().valhalla
     if config.valhalla_url:
         try:
@@ -102,8 +113,13 @@ def join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
     return np.vstack((a, b)), True
 
 
-def plan(trip: Trip, stage: Stage, side: str, point: list[float]) -> PointEdit:
-    """The new lines of `stage` and its neighbour when its `side` ("start" or "end") moves to `point`."""
+def routing() -> bool:
+    return bool(configs().valhalla.valhalla_url)
+
+
+def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict | None = None) -> PointEdit:
+    """The new lines of `stage` and its neighbour when its `side` ("start" or "end") moves to `point`
+    (`routes`: see `join`). Writes nothing."""
     other = neighbour(trip, stage, 1 if side == "end" else -1)
     days = [stage, other] if side == "end" else [other, stage]
     days = [d for d in days if d is not None]
@@ -127,8 +143,8 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float]) -> PointEdit:
     base = slice_km(line, cum, km, km)[0]
     if not p[2]:
         p[2] = base[2]  # a point given without elevation: level with where it leaves the road
-    out, approx_out = join(base, p)
-    back, approx_back = join(p, base)
+    out, approx_out = join(base, p, routes)
+    back, approx_back = join(p, base, routes)
     head = np.vstack((slice_km(line, cum, 0.0, km)[:-1], out)) if km > 0 else out
     tail = np.vstack((back, slice_km(line, cum, km, total)[1:])) if km < total else back
     approximate = approx_out or approx_back

@@ -16,7 +16,7 @@ from oauth.models import User
 from trips import computations
 from trips.services import analysis, day_points
 from trips.core.db import new_id
-from trips.errors import Conflict, Invalid, NotFound
+from trips.errors import Conflict, DomainError, Invalid, NotFound
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
@@ -167,11 +167,20 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         return fields | {"position": position}
 
     notes: list[str] = []
+    routes: dict = {}
+    if day_points.routing():  # asked before the trip lock (see _route_before_the_lock)
+        try:
+            fields = load(StageAdd(), data)
+            load_owned_trip(actor.id, trip_id)
+            day_points.join(np.asarray(_point(fields["start_point"])), np.asarray(_point(fields["end_point"])),
+                            routes)
+        except DomainError:
+            pass
 
     def apply(trip, fields):
         stage = Stage(id=new_id(), label=fields.get("label"), accommodations=[])
         line, stage.approximate = day_points.join(np.asarray(_point(fields["start_point"])),
-                                                  np.asarray(_point(fields["end_point"])))
+                                                  np.asarray(_point(fields["end_point"])), routes)
         set_geometry(stage, line)
         trip.stages.insert(fields["position"], stage)
         notes.append("new day joined straight: approximate" if stage.approximate else "new day routed")
@@ -203,6 +212,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         return fields
 
     notes: list[str] = []
+    routes = _route_before_the_lock(actor, trip_id, stage_id, data)
 
     def apply(trip, fields):
         stage = find_stage(trip, stage_id)
@@ -213,7 +223,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             notes.append(f"cut on the day's route at km {fields['distance']:.1f}")
         for side, name in (("start", "start_point"), ("end", "end_point")):
             if name in fields and "distance" not in fields:
-                _move_point(trip, stage, side, _point(fields[name]), notes)
+                _move_point(trip, stage, side, _point(fields[name]), notes, routes)
 
     def invalidate(trip, fields):
         if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
@@ -224,10 +234,31 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
                       RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes, forget_facts=True)
 
 
-def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str]) -> None:
+def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> dict:
+    """With a router, the detours a moved point needs, asked before the write chain: no trip lock nor write
+    transaction is held across the router's answer (the chain reads the trip anew; the same version makes the
+    same detours). Anything wrong here is left for the chain to refuse."""
+    routes: dict = {}
+    if not day_points.routing() or not isinstance(data, dict) or "distance" in data:
+        return routes
+    try:
+        fields = load(StageUpdate(), data)
+        trip = load_owned_trip(actor.id, trip_id)
+        stage = find_stage(trip, stage_id)
+        if not stage.is_rest_day:
+            for side, name in (("start", "start_point"), ("end", "end_point")):
+                if name in fields:
+                    day_points.plan(trip, stage, side, _point(fields[name]), routes)
+    except DomainError:
+        pass
+    return routes
+
+
+def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
+                routes: dict | None = None) -> None:
     """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
     sharing that point takes over the rest, or a new day when there is none."""
-    edit = day_points.plan(trip, stage, side, point)
+    edit = day_points.plan(trip, stage, side, point, routes)
     set_geometry(stage, edit.line)
     stage.approximate = edit.approximate
     other = edit.other
