@@ -168,7 +168,9 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
             return
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
-            if trip is not None and registry.apply(trip, name, generation, result, expand=radius_km is not None):
+            scoped = stage_ids is not None or radius_km is not None
+            if trip is not None and registry.apply(trip, name, generation, result, expand=radius_km is not None,
+                                                   scoped=scoped):
                 computations.transition(trip_id, name, generation, "done")
                 registry.cascade(trip_id, name, generation)  # what waited on it runs now, on what it stored
             else:

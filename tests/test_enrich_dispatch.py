@@ -84,8 +84,9 @@ SETTINGS = [
     ({"startDate": FUTURE}, lambda: by_trigger("DATES")),
     ({"ebikeMode": True}, lambda: {"terrain"}),
     # weather is withheld on this undated trip (a dated one: tests/test_enrich_weather.py)
-    ({"departureHour": 6}, lambda: {"terrain"}),
-    ({"averageSpeed": 22.5}, lambda: {"terrain"}),
+    # pois: resupply's "open at passage" is the hour the rider passes the shop
+    ({"departureHour": 6}, lambda: {"terrain", "pois"}),
+    ({"averageSpeed": 22.5}, lambda: {"terrain", "pois"}),
     ({"enabledAccommodationTypes": ["hotel", "camp_site"]}, lambda: {"accommodations"}),
 ]
 
@@ -272,8 +273,8 @@ def test_the_mcp_tools_dispatch_as_rest_does(app, client, rider, trip):
 
     token = mcp_token(app, rider[0])
     args = {"id": trip.id, "version": trip.version, "ebikeMode": True}
-    minted = payload(call(client, token, "update_trip_settings", args))["confirmationToken"]
-    assert not call(client, token, "update_trip_settings", {**args, "confirmationToken": minted})["isError"]
+    saved = payload(call(client, token, "update_trip_settings", args))  # no recut: no confirmation asked
+    assert "confirmationRequired" not in saved and "no day, edit or chosen accommodation" in saved["result"]
     assert pending(reload(trip.id)) == {"terrain"}
     settle(trip.id)
     day = trip.stages[0]

@@ -33,13 +33,16 @@ def test_domain_check_300_km_flat_3_days():
 
 
 def test_thirty_km_floor():
-    assert pacing.daily_targets(3, 60.0, 0.0, 0.9, 50.0, None) == [30.0, 30.0, 30.0]
+    # 3 days of 30 km do not fit 60 km: the days share the route (was 30, 30, then nothing left)
+    assert pacing.daily_targets(3, 60.0, 0.0, 0.9, 50.0, None) == pytest.approx([20.0, 20.0, 20.0])
     targets = pacing.daily_targets(4, 150.0, 0.0, 0.5, 50.0, None)  # base 80: 80, 40, 20 -> 30, 10 -> 30
-    assert targets == pytest.approx([80.0, 40.0, 30.0, 30.0])
+    # 180 km of targets for 150: what lies above the floor (50 + 10) shrinks to the 30 km left over it
+    assert targets == pytest.approx([55.0, 35.0, 30.0, 30.0]) and sum(targets) == pytest.approx(150.0)
 
 
 def test_cap_is_applied_after_the_floor():
-    assert pacing.daily_targets(3, 60.0, 0.0, 0.9, 50.0, 25.0) == [25.0, 25.0, 25.0]
+    assert pacing.daily_targets(3, 90.0, 0.0, 0.9, 50.0, 25.0) == [25.0, 25.0, 25.0]
+    assert pacing.daily_targets(3, 60.0, 0.0, 0.9, 50.0, 25.0) == pytest.approx([20.0, 20.0, 20.0])
     assert pacing.daily_targets(3, 300.0, 0.0, 0.9, 50.0, 100.0) == pytest.approx([100.0, 99.6310, 89.6679],
                                                                                    abs=1e-4)
 
@@ -148,9 +151,31 @@ def test_plan_stages_more_days_than_route():
     route = zigzag_route(70.0)
     settings = PacingSettings(start_date=date(2026, 6, 1), end_date=date(2026, 6, 5))  # 5 days, 30 km floor
     stages = pacing.plan_stages(route, settings)
-    assert [s.day_number for s in stages] == [1, 2, 3]
-    assert stages[0].distance_km == pytest.approx(30.0, abs=1.01)
+    # the dates' 5 days share the route (was 30, 30, 10 km and two dates without a day)
+    assert [s.day_number for s in stages] == [1, 2, 3, 4, 5]
+    assert [s.distance_km for s in stages] == pytest.approx([14.0] * 5, abs=0.05)
     assert stages[-1].end == tuple(route[-1])
+
+
+@pytest.mark.parametrize("km,days", [(30.0, 3), (30.5, 3), (61.0, 3), (239.9, 10)])
+def test_no_near_zero_day_whatever_the_dates(km, days):
+    route = zigzag_route(km)
+    settings = PacingSettings(start_date=date(2026, 6, 1), end_date=date(2026, 6, days))
+    stages = pacing.plan_stages(route, settings)
+    assert len(stages) == days and min(s.distance_km for s in stages) > 0.5 * km / days
+    assert sum(s.distance_km for s in stages) == pytest.approx(geo.total_distance_km(route), abs=1e-6)
+
+
+def test_no_near_zero_day_from_the_cap():
+    stages = pacing.plan_stages(zigzag_route(61.0), PacingSettings(max_distance_per_day=30.0))  # was 30, 30, 1
+    assert [s.distance_km for s in stages] == pytest.approx([61.0 / 3] * 3, abs=0.05)
+
+
+def test_dates_leaving_days_under_a_kilometre_are_refused_naming_the_end_date():
+    settings = PacingSettings(start_date=date(2026, 6, 1), end_date=date(2026, 6, 10))
+    with pytest.raises(pacing.TooLarge) as refused:
+        pacing.plan_stages(zigzag_route(5.0), settings)
+    assert refused.value.field == "endDate" and "under 1 km" in refused.value.message
 
 
 def test_plan_stages_single_day_and_tiny_routes():

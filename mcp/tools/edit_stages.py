@@ -11,8 +11,7 @@ from trips.guards import Precondition
 ACTIONS = {
     "add": (stage_ops.add_stage, ("startPoint", "endPoint", "position", "label"),
             "A day has been inserted. The days after it have moved, and their dates with them."),
-    "update": (stage_ops.update_stage, ("startPoint", "endPoint", "label", "distance"),
-               "The day has been changed."),
+    "update": (stage_ops.update_stage, ("startPoint", "endPoint", "label", "distance"), "The day has been changed."),
     "move": (stage_ops.move_stage, ("toIndex",),
              "The day has been moved. Every day between its old and new places has been renumbered."),
     "delete": (stage_ops.delete_stage, (), "The day has been removed and merged with the one beside it."),
@@ -36,7 +35,24 @@ def run(ctx, args: dict) -> dict:
     pre = Precondition.exact(args["version"])
     ids = (args["tripId"],) if action == "add" else (args["tripId"], args["stageId"])
     trip = service(ctx.user, *ids, pre, body) if reads else service(ctx.user, *ids, pre)
-    return ack(said, trip.version, "Pass the version above to the next edit; no need to read the trip again.")
+    return ack(f"{said} {moved(getattr(trip, 'edit_summary', None))}".strip(), trip.version,
+               "Pass the version above to the next edit; no need to read the trip again.")
+
+
+def moved(summary: dict | None) -> str:
+    """What the edit moved, in words: the changed days and their distances, how a point was joined, the dates."""
+    if not summary:
+        return ""
+    days = [f"day {d['day']} " + ("is a rest day" if d["isRestDay"] else f"is {d['distanceKm']:.1f} km")
+            for d in summary["changed"]]
+    text = ("Now " + ", ".join(days) + ".") if days else "No day's route changed."
+    if summary["how"]:
+        how = "; ".join(summary["how"])
+        text += f" {how[0].upper()}{how[1:]}."
+    if summary["endDate"]:
+        old, new = summary["endDate"]
+        text += f" The end date moved from {old.isoformat()} to {new.isoformat()}."
+    return text
 
 
 TOOL = Tool(
@@ -44,7 +60,9 @@ TOOL = Tool(
     locked_trip="tripId",
     description="Change the days of a trip with one `action` (each argument says which read it): add, update "
                 "(or cut the day at `distance`), move, delete (merges the day into its neighbour), rest_day "
-                "(inserts a rest day after stageId). Needs the trip's version; answers the new one.",
+                "(inserts a rest day after stageId). A moved point within 200 m of the route cuts it there and the "
+                "neighbour day takes the rest; further off it is routed, or joined straight (approximate). "
+                "Needs the trip's version; answers the new one and what moved.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
         "stageId": s.string("From get_trip's stages (every action but add)."),

@@ -17,15 +17,17 @@ def run(ctx, args: dict) -> dict:
         return ack("The settings have been saved. The days are being worked out again, so the previous split "
                    "and any chosen accommodation are gone.", trip.version,
                    "Call get_trip in a little while — usually under a minute — to see the new days.")
-    return ack("The settings have been saved. Nothing in them changes how the days are cut.", trip.version)
+    return ack("The settings have been saved. Nothing in them changes how the days are cut: no day, edit or "
+               "chosen accommodation was discarded; what depends on them is being worked out again.", trip.version)
 
 
 TOOL = Tool(
     name="update_trip_settings", title="Change a trip's settings", scope="trips:write", run=run,
     locked_trip="id",
-    description="Change a trip's settings (only the ones given). A change of pacing or dates recuts every "
-                "day. Needs the trip's version, and a confirmation: the first call changes nothing and "
-                "answers what would change. The route itself cannot change: create a new trip for that.",
+    description="Change a trip's settings (only the ones given). A change of pacing or of the dates' span "
+                "recuts every day and needs a confirmation: the first call changes nothing and answers what "
+                "would change; other settings apply at once. Needs the trip's version. The route itself "
+                "cannot change: create a new trip for that.",
     input_schema=s.obj({"id": s.TRIP_ID, "version": s.VERSION, "confirmationToken": s.CONFIRMATION_TOKEN,
                         **s.SETTINGS}, required=("id", "version")),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},

@@ -35,7 +35,9 @@ def _elicit(client, world, arguments: dict, params: dict | None = None):
 ])
 def test_a_malformed_answer_to_an_elicitation_is_refused_or_declined_and_writes_nothing(client, world, ledger,
                                                                                         answer, refused):
-    arguments = {"id": world.trip.id, "version": world.trip.version, "title": "Renamed"}
+    # a change that recuts the days: the one update_trip_settings asks about (a title is saved at once)
+    pace = 0.8 if world.trip.fatigue_factor != 0.8 else 0.9
+    arguments = {"id": world.trip.id, "version": world.trip.version, "fatigueFactor": pace}
     state = _elicit(client, world, arguments)["result"]["requestState"]
     before = ledger.look()
     result = _elicit(client, world, arguments, {"requestState": state, "inputResponses": answer})["result"]
@@ -48,7 +50,7 @@ def test_a_malformed_answer_to_an_elicitation_is_refused_or_declined_and_writes_
             "confirm": {"action": "accept", "content": {"confirm": True}}}})["result"]
         assert accepted["isError"] is False
         db.session.rollback()
-        assert db.session.get(Trip, world.trip.id).title == "Renamed"
+        assert db.session.get(Trip, world.trip.id).fatigue_factor == pace
     else:
         assert result["isError"] is False and text["result"].startswith("Nothing was done")
 

@@ -282,14 +282,15 @@ def run_compute(name: str, snap: TripSnap, engine, stage_ids=None, radius_km=Non
     return enrichment.compute(snap, engine)
 
 
-def apply(trip, name: str, generation: int, result: Result, *, expand: bool = False) -> bool:
+def apply(trip, name: str, generation: int, result: Result, *, expand: bool = False, scoped: bool = False) -> bool:
     """Write `result` on the trip's days (under the trip lock, in the job's unit of work). False, writing
     nothing, when the trip moved past `generation` or the computation is no longer that generation's.
 
     On each day the enrichment looked at, its group is replaced by the facts and its fields by the data (a
     field it did not return is removed); a day it did not look at (off the map) loses them: "never ran", not an
-    older day's result. Accommodations (which may be a scan of some days) leave the days they did not scan, and go to `stage.accommodations`,
-    are never written on a day whose lodging the rider chose; `expand` merges them into the day's.
+    older day's result. Accommodations go to `stage.accommodations` and are never written on a day whose lodging
+    the rider chose; a `scoped` scan (some days, or a radius) leaves the days it did not scan, a full one clears
+    them (candidates of a day that moved off the map are not current); `expand` merges them into the day's.
     """
     enrichment = ENRICHMENTS[name]
     row = next((c for c in trip.computations if c.name == name), None)
@@ -300,7 +301,7 @@ def apply(trip, name: str, generation: int, result: Result, *, expand: bool = Fa
     for stage in trip.stages:
         if stage.id in looked:
             _write_day(stage, enrichment, result, expand)
-        elif name not in SCOPED:
+        elif name not in SCOPED or not scoped:
             _clear_day(stage, enrichment)
     return True
 
@@ -322,6 +323,11 @@ def _write_day(stage, enrichment: Enrichment, result: Result, expand: bool) -> N
 
 
 def _clear_day(stage, enrichment: Enrichment) -> None:
+    if enrichment.name == "accommodations":
+        if stage.selected_accommodation is not None:
+            return  # the rider's choice stands, with the candidates it was made from
+        if stage.accommodations:
+            stage.accommodations = []
     if enrichment.group is not None and enrichment.group in (stage.alerts_by_group or {}):
         stage.alerts_by_group = {k: v for k, v in stage.alerts_by_group.items() if k != enrichment.group}
     if any(k in (stage.enrichment or {}) for k in enrichment.fields):

@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 MINIMUM_STAGE_DISTANCE_KM = 30.0
+MIN_DATED_DAY_KM = 1.0  # dates that leave a day less than this on average are refused (docs/RULES.md "Pacing")
 MAX_TRIP_DAYS = 90
 MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (docs/RULES.md "Trip settings")
 MAX_STEP_KM = MAX_DAY_KM
@@ -131,6 +132,9 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
         if days > MAX_TRIP_DAYS:
             raise TooLarge(f"These dates make {days} days; BTP plans at most {MAX_TRIP_DAYS}. Move the end "
                            "date closer.", "endDate")
+        if total_km and total_km / days < MIN_DATED_DAY_KM:
+            raise TooLarge(f"These dates make {days} days for a {_km(total_km)} km route: a day would be under "
+                           f"{MIN_DATED_DAY_KM:g} km. Move the end date closer.", "endDate")
         return days
     if not settings.max_distance_per_day or not settings.max_distance_per_day > 0:
         raise ValueError("max_distance_per_day must be > 0")
@@ -149,7 +153,9 @@ def daily_targets(n_days: int, total_km: float, ascent_m: float | None, fatigue_
 
     base = (D + E/p) / Σ f^i and target[n] = max(30, base·f^n − E/p/N), then min(target, cap) when a cap is
     given (the cap is applied after the 30 km floor). A penalty p <= 0 means no elevation penalty, and so
-    does an unknown ascent (None: none is invented, docs/RULES.md "Elevation").
+    does an unknown ascent (None: none is invented, docs/RULES.md "Elevation"). When the targets then add up to
+    more than the route (more days than it needs: the floor cannot hold for all), they are fitted to it (`_fit`),
+    so every day gets a share and none is cut at 0 km.
     Raises ValueError when n_days < 1.
     """
     if n_days < 1:
@@ -163,7 +169,21 @@ def daily_targets(n_days: int, total_km: float, ascent_m: float | None, fatigue_
     targets = [max(MINIMUM_STAGE_DISTANCE_KM, base * w - penalty_per_day) for w in weights]
     if cap:
         targets = [min(t, cap) for t in targets]
-    return targets
+    return _fit(targets, total_km)
+
+
+def _fit(targets: list[float], total_km: float) -> list[float]:
+    """Targets adding up to more than `total_km`, brought down to it: what lies above the 30 km floor shrinks
+    when the floor fits N times in the route, else every target shrinks in proportion (docs/RULES.md "Pacing")."""
+    over = sum(targets)
+    if over <= total_km + 1e-9 or over <= 0:
+        return targets
+    floor = MINIMUM_STAGE_DISTANCE_KM
+    above = sum(max(t - floor, 0.0) for t in targets)
+    if floor * len(targets) <= total_km and above > 0 and all(t >= floor for t in targets):
+        k = (total_km - floor * len(targets)) / above
+        return [floor + (t - floor) * k for t in targets]
+    return [t * total_km / over for t in targets]
 
 
 def _endpoint(p: np.ndarray) -> tuple[float, float, float]:

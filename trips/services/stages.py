@@ -14,11 +14,11 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from oauth.models import User
 from trips import computations
-from trips.services import analysis
+from trips.services import analysis, day_points
 from trips.core.db import new_id
-from trips.errors import Conflict, Invalid, NotFound
+from trips.errors import Conflict, DomainError, Invalid, NotFound
 from trips.route import elevation
-from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, haversine_m, total_distance_km
+from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
 from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
@@ -26,7 +26,6 @@ from trips.services.schemas import StageAdd, StageMove, StageUpdate, load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."
-CONTIGUOUS_M = 50.0  # a day continues the previous one when it starts this close to its end
 
 
 def find_stage(trip: Trip, stage_id: str) -> Stage:
@@ -42,10 +41,13 @@ def riding_days(trip: Trip) -> int:
 
 
 def set_geometry(stage: Stage, points) -> None:
-    """Make the stage follow `points` ((n, 3) lat, lon, ele): ends, distance and climbing follow, measured
-    on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/pacing.fit_points), so a
+    """Make the stage follow `points` ((n, 3) lat, lon, ele; None or NaN: unknown): ends, distance and climbing
+    follow, measured on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/pacing.fit_points), so a
     day's answers and exports stay bounded whatever made the line (a cut, a merge, a router's answer)."""
     pts = np.round(np.asarray(points, dtype=float).reshape(-1, 3), 6)  # ~0.1 m: what is stored and shown
+    # A point without elevation (a rider's point, a router's line) is filled along the distance when the line
+    # mostly carries elevation, else the whole line's is unknown (docs/RULES.md "Elevation")
+    pts = elevation.settle(pts)
     stage.geometry = elevation.rows(fit_points(pts) if len(pts) > MAX_STAGE_POINTS else pts)  # NaN: None
     stage.start_lat, stage.start_lon, stage.start_ele = float(pts[0, 0]), float(pts[0, 1]), elevation.value(pts[0, 2])
     stage.end_lat, stage.end_lon, stage.end_ele = float(pts[-1, 0]), float(pts[-1, 1]), elevation.value(pts[-1, 2])
@@ -77,8 +79,7 @@ def _end(stage: Stage) -> list[float]:
     return [stage.end_lat, stage.end_lon, stage.end_ele]
 
 
-def _contiguous(a: Stage, b: Stage) -> bool:
-    return haversine_m(a.end_lat, a.end_lon, b.start_lat, b.start_lon) <= CONTIGUOUS_M
+_contiguous = day_points.contiguous
 
 
 def geometry_changed(trip: Trip, _prepared=None) -> None:
@@ -100,18 +101,25 @@ RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.g
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
-               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS) -> Trip:
+               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[str] | None = None,
+               forget_facts: bool = False) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
-    `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing)."""
+    `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing). The trip
+    answered carries `edit_summary` (`_summary`; `notes`: what `apply` said of how it joined a point).
+    `forget_facts`: the days whose line changed drop their old facts (`_forget_facts`)."""
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate, load_options=load_options)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
             raise Conflict("The days are being computed; try again once they are ready.")
+        before = {s.id: _shape(s) for s in trip.stages}, trip.end_date
         apply(trip, ctx.prepared)
         for position, stage in enumerate(trip.stages):
             stage.position = position
         if trip.start_date and trip.end_date:
             trip.end_date = trip.start_date + timedelta(days=len(trip.stages) - 1)
+        summary = _summary(trip, *before, notes or [])
+        if forget_facts:
+            _forget_facts(trip, {d["stageId"] for d in summary["changed"]} & before[0].keys())
         trip.status = "ready" if riding_days(trip) >= MIN_RIDING_DAYS else "draft"
         trip.version += 1
         if invalidate is not None:
@@ -119,11 +127,38 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
         version = trip.version
     # The commit expired the trip: the version it wrote is known, and the answer needs no read to say it.
     set_committed_value(trip, "version", version)
+    trip.edit_summary = summary  # what the edit moved, for the answer (not stored)
     return trip
 
 
+def _forget_facts(trip: Trip, stage_ids: set[str]) -> None:
+    """A day whose line changed drops what the enrichments found on its old line (alerts, map fields, lodging
+    candidates; the rider's choice stays): until they run again it reads "running", never the old day's facts
+    (docs/RULES.md "What an edit invalidates")."""
+    for stage in trip.stages:
+        if stage.id in stage_ids:
+            stage.alerts_by_group, stage.enrichment = {}, {}
+            if stage.selected_accommodation is None:
+                stage.accommodations = []
+
+
+def _shape(stage: Stage) -> tuple:
+    return (round(stage.distance, 2), round(stage.start_lat, 6), round(stage.start_lon, 6),
+            round(stage.end_lat, 6), round(stage.end_lon, 6))
+
+
+def _summary(trip: Trip, shapes: dict, end_date, notes: list[str]) -> dict:
+    """The days whose line changed (new ones included) with their new distances, how a moved point was joined,
+    and the end date when it moved."""
+    changed = [{"day": i + 1, "stageId": s.id, "distanceKm": round(s.distance, 1), "isRestDay": s.is_rest_day}
+               for i, s in enumerate(trip.stages) if shapes.get(s.id) != _shape(s)]
+    moved = (end_date, trip.end_date) if end_date != trip.end_date else None
+    return {"changed": changed, "how": notes, "endDate": moved}
+
+
 def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Trip:
-    """Insert a day from startPoint to endPoint (a straight line) at `position` (default: last)."""
+    """Insert a day from startPoint to endPoint at `position` (default: last): routed by bicycle when a router is
+    configured, else a straight line marked `approximate`."""
 
     def validate(trip):
         fields = load(StageAdd(), data)
@@ -135,17 +170,32 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         _check_day_line(trip, _point(fields["start_point"]), _point(fields["end_point"]))
         return fields | {"position": position}
 
+    notes: list[str] = []
+    routes: dict = {}
+    if day_points.routing():  # asked before the trip lock (see _route_before_the_lock)
+        try:
+            fields = load(StageAdd(), data)
+            load_owned_trip(actor.id, trip_id)
+            day_points.join(np.asarray(_point(fields["start_point"])), np.asarray(_point(fields["end_point"])),
+                            routes)
+        except DomainError:
+            pass
+
     def apply(trip, fields):
         stage = Stage(id=new_id(), label=fields.get("label"), accommodations=[])
-        set_geometry(stage, [_point(fields["start_point"]), _point(fields["end_point"])])
+        line, stage.approximate = day_points.join(np.asarray(_point(fields["start_point"])),
+                                                  np.asarray(_point(fields["end_point"])), routes)
+        set_geometry(stage, line)
         trip.stages.insert(fields["position"], stage)
+        notes.append("new day joined straight: approximate" if stage.approximate else "new day routed")
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, notes=notes, forget_facts=True)
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
-    """New points and/or label (a straight line when a point moves), or a cut at `distance` km: the rest
-    goes to the next day (its end stays) or, on the last day, becomes a new day."""
+    """New points and/or label, or a cut at `distance` km. A moved point keeps the road (`_move_point`,
+    docs/RULES.md "Editing a day's points"); a cut gives the rest to the next day (its end stays) or, on the
+    last day, makes it a new day."""
 
     def validate(trip):
         fields = load(StageUpdate(), data)
@@ -165,17 +215,19 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             _check_day_line(trip, start, end, replacing=stage)
         return fields
 
+    notes: list[str] = []
+    routes = _route_before_the_lock(actor, trip_id, stage_id, data)
+
     def apply(trip, fields):
         stage = find_stage(trip, stage_id)
         if "label" in fields:
             stage.label = fields["label"].strip() if fields["label"] else None
         if "distance" in fields:
             _cut(trip, stage, fields["distance"])
-        elif {"start_point", "end_point"} & fields.keys():
-            start = _point(fields["start_point"]) if "start_point" in fields else _start(stage)
-            end = _point(fields["end_point"]) if "end_point" in fields else _end(stage)
-            set_geometry(stage, [start, end])
-            stage.approximate = False
+            notes.append(f"cut on the day's route at km {fields['distance']:.1f}")
+        for side, name in (("start", "start_point"), ("end", "end_point")):
+            if name in fields and "distance" not in fields:
+                _move_point(trip, stage, side, _point(fields[name]), notes, routes)
 
     def invalidate(trip, fields):
         if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
@@ -183,7 +235,53 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
 
     rename = isinstance(data, dict) and data.keys() == {"label"}  # nothing but the label: no geometry read
     return write_days(actor, trip_id, precondition, validate, apply, invalidate,
-                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS)
+                      RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes, forget_facts=True)
+
+
+def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> dict:
+    """With a router, the detours a moved point needs, asked before the write chain: no trip lock nor write
+    transaction is held across the router's answer (the chain reads the trip anew; the same version makes the
+    same detours). Anything wrong here is left for the chain to refuse."""
+    routes: dict = {}
+    if not day_points.routing() or not isinstance(data, dict) or "distance" in data:
+        return routes
+    try:
+        fields = load(StageUpdate(), data)
+        trip = load_owned_trip(actor.id, trip_id)
+        stage = find_stage(trip, stage_id)
+        if not stage.is_rest_day:
+            for side, name in (("start", "start_point"), ("end", "end_point")):
+                if name in fields:
+                    day_points.plan(trip, stage, side, _point(fields[name]), routes)
+    except DomainError:
+        pass
+    return routes
+
+
+def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
+                routes: dict | None = None) -> None:
+    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
+    sharing that point takes over the rest, or a new day when there is none."""
+    edit = day_points.plan(trip, stage, side, point, routes)
+    set_geometry(stage, edit.line)
+    stage.approximate = edit.approximate
+    other = edit.other
+    if edit.rest is not None:
+        if other is None:
+            if len(trip.stages) >= MAX_TRIP_DAYS:
+                raise Invalid({f"{side}Point": f"would add a day; a trip has at most {MAX_TRIP_DAYS} days"})
+            other = Stage(id=new_id(), accommodations=[])
+            trip.stages.insert(trip.stages.index(stage) + (1 if side == "end" else 0), other)
+        set_geometry(other, edit.rest)
+        other.approximate = edit.approximate
+        if edit.lengths is not None:
+            stage.distance, other.distance = edit.lengths
+    if other is not None:  # a rest day between the two stays where the riding ends
+        first, second = sorted((trip.stages.index(stage), trip.stages.index(other)))
+        for rest in trip.stages[first + 1:second]:
+            set_geometry(rest, [_end(trip.stages[first])])
+            rest.distance = rest.elevation = rest.elevation_loss = 0.0
+    notes.append(f"{side} point {edit.how}")
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
@@ -196,16 +294,20 @@ def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
 
 
 def _cut(trip: Trip, stage: Stage, km: float) -> None:
-    path, following = _cut_path(trip, stage)
-    # The days' lengths were measured on the full-resolution route: the cut keeps their sum.
-    total = stage.distance + (following.distance if following is not None else 0.0)
-    head, tail = cut_at_km(np.asarray(path, dtype=float), km)
+    """Cut on the stored full-resolution route when the days still lie on it (lengths and climbing measured
+    there), else on the days' own lines (their stored lengths shared at the cut)."""
+    _, following = _cut_path(trip, stage)
+    days = [stage] if following is None else [stage, following]
+    total = sum(d.distance for d in days)
+    line, _, stored = day_points.window(trip, days)
+    head, tail = cut_at_km(line, min(km, float(np.nextafter(total_distance_km(line), 0))))
     set_geometry(stage, head)
     if following is None:
         following = Stage(id=new_id(), accommodations=[])
         trip.stages.insert(trip.stages.index(stage) + 1, following)
     set_geometry(following, tail)
-    stage.distance, following.distance = km, max(total - km, 0.0)
+    if not stored:
+        stage.distance, following.distance = km, max(total - km, 0.0)
 
 
 def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
@@ -225,7 +327,7 @@ def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondit
         trip.stages.remove(stage)
         trip.stages.insert(to_index, stage)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition) -> Trip:
@@ -251,7 +353,7 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         elif before is not None and not before.is_rest_day:
             _merge(before, before.geometry + stage.geometry[1:], before, stage)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def _merge(target: Stage, geometry: list, first: Stage, second: Stage) -> None:
@@ -282,7 +384,7 @@ def insert_rest_day(actor: User, trip_id: str, stage_id: str, precondition: Prec
         rest.distance = rest.elevation = rest.elevation_loss = 0.0
         trip.stages.insert(trip.stages.index(stage) + 1, rest)
 
-    return write_days(actor, trip_id, precondition, validate, apply)
+    return write_days(actor, trip_id, precondition, validate, apply, forget_facts=True)
 
 
 def get_stage(actor: User, trip_id: str, stage_id: str) -> Stage:

@@ -100,12 +100,13 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
 
 # docs/RULES.md "What an edit invalidates": what a changed setting invalidates, dispatched again as one
 # (the union). The pacing fields cut the days again instead, and the title invalidates nothing. Weather is named
-# for departureHour/averageSpeed (its riding window moves), and wind and fords follow it.
+# for departureHour/averageSpeed (its riding window moves), and wind and fords follow it; pois too (resupply's
+# "open at passage" is the time the rider passes the shop).
 INVALIDATES = {
     "start_date": {"triggers": ("DATES",)},
     "ebike_mode": {"names": ("terrain",)},
-    "departure_hour": {"names": ("terrain", "weather", "daylight")},  # daylight: the arrival time moves
-    "average_speed": {"names": ("terrain", "weather", "daylight")},
+    "departure_hour": {"names": ("terrain", "weather", "daylight", "pois")},  # daylight: the arrival time moves
+    "average_speed": {"names": ("terrain", "weather", "daylight", "pois")},
     "enabled_accommodation_types": {"names": ("accommodations",)},
 }
 
@@ -114,11 +115,17 @@ def update_trip_settings(actor: User, trip_id: str, precondition: Precondition, 
     """Change settings. A pacing change moves the version and cuts the days again; a title alone does not;
     any other change dispatches again the enrichments it invalidates (INVALIDATES).
 
-    Guards: ownership → lock → version → validation of the merged record → confirmation (MCP).
+    Guards: ownership → lock → version → validation of the merged record → confirmation (MCP), asked only when
+    the change cuts the days again (nothing else discards anything).
     Raises NotFound, Locked, PreconditionRequired, BadRequest, PreconditionFailed, Invalid, Conflict.
     """
+
+    def confirm_recut(trip: Trip) -> None:
+        if confirm is not None and recuts(trip, ctx.prepared):
+            confirm(trip)
+
     ctx = WriteContext(actor.id, trip_id, precondition, validate=lambda trip: _merged_settings(trip, data),
-                       confirm=confirm)
+                       confirm=confirm_recut)
     with guarded_write(ctx) as trip:
         before = _pacing_inputs(trip)
         changed = {name for name, value in ctx.prepared.items() if getattr(trip, name) != value}
@@ -149,9 +156,17 @@ def _merged_settings(trip: Trip, data) -> dict:
     return fields
 
 
-def _pacing_inputs(trip: Trip) -> tuple:
-    span = (trip.end_date - trip.start_date).days + 1 if trip.start_date and trip.end_date else None
-    return tuple(getattr(trip, f) for f in PACING if not f.endswith("_date")) + (span,)
+def _pacing_inputs(trip: Trip, changes: dict | None = None) -> tuple:
+    value = {f: (changes or {}).get(f, getattr(trip, f)) for f in PACING}
+    start, end = value["start_date"], value["end_date"]
+    span = (end - start).days + 1 if start and end else None
+    return tuple(value[f] for f in PACING if not f.endswith("_date")) + (span,)
+
+
+def recuts(trip: Trip, changes: dict) -> bool:
+    """Whether writing `changes` (attribute name → value) cuts the days again (docs/RULES.md "What an edit
+    invalidates"): only that discards days, their edits and chosen lodgings."""
+    return _pacing_inputs(trip, changes) != _pacing_inputs(trip)
 
 
 def _repace(trip: Trip) -> None:
