@@ -50,7 +50,8 @@ def _euros(place: dict) -> str:
     low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
     if not (_is_number(low) and _is_number(high)):
         return ""  # no estimate (a place entered by hand)
-    return f" · {low:g} €" if low == high else f" · {low:g}–{high:g} €"
+    about = "" if place.get("isExactPrice") else "~"  # an estimate from the type and stars, not the place's own price
+    return f" · {about}{low:g} €" if low == high else f" · {about}{low:g}–{high:g} €"
 
 
 def digest_accommodation(stage: Stage) -> str | None:

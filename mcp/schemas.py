@@ -182,7 +182,7 @@ CHALLENGE_OR_ACK = obj({
     "confirmationToken": string("Send it back in the same call (once, within 5 min)."),
     "action": string("What confirming will do."),
     "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
-                       "shareUrl (or null)."),
+                       "shareUrl."),
     "result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION,
 })
 REST_DAY = boolean("A day without riding.")

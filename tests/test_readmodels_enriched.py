@@ -13,6 +13,7 @@ from mcp.tools import get_trip as get_trip_tool
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
+from oauth.models import User
 from trips.core.db import atomic, db
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.models import Stage, Trip
@@ -241,7 +242,7 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     assert line["accommodation"] == "suggested: Quai de la… · 8–25 €"  # cut at a word
     fill(trip.id, chosen=True)
     line = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"][0]
-    assert line["accommodation"] == "Chosen Quai de… · 10–27 €"  # the choice, not a suggestion
+    assert line["accommodation"] == "Chosen Quai de… · ~10–27 €"  # the choice, not a suggestion
 
 
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):
@@ -255,6 +256,17 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
         "No bike shops detected on stage 1")
     assert "You are entering Switzerland." in html
 
+
+def test_an_estimated_price_is_said_to_be_one_on_the_share_page(client, owner):
+    """The chosen place's price is the estimate of its type and stars (isExactPrice false): "about", not a quote."""
+    user, trip, _ = owner
+    fill(trip.id, chosen=True)
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    assert "(hotel) · about 10–27 € a night" in html and "· 10–27 € a night" not in html
+    with atomic():  # the page speaks its owner's language
+        db.session.get(User, user.id).locale = "fr"
+    assert "environ 10–27 € la nuit" in client.get(f"/s/{code}").get_data(as_text=True)
 
 def test_third_party_text_inside_an_alert_is_bounded_and_floored(client, owner):
     user, trip, token = owner

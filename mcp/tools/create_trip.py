@@ -29,9 +29,9 @@ def answer(trip_id: str) -> dict:
 
 TOOL = Tool(
     name="create_trip", title="Create a trip", scope="trips:write", run=run,
-    description="Create a multi-day trip from a route link: a Komoot tour or collection, a Strava route or a "
-                "RideWithGPS route. Answers at once; the days are worked out in the background. Calling again "
-                "with the same arguments within a few minutes answers the same trip.",
+    description="Create a multi-day trip from a route link (a Komoot tour or collection, a Strava or RideWithGPS "
+                "route). Answers at once; the days are worked out in the background. The same call again within "
+                "a few minutes answers the same trip.",
     input_schema=s.obj({
         "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")), **s.SETTINGS,
         "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _; the same key answers the "

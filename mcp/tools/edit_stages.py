@@ -58,11 +58,10 @@ def moved(summary: dict | None) -> str:
 TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
     locked_trip="tripId",
-    description="Change the days of a trip with one `action` (each argument says which read it): add, update "
-                "(or cut the day at `distance`), move, delete (merges the day into its neighbour), rest_day "
-                "(inserts a rest day after stageId). A moved point within 200 m of the route cuts it there and the "
-                "neighbour day takes the rest; further off it is routed, or joined straight (approximate). "
-                "Needs the trip's version; answers the new one and what moved.",
+    description="Change a trip's days with one `action` (each argument says which use it): add, update (or cut "
+                "at `distance`), move, delete (merges into the neighbour), rest_day (after stageId). A moved point "
+                "within 200 m of the route cuts it there, the neighbour taking the rest; further off it is routed, "
+                "or joined straight (approximate). Needs the trip's version; answers the new one and what moved.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
         "stageId": s.string("From get_trip's stages (every action but add)."),

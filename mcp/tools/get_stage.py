@@ -58,8 +58,9 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_stage", title="Read one day", scope="trips:read", run=run, local_read=True,
-    description="One day in full: places to sleep with their prices, food along the way, alerts, weather, "
-                "terrain, and which analyses ran (`groups`); never the route's coordinates." +
+    description="One day in full: places to sleep (contacts, prices), food (groceries first) and water along "
+                "the way, alerts, weather, terrain, which analyses ran (`groups`). Null is unknown, never 0; "
+                "no route coordinates." +
                 s.data_note("Names, labels, opening hours, alert messages"),
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID}, required=("tripId", "stageId")),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

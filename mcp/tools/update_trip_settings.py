@@ -24,10 +24,9 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="update_trip_settings", title="Change a trip's settings", scope="trips:write", run=run,
     locked_trip="id",
-    description="Change a trip's settings (only the ones given). A change of pacing or of the dates' span "
-                "recuts every day and needs a confirmation: the first call changes nothing and answers what "
-                "would change; other settings apply at once. Needs the trip's version. The route itself "
-                "cannot change: create a new trip for that.",
+    description="Change a trip's settings (only those given). New pacing or a new span of dates recuts every "
+                "day and needs a confirmation: the first call changes nothing and says what would; other settings "
+                "apply at once. Needs the trip's version. The route cannot change: create a new trip.",
     input_schema=s.obj({"id": s.TRIP_ID, "version": s.VERSION, "confirmationToken": s.CONFIRMATION_TOKEN,
                         **s.SETTINGS}, required=("id", "version")),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},

@@ -124,7 +124,8 @@ def _stay(stage) -> dict | None:
     if place is None:
         return None
     return {"name": place.get("name"), "type": place.get("type"), "chosen": chosen,
-            "priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax")}
+            "priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax"),
+            "exactPrice": bool(place.get("isExactPrice"))}  # else the type's and stars' estimate, said so
 
 
 @pages.get("/s/<code>.gpx")

@@ -18,7 +18,7 @@ PAGE_KEYS = (
     "share.weather_legend", "share.not_ready", "share.day", "share.rest_day", "share.start", "share.end",
     "share.day_numbers", "share.arrival", "share.temps", "share.chance_rain", "share.chance_snow",
     "share.wind", "share.gusts", "share.night", "share.suggested_night", "share.unnamed", "share.per_night",
-    "share.count_critical", "share.count_warning", "share.count_nudge", "share.critical", "share.warning",
+    "share.about_per_night", "share.count_critical", "share.count_warning", "share.count_nudge", "share.critical", "share.warning",
     "share.nudge", "share.max", "share.min", "share.no_elevation", "share.summary_unknown_climb",
     "share.day_numbers_unknown_climb", "wind.headwind", "wind.tailwind", "wind.crosswind", "wind.wind",
 )
