@@ -22,6 +22,7 @@ import re
 import threading
 import zoneinfo
 from array import array
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -90,10 +91,7 @@ def nearest_country(lat: float, lon: float) -> str | None:
     return codes[int(country[int(np.argmax(vectors @ here))])]
 
 
-_zone_lock = threading.Lock()
-_zone_lookup: dict[str, str] | None = None
-
-
+@cache  # read once per process (a job worker's)
 def _zone_countries() -> dict[str, str]:
     """{tz zone: ISO code} from zone.tab: the `tzdata` package's, else the system's (zoneinfo.TZPATH)."""
     texts = []
@@ -116,20 +114,11 @@ def _zone_countries() -> dict[str, str]:
     return zones
 
 
-def _zones() -> dict[str, str]:
-    global _zone_lookup
-    if _zone_lookup is None:
-        with _zone_lock:
-            if _zone_lookup is None:
-                _zone_lookup = _zone_countries()
-    return _zone_lookup
-
-
 def country_at(lat: float, lon: float) -> str | None:
     """ISO 3166-1 alpha-2 code of the country holding the point (time zone polygons, see above); None at sea,
     on a zone zone.tab does not name, or when the lookup cannot be loaded."""
     try:
-        zones = _zones()
+        zones = _zone_countries()
         zone = clock.zone_name(float(lat), float(lon))  # the time zones' finder, shared with the daylight check
     except (ImportError, OSError, ValueError):
         return None
