@@ -163,7 +163,9 @@ BILLION_LAUGHS = (b'<?xml version="1.0"?><!DOCTYPE gpx [<!ENTITY a "aaaaaaaaaa">
 def _check_route(route, secret) -> None:
     points = route.points
     assert points.ndim == 2 and points.shape[1] == 3 and len(points) > 0
-    assert np.isfinite(points).all()
+    assert np.isfinite(points[:, :2]).all()
+    # a height is a number or unknown (NaN: no <ele>, docs/RULES.md "Elevation"), never an infinity
+    assert not np.isinf(points[:, 2]).any()
     assert (np.abs(points[:, 0]) <= 90).all() and (np.abs(points[:, 1]) <= 180).all()
     if route.title is not None:
         assert len(route.title) <= 255 and SECRET not in route.title
