@@ -103,23 +103,27 @@ def test_map_coverage_names_the_stretches_off_the_map_bounded():
 
 def test_after_edits_the_coverage_is_measured_again_and_no_map_data_only_when_no_day_touches(straight_trip, app,
                                                                                                rider):
-    """Day 1 edited to a straight line missing the extract: no day touches the map, the map computations fail
-    with "no map data"; edited back (a straight line through it, no vertex inside): analysed again."""
+    """Day 1's end moved onto the route before the extract (an edit keeps the road: day 2 takes km 25–160): day 1
+    is wholly off the map, day 2 crosses it, so the trip is analysed, not "no map data"; moved again into the
+    extract: day 1 is partly covered and named so."""
     trip = straight_trip
-    first_id, end = trip.stages[0].id, (trip.stages[0].end_lat, trip.stages[0].end_lon)
+    first_id = trip.stages[0].id
 
-    def move_end(lat, lon):
+    def move_end(km):
+        lat, lon = STRAIGHT[int(km * 10)][:2]  # a point every 100 m
         update_stage(rider[0], trip.id, first_id, Precondition("any"), {"endPoint": {"lat": lat, "lon": lon}})
         run_jobs(app)
         return reload(trip.id)
 
-    off = move_end(end[0] + 0.6, end[1] - 0.2)
-    assert [s.enrichment["mapCoverage"]["share"] for s in off.stages] == [0.0, 0.0]
-    assert analysis(off)["pois"] == ("failed", NO_MAP_DATA)
-    assert next_action(off).startswith("No map data covers this trip")
-    back = move_end(*end)
-    assert len(back.stages[0].geometry) == 2  # a straight line: its ends only
-    assert back.stages[0].enrichment["mapCoverage"]["share"] > 0.2
-    assert analysis(back)["pois"] == ("done", None)
-    assert day.group_statuses(back, back.stages[0])["pois"] == "partial"
-    assert "day 1: km 0–" in next_action(back)
+    before = move_end(25)
+    one, two = before.stages
+    assert one.distance == pytest.approx(25, abs=0.3) and two.distance == pytest.approx(135, abs=0.6)
+    assert one.enrichment["mapCoverage"]["share"] == 0.0
+    assert two.enrichment["mapCoverage"]["share"] == pytest.approx(20 / two.distance, abs=0.01)
+    assert analysis(before)["pois"] == ("done", None)  # one day touches the map: analysed
+    assert not next_action(before).startswith("No map data covers this trip")
+    assert "day 1" in next_action(before) and [p["name"] for p in two.enrichment["resupply"]] == ["Au milieu"]
+    inside = move_end(40)
+    assert inside.stages[0].enrichment["mapCoverage"]["share"] == pytest.approx(10 / 40, abs=0.01)
+    assert day.group_statuses(inside, inside.stages[0])["pois"] == "partial"
+    assert "day 1: km 0–" in next_action(inside)
