@@ -100,7 +100,8 @@ _add(cultural_pois, "context", (GEOMETRY,), ("culturalPois",))
 _add(border_crossing, "terrain_security", (GEOMETRY,))
 _add(ferries, "terrain_security", (GEOMETRY,))
 _add(fords, "terrain_security", (GEOMETRY, DATES), needs=("weather",))
-_add(labels, "route", (GEOMETRY,), ("labels",))
+# Day names from the map are context: without map data they fail, and the route itself is not what failed.
+_add(labels, "context", (GEOMETRY,), ("labels",))
 # Withheld without a start date. The calendar reads only the dates (DATES only); the
 # daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
 _add(calendar, "context", (DATES,), dated=True)
