@@ -1,0 +1,98 @@
+"""What one edit_stages call costs (issue 22 item 1, bench/bench_edit_costs.py measures the time): the SQL statements
+(transaction control left out) and the Redis round trips of each action through /mcp, on a dated five-day trip whose
+days carry every enrichment, its analysis settled, the caches warm (the same action once before: the token is
+remembered, the Lua scripts are loaded, the statements compiled).
+
+The pins are the measured values: a LOWER number is progress (an edit made cheaper): update the pin, and the
+table in bench/README.md. A higher one is a regression, unless it buys a rule (say which in the commit)."""
+from datetime import date, timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from tests.factories import make_user
+from tests.mcp_helpers import call, mcp_token, payload
+from tests.test_hot_path import counted, import_gpx_days
+from tests.test_readmodels_enriched import fill, settle
+from trips.core.db import db
+from trips.models import Stage
+
+
+@pytest.fixture
+def edited(app, ctx, client):
+    """(token, trip id, version) of a dated five-day trip (enriched, settled), the grant's last use stamped."""
+    user = make_user("edit-costs@example.org")
+    trip = import_gpx_days(user, (date.today() + timedelta(days=3)).isoformat())
+    trip_id = trip.id
+    fill(trip_id)
+    settle(trip_id)
+    token = mcp_token(app, user)
+    version = payload(call(client, token, "get_trip", {"id": trip_id}))["version"]
+    return token, trip_id, version
+
+
+def days(trip_id: str) -> list[Stage]:
+    db.session.rollback()  # a fresh view: the calls committed in their own units of work
+    return list(db.session.scalars(sa.select(Stage).where(Stage.trip_id == trip_id).order_by(Stage.position)))
+
+
+def edit(client, token, trip_id, version, args, monkeypatch=None):
+    """One edit_stages call at `version`: (the new version, what it cost or None)."""
+    arguments = {"tripId": trip_id, "version": version, **args}
+    if monkeypatch is None:
+        result = call(client, token, "edit_stages", arguments)
+        seen = None
+    else:
+        with counted(monkeypatch) as seen:
+            result = call(client, token, "edit_stages", arguments)
+    assert not result["isError"], result
+    assert payload(result)["version"] == version + 1
+    return version + 1, seen
+
+
+# action → (warm-up arguments, measured arguments), from the days as they stand before each call
+def _rename(d, n):
+    return {"action": "update", "stageId": d[2].id, "label": f"Col de Rousset {n}"}
+
+
+def _cut(d, n):
+    return {"action": "update", "stageId": d[1].id, "distance": round(d[1].distance * (0.8 if n == 0 else 0.9), 1)}
+
+
+def _add(d, n):
+    end = {"lat": d[-1].end_lat, "lon": d[-1].end_lon}
+    return {"action": "add", "startPoint": end, "endPoint": {"lat": end["lat"] + 0.01, "lon": end["lon"] + 0.01}}
+
+
+def _delete(d, n):
+    return {"action": "delete", "stageId": d[1].id}
+
+
+def _move(d, n):
+    return {"action": "move", "stageId": d[0].id, "toIndex": 1} if n == 0 else \
+        {"action": "move", "stageId": d[1].id, "toIndex": 0}
+
+
+def _rest_day(d, n):
+    return {"action": "rest_day", "stageId": d[0].id if n == 0 else d[3].id}
+
+
+# action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL)
+PINS = {
+    "rename": (_rename, {"sqlite": (5, 5), "postgresql": (5, 5)}),
+    "update_distance": (_cut, {"sqlite": (55, 33), "postgresql": (55, 33)}),
+    "add": (_add, {"sqlite": (51, 33), "postgresql": (51, 33)}),
+    "delete": (_delete, {"sqlite": (51, 33), "postgresql": (51, 33)}),
+    "move": (_move, {"sqlite": (49, 33), "postgresql": (49, 33)}),
+    "rest_day": (_rest_day, {"sqlite": (52, 33), "postgresql": (52, 33)}),
+}
+
+
+@pytest.mark.parametrize("action", list(PINS))
+def test_one_edit_costs_its_pinned_statements_and_round_trips(client, edited, monkeypatch, action):
+    token, trip_id, version = edited
+    arguments, pins = PINS[action]
+    version, _ = edit(client, token, trip_id, version, arguments(days(trip_id), 0))  # warm
+    version, seen = edit(client, token, trip_id, version, arguments(days(trip_id), 1), monkeypatch)
+    # A lower number is progress: update the pin (and bench/README.md's table); a higher one needs a reason.
+    assert (len(seen["sql"]), seen["redis"]) == pins[db.engine.dialect.name], seen["sql"]
