@@ -96,3 +96,41 @@ def test_one_edit_costs_its_pinned_statements_and_round_trips(client, edited, mo
     version, seen = edit(client, token, trip_id, version, arguments(days(trip_id), 1), monkeypatch)
     # A lower number is progress: update the pin (and bench/README.md's table); a higher one needs a reason.
     assert (len(seen["sql"]), seen["redis"]) == pins[db.engine.dialect.name], seen["sql"]
+
+
+def refused(client, token, arguments, monkeypatch) -> tuple[dict, dict]:
+    call(client, token, "edit_stages", arguments)  # warm: the same refusal once
+    with counted(monkeypatch) as seen:
+        result = call(client, token, "edit_stages", arguments)
+    assert result["isError"], result
+    return payload(result)["error"], seen
+
+
+# refusal → (its code, SQL statements, Redis round trips): a stranger and a stale version are answered by the
+# admission and the fail-fast guards (one read; the budgets' round trip and the request's counters), before the
+# trip's lock is asked for; an unknown day only under the lock (its read of the trip and days, the lock taken and
+# released). Nothing is written. A lower number is progress: update the pin.
+REFUSALS = {
+    "stale version": ("stale_version", 1, 2),
+    "someone else's trip": ("not_found", 1, 2),
+    "unknown day": ("not_found", 3, 4),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_a_refused_edit_costs_less_and_writes_nothing(app, client, edited, monkeypatch, case):
+    token, trip_id, version = edited
+    stage_id = days(trip_id)[2].id
+    arguments = {"tripId": trip_id, "version": version, "action": "update", "stageId": stage_id, "label": "Nope"}
+    if case == "stale version":
+        arguments["version"] = version + 1  # not the trip's: stale (or from the future) alike
+    elif case == "someone else's trip":
+        token = mcp_token(app, make_user("stranger@example.org"))
+    else:
+        arguments["stageId"] = "0" * 8 + "-0000-4000-8000-" + "0" * 12
+    error, seen = refused(client, token, arguments, monkeypatch)
+    code, statements, round_trips = REFUSALS[case]
+    assert error["code"] == code, error
+    assert (len(seen["sql"]), seen["redis"]) == (statements, round_trips), seen["sql"]
+    assert not [s for s in seen["sql"] if s.lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE"))]
+    assert days(trip_id)[2].label is None  # nothing written
