@@ -12,15 +12,18 @@ trips:write); the 14-day trip of bench/bench_analysis.py (1 100 km) uploaded as 
 filled with every enrichment and its computations settled by hand (no worker runs: the jobs an edit dispatches stay
 queued, as they are enqueued on a server).
 
-Timed: each call a real 2026-07-28 tools/call POSTed to /mcp through the app's test client (no socket, no HTTP
-server: what a gunicorn worker adds is not here), the version chained from each answer, one client. Per action
-(update label = rename, update distance = cut, add, delete, move, rest_day): wall p50/p99 (perf_counter), CPU ms
-per call (process_time: the Python process; PostgreSQL's own CPU is not in it, SQLite's is), SQL statements per
-call (before_cursor_execute; transaction control left out, as tests/test_edit_costs.py counts them) and the time
-spent in them, Redis round trips per call (redis-py's send_packed_command: a pipeline or a script is one) and the
-time waiting on them, and the Redis commands run (INFO commandstats deltas, scripts' inner calls included). Then a
-cProfile of --profile-calls renames: bench/out/edit_profile[-postgresql].txt (the top 25 cumulative entries, each
-with its layer, and the self time summed per layer). Writes bench/out/edit_costs[-postgresql].json.
+Timed: each call a real 2026-07-28 tools/call POSTed to /mcp through the test client of a web worker's app
+(`create_app(serving=True)`, as wsgi.py builds it: the request counters summed in process, flushed once a second);
+no socket, no HTTP server (what a gunicorn worker adds is not here); the version chained from each answer; one
+client. First the pipeline's floor: a get_trip answered from what the process keeps (no SQL; the budgets' round
+trip). Then per action (update label = rename, update distance = cut, add, delete, move, rest_day): wall p50/p99
+(perf_counter), CPU ms per call (process_time: the Python process; PostgreSQL's own CPU is not in it, SQLite's is),
+SQL statements per call (before_cursor_execute; transaction control left out, as tests/test_edit_costs.py counts
+them) and the time spent in them, Redis round trips per call (redis-py's send_packed_command: a pipeline or a
+script is one) and the time waiting on them, and the Redis commands run (INFO commandstats deltas, scripts' inner
+calls included). Then a cProfile of --profile-calls renames and a tenth as many moves:
+bench/out/edit_profile[-postgresql].txt (self time per layer, the top 25 cumulative entries with their layer, key
+functions, the top 40 by self time). Writes bench/out/edit_costs[-postgresql].json.
 """
 from __future__ import annotations
 
@@ -317,24 +320,32 @@ class Bench:
         with self.app.app_context():
             return get_redis()
 
-    def profile(self, calls: int, path: Path) -> dict:
-        for n in range(5):  # warm
-            self.edit(self.steps("rename", n)[1])
+    def profile(self, action: str, calls: int, path: Path, append: bool = False) -> dict:
+        """cProfile of `calls` calls of `action` (rename, or move: a day there and back), written to `path`."""
+        d = self.days()
+        ids = {"rename": d[2].id, "move": d[0].id}
+
+        def args(n):
+            if action == "rename":
+                return {"action": "update", "stageId": ids["rename"], "label": f"Profiled {n}"}
+            return {"action": "move", "stageId": ids["move"], "toIndex": 1 if n % 2 == 0 else 0}
+
+        for n in range(6):  # warm
+            self.edit(args(n))
         profiler = cProfile.Profile()
         w0 = time.perf_counter()
         profiler.enable()
         for n in range(calls):
-            self._rename(n)
+            self.edit(args(n))
         profiler.disable()
         wall = time.perf_counter() - w0
         stats = pstats.Stats(profiler)
-        profiler.dump_stats(str(path.with_suffix(".prof")))
         by_layer: Counter = Counter()
         for (filename, _, func), (_, _, tottime, _, _) in stats.stats.items():
             by_layer[layer(filename, func)] += tottime
         total = sum(by_layer.values())
         out = io.StringIO()
-        out.write(f"cProfile of {calls} edit_stages renames through /mcp (test client, in process), "
+        out.write(f"{'=' * 100}\ncProfile of {calls} edit_stages {action} calls through /mcp (test client, in process), "
                   f"{wall * 1000 / calls:.2f} ms a call under the profiler; total self time {total:.3f} s\n\n")
         out.write("Self time per layer (tottime summed over the functions of each layer):\n")
         for name, seconds in by_layer.most_common():
@@ -357,11 +368,10 @@ class Bench:
         stream = io.StringIO()
         pstats.Stats(profiler, stream=stream).sort_stats("tottime").print_stats(40)
         out.write(stream.getvalue().split("\n", 6)[-1] if stream.getvalue() else "")
-        path.write_text(out.getvalue(), encoding="utf-8")
+        with path.open("a" if append else "w", encoding="utf-8") as f:
+            f.write(out.getvalue())
         return {name: round(s * 1000 / calls, 3) for name, s in by_layer.most_common()}
 
-    def _rename(self, n: int) -> None:
-        self.edit({"action": "update", "stageId": self._rename_id, "label": f"Profiled {n}"})
 
 
 def setup(config: dict):
@@ -401,7 +411,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=200, help="measured renames")
     parser.add_argument("--recut-calls", type=int, default=60, help="measured calls of each other action")
-    parser.add_argument("--profile-calls", type=int, default=300)
+    parser.add_argument("--profile-calls", type=int, default=300, help="profiled renames (and a tenth as many moves)")
     env_db = os.environ.get("DATABASE_URL", "")
     parser.add_argument("--database-url", default=env_db if env_db.startswith("postgresql") else "")
     parser.add_argument("--pg-schema", default="btp_bench_edits")
@@ -431,8 +441,12 @@ def main() -> None:
         t = time.perf_counter()
         app, token, trip_id, days = setup(config)
         log(f"{engine_name}: trip {trip_id} ({days} days) ready in {time.perf_counter() - t:.1f} s")
+        from app import create_app
         from trips.core.db import db
 
+        with app.app_context():
+            db.engine.dispose()
+        app = create_app(config, environ={}, serving=True)  # a web worker's app, as wsgi.py builds it
         with app.app_context():
             meter = Meter(db.engine)
         bench = Bench(app, token, trip_id, meter)
@@ -448,9 +462,11 @@ def main() -> None:
                 f"SQL {r['sql']} ({r['sql_ms']:.2f} ms)  Redis {r['redis']} ({r['redis_ms']:.2f} ms)")
         suffix = "" if engine_name == "sqlite" else f"-{engine_name}"
         OUT.mkdir(parents=True, exist_ok=True)
-        bench._rename_id = bench.days()[2].id
         profile_path = OUT / f"edit_profile{suffix}.txt"
-        layers = bench.profile(args.profile_calls, profile_path) if args.profile_calls else {}
+        layers = bench.profile("rename", args.profile_calls, profile_path) if args.profile_calls else {}
+        if args.profile_calls:  # a recut action beside it: where its time goes (fewer calls: each costs ~10x more)
+            recut_layers = bench.profile("move", max(10, args.profile_calls // 10), profile_path, append=True)
+            log("move profile (self ms per call by layer):", recut_layers)
         log("profile written to", profile_path, layers)
         rows = []
         rename = results["rename"]
