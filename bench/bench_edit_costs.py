@@ -467,7 +467,8 @@ def main() -> None:
         if args.profile_calls:  # a recut action beside it: where its time goes (fewer calls: each costs ~10x more)
             recut_layers = bench.profile("move", max(10, args.profile_calls // 10), profile_path, append=True)
             log("move profile (self ms per call by layer):", recut_layers)
-        log("profile written to", profile_path, layers)
+        if layers:
+            log("profile written to", profile_path, layers)
         rows = []
         rename = results["rename"]
         rows.append(row(f"rename calls/s, 1 client, in process ({engine_name})", "calls/s", rename["calls_s"],

@@ -77,7 +77,15 @@ def _rest_day(d, n):
     return {"action": "rest_day", "stageId": d[0].id if n == 0 else d[3].id}
 
 
-# action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL)
+# action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL).
+# rename: the admission's read of the trip; under the lock the trip with its computations, then its days; the two
+# UPDATEs (stage label; trip version). Redis: the budgets' script, the lock taken and released, the epochs replaced
+# after the commit, the request's counters (a web worker sums those in process).
+# The others (bench/bench_edit_costs.py lists them): the same five or so, plus 36 one-row SELECTs of computation
+# (the trip's 18 computations expired, then refreshed one row at a time, twice: trips/services/analysis.py redispatch
+# and trips/enrich/registry.py dispatch), one SELECT of stage.enrichment per day (a deferred column loaded day by day: 5
+# here, 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: 28 more, two MULTI/EXEC
+# pipelines per enrichment job queued after the commit (14 jobs; the 2 others wait for their needs).
 PINS = {
     "rename": (_rename, {"sqlite": (5, 5), "postgresql": (5, 5)}),
     "update_distance": (_cut, {"sqlite": (55, 33), "postgresql": (55, 33)}),
