@@ -81,18 +81,19 @@ def _rest_day(d, n):
 # rename: the admission's read of the trip; under the lock the trip with its computations, then its days; the two
 # UPDATEs (stage label; trip version). Redis: the budgets' script, the lock taken and released, the epochs replaced
 # after the commit, the request's counters (a web worker sums those in process).
-# The others (bench/bench_edit_costs.py lists them): the same five or so, plus 36 one-row SELECTs of computation
-# (the trip's 18 computations expired, then refreshed one row at a time, twice: trips/services/analysis.py redispatch
-# and trips/enrich/registry.py dispatch), one SELECT of stage.enrichment per day (a deferred column loaded day by day: 5
-# here, 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: 28 more, two MULTI/EXEC
-# pipelines per enrichment job queued after the commit (14 jobs; the 2 others wait for their needs).
+# The others (bench/bench_edit_costs.py lists them): the same five or so, plus one SELECT of the trip's computations per
+# dispatch step (trips/computations.py read_again, in redispatch and dispatch: it was 36 one-row SELECTs, the 18 rows
+# expired and refreshed one at a time, twice), one SELECT of stage.enrichment per day (a deferred column loaded day
+# by day: 5 here, 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: one more, the
+# enrichment jobs queued after the commit in one pipeline (trips/core/queue.py enqueue_many; it was two MULTI/EXEC
+# pipelines a job, 28 for 14 jobs).
 PINS = {
     "rename": (_rename, {"sqlite": (5, 5), "postgresql": (5, 5)}),
-    "update_distance": (_cut, {"sqlite": (55, 33), "postgresql": (55, 33)}),
-    "add": (_add, {"sqlite": (51, 33), "postgresql": (51, 33)}),
-    "delete": (_delete, {"sqlite": (51, 33), "postgresql": (51, 33)}),
-    "move": (_move, {"sqlite": (49, 33), "postgresql": (49, 33)}),
-    "rest_day": (_rest_day, {"sqlite": (52, 33), "postgresql": (52, 33)}),
+    "update_distance": (_cut, {"sqlite": (21, 6), "postgresql": (21, 6)}),
+    "add": (_add, {"sqlite": (17, 6), "postgresql": (17, 6)}),
+    "delete": (_delete, {"sqlite": (17, 6), "postgresql": (17, 6)}),
+    "move": (_move, {"sqlite": (15, 6), "postgresql": (15, 6)}),
+    "rest_day": (_rest_day, {"sqlite": (18, 6), "postgresql": (18, 6)}),
 }
 
 

@@ -29,6 +29,14 @@ def initialize(trip: Trip, names, generation: int) -> None:
     db.session.flush()
 
 
+def read_again(trip: Trip) -> None:
+    """Flush, then read the trip's computation rows again in one statement: the jobs' transitions are bulk UPDATEs
+    the session does not see, and a dispatch must decide on the statuses they left (one SELECT, not one a row)."""
+    db.session.flush()
+    db.session.execute(sa.select(Computation).where(Computation.trip_id == trip.id)
+                       .execution_options(populate_existing=True)).scalars().all()
+
+
 def transition(trip_id: str, name: str, generation: int, status: str, reason: str | None = None) -> bool:
     """Move an unsettled computation of that generation to `status`. False when the trip moved past it."""
     assert status in ("running", *SETTLED)

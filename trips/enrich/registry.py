@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from trips import computations
 from trips.core.db import after_commit, db
-from trips.core.queue import QUEUE_NAME, enqueue
+from trips.core.queue import QUEUE_NAME, enqueue, enqueue_many
 from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries, fords,
                           health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
@@ -171,9 +171,7 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     scoped = stage_ids is not None or radius_km is not None
     if scoped and not set(chosen) <= SCOPED:
         raise ValueError(f"only {sorted(SCOPED)} can be scoped to days or a radius")
-    db.session.flush()
-    for c in trip.computations:  # transitions are bulk UPDATEs: read the statuses they left, not stale ones
-        db.session.expire(c)
+    computations.read_again(trip)  # transitions are bulk UPDATEs: read the statuses they left, not stale ones
     trip.generation += 1
     # What this dispatch re-runs replaces itself; the structural work (the route, the days, a waypoint's
     # reroute) is no enrichment and is never cancelled by one.
@@ -181,9 +179,9 @@ def dispatch(trip, *, triggers=None, names=None, stage_ids=None, radius_km=None)
     computations.initialize(trip, chosen, trip.generation)
     trip.out_of_zone = out_of_zone(trip)
     extra = (list(stage_ids) if stage_ids is not None else None, radius_km) if scoped else ()
-    for name in chosen:
-        if not any(n in chosen for n in ENRICHMENTS[name].needs):  # else queued when its needs settle (cascade)
-            after_commit(enqueue, RUN_JOB, trip.id, name, trip.generation, *extra)
+    # one round trip for all of them; one whose needs were dispatched with it is queued when they settle (cascade)
+    after_commit(enqueue_many, RUN_JOB, [(trip.id, name, trip.generation, *extra) for name in chosen
+                                         if not any(n in chosen for n in ENRICHMENTS[name].needs)])
     return chosen
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from trips.core.queue import enqueue
 from oauth.models import User
 from trips import computations
-from trips.core.db import after_commit, db
+from trips.core.db import after_commit
 from trips.enrich import registry
 from trips.errors import Conflict, Invalid
 from trips.guards import WriteContext, guarded_write
@@ -77,9 +77,7 @@ def redispatch(trip: Trip, *, triggers=(), names=(), exclude=(), stage_ids=None,
     wanted = (wanted | {n for n in names if n in registry.ENRICHMENTS}) - set(exclude)
     if not wanted:
         return []
-    db.session.flush()
-    for c in trip.computations:  # the jobs' transitions are bulk UPDATEs: read the statuses they left
-        db.session.expire(c)
+    computations.read_again(trip)  # the jobs' transitions are bulk UPDATEs: read the statuses they left
     unsettled = {c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status in computations.ACTIVE}
     if unsettled - wanted:
         wanted |= unsettled
