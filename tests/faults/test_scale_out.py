@@ -213,9 +213,9 @@ def test_a_node_and_a_worker_killed_under_load_lose_no_write_and_leave_nothing_u
         wait_for(lambda: len(live_workers(get_redis())) == 2, timeout=60, what="worker 2 to count as live",
                  logs=(logs / "worker-2.log",))
         time.sleep(LOAD_S / 3)
+        killed = time.monotonic()
         kill(b.proc)  # the gunicorn arbiter and its workers, SIGKILL: in-flight requests die with them
         kill(first)  # the worker, its scheduler and its work horse, mid-fetch
-        killed = time.monotonic()
         time.sleep(LOAD_S * 2 / 3)
         load.stop.set()
         # Worker 2 alone settles what is left (it is killed when this block ends).
