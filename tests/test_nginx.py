@@ -10,6 +10,7 @@ import shutil
 import ssl
 import subprocess
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -97,35 +98,46 @@ def _wait_port(port: int, proc: subprocess.Popen, log: Path) -> None:
         time.sleep(0.05)
 
 
+def prepared(folder: Path) -> tuple[Path, Path]:
+    """The folders nginx writes in, and a certificate: (cert, key)."""
+    for sub in ("logs", "acme", "temp"):
+        (folder / sub).mkdir()
+    return _certificate(folder)
+
+
+@contextmanager
+def nginx_running(folder: Path, site: str, tls_port: int):
+    """nginx serving `site` (a rendered deploy/nginx.conf) from `folder` (see `prepared`) until the block ends."""
+    (folder / "btp.conf").write_text(site)
+    (folder / "nginx.conf").write_text(_main_conf(folder))
+    command = [NGINX, "-p", str(folder), "-e", str(folder / "logs" / "error.log"), "-c", str(folder / "nginx.conf")]
+    checked = subprocess.run([*command, "-t"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    proc = subprocess.Popen([*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        _wait_port(tls_port, proc, folder / "logs" / "error.log")
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
 @pytest.fixture(scope="module")
 def stack(app, app_config, tmp_path_factory):
     folder = tmp_path_factory.mktemp("nginx")
-    for sub in ("logs", "acme", "temp"):
-        (folder / sub).mkdir()
-    cert, key = _certificate(folder)
+    cert, key = prepared(folder)
     settings = {**app_config, "BTP_TRUSTED_PROXIES": "1", "BTP_LIMIT_MCP_ADDRESS": f"{ADDRESS_LIMIT}/60",
                 "BTP_METRICS_TOKEN": METRICS_TOKEN}
     with gunicorn(settings, folder / "gunicorn.log", workers=2) as live:
         tls_port, http_port = free_port(), free_port()
         upstream = int(live.url.rsplit(":", 1)[1])
-        (folder / "btp.conf").write_text(render_site(upstream, tls_port, http_port, folder, cert, key))
-        (folder / "nginx.conf").write_text(_main_conf(folder))
-        command = [NGINX, "-p", str(folder), "-e", str(folder / "logs" / "error.log"), "-c",
-                   str(folder / "nginx.conf")]
-        checked = subprocess.run([*command, "-t"], capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stderr
-        proc = subprocess.Popen([*command, "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        try:
-            _wait_port(tls_port, proc, folder / "logs" / "error.log")
+        with nginx_running(folder, render_site(upstream, tls_port, http_port, folder, cert, key), tls_port):
             yield {"https": f"https://127.0.0.1:{tls_port}", "http": f"http://127.0.0.1:{http_port}",
                    "tls_port": tls_port, "direct": live.url, "cert": str(cert), "folder": folder, "live": live}
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
 
 
 def _mcp_body(method: str, params: dict | None = None) -> tuple[str, dict]:

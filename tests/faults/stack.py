@@ -8,7 +8,8 @@ import shutil
 import signal
 import subprocess
 import time
-from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import redis
@@ -16,7 +17,7 @@ import requests
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from tests.live import free_port
+from tests.live import free_port, gunicorn
 
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -197,3 +198,17 @@ class HttpClient:
 
     def delete(self, path, **kw):
         return self.open("DELETE", path, **kw)
+
+
+@contextmanager
+def nodes(settings: dict, folder: Path, names: tuple[str, ...], workers: int = 2):
+    """Several gunicorn instances of one configuration (database, Redis, secret, public URL) on ports of their
+    own, started at once, each logging to `folder/<name>.log`; yields their Live (all stopped at the end, also
+    when another did not start)."""
+    servers = [gunicorn(settings, folder / f"{name}.log", workers=workers) for name in names]
+    with ExitStack() as stack, ThreadPoolExecutor(len(servers)) as pool:
+        started = [pool.submit(server.__enter__) for server in servers]
+        for server, future in zip(servers, started):
+            if future.exception() is None:
+                stack.push(server)
+        yield [future.result() for future in started]

@@ -1,9 +1,6 @@
 """Two BTP instances (gunicorn on two ports, as behind a load balancer) sharing the database and Redis: a
 confirmation minted on one is spent on the other, and a revocation on one holds on the other at once — the
 very next request there is refused, whatever either instance remembers of the token."""
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-
 import pytest
 import sqlalchemy as sa
 
@@ -11,8 +8,7 @@ from mcp.confirmation import TOKEN_PREFIX
 from oauth.models import AccessToken, Grant, OAuthClient
 from oauth.tokens import hash_token
 from tests.factories import auth, make_token, make_user
-from tests.faults.stack import HttpClient
-from tests.live import gunicorn
+from tests.faults.stack import HttpClient, nodes
 from tests.mcp_helpers import call, mcp_token, modern, payload
 from tests.test_pipeline import reload
 from tests.test_trips_api import seed_trip
@@ -27,14 +23,7 @@ AGENT = "https://agent.example/client.json"
 @pytest.fixture(scope="module")
 def instances(app_config, tmp_path_factory):
     """(one, other): the same configuration (database, Redis, secret, public URL), two ports."""
-    logs = tmp_path_factory.mktemp("instances")
-    servers = [gunicorn(app_config, logs / f"{name}.log", workers=WORKERS) for name in ("one", "other")]
-    with ExitStack() as stack, ThreadPoolExecutor(len(servers)) as pool:  # both start at once
-        started = [pool.submit(server.__enter__) for server in servers]
-        for server, future in zip(servers, started):
-            if future.exception() is None:
-                stack.push(server)  # stopped at the end, even when the other did not start
-        one, other = (future.result() for future in started)
+    with nodes(app_config, tmp_path_factory.mktemp("instances"), ("one", "other"), workers=WORKERS) as (one, other):
         yield HttpClient(one.url), HttpClient(other.url)
 
 
