@@ -3,7 +3,7 @@ import io
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, timedelta
+from datetime import date
 
 import pytest
 import sqlalchemy as sa
@@ -14,7 +14,7 @@ from oauth.scopes import SCOPES
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, legacy, mcp_token, modern, payload
-from tests.test_readmodels_enriched import fill
+from tests.test_readmodels_enriched import fill, thirty_filled_days
 from trips.core.db import atomic, db
 from trips.models import Trip
 from trips.services.trips import import_gpx
@@ -502,12 +502,9 @@ def test_hostile_text_comes_back_cleaned_but_intact(client, owner):
 
 def test_a_thirty_day_digest_stays_under_twelve_kilobytes(client, owner):
     user, _, token = owner
-    long_trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(30 * 350), name="T" * 300)),
-                           {"fatigueFactor": "1.0", "startDate": str(date.today()),
-                            "endDate": str(date.today() + timedelta(days=29))})
     # every alert group filled with real codes, five priced candidates a day, a forecast on the 17 days that can
     # have one (today to today + 16)
-    fill(long_trip.id, gaps_every=5)
+    long_trip = thirty_filled_days(user)
     with atomic():
         for stage in db.session.get(Trip, long_trip.id).stages:
             stage.label = stage.start_label = stage.end_label = "L" * 250

@@ -2,6 +2,7 @@
 groups ran, accommodations with their price range; the same day in REST, get_stage, the digest and the
 share page (trips/readmodels/day.py, mcp/answers.py)."""
 import io
+from datetime import date, timedelta
 
 import jsonschema
 import pytest
@@ -62,8 +63,6 @@ def facts(next_day: int, gap: bool = True) -> dict:
 
 def in_horizon(start, position: int) -> bool:
     """Whether the day can have a forecast: today to today + 16 days (docs/RULES.md "Weather")."""
-    from datetime import timedelta
-
     from trips.enrich.weather import in_horizon as within, today_utc
 
     return within(start + timedelta(days=position), today_utc())
@@ -71,8 +70,6 @@ def in_horizon(start, position: int) -> bool:
 
 def forecast(start, position: int) -> dict:
     """A day's forecast as trips/enrich/weather.py stores it: a 12-hour riding window, wet and windy."""
-    from datetime import timedelta
-
     hourly = [{"hour": 7 + h, "temp": 11.5 + h / 2, "apparentTemp": 9.5 + h / 2, "precipitationMm": 1.2,
                "precipitationProbability": 80.0, "windSpeed": 28.5, "windGusts": 52.5, "windDirectionDeg": 225.0,
                "relativeWindDirection": "headwind", "weatherCode": 63} for h in range(12)]
@@ -102,6 +99,16 @@ def enrichment() -> dict:
                           "website": "https://example.org/castle"} for i in range(3)],
         "terrain": {"roughKm": 12.34, "mainRoadKm": 7.25, "steepestPct": 11.5, "mapCoverage": 1.0},
     }
+
+
+def thirty_filled_days(user) -> Trip:
+    """A dated 30-day trip with a 300-character title, every day filled as a complete analysis leaves it (a
+    continuity gap every fifth day): the digest budget's worst case."""
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(30 * 350), name="T" * 300)),
+                      {"fatigueFactor": "1.0", "startDate": str(date.today()),
+                       "endDate": str(date.today() + timedelta(days=29))})
+    fill(trip.id, gaps_every=5)
+    return trip
 
 
 def fill(trip_id: str, *, chosen: bool = False, gaps_every: int = 1) -> None:

@@ -3,7 +3,6 @@ trips/enrich/labels.py), the rider's own label first, cut at a word, within the 
 French; a labels enrichment writing new names is seen at once through the cached day lines (mcp/kept.py)."""
 import io
 import json
-from datetime import date, timedelta
 
 import jsonschema
 import pytest
@@ -12,7 +11,7 @@ from mcp.tools import get_trip as get_trip_tool
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
-from tests.test_readmodels_enriched import fill
+from tests.test_readmodels_enriched import fill, thirty_filled_days
 from trips.core.db import atomic, db
 from trips.core.text import label
 from trips.models import Trip
@@ -93,10 +92,7 @@ def test_labels_are_cut_at_a_word_never_mid_word():
 
 def test_a_thirty_day_digest_with_every_day_named_stays_under_twelve_kilobytes(client, owner):
     user, _, token = owner
-    long_trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(30 * 350), name="T" * 300)),
-                           {"fatigueFactor": "1.0", "startDate": str(date.today()),
-                            "endDate": str(date.today() + timedelta(days=29))})
-    fill(long_trip.id, gaps_every=5)
+    long_trip = thirty_filled_days(user)
     map_labels(long_trip.id)
     result = payload(call(client, token, "get_trip", {"id": long_trip.id}))
     assert result["stageCount"] == 30
