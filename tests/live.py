@@ -16,6 +16,16 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 
+def stop(proc: subprocess.Popen, grace: float = 15.0) -> None:
+    """SIGTERM `proc`, and SIGKILL it when it has not ended within `grace` seconds (a server's graceful stop)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -70,9 +80,4 @@ def gunicorn(app_config: dict, log: Path, workers: int = 2, own_base_url: bool =
         live.proc = proc
         yield live
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc)

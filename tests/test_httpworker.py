@@ -24,6 +24,7 @@ from gunicorn.config import Config
 from gunicorn.http import wsgi as gunicorn_wsgi
 
 from tests.live import BIN, ROOT, free_port, gunicorn
+from tests.live import stop
 from trips.core import httpwire, httpworker
 from trips.core.httpcrew import Crew, Member
 from trips.core.httpframe import WHOLE, Incoming, Limits
@@ -357,12 +358,7 @@ def serve_demo(tmp_path, args: tuple = (), worker: str = "trips.core.httpworker.
         serve_demo.proc = proc
         yield port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")

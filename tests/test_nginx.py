@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from tests.live import ROOT, free_port, gunicorn
+from tests.live import stop
 
 pytestmark = pytest.mark.slow
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
@@ -118,12 +119,7 @@ def nginx_running(folder: Path, site: str, tls_port: int):
         _wait_port(tls_port, proc, folder / "logs" / "error.log")
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop(proc, 10)
 
 
 @pytest.fixture(scope="module")
