@@ -150,8 +150,10 @@ def tools_call(message, ex) -> dict:
         else:
             reads = tool.reads(ctx, message.params.get("arguments")) if tool.reads else ()
             ctx.read_values = _spend_budget(ex, tool, reads)  # the epochs a kept answer stands on (mcp/kept.py)
-            admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
-            answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
+            answer = tool.fast_path(ctx, message.params.get("arguments")) if tool.fast_path else None
+            if answer is None:
+                admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
+                answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
     except InputRequired as ask:

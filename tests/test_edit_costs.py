@@ -15,7 +15,7 @@ from tests.mcp_helpers import call, mcp_token, payload
 from tests.test_hot_path import counted, import_gpx_days
 from tests.test_readmodels_enriched import fill, settle
 from trips.core.db import db
-from trips.models import Stage
+from trips.models import Stage, Trip
 
 
 @pytest.fixture
@@ -78,9 +78,11 @@ def _rest_day(d, n):
 
 
 # action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL).
-# rename: the admission's read of the trip; under the lock the trip with its computations, then its days; the two
-# UPDATEs (stage label; trip version). Redis: the budgets' script, the lock taken and released, the epochs replaced
-# after the commit, the request's counters (a web worker sums those in process).
+# rename: one conditional write and nothing read (trips/services/stages.py rename_stage): PostgreSQL's one statement
+# (the trip's UPDATE in a CTE, then the day's label), SQLite's two in one BEGIN IMMEDIATE; it was five (the admission's
+# read; under the lock the trip with its computations, then its days; the two UPDATEs). Redis: the budgets' script,
+# the epochs replaced after the commit, the request's counters (a web worker sums those in process); the trip's lock
+# is no longer taken (it was two round trips): the row's own WHERE is the guard.
 # The others (bench/bench_edit_costs.py lists them): the same five or so, plus one SELECT of the trip's computations per
 # dispatch step (trips/computations.py read_again, in redispatch and dispatch: it was 36 one-row SELECTs, the 18 rows
 # expired and refreshed one at a time, twice), one SELECT of stage.enrichment per day (a deferred column loaded day
@@ -88,7 +90,7 @@ def _rest_day(d, n):
 # enrichment jobs queued after the commit in one pipeline (trips/core/queue.py enqueue_many; it was two MULTI/EXEC
 # pipelines a job, 28 for 14 jobs).
 PINS = {
-    "rename": (_rename, {"sqlite": (5, 5), "postgresql": (5, 5)}),
+    "rename": (_rename, {"sqlite": (2, 3), "postgresql": (1, 3)}),
     "update_distance": (_cut, {"sqlite": (21, 6), "postgresql": (21, 6)}),
     "add": (_add, {"sqlite": (17, 6), "postgresql": (17, 6)}),
     "delete": (_delete, {"sqlite": (17, 6), "postgresql": (17, 6)}),
@@ -115,15 +117,17 @@ def refused(client, token, arguments, monkeypatch) -> tuple[dict, dict]:
     return payload(result)["error"], seen
 
 
-# refusal → (its code, SQL statements, Redis round trips): a stranger and a stale version are answered by the
-# admission and the fail-fast guards (one read; the budgets' round trip and the request's counters), before the
-# trip's lock is asked for; an unknown day only under the lock (its read of the trip and days, the lock taken and
-# released). Nothing is written. A lower number is progress: update the pin.
+# refusal → (its code, SQL statements, Redis round trips): a rename is first tried as one conditional UPDATE
+# (trips/services/stages.py rename_stage), which matches no row and replaces no epoch; then a stranger and a stale
+# version are answered by the admission and the fail-fast guards (one read; the budgets' round trip and the request's
+# counters), before the trip's lock is asked for; an unknown day only under the lock (its read of the trip and days,
+# the lock taken and released). Nothing is written. A lower number is progress: update the pin.
 REFUSALS = {
-    "stale version": ("stale_version", 1, 2),
-    "someone else's trip": ("not_found", 1, 2),
-    "unknown day": ("not_found", 3, 4),
+    "stale version": ("stale_version", 2, 2),
+    "someone else's trip": ("not_found", 2, 2),
+    "unknown day": ("not_found", 4, 4),
 }
+CONDITIONAL_RENAME = ("UPDATE trip SET version = version + 1", "WITH bumped AS (UPDATE trip SET version = version + 1")
 
 
 @pytest.mark.parametrize("case", list(REFUSALS))
@@ -141,5 +145,7 @@ def test_a_refused_edit_costs_less_and_writes_nothing(app, client, edited, monke
     code, statements, round_trips = REFUSALS[case]
     assert error["code"] == code, error
     assert (len(seen["sql"]), seen["redis"]) == (statements, round_trips), seen["sql"]
-    assert not [s for s in seen["sql"] if s.lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE"))]
+    writes = [s for s in seen["sql"] if s.lstrip().upper().startswith(("UPDATE", "INSERT", "DELETE", "WITH"))]
+    assert len(writes) == 1 and writes[0].startswith(CONDITIONAL_RENAME), writes  # the rename's, matching no row
     assert days(trip_id)[2].label is None  # nothing written
+    assert db.session.get(Trip, trip_id).version == version

@@ -4,7 +4,9 @@ Both transports build a WriteContext and go through `guarded_write` (REST leaves
 empty; the MCP tools that confirm fill it). The order is pinned by a test. A cheap fail-fast pass
 (`FAIL_FAST_CHAIN`) answers strangers, started trips and stale versions without waiting for the lock; the
 whole chain then runs under the trip's write lock, on one consistent view of the trip, so two edits of the
-same version cannot both land and a stale edit is always told so (never judged on half-new data).
+same version cannot both land and a stale edit is always told so (never judged on half-new data). Under the lock
+the trip's row is read FOR UPDATE: a rename, which is one conditional UPDATE taking no Redis lock
+(trips/services/stages.py rename_stage), cannot land between the chain's read and its commit either.
 """
 from __future__ import annotations
 
@@ -81,12 +83,15 @@ def trip_key(trip_id) -> str:
     return str(trip_id).lower()
 
 
-def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
+def load_owned_trip(actor_id: str, trip_id: str, options: tuple = (), for_update: bool = False) -> Trip:
     """The caller's trip (loaded with the ORM `options` given: eager loads for a read model). Raises NotFound
-    alike for a malformed id, an unknown id and someone else's id."""
+    alike for a malformed id, an unknown id and someone else's id. `for_update`: the trip's row is locked in the
+    database until the transaction ends (PostgreSQL's FOR UPDATE; SQLite's BEGIN IMMEDIATE already holds the whole
+    database), so no write of it lands between this read and the commit (`guarded_write`)."""
     trip_id = trip_key(trip_id)
-    if options:  # a read with its eager loads (Session.get would leave them out for a trip it holds expired)
-        trip = db.session.scalar(_trip_statement(options), {"trip_id": trip_id})
+    if options or for_update:  # a read with its eager loads (Session.get would leave them out for a trip it holds
+        # expired), or locking the row
+        trip = db.session.scalar(_trip_statement(options, for_update), {"trip_id": trip_id})
     else:
         # By primary key: a trip this unit of work read already (the admission, the fail-fast pass) is not read
         # again; atomic() commits before its block, which expires everything, so the chain under the lock reads
@@ -97,14 +102,17 @@ def load_owned_trip(actor_id: str, trip_id: str, options: tuple = ()) -> Trip:
     return trip
 
 
-@lru_cache(maxsize=16)
-def _trip_statement(options: tuple):
+@lru_cache(maxsize=32)
+def _trip_statement(options: tuple, for_update: bool = False):
     """The trip by id with `options` (a module's constant tuple), built once per tuple."""
-    return sa.select(Trip).where(Trip.id == sa.bindparam("trip_id")).options(*options)
+    statement = sa.select(Trip).where(Trip.id == sa.bindparam("trip_id")).options(*options)
+    return statement.with_for_update(of=Trip) if for_update else statement
 
 
 def ownership(ctx: WriteContext) -> None:
-    ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id, ctx.load_options if ctx.locked else ())
+    # Under the lock, the row is locked too: a write that takes no Redis lock (trips/services/stages.py
+    # rename_stage, one conditional UPDATE) waits for this one's commit, then finds the version it moved.
+    ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id, ctx.load_options if ctx.locked else (), ctx.locked)
 
 
 def lock(ctx: WriteContext) -> None:

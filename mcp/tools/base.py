@@ -65,6 +65,10 @@ class Tool:
     # (ctx, the arguments as sent) -> Redis string keys to read in the budgets' round trip, each with the value it
     # takes when missing (trips/core/epochs.py): their values reach `run` as ctx.read_values.
     reads: Callable | None = None
+    # (ctx, the arguments as sent) -> the answer, or None: tried once the budgets allow the call and before the
+    # admission, for a call it can settle with one conditional write whose WHERE is every guard (edit_stages: a
+    # rename). None means nothing was written, and the call goes the whole way (admission, arguments, `run`).
+    fast_path: Callable | None = None
 
     def __post_init__(self):
         unknown = set(self.annotations) - ANNOTATION_KEYS

@@ -4,7 +4,8 @@ from trips.core.text import quote
 from mcp.tools.base import Tool
 from trips.services.schemas import StageAdd, StageUpdate
 from trips.services import stages as stage_ops
-from trips.errors import Invalid
+from mcp.arguments import check_arguments
+from trips.errors import DomainError, Invalid
 from trips.guards import Precondition
 
 # action → (service, the arguments it reads, what to say)
@@ -35,7 +36,31 @@ def run(ctx, args: dict) -> dict:
     pre = Precondition.exact(args["version"])
     ids = (args["tripId"],) if action == "add" else (args["tripId"], args["stageId"])
     trip = service(ctx.user, *ids, pre, body) if reads else service(ctx.user, *ids, pre)
-    return ack(f"{said} {moved(getattr(trip, 'edit_summary', None))}".strip(), trip.version,
+    return answer(said, trip.version, getattr(trip, "edit_summary", None))
+
+
+RENAME_ARGUMENTS = frozenset({*ADDRESSING, "label"})
+
+
+def rename(ctx, arguments) -> dict | None:
+    """The fast path of `update` with nothing but a label (Tool.fast_path): one conditional write
+    (trips/services/stages.py rename_stage). None, having written nothing, for any other call, or any call that
+    write does not settle: the whole path then answers it, refusals in the guards' order."""
+    if not isinstance(arguments, dict) or arguments.keys() != RENAME_ARGUMENTS or arguments.get("action") != "update":
+        return None
+    try:
+        args = check_arguments(TOOL, arguments)
+    except DomainError:
+        return None
+    version = stage_ops.rename_stage(ctx.principal.user_id, args["tripId"], args["stageId"], Precondition.exact(args["version"]),
+                                     args["label"])
+    if version is None:
+        return None
+    return answer(ACTIONS["update"][2], version, stage_ops.NO_DAY_MOVED)
+
+
+def answer(said: str, version: int, summary: dict | None) -> dict:
+    return ack(f"{said} {moved(summary)}".strip(), version,
                "Pass the version above to the next edit; no need to read the trip again.")
 
 
@@ -73,5 +98,5 @@ TOOL = Tool(
         "distance": s.number("update: cut the day this many km from its start.",
                              **s.rules(StageUpdate, "distance")),
     }, required=("tripId", "action", "version")),
-    output_schema=s.ACK, annotations={"destructiveHint": True},
+    output_schema=s.ACK, annotations={"destructiveHint": True}, fast_path=rename,
 )

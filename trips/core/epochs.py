@@ -184,6 +184,19 @@ def owner_of(session, trip_id: str | None) -> str | None:
 
 
 @contextmanager
+def writing_owned(session, owner_id: str):
+    """Statements written by hand inside change only trips of `owner_id` (their epoch): for a statement whose own
+    WHERE names the owner, so no read is needed to know whose trip it writes. The epoch is noted only when the block
+    ends without raising: a conditional write that matched nothing and raised to roll back replaces no epoch."""
+    token = _attributed.set(True)
+    try:
+        yield
+    finally:
+        _attributed.reset(token)
+    _written(session.connection().info).add(user_key(owner_id))
+
+
+@contextmanager
 def writing_trip(session, trip_id: str):
     """Statements written by hand inside change only this trip's days or computations (its owner's epoch)."""
     _written(session.connection().info).add(user_key(owner_of(session, trip_id)))
