@@ -85,17 +85,18 @@ def _rest_day(d, n):
 # is no longer taken (it was two round trips): the row's own WHERE is the guard.
 # The others (bench/bench_edit_costs.py lists them): the same five or so, plus one SELECT of the trip's computations per
 # dispatch step (trips/computations.py read_again, in redispatch and dispatch: it was 36 one-row SELECTs, the 18 rows
-# expired and refreshed one at a time, twice), one SELECT of stage.enrichment per day (a deferred column loaded day
-# by day: 5 here, 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: one more, the
+# expired and refreshed one at a time, twice), one SELECT of every day's stage.enrichment for the map coverage
+# (trips/enrich/registry.py _load_enrichments: it was one per day, a deferred column loaded day by day, 5 here and
+# 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: one more, the
 # enrichment jobs queued after the commit in one pipeline (trips/core/queue.py enqueue_many; it was two MULTI/EXEC
 # pipelines a job, 28 for 14 jobs).
 PINS = {
     "rename": (_rename, {"sqlite": (2, 3), "postgresql": (1, 3)}),
-    "update_distance": (_cut, {"sqlite": (21, 6), "postgresql": (21, 6)}),
-    "add": (_add, {"sqlite": (17, 6), "postgresql": (17, 6)}),
-    "delete": (_delete, {"sqlite": (17, 6), "postgresql": (17, 6)}),
-    "move": (_move, {"sqlite": (15, 6), "postgresql": (15, 6)}),
-    "rest_day": (_rest_day, {"sqlite": (18, 6), "postgresql": (18, 6)}),
+    "update_distance": (_cut, {"sqlite": (19, 6), "postgresql": (19, 6)}),
+    "add": (_add, {"sqlite": (12, 6), "postgresql": (12, 6)}),
+    "delete": (_delete, {"sqlite": (16, 6), "postgresql": (16, 6)}),
+    "move": (_move, {"sqlite": (11, 6), "postgresql": (11, 6)}),
+    "rest_day": (_rest_day, {"sqlite": (13, 6), "postgresql": (13, 6)}),
 }
 
 

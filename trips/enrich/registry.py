@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import sqlalchemy as sa
+from sqlalchemy.orm.attributes import set_committed_value
 
 from trips import computations
 from trips.core.db import after_commit, db
@@ -28,7 +29,7 @@ from trips.enrich import (accommodations, bike_shops, border_crossing, calendar,
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.enrich.corridor import FULL_COVERAGE, map_coverage
-from trips.models import Computation
+from trips.models import Computation, Stage
 from trips.osm.queries import ready_areas
 from trips.route import elevation
 
@@ -219,6 +220,7 @@ def out_of_zone(trip) -> bool:
     where the read models find which groups are partial and which km are off the map."""
     areas = ready_areas(db.engine)
     out = False
+    _load_enrichments(trip.stages)
     for stage in trip.stages:
         line = [tuple(p[:2]) for p in (stage.geometry or [])] or [(stage.start_lat, stage.start_lon)]
         cover = map_coverage(line, areas)
@@ -226,6 +228,17 @@ def out_of_zone(trip) -> bool:
         if (stage.enrichment or {}).get(COVERAGE_FIELD) != cover:
             stage.enrichment = {**(stage.enrichment or {}), COVERAGE_FIELD: cover}
     return out
+
+
+def _load_enrichments(stages) -> None:
+    """The stored `enrichment` JSON of every day that has not loaded it (a deferred column: an edit reads the days
+    without it), in one SELECT instead of one per day."""
+    unloaded = {s.id: s for s in stages if "enrichment" not in s.__dict__ and sa.inspect(s).persistent}
+    if not unloaded:
+        return
+    found = dict(db.session.execute(sa.select(Stage.id, Stage.enrichment).where(Stage.id.in_(list(unloaded)))).all())
+    for stage_id, stage in unloaded.items():
+        set_committed_value(stage, "enrichment", found.get(stage_id))
 
 
 def day_map_coverage(stage) -> dict | None:
