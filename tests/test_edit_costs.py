@@ -78,7 +78,7 @@ def _rest_day(d, n):
 
 
 # action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL).
-# rename: one conditional write and nothing read (trips/services/stages.py rename_stage): PostgreSQL's one statement
+# rename: one conditional write and nothing read (trips/services/rename.py rename_stage): PostgreSQL's one statement
 # (the trip's UPDATE in a CTE, then the day's label), SQLite's two in one BEGIN IMMEDIATE; it was five (the admission's
 # read; under the lock the trip with its computations, then its days; the two UPDATEs). Redis: the budgets' script,
 # the epochs replaced after the commit, the request's counters (a web worker sums those in process); the trip's lock
@@ -119,7 +119,7 @@ def refused(client, token, arguments, monkeypatch) -> tuple[dict, dict]:
 
 
 # refusal → (its code, SQL statements, Redis round trips): a rename is first tried as one conditional UPDATE
-# (trips/services/stages.py rename_stage), which matches no row and replaces no epoch; then a stranger and a stale
+# (trips/services/rename.py rename_stage), which matches no row and replaces no epoch; then a stranger and a stale
 # version are answered by the admission and the fail-fast guards (one read; the budgets' round trip and the request's
 # counters), before the trip's lock is asked for; an unknown day only under the lock (its read of the trip and days,
 # the lock taken and released). Nothing is written. A lower number is progress: update the pin.

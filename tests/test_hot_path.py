@@ -125,7 +125,7 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     with counted(monkeypatch) as seen:
         result = call(client, token, "edit_stages", {**rename, "version": version, "label": "Col du Rousset"})
     assert payload(result)["version"] == version + 1
-    # one conditional write, nothing read (trips/services/stages.py rename_stage): PostgreSQL's one statement,
+    # one conditional write, nothing read (trips/services/rename.py rename_stage): PostgreSQL's one statement,
     # SQLite's two (the token is remembered)
     assert len(seen["sql"]) == (1 if db.engine.dialect.name == "postgresql" else 2), seen["sql"]
     # budgets, its epochs replaced after the commit, the request's counters; no trip lock

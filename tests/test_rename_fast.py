@@ -1,4 +1,4 @@
-"""A rename is one conditional write taking no Redis lock (trips/services/stages.py rename_stage, mcp/tools/edit_stages.py
+"""A rename is one conditional write taking no Redis lock (trips/services/rename.py rename_stage, mcp/tools/edit_stages.py
 rename): it must land exactly when the whole guard chain would let it, answer what the whole path answers, and never
 land between another edit's read of the trip and that edit's commit (the chain reads the row FOR UPDATE under the
 trip's lock; SQLite's BEGIN IMMEDIATE holds every writer). Runs on SQLite and PostgreSQL."""
@@ -19,7 +19,7 @@ from trips import computations
 from oauth.models import User
 from trips.core.db import db
 from trips.models import Computation, Trip
-from trips.services import stages as stage_ops
+from trips.services import rename as renaming, stages as stage_ops
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_a_rename_answers_as_the_whole_path_and_moves_the_version_once(client, t
     assert days(trip_id)[1].label == "Col du Rousset"  # stripped, as update_stage stores it
     assert stored(trip_id).version == version + 1 and stored(trip_id).updated_at >= before
     # The same call through the whole path (the fast one switched off) answers the same words
-    monkeypatch.setattr(stage_ops, "rename_stage", lambda *a, **k: None)
+    monkeypatch.setattr(renaming, "rename_stage", lambda *a, **k: None)
     whole = rename(client, token, trip_id, version + 1, day.id, "")
     assert not whole["isError"], whole
     assert payload(whole)["result"] == payload(fast)["result"] and payload(whole)["version"] == version + 2
@@ -99,7 +99,7 @@ def test_refusals_are_the_whole_paths_and_write_nothing(app, client, trip, monke
                     "conflict", "locked"]
     assert stored(trip_id).version == version and days(trip_id)[2].label is None
     assert computations.status_of(stored(trip_id), "stages") == "done"
-    monkeypatch.setattr(stage_ops, "rename_stage", lambda *a, **k: None)  # the whole path alone
+    monkeypatch.setattr(renaming, "rename_stage", lambda *a, **k: None)  # the whole path alone
     assert refusals(app, client, token, trip_id, version, stage_id) == fast
 
 

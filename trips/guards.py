@@ -6,7 +6,7 @@ empty; the MCP tools that confirm fill it). The order is pinned by a test. A che
 whole chain then runs under the trip's write lock, on one consistent view of the trip, so two edits of the
 same version cannot both land and a stale edit is always told so (never judged on half-new data). Under the lock
 the trip's row is read FOR UPDATE: a rename, which is one conditional UPDATE taking no Redis lock
-(trips/services/stages.py rename_stage), cannot land between the chain's read and its commit either.
+(trips/services/rename.py rename_stage), cannot land between the chain's read and its commit either.
 """
 from __future__ import annotations
 

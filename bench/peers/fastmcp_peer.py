@@ -147,7 +147,8 @@ def _accommodation(stage: dict) -> str | None:
     low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
     euros = ""
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)):
-        euros = f" · {low:g} €" if low == high else f" · {low:g}–{high:g} €"
+        about = "" if place.get("isExactPrice") else "~"  # BTP's rule: an estimate unless the map gave the price
+        euros = f" · {about}{low:g} €" if low == high else f" · {about}{low:g}–{high:g} €"
     return ("" if chosen else "suggested: ") + name + euros
 
 
@@ -218,7 +219,8 @@ TRIP_SQL = ("SELECT id, version, title, source_url, source_type, start_date, end
 # candidate and every enrichment field (decoding those was a third of a call).
 STAGES_SQL = ("SELECT id, position, distance, elevation, is_rest_day, start_label, end_label, "
               "accommodations -> 0 AS first_accommodation, selected_accommodation, alerts_by_group, "
-              "enrichment -> 'weather' AS weather FROM stage WHERE trip_id = %s ORDER BY position")
+              "enrichment -> 'weather' AS weather, enrichment -> 'labels' AS labels "
+              "FROM stage WHERE trip_id = %s ORDER BY position")
 COMPUTATIONS_SQL = "SELECT name, status, reason FROM computation WHERE trip_id = %s ORDER BY name"
 
 
@@ -237,10 +239,13 @@ async def get_trip(id: str) -> dict[str, Any]:
     days = []
     for s in stages:
         count, critical = _alerts(s["alerts_by_group"], s["position"] + 1)
+        mapped = s["labels"] if isinstance(s["labels"], dict) else {}
         days.append({
             "stageId": s["id"], "dayNumber": s["position"] + 1, "distance": round(s["distance"], 1),
-            "elevation": round(s["elevation"]), "isRestDay": s["is_rest_day"],
-            "startLabel": label(s["start_label"], 16), "endLabel": label(s["end_label"], 16),
+            "elevation": None if s["elevation"] is None else round(s["elevation"]), "isRestDay": s["is_rest_day"],
+            # BTP's rule: the rider's label, else the map's nearest place (enrichment "labels")
+            "startLabel": label(s["start_label"] or mapped.get("start"), 20),
+            "endLabel": label(s["end_label"] or mapped.get("end"), 20),
             "accommodation": _accommodation(s), "alertCount": count,
             "criticalAlerts": [label(m, 60) for m in critical[:2]],
         } | _weather(trip, s))

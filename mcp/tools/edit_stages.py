@@ -3,7 +3,7 @@ from mcp.answers import ack
 from trips.core.text import quote
 from mcp.tools.base import Tool
 from trips.services.schemas import StageAdd, StageUpdate
-from trips.services import stages as stage_ops
+from trips.services import rename as renaming, stages as stage_ops
 from mcp.arguments import check_arguments
 from trips.errors import DomainError, Invalid
 from trips.guards import Precondition
@@ -44,7 +44,7 @@ RENAME_ARGUMENTS = frozenset({*ADDRESSING, "label"})
 
 def rename(ctx, arguments) -> dict | None:
     """The fast path of `update` with nothing but a label (Tool.fast_path): one conditional write
-    (trips/services/stages.py rename_stage). None, having written nothing, for any other call, or any call that
+    (trips/services/rename.py rename_stage). None, having written nothing, for any other call, or any call that
     write does not settle: the whole path then answers it, refusals in the guards' order."""
     if not isinstance(arguments, dict) or arguments.keys() != RENAME_ARGUMENTS or arguments.get("action") != "update":
         return None
@@ -52,11 +52,11 @@ def rename(ctx, arguments) -> dict | None:
         args = check_arguments(TOOL, arguments)
     except DomainError:
         return None
-    version = stage_ops.rename_stage(ctx.principal.user_id, args["tripId"], args["stageId"], Precondition.exact(args["version"]),
-                                     args["label"])
+    version = renaming.rename_stage(ctx.principal.user_id, args["tripId"], args["stageId"],
+                                    Precondition.exact(args["version"]), args["label"])
     if version is None:
         return None
-    return answer(ACTIONS["update"][2], version, stage_ops.NO_DAY_MOVED)
+    return answer(ACTIONS["update"][2], version, renaming.NO_DAY_MOVED)
 
 
 def answer(said: str, version: int, summary: dict | None) -> dict:

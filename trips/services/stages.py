@@ -6,22 +6,20 @@ count, and moves the version by one.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import numpy as np
-import sqlalchemy as sa
 from sqlalchemy.orm import defer, joinedload, selectinload
 from sqlalchemy.orm.attributes import set_committed_value
 
 from oauth.models import User
 from trips import computations
 from trips.services import analysis, day_points
-from trips.core import epochs
-from trips.core.db import atomic, db, new_id, utcnow
+from trips.core.db import new_id
 from trips.errors import Conflict, DomainError, Invalid, NotFound
 from trips.route import elevation
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_distance_km
-from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_key
+from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
 from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
 from trips.services.schemas import StageAdd, StageMove, StageUpdate, load
@@ -238,68 +236,6 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
     rename = isinstance(data, dict) and data.keys() == {"label"}  # nothing but the label: no geometry read
     return write_days(actor, trip_id, precondition, validate, apply, invalidate,
                       RENAME_OPTIONS if rename else DAY_EDIT_OPTIONS, notes, forget_facts=True)
-
-
-# A rename as one conditional write (`rename_stage`): the trip's version moves only where every guard holds on the
-# row itself — the caller's trip, not started, at the version the caller edits, the day one of its days, its days
-# not being computed — and the day's label is written in the same transaction. PostgreSQL runs it as one statement
-# (the trip's UPDATE in a CTE); SQLite, which has no UPDATE in a CTE, as two inside its BEGIN IMMEDIATE.
-_BUMP = ("UPDATE trip SET version = version + 1, updated_at = :now "
-         "WHERE id = :trip AND user_id = :user AND version = :version AND (start_date IS NULL OR start_date > :today) "
-         "AND EXISTS (SELECT 1 FROM stage WHERE stage.id = :stage AND stage.trip_id = :trip) "
-         "AND NOT EXISTS (SELECT 1 FROM computation WHERE computation.trip_id = :trip AND computation.name = 'stages' "
-         f"AND computation.status IN ({', '.join(repr(s) for s in computations.ACTIVE)})) RETURNING id, version")
-_LABEL = "UPDATE stage SET label = :label WHERE stage.id = :stage AND stage.trip_id = :trip"
-_TYPES = (sa.bindparam("now", type_=sa.DateTime), sa.bindparam("today", type_=sa.Date))
-_RENAME = {
-    "postgresql": (sa.text(f"WITH bumped AS ({_BUMP}) {_LABEL.replace('WHERE', 'FROM bumped WHERE', 1)} "
-                           "AND bumped.id = stage.trip_id RETURNING bumped.version").bindparams(*_TYPES),),
-    "sqlite": (sa.text(_BUMP).bindparams(*_TYPES), sa.text(_LABEL + " RETURNING stage.id")),
-}
-NO_DAY_MOVED = {"changed": [], "how": [], "endDate": None}  # what a rename moves (`_summary` of an unchanged trip)
-
-
-class _NotRenamed(Exception):
-    """The conditional write matched no row: the guard chain says why (`update_stage`)."""
-
-
-def rename_stage(actor_id: str, trip_id: str, stage_id: str, precondition: Precondition, label) -> int | None:
-    """A day's new label as one conditional write, nothing read before: the new version, or
-    None when anything is not as a rename that lands needs it (a label the schema refuses, an id of the wrong
-    form, someone else's or a started trip, a stale version, an unknown day, its days being computed, a database
-    other than PostgreSQL or SQLite). None changes nothing: the caller runs `update_stage`, whose guard chain
-    refuses in its order (docs/RULES.md "Write guards") or, when the trip changed between the two, renames.
-    Moves the version by one and writes the label exactly as `update_stage` would; a rename moves no day."""
-    if precondition.state != "version":
-        return None
-    try:
-        fields = load(StageUpdate(), {"label": label})
-        trip, stage = trip_key(trip_id), trip_key(stage_id)
-    except DomainError:
-        return None
-    statements = _RENAME.get(db.engine.dialect.name)
-    if statements is None:
-        return None
-    values = {"trip": trip, "stage": stage, "user": actor_id, "version": precondition.version, "now": utcnow(),
-              "today": datetime.now(timezone.utc).date(),
-              "label": fields["label"].strip() if fields["label"] else None}
-    try:
-        # No Redis lock: the statement's WHERE is the guard chain, judged by the database on the row as it writes it.
-        # A write that holds the trip's lock read the row FOR UPDATE (trips/guards.py ownership), so this waits for
-        # its commit and then finds the version it moved; SQLite's BEGIN IMMEDIATE serialises every writer.
-        with atomic():
-            session = db.session()
-            with epochs.writing_owned(session, actor_id):
-                connection = session.connection()
-                version = None
-                for statement in statements:
-                    row = connection.execute(statement, values).first()
-                    if row is None:
-                        raise _NotRenamed
-                    version = row[-1] if version is None else version
-    except _NotRenamed:
-        return None
-    return int(version)
 
 
 def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> dict:
