@@ -360,9 +360,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=2, help="each point this many times, BTP and the peer in turn; "
                                                           "the median is reported (default 2)")
     ap.add_argument("--connections", default="8,32", help="load points (default 8,32; at most 40)")
-    ap.add_argument("--pool", type=int, default=240,
+    ap.add_argument("--pool", type=int, default=160,
                     help="short trips the analysis kind re-analyses, dealt to the connections, each analysed at most "
-                         "once per point (default 240)")
+                         "once per point (default 160)")
     ap.add_argument("--rq-workers", type=int, default=2, help="RQ workers beside BTP (default 2)")
     ap.add_argument("--settle-timeout", type=float, default=1200.0, help="seconds the analyses may take to settle "
                                                                         "after a point (default 1200)")
