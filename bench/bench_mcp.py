@@ -135,8 +135,8 @@ def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
 
 
 # --- database, Redis ---------------------------------------------------------------------------------------------
-def create_database(stack: Stack, keep: bool) -> str:
-    name = f"btp_bench_{os.getpid()}"
+def create_database(stack: Stack, keep: bool, prefix: str = "btp_bench") -> str:
+    name = f"{prefix}_{os.getpid()}"
     subprocess.run(["createdb", "-h", PG["host"], "-U", PG["user"], name], check=True)
     if not keep:
         stack.defer(lambda: subprocess.run(["dropdb", "--force", "-h", PG["host"], "-U", PG["user"], name],
@@ -155,8 +155,10 @@ def start_redis(stack: Stack, tmp: Path) -> int:
 
 
 # --- the data --------------------------------------------------------------------------------------------------
-def setup_data(env: dict) -> dict:
-    """Migrate, import the map, create the user, token and trips, run the analysis. Returns what the load needs."""
+def setup_data(env: dict, others_n: int = OTHER_TRIPS, edits_n: int = 2 * EDIT_TRIPS, pool_n: int = 0) -> dict:
+    """Migrate, import the map, create the user, token and trips, run the analysis. Returns what the load needs:
+    `others_n` one-day trips, the first `edits_n` of them the edit trips; `pool_n` more short trips (4 km) listed
+    in info["pool"] (bench_mixed.py re-analyses them)."""
     import logging
 
     logging.getLogger("rq").setLevel(logging.WARNING)
@@ -195,21 +197,27 @@ def setup_data(env: dict) -> dict:
                                {"startDate": start})
         main_id = main_trip.id
         others = []
-        for i in range(OTHER_TRIPS):  # small trips on the same map (analysed too), for list_trips and the edits
-            small = points[i * 500: i * 500 + 150]  # 15 km: one day (a short analysis)
+        pool = []
+        for i in range(pool_n):  # short trips along the map, created first (list_trips shows the newest)
+            start_at = (i * 37) % (len(points) - 40)
+            trip = import_gpx(user, io.BytesIO(gpx_from_points(points[start_at: start_at + 40], name=f"Ride {i + 1}")),
+                              {})
+            pool.append(trip.id)
+        for i in range(others_n):  # small trips on the same map (analysed too), for list_trips and the edits
+            small = points[(i * 500) % (len(points) - 150):][:150]  # 15 km: one day (a short analysis)
             trip = import_gpx(user, io.BytesIO(gpx_from_points(small, name=f"Weekend {i + 1}")), {})
             others.append(trip.id)
         t = time.perf_counter()
         SimpleWorker([get_queue()], connection=get_redis()).work(burst=True, logging_level="WARNING")
-        log(f"analysis of {1 + OTHER_TRIPS} trips settled in {time.perf_counter() - t:.1f} s")
+        log(f"analysis of {1 + others_n + pool_n} trips settled in {time.perf_counter() - t:.1f} s")
         trip = db.session.get(Trip, main_id)
         statuses = {c.name: c.status for c in trip.computations}
         edits = []
-        for trip_id in others[: 2 * EDIT_TRIPS]:
+        for trip_id in others[:edits_n]:
             t2 = db.session.get(Trip, trip_id)
             edits.append((t2.id, t2.stages[0].id))
         info = {"token": token, "trip": main_id, "days": len(trip.stages), "statuses": statuses, "edits": edits,
-                "trips": 1 + OTHER_TRIPS, "catalogue": peer_catalogue()}
+                "pool": pool, "trips": 1 + others_n + pool_n, "catalogue": peer_catalogue()}
     return info
 
 
@@ -583,13 +591,13 @@ class Servers:
     """Database, Redis, data, BTP and the peer, up and warm (shared with bench/soak.py)."""
 
     def __init__(self, stack: Stack, keep: bool = False, peer: bool = True, btp_workers: int = 4,
-                 slow_upstream_s: float = 0.0):
+                 slow_upstream_s: float = 0.0, db_prefix: str = "btp_bench", setup: dict | None = None):
         self.tmp = Path(tempfile.mkdtemp(prefix="btp-bench-mcp-"))
         if not keep:
             stack.defer(lambda: shutil.rmtree(self.tmp, ignore_errors=True))
         else:
             log("keeping", self.tmp)
-        self.db_name = create_database(stack, keep)
+        self.db_name = create_database(stack, keep, db_prefix)
         self.db_url = f"postgresql+psycopg://{PG['user']}@{PG['host']}:5432/{self.db_name}"
         redis_port = start_redis(stack, self.tmp)
         self.btp_port, self.peer_port = free_port(), free_port()
@@ -602,7 +610,7 @@ class Servers:
             stack.defer(self.upstream.stop)
             self.env["BTP_NOMINATIM_URL"] = self.upstream.url
         t = time.perf_counter()
-        self.info = setup_data(self.env)
+        self.info = setup_data(self.env, **(setup or {}))
         log(f"data ready in {time.perf_counter() - t:.1f} s: trip {self.info['trip']} ({self.info['days']} days), "
             f"computations {self.info['statuses']}")
         self.token = self.info["token"]
