@@ -65,7 +65,7 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
             f"CROSS JOIN {table.name} t ON t.id = x.id {join}")
         args = {"boxes": json.dumps([list(map(float, b)) for b in boxes]), **params}
     else:
-        s = postgis_schema(conn)
+        s = _postgis_schema(conn)
         if s is None:
             return []  # no PostGIS, so nothing was ever imported
         sql = sa.text(
@@ -78,6 +78,21 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
     if "kinds" in args:
         sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
     return conn.execute(sql, args).mappings().all()
+
+
+_SCHEMAS: dict[str, str] = {}
+
+
+def _postgis_schema(conn) -> str | None:
+    """store.postgis_schema, asked once per database (by URL) and process: a statement less per query. Only a
+    found schema is remembered (an extension created later is still seen)."""
+    key = conn.engine.url.render_as_string(hide_password=True)
+    if key not in _SCHEMAS:
+        schema = postgis_schema(conn)
+        if schema is None:
+            return None
+        _SCHEMAS[key] = schema
+    return _SCHEMAS[key]
 
 
 def line_chunks(pts: np.ndarray):

@@ -82,9 +82,23 @@ def _point(row, distance: float, along: float | None = None) -> MapPoint:
 
 def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points of the given kinds (trips/osm/tags.py KINDS; None: all) within radius_m, nearest first."""
+    return points_near_each([(lat, lon)], radius_m, kinds, engine)[0]
+
+
+def points_near_each(centres, radius_m: float, kinds=None, engine=None) -> list[list[MapPoint]]:
+    """`points_near` of every (lat, lon) of `centres`, in one statement: the answer per centre, in their order,
+    each exactly what points_near gives for it alone."""
+    centres = [(float(c[0]), float(c[1])) for c in centres]
+    if not centres:
+        return []
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     with index.engine_of(engine).connect() as conn:
-        rows = index.select(conn, osm_point, G.box_around(lat, lon, radius_m), where, params)
+        per_centre = index.select_boxes(conn, osm_point, [G.box_around(lat, lon, radius_m) for lat, lon in centres],
+                                        where, params)
+    return [_nearest_first(lat, lon, radius_m, rows) for (lat, lon), rows in zip(centres, per_centre)]
+
+
+def _nearest_first(lat: float, lon: float, radius_m: float, rows: list) -> list[MapPoint]:
     if not rows:
         return []
     dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
@@ -101,12 +115,40 @@ def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None
 
 def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points within buffer_m of the line, in the order the line passes them (`along_m`)."""
-    pts = index.as_line(line)
+    return points_along_each([line], buffer_m, kinds, engine)[0]
+
+
+def _chunked(lines) -> tuple[list[list], list]:
+    """The 1 km chunks of each line (trips/osm/index.py line_chunks), and all of them in one list."""
+    per_line = [list(index.line_chunks(index.as_line(line))) for line in lines]
+    return per_line, [c for chunks in per_line for c in chunks]
+
+
+def _split(per_line: list[list], rows: list[list]) -> list[list[list]]:
+    """The rows per chunk of one select_boxes over every line's chunks, cut back into one list per line."""
+    out, at = [], 0
+    for chunks in per_line:
+        out.append(rows[at:at + len(chunks)])
+        at += len(chunks)
+    return out
+
+
+def points_along_each(lines, buffer_m: float, kinds=None, engine=None) -> list[list[MapPoint]]:
+    """`points_along` of every line of `lines` (the days of a trip), in one statement (per
+    index.BOXES_PER_STATEMENT chunks): the answer per line, in their order, each exactly what points_along
+    gives for that line alone (the same chunks and the same rows per chunk)."""
+    if not lines:
+        return []
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
-    best: dict[tuple, tuple[float, float, dict]] = {}
-    chunks = list(index.line_chunks(pts))
+    per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        per_chunk = index.select_boxes(conn, osm_point, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks], where, params)
+        rows = index.select_boxes(conn, osm_point, [index.grow(index.box_of(c), buffer_m) for _, c, _ in every],
+                                  where, params)
+    return [_along(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
+
+
+def _along(chunks: list, per_chunk: list[list], buffer_m: float) -> list[MapPoint]:
+    best: dict[tuple, tuple[float, float, dict]] = {}
     pairs = [(k, row) for k, rows in enumerate(per_chunk) for row in rows]
     dist, along = _nearest_in_chunks(chunks, [k for k, _ in pairs], np.array([r["lat"] for _, r in pairs]),
                                      np.array([r["lon"] for _, r in pairs]))
@@ -165,15 +207,20 @@ def _nearest_in_chunks(chunks: list, chunk_of: list[int], lat: np.ndarray, lon: 
     return dist, along
 
 
-def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine]:
-    """Lines of `table` within buffer_m of `line`. Per chunk of the line, every candidate at once: the
-    distance of their vertices to the chunk, of the chunk's vertices to their segments, and crossings (the
-    closest approach of two polylines is one of these)."""
-    pts = index.as_line(line)
-    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
-    chunks = list(index.line_chunks(pts))
+def _lines_along(table: sa.Table, lines, buffer_m: float, engine) -> list[list[MapLine]]:
+    """Lines of `table` within buffer_m of each line of `lines`, one statement for all. Per chunk of a line,
+    every candidate at once: the distance of their vertices to the chunk, of the chunk's vertices to their
+    segments, and crossings (the closest approach of two polylines is one of these)."""
+    if not lines:
+        return []
+    per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        per_chunk = index.select_boxes(conn, table, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks])
+        rows = index.select_boxes(conn, table, [index.grow(index.box_of(c), buffer_m) for _, c, _ in every])
+    return [_lines_near(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
+
+
+def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[MapLine]:
+    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
     for (_start, chunk, _cum), rows in zip(chunks, per_chunk):
         if not rows:
             continue
@@ -233,12 +280,22 @@ def _measure(chunk: np.ndarray, entries: list[list]) -> None:
 
 def ways_along(line, buffer_m: float, engine=None) -> list[MapLine]:
     """Roads and paths coming within buffer_m of the line, closest first, with their terrain tags."""
-    return _lines_along(osm_way, line, buffer_m, engine)
+    return _lines_along(osm_way, [line], buffer_m, engine)[0]
+
+
+def ways_along_each(lines, buffer_m: float, engine=None) -> list[list[MapLine]]:
+    """`ways_along` of every line of `lines`, in one statement; each answer exactly ways_along's for it alone."""
+    return _lines_along(osm_way, lines, buffer_m, engine)
 
 
 def ferries_along(line, buffer_m: float, engine=None) -> list[MapLine]:
     """Ferry routes coming within buffer_m of the line."""
-    return _lines_along(osm_ferry, line, buffer_m, engine)
+    return _lines_along(osm_ferry, [line], buffer_m, engine)[0]
+
+
+def ferries_along_each(lines, buffer_m: float, engine=None) -> list[list[MapLine]]:
+    """`ferries_along` of every line of `lines`, in one statement; each answer exactly ferries_along's for it alone."""
+    return _lines_along(osm_ferry, lines, buffer_m, engine)
 
 
 def _place(row, distance=None) -> Place:
@@ -248,15 +305,27 @@ def _place(row, distance=None) -> Place:
 
 def nearest_place(lat: float, lon: float, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> Place | None:
     """The nearest place (city, town, village, hamlet, or those in `places`) within max_m, or None."""
+    return nearest_place_each([(lat, lon)], max_m, places, engine)[0]
+
+
+def nearest_place_each(points, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> list[Place | None]:
+    """`nearest_place` of every (lat, lon) of `points`, in one statement; each answer exactly nearest_place's."""
+    points = [(float(p[0]), float(p[1])) for p in points]
+    if not points:
+        return []
     with index.engine_of(engine).connect() as conn:
-        rows = index.select(conn, osm_place, G.box_around(lat, lon, max_m), "AND t.place IN :kinds",
-                       {"kinds": list(places)})
-    if not rows:
-        return None
-    dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
-                      [r["lat"] for r in rows])[2]
-    i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
-    return _place(rows[i], dist[i]) if dist[i] <= max_m else None
+        per_point = index.select_boxes(conn, osm_place, [G.box_around(lat, lon, max_m) for lat, lon in points],
+                                       "AND t.place IN :kinds", {"kinds": list(places)})
+    out: list[Place | None] = []
+    for (lat, lon), rows in zip(points, per_point):
+        if not rows:
+            out.append(None)
+            continue
+        dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
+                          [r["lat"] for r in rows])[2]
+        i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
+        out.append(_place(rows[i], dist[i]) if dist[i] <= max_m else None)
+    return out
 
 
 def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
@@ -360,12 +429,20 @@ def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
 _POINTS_PER_BLOCK = 64
 
 
-def countries_along(line, engine=None) -> list[CountryRun]:
-    """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
-    Vertices in no imported country belong to no run."""
-    pts = index.as_line(line)
+def countries_in(box, engine=None) -> list[tuple[str | None, str | None, list]]:
+    """The imported countries whose box meets `box` (min_lat, min_lon, max_lat, max_lon), for countries_along
+    (`countries=`) to test many lines or points against without a query each."""
     with index.engine_of(engine).connect() as conn:
-        countries = _countries(conn, index.box_of(pts))
+        return _countries(conn, box)
+
+
+def countries_along(line, engine=None, countries=None) -> list[CountryRun]:
+    """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
+    Vertices in no imported country belong to no run. `countries`: countries_in of a box holding the line
+    (the same answer, no query)."""
+    pts = index.as_line(line)
+    if countries is None:
+        countries = countries_in(index.box_of(pts), engine)
     owner = np.full(len(pts), -1)
     for lo in range(0, len(pts), _POINTS_PER_BLOCK):  # a block of points against every edge its latitudes meet
         block = owner[lo:lo + _POINTS_PER_BLOCK]
