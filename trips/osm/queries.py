@@ -442,7 +442,8 @@ def countries_along(line, engine=None, countries=None) -> list[CountryRun]:
     (the same answer, no query)."""
     pts = index.as_line(line)
     if countries is None:
-        countries = countries_in(index.box_of(pts), engine)
+        with index.engine_of(engine).connect() as conn:
+            countries = _countries(conn, index.box_of(pts))
     owner = np.full(len(pts), -1)
     for lo in range(0, len(pts), _POINTS_PER_BLOCK):  # a block of points against every edge its latitudes meet
         block = owner[lo:lo + _POINTS_PER_BLOCK]
