@@ -159,3 +159,61 @@ def test_map_statements_per_enrichment_do_not_grow_with_the_days(ctx, tmp_path, 
 
     counts = _statements(run)
     assert counts == PINNED
+
+
+def _measure_per_chunk(chunk, entries) -> None:
+    """trips/osm/queries.py `_measure` as it was before the pairs were measured all at once: one chunk of the
+    query line against its candidates (the reference _measure_pairs answers as, to the last bit)."""
+    import numpy as np
+
+    from trips.osm import geometry as G
+
+    plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+    cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
+    if len(chunk) == 1:
+        cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
+    lengths = np.array([len(e[1]) for e in entries])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    verts = np.vstack([e[1] for e in entries])
+    wx, wy = plane.xy(verts[:, 0], verts[:, 1])
+    vertex = G.segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
+    closest = np.minimum.reduceat(vertex, starts)
+    has_seg = np.ones(len(verts), dtype=bool)
+    has_seg[starts + lengths - 1] = False
+    if has_seg.any():
+        a, b = np.flatnonzero(has_seg), np.flatnonzero(has_seg) + 1
+        back = G.segment_distances(cx, cy, wx[a], wy[a], wx[b], wy[b]).min(axis=0)
+        cross = G.segments_cross(wx[a], wy[a], wx[b], wy[b], cx[:-1], cy[:-1], cx[1:], cy[1:]).any(axis=1)
+        per_seg = np.where(cross, 0.0, back)
+        owner = np.repeat(np.arange(len(entries)), lengths)[a]
+        seg_min = np.full(len(entries), np.inf)
+        np.minimum.at(seg_min, owner, per_seg)
+        closest = np.minimum(closest, seg_min)
+    for entry, s, n, c in zip(entries, starts, lengths, closest):
+        entry[2] = np.minimum(entry[2], vertex[s:s + n])
+        entry[3] = min(entry[3], float(c))
+
+
+def _pairs_chunk_by_chunk(chunks, pairs) -> None:
+    by_chunk: dict[int, list] = {}
+    for k, entry in pairs:
+        by_chunk.setdefault(k, []).append(entry)
+    for k, entries in by_chunk.items():
+        _measure_per_chunk(chunks[k], entries)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_lines_measured_all_pairs_at_once_as_chunk_by_chunk(ctx, tmp_path, monkeypatch, seed):
+    """ways_along and ferries_along measure every (chunk, candidate) pair at once: the same closest
+    approaches, vertex distances and lengths near the line, to the last bit, as chunk by chunk (short and
+    one-vertex days, ways crossing the line, ways of two vertices and of many)."""
+    rnd = random.Random(seed)
+    days = _days(rnd, 4) + [[(LAT + 0.05, LON + 0.05)], [(LAT + 0.05, LON + 0.05), (LAT + 0.0501, LON + 0.0502)]]
+    import_map(_map(rnd, days), tmp_path)
+    at_once = (_lines(Q.ways_along_each(days, 40)), _lines(Q.ways_along_each(days, 300)),
+               _lines(Q.ferries_along_each(days, 1500)))
+    monkeypatch.setattr(Q, "_measure_pairs", _pairs_chunk_by_chunk)
+    chunked = (_lines(Q.ways_along_each(days, 40)), _lines(Q.ways_along_each(days, 300)),
+               _lines(Q.ferries_along_each(days, 1500)))
+    assert sum(len(r) for r in at_once[1]) > 100
+    assert at_once == chunked

@@ -221,17 +221,16 @@ def _lines_along(table: sa.Table, lines, buffer_m: float, engine) -> list[list[M
 
 def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[MapLine]:
     found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
-    for (_start, chunk, _cum), rows in zip(chunks, per_chunk):
-        if not rows:
-            continue
-        entries = []
+    pairs: list[tuple[int, list]] = []  # (chunk, entry): each candidate measured against each chunk it came from
+    for k, rows in enumerate(per_chunk):
         for row in rows:
             entry = found.get(row["osm_id"])
             if entry is None:
                 way = G.decode(row["line"])
                 entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
-            entries.append(entry)
-        _measure(chunk, entries)
+            pairs.append((k, entry))
+    if pairs:
+        _measure_pairs([c for _, c, _ in chunks], pairs)
     out = []
     kept = [entry for entry in found.values() if entry[3] <= buffer_m]
     if not kept:
@@ -250,32 +249,76 @@ def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[Ma
     return sorted(out, key=lambda w: (w.distance_m, w.osm_id))
 
 
-def _measure(chunk: np.ndarray, entries: list[list]) -> None:
-    """Update each entry's vertex distances and closest approach against one chunk of the query line."""
-    plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
-    cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
-    if len(chunk) == 1:
-        cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
-    lengths = np.array([len(e[1]) for e in entries])
+def _measure_pairs(chunks: list[np.ndarray], pairs: list[tuple[int, list]]) -> None:
+    """Update each entry's vertex distances and closest approach against the chunks of the query line it came
+    from: for every (chunk, entry) pair at once, in the chunk's local plane (trips.osm.geometry.LocalPlane),
+    the distance of the entry's vertices to the chunk's segments, of the chunk's vertices to the entry's
+    segments, and whether they cross (G.segment_distances and G.segments_cross element for element, chunks
+    padded to the longest; tests/test_osm_batched_days.py holds the chunk-by-chunk form it answers as)."""
+    k_count = len(chunks)
+    sizes = [max(len(c), 2) for c in chunks]  # a one-vertex chunk is a zero-length segment
+    width = max(sizes)
+    origin = np.empty((k_count, 4))  # lat0, lon0, metres per degree north, east
+    cx, cy = np.zeros((k_count, width)), np.zeros((k_count, width))  # padding: masked out (vert_ok, seg_ok)
+    for k, chunk in enumerate(chunks):
+        plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+        origin[k] = plane.lat0, plane.lon0, plane.north, plane.east
+        x, y = plane.xy(chunk[:, 0], chunk[:, 1])
+        if len(chunk) == 1:
+            x, y = np.repeat(x, 2), np.repeat(y, 2)
+        cx[k, :len(x)], cy[k, :len(y)] = x, y
+    n_verts = np.array(sizes)
+    col = np.arange(width)
+    vert_ok = col[None, :] < n_verts[:, None]  # (K, width): real chunk vertices
+    seg_ok = col[None, :-1] < (n_verts - 1)[:, None]  # (K, width - 1): real chunk segments
+    sax, say, sbx, sby = cx[:, :-1], cy[:, :-1], cx[:, 1:], cy[:, 1:]
+    sdx, sdy = sbx - sax, sby - say
+    sseg2 = sdx * sdx + sdy * sdy
+    pk = np.array([k for k, _ in pairs])
+    lengths = np.array([len(e[1]) for _, e in pairs])
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    verts = np.vstack([e[1] for e in entries])
-    wx, wy = plane.xy(verts[:, 0], verts[:, 1])
-    vertex = G.segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
+    verts = np.vstack([e[1] for _, e in pairs])
+    vk = np.repeat(pk, lengths)  # the chunk of each pair vertex
+    o = origin[vk]
+    wx, wy = (verts[:, 1] - o[:, 1]) * o[:, 3], (verts[:, 0] - o[:, 0]) * o[:, 2]
+    # entries' vertices to the chunk's segments (G.segment_distances, min over the chunk's segments)
+    ax, ay, dx, dy, seg2 = sax[vk], say[vk], sdx[vk], sdy[vk], sseg2[vk]
+    t = ((wx[:, None] - ax) * dx + (wy[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
+    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
+    d = np.hypot(wx[:, None] - (ax + t * dx), wy[:, None] - (ay + t * dy))
+    vertex = np.where(seg_ok[vk], d, np.inf).min(axis=1)
     closest = np.minimum.reduceat(vertex, starts)
     has_seg = np.ones(len(verts), dtype=bool)
     has_seg[starts + lengths - 1] = False  # a segment starts at every vertex but each line's last
     if has_seg.any():
-        a, b = np.flatnonzero(has_seg), np.flatnonzero(has_seg) + 1
-        back = G.segment_distances(cx, cy, wx[a], wy[a], wx[b], wy[b]).min(axis=0)
-        cross = G.segments_cross(wx[a], wy[a], wx[b], wy[b], cx[:-1], cy[:-1], cx[1:], cy[1:]).any(axis=1)
+        a = np.flatnonzero(has_seg)
+        b, sk = a + 1, vk[a]
+        # the chunk's vertices to the entries' segments (G.segment_distances, min over the chunk's vertices)
+        px, py = cx[sk], cy[sk]
+        ex, ey = wx[b] - wx[a], wy[b] - wy[a]
+        eseg2 = ex * ex + ey * ey
+        t = ((px - wx[a][:, None]) * ex[:, None] + (py - wy[a][:, None]) * ey[:, None]) / \
+            np.where(eseg2 > 0, eseg2, 1.0)[:, None]
+        t = np.clip(np.where(eseg2[:, None] > 0, t, 0.0), 0.0, 1.0)
+        d = np.hypot(px - (wx[a][:, None] + t * ex[:, None]), py - (wy[a][:, None] + t * ey[:, None]))
+        back = np.where(vert_ok[sk], d, np.inf).min(axis=1)
+        # crossings (G.segments_cross: the entry's segment A→B against each of the chunk's segments C→D)
+        rx, ry = ex[:, None], ey[:, None]
+        sx, sy = sdx[sk], sdy[sk]
+        qx, qy = sax[sk] - wx[a][:, None], say[sk] - wy[a][:, None]
+        rxs = rx * sy - ry * sx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tt = (qx * sy - qy * sx) / rxs
+            u = (qx * ry - qy * rx) / rxs
+        cross = ((rxs != 0) & (tt >= 0) & (tt <= 1) & (u >= 0) & (u <= 1) & seg_ok[sk]).any(axis=1)
         per_seg = np.where(cross, 0.0, back)
-        owner = np.repeat(np.arange(len(entries)), lengths)[a]  # the line each segment belongs to
-        seg_min = np.full(len(entries), np.inf)
+        owner = np.repeat(np.arange(len(pairs)), lengths)[a]  # the pair each segment belongs to
+        seg_min = np.full(len(pairs), np.inf)
         np.minimum.at(seg_min, owner, per_seg)
         closest = np.minimum(closest, seg_min)
-    for entry, s, n, c in zip(entries, starts, lengths, closest):
+    for (_k, entry), s, n, c in zip(pairs, starts.tolist(), lengths.tolist(), closest.tolist()):
         entry[2] = np.minimum(entry[2], vertex[s:s + n])
-        entry[3] = min(entry[3], float(c))
+        entry[3] = min(entry[3], c)
 
 
 def ways_along(line, buffer_m: float, engine=None) -> list[MapLine]:
