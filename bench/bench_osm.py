@@ -1,6 +1,12 @@
 """Benchmark: `flask osm import` of a generated ~100 MB .osm.pbf (time, peak memory, objects per second).
 
 Run from the repository root:  .venv/bin/python bench/bench_osm.py [--mb 100] [--database-url URL] [--keep DIR]
+    [--country] [--pbf FILE]
+
+`--country --mb 1100` writes a country-sized extract (≥ 1 GB, 10° × 12°, holding bench_analysis.py's 14-day
+route) instead of the 2° × 3° region; `--pbf FILE` imports a file kept by an earlier `--keep` instead of
+generating one. With --database-url the database's size afterwards is pg_database_size, and the imported map
+stays there (bench_analysis.py --database-url then runs beside it).
 
 The file is synthetic but shaped like a regional extract: a 3° × 2° region in blocks, each with streets
 (10-node highway ways of mixed classes and surfaces, some with cycleway and maxspeed), buildings (closed
