@@ -100,11 +100,15 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
         # Each box probes the GiST index in a LATERAL subquery that OFFSET 0 keeps from being flattened into a
         # join: as a plain join the planner may read every row of the area (ix_osm_point_area) and test each
         # against every box, which on a country-sized table is the whole table per query.
+        # JSON columns come back as their text, decoded by the caller for the rows it keeps (trips/osm/queries.py
+        # _point), as on SQLite: most rows of a corridor's boxes are dropped as too far or seen twice.
         x_cols = ", ".join(f"x.{c.name}" for c in table.columns)
+        inner = ", ".join(f"CAST(t.{c.name} AS text) AS {c.name}" if isinstance(c.type, sa.JSON) else f"t.{c.name}"
+                          for c in table.columns)
         sql = sa.text(
             "WITH q AS (SELECT * FROM unnest(CAST(:qk AS integer[]), CAST(:qa AS float8[]), CAST(:qb AS float8[]), "
             "CAST(:qc AS float8[]), CAST(:qd AS float8[])) AS q(k, a, b, c, d)) "
-            f"SELECT q.k AS q_k, {x_cols} FROM q CROSS JOIN LATERAL (SELECT {cols} FROM {table.name} t "
+            f"SELECT q.k AS q_k, {x_cols} FROM q CROSS JOIN LATERAL (SELECT {inner} FROM {table.name} t "
             f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
             f'WHERE "{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {where} '
             "OFFSET 0) x ORDER BY q.k, x.id")
