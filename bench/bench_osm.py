@@ -1,6 +1,12 @@
 """Benchmark: `flask osm import` of a generated ~100 MB .osm.pbf (time, peak memory, objects per second).
 
 Run from the repository root:  .venv/bin/python bench/bench_osm.py [--mb 100] [--database-url URL] [--keep DIR]
+    [--country] [--pbf FILE]
+
+`--country --mb 1100` writes a country-sized extract (≥ 1 GB, 10° × 12°, holding bench_analysis.py's 14-day
+route) instead of the 2° × 3° region; `--pbf FILE` imports a file kept by an earlier `--keep` instead of
+generating one. With --database-url the database's size afterwards is pg_database_size, and the imported map
+stays there (bench_analysis.py --database-url then runs beside it).
 
 The file is synthetic but shaped like a regional extract: a 3° × 2° region in blocks, each with streets
 (10-node highway ways of mixed classes and surfaces, some with cycleway and maxspeed), buildings (closed
@@ -32,10 +38,15 @@ for _path in (str(ROOT), str(ROOT / "bench")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+import numpy as np  # noqa: E402
 import osmium  # noqa: E402
 from osmium.osm.mutable import Node, Relation, Way  # noqa: E402
 
 MIN_LAT, MIN_LON, SPAN_LAT, SPAN_LON = 44.0, 3.0, 2.0, 3.0
+REGION = (MIN_LAT, MIN_LON, MIN_LAT + SPAN_LAT, MIN_LON + SPAN_LON)  # the default ~100 MB regional extract
+# --country: 10° of latitude × 12° of longitude (about 1 110 × 870 km, a country the size of Germany with its
+# neighbours' edges), holding the whole 14-day route of bench_analysis.py (45.0–51.5° N, 5.0–14.8° E).
+COUNTRY = (44.0, 4.0, 54.0, 16.0)
 BYTES_PER_BLOCK = 8_900  # measured on this generator's output; --mb N writes N MB / this many blocks
 HIGHWAYS = ["residential"] * 6 + ["unclassified"] * 3 + ["track"] * 3 + ["service"] * 4 + [
     "tertiary", "secondary", "primary", "footway", "path", "cycleway"]
@@ -48,12 +59,14 @@ POIS = [({"amenity": "bench"}, 6), ({"shop": "bakery", "opening_hours": "Mo-Sa 0
         ({"historic": "castle"}, 1), ({"amenity": "place_of_worship", "religion": "christian"}, 1)]
 
 
-def _plan(blocks: int, seed: int):
+def _plan(blocks: int, seed: int, box: tuple = REGION):
     """The extract as a stream of ("n", id, lat, lon, tags) and ("w", id, refs, tags), block by block.
 
     Deterministic for a seed: generate() runs it twice, writing the nodes on the first pass and the ways on
     the second, because an OSM file lists every node before any way and holding a million ways would cost
     more memory than the import being measured."""
+    min_lat, min_lon, max_lat, max_lon = box
+    span_lat, span_lon = max_lat - min_lat, max_lon - min_lon
     rnd = random.Random(seed)
     pois = [tags for tags, weight in POIS for _ in range(weight)]
     side = int(blocks ** 0.5) + 1
@@ -69,8 +82,8 @@ def _plan(blocks: int, seed: int):
         return nodes + [("w", ids["w"], refs + refs[:1] if closed else refs, tags)]
 
     for b in range(blocks):
-        lat0 = MIN_LAT + (b // side + 0.5) * SPAN_LAT / side
-        lon0 = MIN_LON + (b % side + 0.5) * SPAN_LON / side
+        lat0 = min_lat + (b // side + 0.5) * span_lat / side
+        lon0 = min_lon + (b % side + 0.5) * span_lon / side
         out = []
         for s in range(30):  # streets
             lat, lon = lat0 + rnd.uniform(-0.02, 0.02), lon0 + rnd.uniform(-0.03, 0.03)
@@ -99,33 +112,43 @@ def _plan(blocks: int, seed: int):
             out += way([node(lat0 + i * 1e-3, lon0) for i in range(5)], {"route": "ferry", "name": f"Bac {b}"})
         yield from out
     # two countries split at the middle longitude, each ring one closed way
-    mid = MIN_LON + SPAN_LON / 2
-    top = MIN_LAT + SPAN_LAT
-    for ring in ([(MIN_LAT, MIN_LON), (MIN_LAT, mid), (top, mid), (top, MIN_LON)],
-                 [(MIN_LAT, mid), (MIN_LAT, MIN_LON + SPAN_LON), (top, MIN_LON + SPAN_LON), (top, mid)]):
+    mid = min_lon + span_lon / 2
+    for ring in ([(min_lat, min_lon), (min_lat, mid), (max_lat, mid), (max_lat, min_lon)],
+                 [(min_lat, mid), (min_lat, max_lon), (max_lat, max_lon), (max_lat, mid)]):
         yield from way([node(lat, lon) for lat, lon in ring], {}, closed=True)
 
 
-def generate(path: Path, blocks: int, seed: int = 7) -> dict:
-    """Write the synthetic extract; returns the object counts."""
-    header = osmium.io.Header()
-    header.add_box(osmium.osm.Box(MIN_LON, MIN_LAT, MIN_LON + SPAN_LON, MIN_LAT + SPAN_LAT))
-    counts = {"nodes": 0, "ways": 0, "relations": 0}
-    meta = random.Random(seed + 1)
+def _stamps(seed: int):
+    """Endless (version, changeset, timestamp) as public extracts carry them (no user names), drawn by numpy
+    64 Ki at a time (drawing them one by one with `random` took a third of the generation time)."""
+    rng = np.random.default_rng(seed)
+    while True:
+        versions = rng.integers(1, 7, 65_536).tolist()
+        changesets = rng.integers(1, 150_000_001, 65_536).tolist()
+        seconds = rng.integers(1_200_000_000, 1_760_000_001, 65_536).tolist()
+        for v, c, t in zip(versions, changesets, seconds):
+            yield v, c, datetime.fromtimestamp(t, timezone.utc)
 
-    def stamp():  # version, changeset and timestamp as public extracts carry them (no user names)
-        return {"version": meta.randint(1, 6), "changeset": meta.randint(1, 150_000_000),
-                "timestamp": datetime.fromtimestamp(meta.randint(1_200_000_000, 1_760_000_000), timezone.utc)}
+
+def generate(path: Path, blocks: int, seed: int = 7, box: tuple = REGION) -> dict:
+    """Write the synthetic extract over `box` (min_lat, min_lon, max_lat, max_lon); returns the object counts."""
+    header = osmium.io.Header()
+    header.add_box(osmium.osm.Box(box[1], box[0], box[3], box[2]))
+    counts = {"nodes": 0, "ways": 0, "relations": 0}
+    stamps = _stamps(seed + 1)
 
     with osmium.SimpleWriter(str(path), header=header, overwrite=True) as writer:
-        for item in _plan(blocks, seed):
+        for item in _plan(blocks, seed, box):
             if item[0] == "n":
-                writer.add_node(Node(id=item[1], location=(item[3], item[2]), tags=item[4], **stamp()))
+                v, c, t = next(stamps)
+                writer.add_node(Node(id=item[1], location=(item[3], item[2]), tags=item[4], version=v, changeset=c,
+                                     timestamp=t))
                 counts["nodes"] += 1
         last_way = 0
-        for item in _plan(blocks, seed):
+        for item in _plan(blocks, seed, box):
             if item[0] == "w":
-                writer.add_way(Way(id=item[1], nodes=item[2], tags=item[3], **stamp()))
+                v, c, t = next(stamps)
+                writer.add_way(Way(id=item[1], nodes=item[2], tags=item[3], version=v, changeset=c, timestamp=t))
                 counts["ways"] += 1
                 last_way = item[1]
         for rid, (wid, iso, name) in enumerate(((last_way - 1, "FR", "France"), (last_way, "CH", "Switzerland")), 1):
@@ -156,6 +179,25 @@ def worker(path: str, database_url: str | None, instance: str) -> None:
     print(json.dumps({"seconds": elapsed, "kept": result["counts"]["kept"], "rss_start_mb": rss_start}))
 
 
+def _count(path: Path) -> dict:
+    """Nodes, ways and relations in an existing file (--pbf)."""
+    counts = {"nodes": 0, "ways": 0, "relations": 0}
+    for obj in osmium.FileProcessor(str(path)):
+        counts["nodes" if obj.is_node() else "ways" if obj.is_way() else "relations"] += 1
+    return counts
+
+
+def _pg_size_mb(url: str) -> float:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar() / 1e6
+    finally:
+        engine.dispose()
+
+
 def _size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*")) / 1e6
 
@@ -177,9 +219,12 @@ def _write(args, file_bytes: int, counts: dict, report: dict, peak_mb: float, db
              f"RSS after imports and migrations: {report['rss_start_mb']:.0f} MB",
              "previous figures (2026-12-01, load 4-9): SQLite 38.9-48.3 s, 180 000-222 000 objects/s, 375-383 MB, "
              "94 MB database; PostgreSQL + PostGIS 56.2 s, 155 000 objects/s, 366 MB"]
-    if db_mb is not None:
-        notes.append(f"SQLite database on disk: {db_mb:.0f} MB")
-    write_result("osm" if not args.database_url else "osm-postgresql", rows, notes)
+    notes.append(f"{'PostgreSQL database size (pg_database_size)' if args.database_url else 'SQLite database on disk'}: "
+                 f"{db_mb:,.0f} MB")
+    notes.append(f"region: {'--country ' + str(COUNTRY) if args.country else str(REGION)} (min lat, min lon, max "
+                 f"lat, max lon); {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
+    name = "osm" if not args.database_url else "osm-postgresql"
+    write_result(name + ("-country" if args.country else ""), rows, notes)
 
 
 def main() -> None:
@@ -187,20 +232,36 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=100.0, help="size of the generated .osm.pbf (MB)")
     parser.add_argument("--database-url", default=None, help="import into this database (default: SQLite)")
     parser.add_argument("--keep", default=None, help="directory to write the file and database into (kept)")
+    parser.add_argument("--country", action="store_true",
+                        help=f"spread the blocks over a country ({COUNTRY[2] - COUNTRY[0]:.0f}° × "
+                             f"{COUNTRY[3] - COUNTRY[1]:.0f}° from {COUNTRY[0]}° N {COUNTRY[1]}° E) instead of "
+                             "a 2° × 3° region; use with --mb 1100 for a ≥ 1 GB extract")
+    parser.add_argument("--pbf", default=None,
+                        help="import this file, written before by --keep (its --mb and --country), instead of "
+                             "generating one")
     parser.add_argument("--worker", nargs=3, metavar=("FILE", "URL", "DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         path, url, instance = args.worker
         worker(path, url or None, instance)
         return
+    if args.mb <= 0:
+        parser.error("--mb: a size in MB above 0")
     work = Path(args.keep or tempfile.mkdtemp(prefix="btp-bench-osm-"))
     work.mkdir(parents=True, exist_ok=True)
-    pbf = work / "bench-region.osm.pbf"
-    t0 = time.perf_counter()
-    counts = generate(pbf, max(1, int(args.mb * 1e6 / BYTES_PER_BLOCK)))
+    if args.pbf:
+        pbf = Path(args.pbf)
+        if not pbf.is_file():
+            parser.error(f"--pbf: no file {pbf}")
+        counts = _count(pbf)
+    else:
+        pbf = work / ("bench-country.osm.pbf" if args.country else "bench-region.osm.pbf")
+        t0 = time.perf_counter()
+        counts = generate(pbf, max(1, int(args.mb * 1e6 / BYTES_PER_BLOCK)), box=COUNTRY if args.country else REGION)
+        print(f"generated {pbf.stat().st_size / 1e6:.1f} MB: {counts['nodes']:,} nodes, {counts['ways']:,} ways, "
+              f"{counts['relations']} relations in {time.perf_counter() - t0:.0f} s "
+              f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC)", flush=True)
     objects = sum(counts.values())
-    print(f"generated {pbf.stat().st_size / 1e6:.1f} MB: {counts['nodes']:,} nodes, {counts['ways']:,} ways, "
-          f"{counts['relations']} relations in {time.perf_counter() - t0:.0f} s", flush=True)
     t0 = time.perf_counter()
     child = subprocess.run([sys.executable, __file__, "--worker", str(pbf), args.database_url or "", str(work)],
                            cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -213,12 +274,14 @@ def main() -> None:
           f"{objects / report['seconds']:,.0f} objects/s, peak RSS {peak:.0f} MB "
           f"(after imports and migrations: {report['rss_start_mb']:.0f} MB)")
     print("kept: " + ", ".join(f"{v:,} {k}" for k, v in report["kept"].items()))
-    db_mb = None
-    if not args.database_url:
+    if args.database_url:
+        db_mb = _pg_size_mb(args.database_url)
+        print(f"PostgreSQL database size (pg_database_size): {db_mb:,.0f} MB")
+    else:
         db_mb = _size_mb(work / "bench.sqlite3")
         print(f"SQLite database on disk: {db_mb:.0f} MB")
     _write(args, pbf.stat().st_size, counts, report, peak, db_mb)
-    if not args.keep:
+    if not args.keep and not args.pbf:
         for p in work.iterdir():
             p.unlink()
         work.rmdir()

@@ -21,6 +21,8 @@ import re
 from dataclasses import replace
 from datetime import date
 
+import numpy as np
+
 from trips.enrich import corridor as C
 from trips.enrich.alerts.accommodations import ACCOMMODATION_SEASONAL_CLOSURE
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
@@ -80,7 +82,8 @@ def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_
     result, _cover = C.start(replace(snap, stages=tuple(days)), engine)
     if not result.covered:
         return result
-    days = [d for d in days if Q.coverage([d.end], engine=engine)[0] > 0]
+    areas = Q.ready_areas(engine)  # one query for every day's end
+    days = [d for d in days if Q.clipped_coverage(np.array([d.end[:2]], dtype=float), areas)[0] > 0]
     types = frozenset(snap.enabled_accommodation_types) - EXCLUDED_TYPES
     found = _discover(days, radius_km * 1000.0, types, engine)
     for day in days:
@@ -112,8 +115,9 @@ def _discover(days: list[StageSnap], radius_m: float, types: frozenset, engine) 
     """{stage id: its candidates (nearest end first)}: each lodging goes to the nearest end point among
     `days`, to every one of them on an exact tie."""
     points: dict[tuple, tuple[object, list]] = {}   # (osm type, id) -> (point, the ends it is near)
-    for end in sorted({d.end for d in days}):   # a rest day sharing an end point is searched once
-        for p in Q.points_near(*end, radius_m, kinds=["accommodation"], engine=engine):
+    ends = sorted({d.end for d in days})   # a rest day sharing an end point is searched once
+    for end, near in zip(ends, Q.points_near_each(ends, radius_m, kinds=["accommodation"], engine=engine)):
+        for p in near:
             if lodging(p.subkind, types):
                 points.setdefault((p.osm_type, p.osm_id), (p, []))[1].append(end)
     by_end: dict[tuple, list[dict]] = {}

@@ -18,16 +18,13 @@ REPAIR_CAPABLE = frozenset({"repair"})  # trips/osm/tags.py: a bicycle shop not 
 def compute(snap: TripSnap, engine):
     result, cover, days = C.on_map(snap, engine)
     long_trip = len(snap.stages) > LONG_TRIP_OVER_STAGES
-    for stage in days:
-        if not long_trip or stage.is_rest_day or not C.whole(cover, stage):
-            continue
-        lat, lon = stage.midpoint
-        # the query's box is a little wider than the haversine circle; the radius is then haversine exactly
-        shops = [(C.haversine_m(lat, lon, p.lat, p.lon), p)
-                 for p in Q.points_near(lat, lon, RADIUS_M * 1.01, kinds=["bike_shop"], engine=engine)]
-        if any(d <= RADIUS_M and p.subkind in REPAIR_CAPABLE for d, p in shops):
-            continue
-        nearest = Q.points_near(lat, lon, C.NAVIGATE_SEARCH_M, kinds=["bike_shop"], engine=engine)
+    days = [s for s in days if long_trip and not s.is_rest_day and C.whole(cover, s)]
+    # the query's box is a little wider than the haversine circle; the radius is then haversine exactly
+    near = Q.points_near_each([s.midpoint for s in days], RADIUS_M * 1.01, kinds=["bike_shop"], engine=engine)
+    lacking = [s for s, shops in zip(days, near) if not any(
+        C.haversine_m(*s.midpoint, p.lat, p.lon) <= RADIUS_M and p.subkind in REPAIR_CAPABLE for p in shops)]
+    far = Q.points_near_each([s.midpoint for s in lacking], C.NAVIGATE_SEARCH_M, kinds=["bike_shop"], engine=engine)
+    for stage, nearest in zip(lacking, far):
         result.add(AlertFact(BIKE_SHOP_NONE_NEARBY.code, stage.id,
                              action=C.navigate(nearest[0].lat, nearest[0].lon) if nearest else None))
     return result

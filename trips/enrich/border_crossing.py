@@ -37,10 +37,12 @@ def _samples(line) -> np.ndarray:
 
 class _Countries:
     """The country key (ISO code, else the boundary's name) of points: imported boundaries first, inside the
-    imported areas; else the offline lookup."""
+    imported areas; else the offline lookup. The boundaries meeting the trip's box are read once (`box`, every
+    point asked lies in it), not once per lookup."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, box=None):
         self.engine, self.areas = engine, Q.ready_areas(engine)
+        self.countries = Q.countries_in(box, engine) if box is not None and len(self.areas) else None
 
     def of(self, pts: np.ndarray) -> list[str | None]:
         out: list[str | None] = [None] * len(pts)
@@ -49,7 +51,7 @@ class _Countries:
             a = self.areas
             mapped = np.flatnonzero(((lat >= a[:, 0]) & (lat <= a[:, 2]) & (lon >= a[:, 1]) & (lon <= a[:, 3])).any(1))
             if len(mapped):
-                for run in Q.countries_along(pts[mapped], engine=self.engine):
+                for run in Q.countries_along(pts[mapped], engine=self.engine, countries=self.countries):
                     for k in range(run.start_index, run.end_index + 1):
                         out[int(mapped[k])] = run.iso or run.name
         for i, key in enumerate(out):
@@ -71,7 +73,9 @@ class _Countries:
 
 def compute(snap: TripSnap, engine):
     result = Result()
-    where = _Countries(engine)
+    every = [p[:2] for s in snap.stages for p in s.line]
+    where = _Countries(engine, (min(p[0] for p in every), min(p[1] for p in every), max(p[0] for p in every),
+                                max(p[1] for p in every)) if every else None)
     last = None  # the last known country, carried from day to day
     for stage in snap.stages:
         result.ran_on(stage.id)

@@ -110,8 +110,9 @@ def assign_along(stages, buffer_m: float, kinds, engine) -> dict[str, list[MapPo
     (the earlier day on a tie, within TIE_M), so that a shop at a day's end is not counted on the next day
     too. Per day, in the order the line passes them."""
     best: dict[tuple, tuple[float, str, MapPoint]] = {}
-    for stage in stages:  # in trip order: a later day takes a point only when clearly closer
-        for p in Q.points_along(stage.line, buffer_m, kinds=kinds, engine=engine):
+    found = Q.points_along_each([s.line for s in stages], buffer_m, kinds=kinds, engine=engine)  # one query
+    for stage, points in zip(stages, found):  # in trip order: a later day takes a point only when clearly closer
+        for p in points:
             key = (p.osm_type, p.osm_id, p.kind)
             if key not in best or p.distance_m < best[key][0] - TIE_M:
                 best[key] = (p.distance_m, stage.id, p)

@@ -38,12 +38,11 @@ def _boarding(ferry: np.ndarray, line: np.ndarray) -> tuple[float, float]:
 
 def compute(snap: TripSnap, engine):
     result, _, days = C.on_map(snap, engine)
-    for stage in days:
-        if stage.is_rest_day:
-            continue
+    riding = [s for s in days if not s.is_rest_day]
+    for stage, ferries in zip(riding, Q.ferries_along_each([s.line for s in riding], FOLLOW_M, engine=engine)):
         seen = set()
         line = np.asarray(stage.line, dtype=float)
-        for ferry in Q.ferries_along(stage.line, FOLLOW_M, engine=engine):
+        for ferry in ferries:
             key = _key(ferry)
             if key in seen or G.share_near(ferry.points, line, FOLLOW_M) < FOLLOW_SHARE:
                 continue

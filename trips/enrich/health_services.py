@@ -15,9 +15,9 @@ RADIUS_M = 15_000.0
 
 def compute(snap: TripSnap, engine):
     result, cover, days = C.on_map(snap, engine)
-    for stage in days:
-        if not C.whole(cover, stage):
-            continue
-        if not Q.points_near(*stage.midpoint, RADIUS_M, kinds=["health"], engine=engine):
+    days = [s for s in days if C.whole(cover, s)]
+    near = Q.points_near_each([s.midpoint for s in days], RADIUS_M, kinds=["health"], engine=engine)  # one query
+    for stage, found in zip(days, near):
+        if not found:
             result.add(AlertFact(HEALTH_SERVICE_NONE_NEARBY.code, stage.id, {"threshold": RADIUS_M / 1000}))
     return result

@@ -7,6 +7,8 @@ rider set always wins at read time. No alert group: labels raise nothing.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from trips.enrich import corridor as C
 from trips.enrich.contract import Point, Result, TripSnap
 from trips.osm import queries as Q
@@ -17,11 +19,14 @@ GROUP = None
 LABEL_RADIUS_M = 10_000.0
 
 
-def _name(point: Point, engine) -> str | None:
-    if Q.coverage([point], engine=engine)[0] <= 0:
-        return None
-    place = Q.nearest_place(point[0], point[1], LABEL_RADIUS_M, engine=engine)
-    return place.name if place is not None else None
+def _names(points: list[Point], engine) -> dict[Point, str | None]:
+    """{point: the nearest place's name} for the points an imported area holds (None for the others), in one
+    query for all of them."""
+    areas = Q.ready_areas(engine)
+    mapped = [p for p in points if Q.clipped_coverage(np.array([p[:2]], dtype=float), areas)[0] > 0]
+    places = Q.nearest_place_each(mapped, LABEL_RADIUS_M, engine=engine)
+    found = {p: place.name if place is not None else None for p, place in zip(mapped, places)}
+    return {p: found.get(p) for p in points}
 
 
 def compute(snap: TripSnap, engine) -> Result:
@@ -29,13 +34,9 @@ def compute(snap: TripSnap, engine) -> Result:
     result, cover = C.start(snap, engine)
     if not result.covered:
         return result
-    names: dict[Point, str | None] = {}
-    for stage in snap.stages:
-        if cover[stage.id] <= 0:
-            continue
-        for point in (stage.start, stage.end):
-            if point not in names:
-                names[point] = _name(point, engine)
+    days = [s for s in snap.stages if cover[s.id] > 0]
+    names = _names(list(dict.fromkeys(p for s in days for p in (s.start, s.end))), engine)
+    for stage in days:
         result.ran_on(stage.id)
         result.data[stage.id] = {"labels": {"start": names[stage.start], "end": names[stage.end]}}
     return result

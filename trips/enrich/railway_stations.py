@@ -15,12 +15,12 @@ RADIUS_M = 10_000.0
 
 def compute(snap: TripSnap, engine):
     result, cover, days = C.on_map(snap, engine)
-    for stage in days:
-        if stage.is_rest_day or not C.whole(cover, stage):
-            continue
-        if any(Q.points_near(*end, RADIUS_M, kinds=["station"], engine=engine) for end in (stage.start, stage.end)):
-            continue
-        nearest = Q.points_near(*stage.end, C.NAVIGATE_SEARCH_M, kinds=["station"], engine=engine)
+    days = [s for s in days if not s.is_rest_day and C.whole(cover, s)]
+    near = Q.points_near_each([end for s in days for end in (s.start, s.end)], RADIUS_M, kinds=["station"],
+                              engine=engine)  # both ends of every day in one query
+    lacking = [s for k, s in enumerate(days) if not (near[2 * k] or near[2 * k + 1])]
+    far = Q.points_near_each([s.end for s in lacking], C.NAVIGATE_SEARCH_M, kinds=["station"], engine=engine)
+    for stage, nearest in zip(lacking, far):
         result.add(AlertFact(RAILWAY_STATION_NONE_NEARBY.code, stage.id, {"threshold": RADIUS_M / 1000},
                              C.navigate(nearest[0].lat, nearest[0].lon) if nearest else None))
     return result

@@ -103,14 +103,18 @@ def compute(snap: TripSnap, engine) -> Result:
     Raises only what the map queries raise (database errors)."""
     result, cover = C.start(snap, engine)
     stages = sorted(snap.stages, key=lambda s: s.index)
+    riding = [s for s in stages if not s.is_rest_day]
+    ways = dict(zip([s.id for s in riding],  # every riding day's ways in one query
+                    Q.ways_along_each([s.line for s in riding], CORRIDOR_M, engine=engine)))
+    stations = _charging(snap, riding, engine)
     for stage in stages:
         result.ran_on(stage.id)
         if stage.is_rest_day:
             continue
         _elevation(stage, result)
         steepest = _steep(stage, result)
-        summary = _ways(stage, Q.ways_along(stage.line, CORRIDOR_M, engine=engine), result)
-        _ebike(snap, stage, result, engine)
+        summary = _ways(stage, ways[stage.id], result)
+        _ebike(stage, result, stations)
         result.data[stage.id] = {"terrain": {**summary, "steepestPct": steepest, **_unknown(stage),
                                              "mapCoverage": round(cover[stage.id], 2)}}
     _continuity(stages, result)
@@ -332,14 +336,23 @@ def _navigate(route: np.ndarray, cum: np.ndarray, parts: list[dict]) -> dict:
             "segments": polylines}
 
 
-def _ebike(snap: TripSnap, stage: StageSnap, result: Result, engine) -> None:
-    if not snap.ebike_mode:
-        return
+def _reach(stage: StageSnap) -> float:
     # an unknown climbing gives the flat range: a day longer than that is beyond any range (docs/RULES.md "Elevation")
-    reach = max(0.0, EBIKE_RANGE_KM - (stage.elevation_gain_m or 0.0) / EBIKE_GAIN_M_PER_KM)
-    if stage.distance_km <= reach:
-        return
-    stations = Q.points_along(stage.line, CHARGING_CORRIDOR_M, kinds=["charging"], engine=engine)
+    return max(0.0, EBIKE_RANGE_KM - (stage.elevation_gain_m or 0.0) / EBIKE_GAIN_M_PER_KM)
+
+
+def _charging(snap: TripSnap, riding: list[StageSnap], engine) -> dict[str, list]:
+    """{day id: charging stations along it} for the e-bike days beyond the range, in one query."""
+    beyond = [s for s in riding if s.distance_km > _reach(s)] if snap.ebike_mode else []
+    return dict(zip([s.id for s in beyond], Q.points_along_each(
+        [s.line for s in beyond], CHARGING_CORRIDOR_M, kinds=["charging"], engine=engine)))
+
+
+def _ebike(stage: StageSnap, result: Result, found: dict[str, list]) -> None:
+    if stage.id not in found:
+        return  # not in e-bike mode, or within the range
+    reach = _reach(stage)
+    stations = found[stage.id]
     if stations:
         best = min(stations, key=lambda p: (p.distance_m, p.along_m))
         action = C.navigate(best.lat, best.lon)

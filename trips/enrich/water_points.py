@@ -20,12 +20,15 @@ MAX_WATER_POINTS = 12  # kept per day in `waterPoints` (evenly spread along it):
 
 def compute(snap: TripSnap, engine):
     result, cover, days = C.on_map(snap, engine)
+    riding = [s for s in days if not s.is_rest_day]
+    along = dict(zip([s.id for s in riding],  # every riding day's water in one query
+                     Q.points_along_each([s.line for s in riding], CORRIDOR_M, kinds=["water"], engine=engine)))
     for stage in days:
         if stage.is_rest_day:
             result.data[stage.id] = {"waterPoints": []}
             continue  # a riding rule
         cum = C.cumulative_km(stage)
-        points = Q.points_along(stage.line, CORRIDOR_M, kinds=["water"], engine=engine)
+        points = along[stage.id]
         placed = sorted(((C.nearest_vertex_km(stage, cum, p.lat, p.lon), p) for p in points),
                         key=lambda kp: kp[0])
         result.data[stage.id] = {"waterPoints": [_point(k, p) for k, p in C.spread(placed, MAX_WATER_POINTS)]}

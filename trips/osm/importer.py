@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from trips.route import geo
 from trips.core.text import normalise
 from trips.osm import geometry, tags as T
-from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, tags_json
+from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
 from trips.osm.tables import PLACE_RANKS
 
 FORMATS = {".osm.pbf": "pbf", ".osm.bz2": "osm.bz2", ".osm": "osm"}
@@ -299,6 +299,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     collector.loader.close()
     for old in replaced:
         purge(engine, old)
+    refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
             "replaced": replaced, "notes": notes}
 

@@ -32,6 +32,35 @@ def grow(box, metres: float):
     return min(lo[0], hi[0]), min(lo[1], hi[1]), max(lo[2], hi[2]), max(lo[3], hi[3])
 
 
+def _around(lat: np.ndarray, lon: np.ndarray, metres: float) -> tuple[np.ndarray, ...]:
+    """trips.osm.geometry.box_around of many points at once (numpy: equal to within a few ulp, which the box's
+    1 % margin leaves without effect on what the queries answer)."""
+    def per_degree(phi):
+        s = np.sin(np.radians(phi))
+        w = 1 - G._E2 * s * s
+        north = G._A * (1 - G._E2) / w ** 1.5 * np.pi / 180
+        east = G._A / np.sqrt(w) * np.cos(np.radians(phi)) * np.pi / 180
+        return north, np.maximum(east, 1e-6)
+
+    north, east = per_degree(lat)
+    dlat = metres * 1.01 / north
+    dlon = np.minimum(180.0, metres * 1.01 / np.maximum(east, per_degree(np.minimum(89.9, np.abs(lat) + dlat))[1]))
+    return lat - dlat, lon - dlon, lat + dlat, lon + dlon
+
+
+def grow_chunks(chunks: list[np.ndarray], metres: float) -> list:
+    """`grow(box_of(chunk), metres)` of every chunk ((n, 2) lat, lon arrays), computed all at once."""
+    if not chunks:
+        return []
+    lengths = np.array([len(c) for c in chunks])
+    pts = np.vstack([c[:, :2] for c in chunks])
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    lo, hi = np.minimum.reduceat(pts, starts), np.maximum.reduceat(pts, starts)
+    a, b = _around(lo[:, 0], lo[:, 1], metres), _around(hi[:, 0], hi[:, 1], metres)
+    return np.column_stack((np.minimum(a[0], b[0]), np.minimum(a[1], b[1]), np.maximum(a[2], b[2]),
+                            np.maximum(a[3], b[3]))).tolist()
+
+
 def select(conn, table: sa.Table, box, where: str = "", params: dict | None = None) -> list:
     """Rows of `table` in ready areas whose index box meets `box` (min_lat, min_lon, max_lat, max_lon)."""
     return select_boxes(conn, table, [box], where, params)[0]
@@ -65,19 +94,44 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
             f"CROSS JOIN {table.name} t ON t.id = x.id {join}")
         args = {"boxes": json.dumps([list(map(float, b)) for b in boxes]), **params}
     else:
-        s = postgis_schema(conn)
+        s = _postgis_schema(conn)
         if s is None:
             return []  # no PostGIS, so nothing was ever imported
+        # Each box probes the GiST index in a LATERAL subquery that OFFSET 0 keeps from being flattened into a
+        # join: as a plain join the planner may read every row of the area (ix_osm_point_area) and test each
+        # against every box, which on a country-sized table is the whole table per query.
+        # JSON columns come back as their text, decoded by the caller for the rows it keeps (trips/osm/queries.py
+        # _point), as on SQLite: most rows of a corridor's boxes are dropped as too far or seen twice.
+        x_cols = ", ".join(f"x.{c.name}" for c in table.columns)
+        inner = ", ".join(f"CAST(t.{c.name} AS text) AS {c.name}" if isinstance(c.type, sa.JSON) else f"t.{c.name}"
+                          for c in table.columns)
         sql = sa.text(
             "WITH q AS (SELECT * FROM unnest(CAST(:qk AS integer[]), CAST(:qa AS float8[]), CAST(:qb AS float8[]), "
             "CAST(:qc AS float8[]), CAST(:qd AS float8[])) AS q(k, a, b, c, d)) "
-            f'SELECT q.k AS q_k, {cols} FROM q JOIN {table.name} t ON "{s}".ST_Intersects(t.geom, '
-            f'"{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {join}')
+            f"SELECT q.k AS q_k, {x_cols} FROM q CROSS JOIN LATERAL (SELECT {inner} FROM {table.name} t "
+            f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
+            f'WHERE "{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {where} '
+            "OFFSET 0) x ORDER BY q.k, x.id")
         args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
                 **params}
     if "kinds" in args:
         sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
     return conn.execute(sql, args).mappings().all()
+
+
+_SCHEMAS: dict[str, str] = {}
+
+
+def _postgis_schema(conn) -> str | None:
+    """store.postgis_schema, asked once per database (by URL) and process: a statement less per query. Only a
+    found schema is remembered (an extension created later is still seen)."""
+    key = conn.engine.url.render_as_string(hide_password=True)
+    if key not in _SCHEMAS:
+        schema = postgis_schema(conn)
+        if schema is None:
+            return None
+        _SCHEMAS[key] = schema
+    return _SCHEMAS[key]
 
 
 def line_chunks(pts: np.ndarray):

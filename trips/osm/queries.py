@@ -82,9 +82,23 @@ def _point(row, distance: float, along: float | None = None) -> MapPoint:
 
 def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points of the given kinds (trips/osm/tags.py KINDS; None: all) within radius_m, nearest first."""
+    return points_near_each([(lat, lon)], radius_m, kinds, engine)[0]
+
+
+def points_near_each(centres, radius_m: float, kinds=None, engine=None) -> list[list[MapPoint]]:
+    """`points_near` of every (lat, lon) of `centres`, in one statement: the answer per centre, in their order,
+    each exactly what points_near gives for it alone."""
+    centres = [(float(c[0]), float(c[1])) for c in centres]
+    if not centres:
+        return []
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     with index.engine_of(engine).connect() as conn:
-        rows = index.select(conn, osm_point, G.box_around(lat, lon, radius_m), where, params)
+        per_centre = index.select_boxes(conn, osm_point, [G.box_around(lat, lon, radius_m) for lat, lon in centres],
+                                        where, params)
+    return [_nearest_first(lat, lon, radius_m, rows) for (lat, lon), rows in zip(centres, per_centre)]
+
+
+def _nearest_first(lat: float, lon: float, radius_m: float, rows: list) -> list[MapPoint]:
     if not rows:
         return []
     dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
@@ -101,12 +115,40 @@ def points_near(lat: float, lon: float, radius_m: float, kinds=None, engine=None
 
 def points_along(line, buffer_m: float, kinds=None, engine=None) -> list[MapPoint]:
     """Points within buffer_m of the line, in the order the line passes them (`along_m`)."""
-    pts = index.as_line(line)
+    return points_along_each([line], buffer_m, kinds, engine)[0]
+
+
+def _chunked(lines) -> tuple[list[list], list]:
+    """The 1 km chunks of each line (trips/osm/index.py line_chunks), and all of them in one list."""
+    per_line = [list(index.line_chunks(index.as_line(line))) for line in lines]
+    return per_line, [c for chunks in per_line for c in chunks]
+
+
+def _split(per_line: list[list], rows: list[list]) -> list[list[list]]:
+    """The rows per chunk of one select_boxes over every line's chunks, cut back into one list per line."""
+    out, at = [], 0
+    for chunks in per_line:
+        out.append(rows[at:at + len(chunks)])
+        at += len(chunks)
+    return out
+
+
+def points_along_each(lines, buffer_m: float, kinds=None, engine=None) -> list[list[MapPoint]]:
+    """`points_along` of every line of `lines` (the days of a trip), in one statement (per
+    index.BOXES_PER_STATEMENT chunks): the answer per line, in their order, each exactly what points_along
+    gives for that line alone (the same chunks and the same rows per chunk)."""
+    if not lines:
+        return []
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
-    best: dict[tuple, tuple[float, float, dict]] = {}
-    chunks = list(index.line_chunks(pts))
+    per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        per_chunk = index.select_boxes(conn, osm_point, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks], where, params)
+        rows = index.select_boxes(conn, osm_point, index.grow_chunks([c for _, c, _ in every], buffer_m),
+                                  where, params)
+    return [_along(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
+
+
+def _along(chunks: list, per_chunk: list[list], buffer_m: float) -> list[MapPoint]:
+    best: dict[tuple, tuple[float, float, dict]] = {}
     pairs = [(k, row) for k, rows in enumerate(per_chunk) for row in rows]
     dist, along = _nearest_in_chunks(chunks, [k for k, _ in pairs], np.array([r["lat"] for _, r in pairs]),
                                      np.array([r["lon"] for _, r in pairs]))
@@ -165,26 +207,30 @@ def _nearest_in_chunks(chunks: list, chunk_of: list[int], lat: np.ndarray, lon: 
     return dist, along
 
 
-def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine]:
-    """Lines of `table` within buffer_m of `line`. Per chunk of the line, every candidate at once: the
-    distance of their vertices to the chunk, of the chunk's vertices to their segments, and crossings (the
-    closest approach of two polylines is one of these)."""
-    pts = index.as_line(line)
-    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
-    chunks = list(index.line_chunks(pts))
+def _lines_along(table: sa.Table, lines, buffer_m: float, engine) -> list[list[MapLine]]:
+    """Lines of `table` within buffer_m of each line of `lines`, one statement for all. Per chunk of a line,
+    every candidate at once: the distance of their vertices to the chunk, of the chunk's vertices to their
+    segments, and crossings (the closest approach of two polylines is one of these)."""
+    if not lines:
+        return []
+    per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        per_chunk = index.select_boxes(conn, table, [index.grow(index.box_of(c), buffer_m) for _, c, _ in chunks])
-    for (_start, chunk, _cum), rows in zip(chunks, per_chunk):
-        if not rows:
-            continue
-        entries = []
+        rows = index.select_boxes(conn, table, index.grow_chunks([c for _, c, _ in every], buffer_m))
+    return [_lines_near(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
+
+
+def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[MapLine]:
+    found: dict[int, list] = {}  # osm_id -> [row, points, vertex distances, closest approach]
+    pairs: list[tuple[int, list]] = []  # (chunk, entry): each candidate measured against each chunk it came from
+    for k, rows in enumerate(per_chunk):
         for row in rows:
             entry = found.get(row["osm_id"])
             if entry is None:
                 way = G.decode(row["line"])
                 entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
-            entries.append(entry)
-        _measure(chunk, entries)
+            pairs.append((k, entry))
+    if pairs:
+        _measure_pairs([c for _, c, _ in chunks], pairs)
     out = []
     kept = [entry for entry in found.values() if entry[3] <= buffer_m]
     if not kept:
@@ -203,42 +249,96 @@ def _lines_along(table: sa.Table, line, buffer_m: float, engine) -> list[MapLine
     return sorted(out, key=lambda w: (w.distance_m, w.osm_id))
 
 
-def _measure(chunk: np.ndarray, entries: list[list]) -> None:
-    """Update each entry's vertex distances and closest approach against one chunk of the query line."""
-    plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
-    cx, cy = plane.xy(chunk[:, 0], chunk[:, 1])
-    if len(chunk) == 1:
-        cx, cy = np.repeat(cx, 2), np.repeat(cy, 2)
-    lengths = np.array([len(e[1]) for e in entries])
+def _measure_pairs(chunks: list[np.ndarray], pairs: list[tuple[int, list]]) -> None:
+    """Update each entry's vertex distances and closest approach against the chunks of the query line it came
+    from: for every (chunk, entry) pair at once, in the chunk's local plane (trips.osm.geometry.LocalPlane),
+    the distance of the entry's vertices to the chunk's segments, of the chunk's vertices to the entry's
+    segments, and whether they cross (G.segment_distances and G.segments_cross element for element, chunks
+    padded to the longest; tests/test_osm_batched_days.py holds the chunk-by-chunk form it answers as)."""
+    k_count = len(chunks)
+    sizes = [max(len(c), 2) for c in chunks]  # a one-vertex chunk is a zero-length segment
+    width = max(sizes)
+    origin = np.empty((k_count, 4))  # lat0, lon0, metres per degree north, east
+    cx, cy = np.zeros((k_count, width)), np.zeros((k_count, width))  # padding: masked out (vert_ok, seg_ok)
+    for k, chunk in enumerate(chunks):
+        plane = G.LocalPlane(float(chunk[:, 0].mean()), float(chunk[:, 1].mean()))
+        origin[k] = plane.lat0, plane.lon0, plane.north, plane.east
+        x, y = plane.xy(chunk[:, 0], chunk[:, 1])
+        if len(chunk) == 1:
+            x, y = np.repeat(x, 2), np.repeat(y, 2)
+        cx[k, :len(x)], cy[k, :len(y)] = x, y
+    n_verts = np.array(sizes)
+    col = np.arange(width)
+    vert_ok = col[None, :] < n_verts[:, None]  # (K, width): real chunk vertices
+    seg_ok = col[None, :-1] < (n_verts - 1)[:, None]  # (K, width - 1): real chunk segments
+    sax, say, sbx, sby = cx[:, :-1], cy[:, :-1], cx[:, 1:], cy[:, 1:]
+    sdx, sdy = sbx - sax, sby - say
+    sseg2 = sdx * sdx + sdy * sdy
+    pk = np.array([k for k, _ in pairs])
+    lengths = np.array([len(e[1]) for _, e in pairs])
     starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    verts = np.vstack([e[1] for e in entries])
-    wx, wy = plane.xy(verts[:, 0], verts[:, 1])
-    vertex = G.segment_distances(wx, wy, cx[:-1], cy[:-1], cx[1:], cy[1:]).min(axis=1)
+    verts = np.vstack([e[1] for _, e in pairs])
+    vk = np.repeat(pk, lengths)  # the chunk of each pair vertex
+    o = origin[vk]
+    wx, wy = (verts[:, 1] - o[:, 1]) * o[:, 3], (verts[:, 0] - o[:, 0]) * o[:, 2]
+    # entries' vertices to the chunk's segments (G.segment_distances, min over the chunk's segments)
+    ax, ay, dx, dy, seg2 = sax[vk], say[vk], sdx[vk], sdy[vk], sseg2[vk]
+    t = ((wx[:, None] - ax) * dx + (wy[:, None] - ay) * dy) / np.where(seg2 > 0, seg2, 1.0)
+    t = np.clip(np.where(seg2 > 0, t, 0.0), 0.0, 1.0)
+    d = np.hypot(wx[:, None] - (ax + t * dx), wy[:, None] - (ay + t * dy))
+    vertex = np.where(seg_ok[vk], d, np.inf).min(axis=1)
     closest = np.minimum.reduceat(vertex, starts)
     has_seg = np.ones(len(verts), dtype=bool)
     has_seg[starts + lengths - 1] = False  # a segment starts at every vertex but each line's last
     if has_seg.any():
-        a, b = np.flatnonzero(has_seg), np.flatnonzero(has_seg) + 1
-        back = G.segment_distances(cx, cy, wx[a], wy[a], wx[b], wy[b]).min(axis=0)
-        cross = G.segments_cross(wx[a], wy[a], wx[b], wy[b], cx[:-1], cy[:-1], cx[1:], cy[1:]).any(axis=1)
+        a = np.flatnonzero(has_seg)
+        b, sk = a + 1, vk[a]
+        # the chunk's vertices to the entries' segments (G.segment_distances, min over the chunk's vertices)
+        px, py = cx[sk], cy[sk]
+        ex, ey = wx[b] - wx[a], wy[b] - wy[a]
+        eseg2 = ex * ex + ey * ey
+        t = ((px - wx[a][:, None]) * ex[:, None] + (py - wy[a][:, None]) * ey[:, None]) / \
+            np.where(eseg2 > 0, eseg2, 1.0)[:, None]
+        t = np.clip(np.where(eseg2[:, None] > 0, t, 0.0), 0.0, 1.0)
+        d = np.hypot(px - (wx[a][:, None] + t * ex[:, None]), py - (wy[a][:, None] + t * ey[:, None]))
+        back = np.where(vert_ok[sk], d, np.inf).min(axis=1)
+        # crossings (G.segments_cross: the entry's segment A→B against each of the chunk's segments C→D)
+        rx, ry = ex[:, None], ey[:, None]
+        sx, sy = sdx[sk], sdy[sk]
+        qx, qy = sax[sk] - wx[a][:, None], say[sk] - wy[a][:, None]
+        rxs = rx * sy - ry * sx
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tt = (qx * sy - qy * sx) / rxs
+            u = (qx * ry - qy * rx) / rxs
+        cross = ((rxs != 0) & (tt >= 0) & (tt <= 1) & (u >= 0) & (u <= 1) & seg_ok[sk]).any(axis=1)
         per_seg = np.where(cross, 0.0, back)
-        owner = np.repeat(np.arange(len(entries)), lengths)[a]  # the line each segment belongs to
-        seg_min = np.full(len(entries), np.inf)
+        owner = np.repeat(np.arange(len(pairs)), lengths)[a]  # the pair each segment belongs to
+        seg_min = np.full(len(pairs), np.inf)
         np.minimum.at(seg_min, owner, per_seg)
         closest = np.minimum(closest, seg_min)
-    for entry, s, n, c in zip(entries, starts, lengths, closest):
+    for (_k, entry), s, n, c in zip(pairs, starts.tolist(), lengths.tolist(), closest.tolist()):
         entry[2] = np.minimum(entry[2], vertex[s:s + n])
-        entry[3] = min(entry[3], float(c))
+        entry[3] = min(entry[3], c)
 
 
 def ways_along(line, buffer_m: float, engine=None) -> list[MapLine]:
     """Roads and paths coming within buffer_m of the line, closest first, with their terrain tags."""
-    return _lines_along(osm_way, line, buffer_m, engine)
+    return _lines_along(osm_way, [line], buffer_m, engine)[0]
+
+
+def ways_along_each(lines, buffer_m: float, engine=None) -> list[list[MapLine]]:
+    """`ways_along` of every line of `lines`, in one statement; each answer exactly ways_along's for it alone."""
+    return _lines_along(osm_way, lines, buffer_m, engine)
 
 
 def ferries_along(line, buffer_m: float, engine=None) -> list[MapLine]:
     """Ferry routes coming within buffer_m of the line."""
-    return _lines_along(osm_ferry, line, buffer_m, engine)
+    return _lines_along(osm_ferry, [line], buffer_m, engine)[0]
+
+
+def ferries_along_each(lines, buffer_m: float, engine=None) -> list[list[MapLine]]:
+    """`ferries_along` of every line of `lines`, in one statement; each answer exactly ferries_along's for it alone."""
+    return _lines_along(osm_ferry, lines, buffer_m, engine)
 
 
 def _place(row, distance=None) -> Place:
@@ -248,15 +348,27 @@ def _place(row, distance=None) -> Place:
 
 def nearest_place(lat: float, lon: float, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> Place | None:
     """The nearest place (city, town, village, hamlet, or those in `places`) within max_m, or None."""
+    return nearest_place_each([(lat, lon)], max_m, places, engine)[0]
+
+
+def nearest_place_each(points, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> list[Place | None]:
+    """`nearest_place` of every (lat, lon) of `points`, in one statement; each answer exactly nearest_place's."""
+    points = [(float(p[0]), float(p[1])) for p in points]
+    if not points:
+        return []
     with index.engine_of(engine).connect() as conn:
-        rows = index.select(conn, osm_place, G.box_around(lat, lon, max_m), "AND t.place IN :kinds",
-                       {"kinds": list(places)})
-    if not rows:
-        return None
-    dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
-                      [r["lat"] for r in rows])[2]
-    i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
-    return _place(rows[i], dist[i]) if dist[i] <= max_m else None
+        per_point = index.select_boxes(conn, osm_place, [G.box_around(lat, lon, max_m) for lat, lon in points],
+                                       "AND t.place IN :kinds", {"kinds": list(places)})
+    out: list[Place | None] = []
+    for (lat, lon), rows in zip(points, per_point):
+        if not rows:
+            out.append(None)
+            continue
+        dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
+                          [r["lat"] for r in rows])[2]
+        i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
+        out.append(_place(rows[i], dist[i]) if dist[i] <= max_m else None)
+    return out
 
 
 def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
@@ -360,12 +472,21 @@ def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:
 _POINTS_PER_BLOCK = 64
 
 
-def countries_along(line, engine=None) -> list[CountryRun]:
-    """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
-    Vertices in no imported country belong to no run."""
-    pts = index.as_line(line)
+def countries_in(box, engine=None) -> list[tuple[str | None, str | None, list]]:
+    """The imported countries whose box meets `box` (min_lat, min_lon, max_lat, max_lon), for countries_along
+    (`countries=`) to test many lines or points against without a query each."""
     with index.engine_of(engine).connect() as conn:
-        countries = _countries(conn, index.box_of(pts))
+        return _countries(conn, box)
+
+
+def countries_along(line, engine=None, countries=None) -> list[CountryRun]:
+    """The countries (imported admin_level=2 boundaries) the line's vertices lie in, run by run in order.
+    Vertices in no imported country belong to no run. `countries`: countries_in of a box holding the line
+    (the same answer, no query)."""
+    pts = index.as_line(line)
+    if countries is None:
+        with index.engine_of(engine).connect() as conn:
+            countries = _countries(conn, index.box_of(pts))
     owner = np.full(len(pts), -1)
     for lo in range(0, len(pts), _POINTS_PER_BLOCK):  # a block of points against every edge its latitudes meet
         block = owner[lo:lo + _POINTS_PER_BLOCK]

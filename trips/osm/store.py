@@ -203,6 +203,15 @@ def publish(engine: sa.Engine, area_id: int, name: str, bbox: tuple, bbox_source
     return replaced
 
 
+def refresh_statistics(engine: sa.Engine) -> None:
+    """PostgreSQL: ANALYZE the map tables after an import, so the planner knows their size (a table millions of
+    rows larger than its last statistics said gets plans made for the small one). SQLite: nothing."""
+    if engine.dialect.name == "sqlite":
+        return
+    with engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE osm_area, " + ", ".join(SPATIAL))
+
+
 def purge(engine: sa.Engine, area_id: int) -> None:
     """Delete an area's rows in batches (short transactions), then the area itself."""
     for table in SPATIAL:
