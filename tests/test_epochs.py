@@ -9,6 +9,8 @@ from datetime import date, timedelta
 
 import pytest
 import redis as redis_lib
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -17,7 +19,9 @@ from mcp.kept import KEPT
 from tests.factories import make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from trips import computations
-from trips.core import epochs
+from tests.live import free_port
+from trips.core import epochs, redisline
+from trips.core.redis_client import get_redis
 from trips.core.db import atomic, db
 from trips.models import Computation, Stage, Trip
 from trips.services import trip_reads as reads
@@ -236,58 +240,53 @@ def test_which_statements_replace_which_epochs(statement, family):
     assert epochs._family(statement) == family
 
 
-def test_epochs_that_could_not_be_replaced_are_replaced_later(monkeypatch):
-    class Flaky:
-        def __init__(self):
-            self.calls, self.values = 0, []
+def test_epochs_that_could_not_be_replaced_are_replaced_later(ctx, monkeypatch):
+    """The app's real Redis, unreachable for the first two tries (the sending fails as a cut connection does)."""
+    redis = get_redis()
+    real_send, tries = redisline.send, []
 
-        def pipeline(self, transaction=False):
-            flaky = self
+    def flaky_send(client, script, keys, args):
+        if set(keys) == want:  # this test's epochs (not another request's budgets)
+            tries.append(1)
+            if len(tries) < 3:
+                raise redis_lib.ConnectionError("down")
+        return real_send(client, script, keys, args)
 
-            class Pipe:
-                def __enter__(self):
-                    self.sets = []
-                    return self
-
-                def __exit__(self, *exc):
-                    return False
-
-                def set(self, key, value, ex=None):
-                    self.sets.append((key, value, ex))
-
-                def execute(self):
-                    flaky.calls += 1
-                    if flaky.calls < 3:
-                        raise redis_lib.ConnectionError("down")
-                    flaky.values.extend(self.sets)
-            return Pipe()
-
+    keys = want = {epochs.TOKEN_KEY, epochs.user_key("u1")}
+    monkeypatch.setattr(redisline, "send", flaky_send)
     monkeypatch.setattr(epochs, "_retry", {})
     monkeypatch.setattr(epochs, "_retrier", None)
-    flaky = Flaky()
-    keys = {epochs.TOKEN_KEY, epochs.user_key("u1")}
-    assert not epochs._replace(flaky, keys)
-    epochs._retry_later(flaky, keys, 60)
+    before = {key: redis.get(key) for key in keys}
+    assert not epochs._replace(redis, keys)
+    assert {key: redis.get(key) for key in keys} == before  # nothing written while it was down
+    epochs._retry_later(redis, keys, 60)
     epochs._retrier.join(5)
     assert not epochs._retrier.is_alive() and not epochs._retry
-    assert flaky.calls == 3 and {k for k, _, _ in flaky.values} == keys
-    assert all(ex == epochs.READ_KEY_TTL_S for _, _, ex in flaky.values)
+    assert len(tries) == 3
+    for key in keys:  # a new value each, never one it had, kept a day
+        assert redis.get(key) not in (None, before[key])
+        assert epochs.READ_KEY_TTL_S - 5 <= redis.ttl(key) <= epochs.READ_KEY_TTL_S
 
 
 def test_retrying_stops_once_nothing_kept_before_the_write_can_be_believed(monkeypatch):
-    class Down:
-        calls = 0
+    # nothing listens there; the app's client settings (trips/core/redis_client.py: one retry, short timeouts)
+    down = redis_lib.Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1, socket_timeout=1,
+                           retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1,
+                                       supported_errors=(redis_lib.exceptions.ConnectionError,)))
+    real_replace, tries = epochs._replace, []
 
-        def pipeline(self, transaction=False):
-            Down.calls += 1
-            raise redis_lib.ConnectionError("down")
+    def counted_replace(redis, keys):
+        if redis is down:  # (not another test's writes, replaced on the app's Redis meanwhile)
+            tries.append(redis)
+        return real_replace(redis, keys)
 
+    monkeypatch.setattr(epochs, "_replace", counted_replace)
     monkeypatch.setattr(epochs, "_retry", {})
     monkeypatch.setattr(epochs, "_retrier", None)
-    epochs._retry_later(Down(), {epochs.TRIPS_KEY}, 1.2)
+    epochs._retry_later(down, {epochs.TRIPS_KEY}, 1.2)
     epochs._retrier.join(5)
     assert not epochs._retrier.is_alive() and not epochs._retry
-    assert 1 <= Down.calls <= 4
+    assert 1 <= len(tries) <= 4
 
 
 def test_a_flush_says_whose_rows_it_writes(app, ctx, lister):

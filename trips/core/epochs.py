@@ -44,6 +44,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm.util import identity_key
 
+from trips.core import redisline
 from trips.core.redis_client import get_redis
 
 TOKEN_KEY = "btp:token-epoch"
@@ -237,12 +238,20 @@ def _after_checkin(dbapi_connection, record):
         _retry_later(redis, keys, max_age_s)
 
 
+# KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: one script, sent on the writing
+# thread's own connection (trips/core/redisline.py: no pooled connection taken and given back, no pipeline object).
+_REPLACE_LUA = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ARGV[#KEYS + 1]) end return #KEYS"
+_REPLACE_ATTR = "_btp_epochs_replace_script"
+
+
 def _replace(redis, keys) -> bool:
+    keys = list(keys)
     try:
-        with redis.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.set(key, new_epoch(), ex=READ_KEY_TTL_S)
-            pipe.execute()
+        script = getattr(redis, _REPLACE_ATTR, None)
+        if script is None:
+            script = redis.register_script(_REPLACE_LUA)
+            setattr(redis, _REPLACE_ATTR, script)
+        redisline.send(redis, script, keys, [*(new_epoch() for _ in keys), READ_KEY_TTL_S]).reply()
         return True
     except (redis_lib.RedisError, OSError):
         return False
