@@ -365,8 +365,9 @@ def worker_rss(master: subprocess.Popen, name_contains: str | None = None) -> di
     return out
 
 
-def cpu_seconds(master: subprocess.Popen | None) -> float:
-    """User + system CPU seconds of the server: its master and every worker (PostgreSQL and Redis not counted)."""
+def cpu_seconds(master: subprocess.Popen | None, reaped: bool = False) -> float:
+    """User + system CPU seconds of the server: its master and every worker (PostgreSQL and Redis not counted).
+    `reaped`: with the CPU of their children they reaped (cutime, cstime: an RQ worker's forked work horses)."""
     if master is None:
         return 0.0
     total = 0
@@ -375,7 +376,8 @@ def cpu_seconds(master: subprocess.Popen | None) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (stat fields 14 and 15)
+        # utime, stime (stat fields 14 and 15), then cutime, cstime (16, 17)
+        total += sum(int(f) for f in fields[11:15 if reaped else 13])
     return total / os.sysconf("SC_CLK_TCK")
 
 

@@ -318,18 +318,9 @@ def wait_settled(db_url: str, timeout: float) -> tuple[float, dict[str, int]]:
 def tree_cpu(proc: subprocess.Popen | None) -> float:
     """CPU seconds of a process and its live children, their reaped children included (cutime, cstime): an RQ
     worker's forked work horses are reaped by it."""
-    from bench_mcp import children
+    from bench_mcp import cpu_seconds
 
-    if proc is None:
-        return 0.0
-    total = 0
-    for pid in (proc.pid, *children(proc.pid)):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(f) for f in fields[11:15])
-    return total / os.sysconf("SC_CLK_TCK")
+    return cpu_seconds(proc, reaped=True)
 
 
 def start_rq_workers(stack, env: dict, n: int, logs: Path) -> list[subprocess.Popen]:
