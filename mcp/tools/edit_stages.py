@@ -48,6 +48,8 @@ def rename(ctx, arguments) -> dict | None:
     write does not settle: the whole path then answers it, refusals in the guards' order."""
     if not isinstance(arguments, dict) or arguments.keys() != RENAME_ARGUMENTS or arguments.get("action") != "update":
         return None
+    if ctx.read_values is None:  # the budgets' round trip found no Redis: the epochs could not be replaced after the
+        return None  # write, so the whole path answers (its trip lock refuses while Redis is away: "unavailable")
     try:
         args = check_arguments(TOOL, arguments)
     except DomainError:

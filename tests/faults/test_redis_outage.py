@@ -64,8 +64,12 @@ def test_writes_answer_503_while_redis_is_away_and_work_again_when_it_is_back(bt
                                               "client_id": "c"})
     assert oauth.status_code == 503 and oauth.headers["Retry-After"] == str(RETRY_AFTER_S)
     assert oauth.get_json() == {"error": "temporarily_unavailable", "error_description": BRIEFLY}
-    for tool, arguments in (("share_trip", {"tripId": trip.id}), ("delete_trip", {"id": trip.id})):
+    rename = {"tripId": trip.id, "action": "update", "version": 1, "stageId": trip.stages[0].id, "label": "Away"}
+    for tool, arguments in (("share_trip", {"tripId": trip.id}), ("delete_trip", {"id": trip.id}),
+                            ("edit_stages", rename)):  # a rename too, though it takes no trip lock (one statement)
         assert refused(call(client, token, tool, arguments)) == {"code": "unavailable", "message": BRIEFLY}
+    kept = reload(trip.id)
+    assert kept is not None and kept.version == 1 and kept.stages[0].label is None  # nothing written
     assert client.get("/readyz").get_json()["checks"]["redis"] == "unavailable"
 
     private_redis.start()  # the same app object: its connection pool makes new connections
