@@ -181,6 +181,22 @@ class Meter:
 
         event.listen(engine, "before_cursor_execute", before)
         event.listen(engine, "after_cursor_execute", after)
+        if engine.dialect.name == "postgresql":  # a statement run on the DBAPI connection itself (the rename:
+            import psycopg  # trips/services/rename.py) passes no SQLAlchemy event
+
+            by_hand = psycopg.Connection.execute
+
+            def driver_execute(conn, query, params=None, **kwargs):
+                if meter.on:
+                    meter.sql.append(" ".join(str(query).split()[:4])[:60])
+                t = time.perf_counter()
+                try:
+                    return by_hand(conn, query, params, **kwargs)
+                finally:
+                    if meter.on:
+                        meter.sql_s += time.perf_counter() - t
+
+            psycopg.Connection.execute = driver_execute
 
     def reset(self):
         self.sql, self.sql_s, self.redis, self.redis_s = [], 0.0, 0, 0.0

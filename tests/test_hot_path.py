@@ -62,6 +62,16 @@ def counted(monkeypatch):
         return sent(self, command, check_health)
 
     monkeypatch.setattr(redis_lib.connection.AbstractConnection, "send_packed_command", round_trip)
+    if db.engine.dialect.name == "postgresql":  # a statement run on the DBAPI connection itself (a rename:
+        import psycopg  # trips/services/rename.py) passes no SQLAlchemy event; SQLAlchemy's own go through cursors
+
+        by_hand = psycopg.Connection.execute
+
+        def driver_statement(self, query, params=None, **kwargs):
+            statement(None, None, str(query), params, None, False)
+            return by_hand(self, query, params, **kwargs)
+
+        monkeypatch.setattr(psycopg.Connection, "execute", driver_statement)
     event.listen(db.engine, "before_cursor_execute", statement)
     try:
         yield seen

@@ -169,3 +169,16 @@ def test_many_renames_of_one_version_land_once(app, trip):
     assert days(trip_id)[3].label.startswith("label ")
     db.session.rollback()
     assert db.session.scalar(sa.select(sa.func.count()).select_from(Trip).where(Trip.id == trip_id)) == 1
+
+
+def test_a_rename_is_seen_at_once_by_a_kept_get_trip(client, trip):
+    """get_trip's answer is kept under the owner's trips epoch (mcp/kept.py): the rename, written outside the ORM,
+    must replace it after its commit, or the next read would give the old version."""
+    token, trip_id, version = trip
+    stage_id = days(trip_id)[0].id
+    first = payload(call(client, token, "get_trip", {"id": trip_id}))
+    assert payload(call(client, token, "get_trip", {"id": trip_id})) == first  # kept
+    assert first["version"] == version
+    assert not rename(client, token, trip_id, version, stage_id, "Seen at once")["isError"]
+    assert payload(call(client, token, "get_trip", {"id": trip_id}))["version"] == version + 1
+    assert payload(call(client, token, "get_stage", {"tripId": trip_id, "stageId": stage_id}))["label"] == "Seen at once"

@@ -184,6 +184,13 @@ def owner_of(session, trip_id: str | None) -> str | None:
     return owner
 
 
+def written_by_hand(info: dict, owner_id: str) -> None:
+    """A statement run on a pooled DBAPI connection outside SQLAlchemy (no cursor event sees it; `info`: the
+    connection's pool record, `raw_connection().info`) wrote trips of `owner_id`: their epoch is replaced once that
+    connection is back in the pool, after its commit."""
+    _written(info).add(user_key(owner_id))
+
+
 @contextmanager
 def writing_owned(session, owner_id: str):
     """Statements written by hand inside change only trips of `owner_id` (their epoch): for a statement whose own

@@ -4,6 +4,7 @@ it writes it; a rename it does not settle writes nothing and goes the whole way 
 update_stage)."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
@@ -26,11 +27,12 @@ _BUMP = ("UPDATE trip SET version = version + 1, updated_at = :now "
          f"AND computation.status IN ({', '.join(repr(s) for s in computations.ACTIVE)})) RETURNING id, version")
 _LABEL = "UPDATE stage SET label = :label WHERE stage.id = :stage AND stage.trip_id = :trip"
 _TYPES = (sa.bindparam("now", type_=sa.DateTime), sa.bindparam("today", type_=sa.Date))
-_RENAME = {
-    "postgresql": (sa.text(f"WITH bumped AS ({_BUMP}) {_LABEL.replace('WHERE', 'FROM bumped WHERE', 1)} "
-                           "AND bumped.id = stage.trip_id RETURNING bumped.version").bindparams(*_TYPES),),
-    "sqlite": (sa.text(_BUMP).bindparams(*_TYPES), sa.text(_LABEL + " RETURNING stage.id")),
-}
+_SQLITE = (sa.text(_BUMP).bindparams(*_TYPES), sa.text(_LABEL + " RETURNING stage.id"))
+# PostgreSQL's one statement, in psycopg's placeholders: run on the pooled DBAPI connection itself
+# (`_rename_postgresql`), which costs a third of the CPU of the same statement through a Session and atomic()
+# (measured in process: 1.0–1.4 against 2.7–3.1 ms a rename).
+_POSTGRESQL = re.sub(r":(\w+)", r"%(\1)s", f"WITH bumped AS ({_BUMP}) {_LABEL.replace('WHERE', 'FROM bumped WHERE', 1)} "
+                     "AND bumped.id = stage.trip_id RETURNING bumped.version")
 NO_DAY_MOVED = {"changed": [], "how": [], "endDate": None}  # what a rename moves (`_summary` of an unchanged trip)
 
 
@@ -52,26 +54,52 @@ def rename_stage(actor_id: str, trip_id: str, stage_id: str, precondition: Preco
         trip, stage = trip_key(trip_id), trip_key(stage_id)
     except DomainError:
         return None
-    statements = _RENAME.get(db.engine.dialect.name)
-    if statements is None:
+    dialect = db.engine.dialect.name
+    if dialect not in ("postgresql", "sqlite"):
         return None
     values = {"trip": trip, "stage": stage, "user": actor_id, "version": precondition.version, "now": utcnow(),
               "today": datetime.now(timezone.utc).date(),
               "label": fields["label"].strip() if fields["label"] else None}
+    # No Redis lock: the statement's WHERE is the guard chain, judged by the database on the row as it writes it. A
+    # write that holds the trip's lock read the row FOR UPDATE (trips/guards.py ownership), so this waits for its
+    # commit and then finds the version it moved; SQLite's BEGIN IMMEDIATE serialises every writer.
     try:
-        # No Redis lock: the statement's WHERE is the guard chain, judged by the database on the row as it writes it.
-        # A write that holds the trip's lock read the row FOR UPDATE (trips/guards.py ownership), so this waits for
-        # its commit and then finds the version it moved; SQLite's BEGIN IMMEDIATE serialises every writer.
-        with atomic():
-            session = db.session()
-            with epochs.writing_owned(session, actor_id):
-                connection = session.connection()
-                version = None
-                for statement in statements:
-                    row = connection.execute(statement, values).first()
-                    if row is None:
-                        raise _NotRenamed
-                    version = row[-1] if version is None else version
+        return _rename_postgresql(values) if dialect == "postgresql" else _rename_sqlite(values)
     except _NotRenamed:
         return None
+
+
+def _rename_postgresql(values: dict) -> int:
+    """One statement in one transaction on a pooled connection (checked out and in as any: trips/core/db.py), rolled
+    back when it did not write both rows; the owner's epoch replaced once the connection is back in the pool."""
+    raw = db.engine.raw_connection()
+    try:
+        driver = raw.driver_connection
+        with driver.transaction():
+            row = driver.execute(_POSTGRESQL, values).fetchone()
+            if row is None:
+                raise _NotRenamed  # rolls the transaction back (nothing was written, or the day went meanwhile)
+        epochs.written_by_hand(raw.info, values["user"])
+        return int(row[0])
+    except _NotRenamed:
+        raise
+    except BaseException:
+        raw.invalidate()  # a connection that failed mid-transaction is not given to the next request
+        raise
+    finally:
+        raw.close()
+
+
+def _rename_sqlite(values: dict) -> int:
+    """The trip's UPDATE, then the day's, in one BEGIN IMMEDIATE."""
+    with atomic():
+        session = db.session()
+        with epochs.writing_owned(session, values["user"]):
+            connection = session.connection()
+            version = None
+            for statement in _SQLITE:
+                row = connection.execute(statement, values).first()
+                if row is None:
+                    raise _NotRenamed
+                version = row[-1] if version is None else version
     return int(version)
