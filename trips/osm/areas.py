@@ -1,5 +1,5 @@
-"""The imported areas and the countries of the local map: how much of a line the imported areas cover (docs/RULES.md
-"Map coverage") and which imported country boundaries a line crosses. Plain functions over the database engine, as
+"""The imported areas and the countries of the local map: which imported country boundaries a line crosses, and how
+much of a line the imported areas cover (docs/RULES.md "Map coverage"). Plain functions over the database engine, as
 trips/osm/queries.py (which re-exports them: callers ask `queries.coverage`, `queries.countries_along` …)."""
 from __future__ import annotations
 
