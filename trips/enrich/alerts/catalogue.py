@@ -20,6 +20,9 @@ GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "
           "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
 # Parameters that count days or segments: written as plain integers, never grouped ("day 1000", not "1,000").
 COUNTERS = frozenset({"next", "days", "count", "stage"})
+# The parameters that hold OpenStreetMap values, by the catalogue table (pages.po `osm.<tag>.<value>`) that says them:
+# `surface` the rough surfaces of surface_rough, `type` the kind of place of cultural_poi_suggestion.
+OSM_PARAMS = {"surface": "surface", "type": "culture"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ def _format(name: str, value, locale: str):
         return value
     if name in ("country", "fromCountry") and isinstance(value, str):
         return i18n.country(value, locale)
+    if name in OSM_PARAMS and isinstance(value, str):  # OSM values in words, never raw (trips/readmodels/words.py)
+        return i18n.osm_words(OSM_PARAMS[name], value, locale)
     if isinstance(value, int) and name in COUNTERS:
         return value
     if isinstance(value, (int, float)):
