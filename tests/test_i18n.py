@@ -35,9 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NBSP = "\u00a0"
 
 
-def po_entries(locale: str) -> dict[str, str]:
+def po_entries(locale: str) -> dict:
+    """{key: text} of an alerts.po, an entry with plural forms as {key: (form 0, form 1, …)}."""
     with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.DOMAIN}.po").open("rb") as handle:
-        return {m.id: m.string for m in read_po(handle) if m.id}
+        return {(m.id if isinstance(m.id, str) else m.id[0]): (m.string if isinstance(m.string, str) else tuple(m.string))
+                for m in read_po(handle) if m.id}
 
 
 def fields_of(text: str) -> set[str]:
@@ -100,6 +102,21 @@ def test_numbers_distances_and_countries_follow_the_locale():
     assert "11.5% gradient over 0.8 km" in render(steep, 1, "en")["message"]
     assert f"11,5{NBSP}% sur 0,8 km" in render(steep, 1, "fr")["message"]
     assert render({"code": "rest_day_suggested", "params": {"days": 1000}}, 1, "en")["message"].count("1000") == 1
+
+
+def test_an_alert_that_counts_takes_the_plural_form_of_its_count(monkeypatch):
+    def road(count, locale):
+        return render({"code": "traffic_main_road", "params": {"count": count, "length": 7.2}}, 1, locale)["message"]
+
+    assert road(1, "fr").startswith("1 tronçon sur route principale sans piste cyclable détecté (")
+    assert road(4, "fr").startswith("4 tronçons sur route principale sans piste cyclable détectés (")
+    assert road(0, "fr").startswith("0 tronçon ") and road(0, "en").startswith("0 segments ")
+    assert road(1, "en").startswith("1 segment on") and road(4, "en").startswith("4 segments on")
+    assert not [k for locale in i18n.LOCALES for k, v in po_entries(locale).items() if "(s)" in str(v)]
+    monkeypatch.delitem(i18n.messages("fr"), i18n.message_key("traffic_main_road"))
+    assert road(1, "fr").startswith("1 segment on")  # English, in English's forms
+    monkeypatch.delitem(i18n.messages("en"), i18n.message_key("traffic_main_road"))
+    assert road(3, "fr").startswith("3 segments on")  # the registered English text, still by its count
 
 
 def test_an_unknown_locale_renders_in_english_and_a_code_missing_in_french_falls_back(monkeypatch):

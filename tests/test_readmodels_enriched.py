@@ -244,7 +244,7 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)
     line = digest["stages"][0]
     assert digest["outOfZone"] is True and line["alertCount"] == 18
-    assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km…",
+    assert line["criticalAlerts"] == ["4 segments on main road without bike lane detected (7.2 km…",
                                       "Discontinuity: 1.5 km between stage 1 and 2."]
     assert line["accommodation"] == "suggested: Quai de la… · 8–25 €"  # cut at a word
     fill(trip.id, chosen=True)
@@ -259,7 +259,7 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
     html = client.get(f"/s/{code}").get_data(as_text=True)
     assert "Suggested night: " + f"{LONG} camp_site (campsite) · 8–25 € a night" in html  # the OSM value in words
     first = html.index("Discontinuity: 1.5 km")
-    assert html.index("4 segment(s) on main road") < first < html.index("Rough surface") < html.index(
+    assert html.index("4 segments on main road") < first < html.index("Rough surface") < html.index(
         "No bike shops detected on stage 1")
     assert "You are entering Switzerland." in html
 

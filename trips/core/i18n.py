@@ -91,11 +91,24 @@ def messages(locale: str, domain: str = DOMAIN) -> dict[str, str | tuple[str, ..
     return found | plural
 
 
-def template(code: str, locale: str) -> str | None:
+def template(code: str, locale: str, count=None) -> str | None:
     """The message template of an alert code in `locale` (English when the locale lacks it), None when
-    neither catalogue has it."""
+    neither catalogue has it. An entry with plural forms gives the form of `count` (the fact's `count`
+    parameter) by the Plural-Forms of the language whose catalogue answered."""
     key = message_key(code)
-    return messages(normalize(locale) or DEFAULT).get(key) or messages(DEFAULT).get(key)
+    for lang in dict.fromkeys((normalize(locale) or DEFAULT, DEFAULT)):
+        found = messages(lang).get(key)
+        if found:
+            return found if isinstance(found, str) else pick(found, lang, count)
+    return None
+
+
+def pick(forms: tuple[str, ...], locale: str, count) -> str:
+    """The plural form of `count` among `forms` in `locale`; the last (the general plural) when the count is
+    not a number."""
+    if isinstance(count, bool) or not isinstance(count, (int, float)):
+        return forms[-1]
+    return forms[min(plural_index(locale, count), len(forms) - 1)]
 
 
 def t(key: str, locale: str | None, **params) -> str:
@@ -116,7 +129,7 @@ def tn(key: str, count: int, locale: str | None, **params) -> str:
     for lang in dict.fromkeys((chosen, DEFAULT)):
         forms = messages(lang, PAGES).get(key)
         if isinstance(forms, tuple):
-            text = forms[min(plural_index(lang, count), len(forms) - 1)]
+            text = pick(forms, lang, count)
             break
     else:
         text = key
