@@ -191,3 +191,21 @@ def test_the_share_page_in_both_languages(app, client, trip_with_weather, locale
     else:
         assert "3 nudges" in text and "1 warning " in text and "1 critical " in text and "(gravel, paving stones)" in text
         assert "Suggested night: Chez Lise (guest house) · about 40–80 € a night" in text
+
+
+def test_the_page_checks_find_what_they_name():
+    # The checks above must be able to fail: a leaked key, an unfilled field, a hand-written plural, English.
+    assert problems("Jour 1 · share.rest_day", "fr") == ["key share.rest_day"]
+    assert problems("{count} conseil(s)", "fr") == ["field {count}", "a plural by hand"]
+    assert problems("Jour 1 · Download GPX", "fr") == ["English 'Download'"]
+    assert problems("Download the GPX file", "en") == []
+    assert visible("<p>Nuit\u00a0: <b>Chez&#39;Lise</b></p>") == "Nuit\u00a0: Chez'Lise"
+
+
+def test_an_agent_s_answer_does_not_follow_accept_language(app, client, trip_with_alerts):  # noqa: F811
+    from tests.mcp_helpers import call, mcp_token, payload
+
+    user, trip, stage_id = trip_with_alerts
+    answer = call(client, mcp_token(app, user), "get_stage", {"tripId": trip.id, "stageId": stage_id},
+                  headers={"Accept-Language": "fr"})
+    assert any("Switzerland" in a["message"] for a in payload(answer)["alerts"])  # the account's (none): English
