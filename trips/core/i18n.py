@@ -5,12 +5,13 @@ Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in th
 `.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
 the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
 completeness is a set comparison of codes (tests/test_i18n.py). A second domain, `pages.po`, holds the words of
-the pages and read models (the share page, the weather words), keyed by the registry of trips/readmodels/words.py
-and read through `t` (and `tn` for an entry with plural forms, `msgid_plural`: the form is chosen by the
-catalogue's gettext Plural-Forms, which tests/test_i18n.py holds to CLDR's through Babel), with the same
-fallbacks. Every template and e-mail a person sees writes through them (`register` puts `t`, `tn`, `num`,
-`date` and `lang` into every template). Extraction is pybabel's (babel.cfg, `make messages`): keys are the
-first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered). A `.mo` that is missing or older than its
+every page and e-mail a person sees (sign-in, consent, the account, the errors, the share page, the sign-in
+mail) and of the read models (the weather words), read through `t`, and through `tn` for an entry with plural
+forms (`msgid_plural`: the form of a count is chosen by the language's gettext Plural-Forms, which
+tests/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
+`t`, `tn`, `num`, `date`, `osm` and `lang`. The keys are extracted by pybabel (babel.cfg, `make messages`): the
+first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered); the keys made from data are
+listed in trips/readmodels/words.py. A `.mo` that is missing or older than its
 `.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
 text shown is the source's, never a stale compile.
 
