@@ -12,6 +12,7 @@ from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
+from trips.osm import basemap
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
@@ -97,9 +98,12 @@ def _pictures(trip, locale: str) -> dict:
                                             (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
                                             locale),
         }
+    route = [{"number": s.day_number, "geometry": s.geometry} for s in moving]
+    view = pictures.route_view(route)[1].view_box() if moving else None
     return {
-        "route": pictures.route_svg([{"number": s.day_number, "geometry": s.geometry} for s in moving],
-                                    floor(trip.title or i18n.t("share.route", locale))),
+        "route": pictures.route_svg(route, floor(trip.title or i18n.t("share.route", locale)),
+                                    base=basemap.base_map(view) if view else None,
+                                    scale_label=lambda km: f"{i18n.number(km, locale, 1)}\u00a0km"),
         "profile": pictures.profile_svg([series[s.id] for s in moving], i18n.t("share.trip_elevation", locale),
                                         [colours[s.id] for s in moving], marks),
         "days": days,
