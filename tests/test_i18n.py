@@ -131,6 +131,9 @@ def test_make_compiles_the_catalogues_and_a_stale_one_is_not_read(tmp_path, monk
     done = subprocess.run(["make", "-s", "catalogues"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert all(i18n.is_fresh(locale, domain) for locale in i18n.LOCALES for domain in (i18n.DOMAIN, i18n.PAGES))
+    i18n.messages.cache_clear()  # read from the .mo: plural forms survive the compile
+    assert i18n.messages("fr", i18n.PAGES)["share.count_nudge"] == ("{count} conseil", "{count} conseils")
+    assert i18n.template("traffic_main_road", "fr", 4).startswith("{count} tronçons")
     # A .mo older than its .po (edited after the last `make`) is set aside for the source.
     folder = tmp_path / "fr" / "LC_MESSAGES"
     folder.mkdir(parents=True)
