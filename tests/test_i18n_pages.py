@@ -209,3 +209,16 @@ def test_an_agent_s_answer_does_not_follow_accept_language(app, client, trip_wit
     answer = call(client, mcp_token(app, user), "get_stage", {"tripId": trip.id, "stageId": stage_id},
                   headers={"Accept-Language": "fr"})
     assert any("Switzerland" in a["message"] for a in payload(answer)["alerts"])  # the account's (none): English
+
+
+@pytest.mark.parametrize("locale", i18n.LOCALES)
+def test_a_trip_without_days_shows_no_sums(app, client, trip_with_alerts, locale):  # noqa: F811
+    user, trip, _ = trip_with_alerts
+    set_locale(user, locale)
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    with atomic():
+        db.session.query(Stage).filter_by(trip_id=trip.id).delete()
+    g.pop("principal", None)
+    text = visible(client.get(f"/s/{code}").get_data(as_text=True))
+    assert i18n.t("share.not_ready", locale) in text and problems(text, locale) == []
+    assert not re.search(r"\b0 (?:days?|jours?)\b|\b0\u00a0?km\b|\b0 km\b", text), text  # unknown, never 0
