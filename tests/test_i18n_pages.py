@@ -29,7 +29,7 @@ ENGLISH = ("Sign in", "Sign out", "Your account", "mail address", "Check your", 
            "Error code", "refused", "not valid", "not found", "Page not", "Day ", "Download", "chance of", "Rest day",
            "Night", "unknown", "unnamed", "about ", " a night", " up ", " down", "climbing", "nudge", "warning",
            "critical", "campsite", "paving", "gravel", "guest house", " the ", " and ", " of ", " to ", " your ",
-           "You ", "This ", " is ", " on ", " with ", "Hello", "link")
+           "You ", "This ", " is ", " with ", "Hello", "link")
 KEY = re.compile(r"\b(?:page|login|sent|mail|account|scope|delete|deleted|consent|error|oauth|share|osm|weather|wind)"
                  r"\.[a-z_]+\b")
 
