@@ -94,11 +94,18 @@ def test_the_profile_scales_distance_and_elevation_into_the_plot():
     highest, lowest = min(pts, key=lambda p: p[1]), max(pts, key=lambda p: p[1])
     assert highest == pts[1] and lowest == pts[-1]
     texts = [t.text for t in svg.iter(f"{SVG}text")]
-    assert "max 980 m" in texts and "min 120 m" in texts
-    assert any(t.endswith(" km") for t in texts) and "0" in texts  # the x axis in km
-    grid = [int(t[:-2]) for t in texts if re.fullmatch(r"\d+ m", t)]
+    labels = [t.text for t in svg.iter(f"{SVG}text") if t.get("class") == "extreme-label"]
+    assert labels == ["max 980\u00a0m", "min 120\u00a0m"]  # each once, drawn over its own halo (a text of its own)
+    halos = [t for t in svg.iter(f"{SVG}text") if t.get("aria-hidden") == "true"]
+    assert [h.text for h in halos] == labels and all(h.get("fill") == "#ffffff" for h in halos)
+    assert any(t.endswith("\u00a0km") for t in texts) and "0" in texts  # the x axis in km
+    grid = [int(t[:-2]) for t in texts if re.fullmatch(r"\d+\u00a0m", t)]
     assert grid[0] <= 120 and grid[-1] >= 980  # the y axis spans min and max, in round steps
     assert len({b - a for a, b in zip(grid, grid[1:])}) == 1
+    french = [t.text for t in parse(pictures.profile_svg(
+        [[(0.0, 1200.0), (10.0, 2450.5)]], marks=("max", "min"),
+        number=lambda v, d: f"{v:,.0f}".replace(",", "\u202f"))).iter(f"{SVG}text")]
+    assert "max 2\u202f450\u00a0m" in french  # the numbers as the reader writes them
 
 
 def test_distance_profile_accumulates_from_the_day_start():

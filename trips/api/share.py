@@ -88,12 +88,13 @@ def _pictures(trip, locale: str) -> dict:
     moving = [s for s in stages if not s.is_rest_day and len(s.geometry or []) >= 2]
     colours = {s.id: pictures.colour(i) for i, s in enumerate(moving)}
     days, marks = {}, (i18n.t("share.max", locale), i18n.t("share.min", locale))
+    number = lambda value, digits: i18n.number(value, locale, digits)  # noqa: E731
     for stage in stages:
         own = [(k - series[stage.id][0][0], e) for k, e in series[stage.id]] if series[stage.id] else []
         days[stage.id] = {
             "colour": colours.get(stage.id),
             "profile": pictures.profile_svg([own], i18n.t("share.day_elevation", locale, day=stage.day_number),
-                                            [colours.get(stage.id, pictures.PALETTE[0])], marks),
+                                            [colours.get(stage.id, pictures.PALETTE[0])], marks, number),
             "weather": pictures.day_weather((stage.enrichment or {}).get("weather"),
                                             (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
                                             locale),
@@ -103,9 +104,9 @@ def _pictures(trip, locale: str) -> dict:
     return {
         "route": pictures.route_svg(route, floor(trip.title or i18n.t("share.route", locale)),
                                     base=basemap.base_map(view) if view else None,
-                                    scale_label=lambda km: f"{i18n.number(km, locale, 1)}\u00a0km"),
+                                    scale_label=lambda km: f"{number(km, 1)}\u00a0km"),
         "profile": pictures.profile_svg([series[s.id] for s in moving], i18n.t("share.trip_elevation", locale),
-                                        [colours[s.id] for s in moving], marks),
+                                        [colours[s.id] for s in moving], marks, number),
         "days": days,
     }
 

@@ -34,6 +34,7 @@ ROUTE_W, ROUTE_PAD = 600, 24
 PROFILE_W, PROFILE_H = 400, 150
 PLOT = {"left": 58, "right": 14, "top": 14, "bottom": 30}  # the profile's margins for the axis labels
 EARTH_KM = 6371.0088
+KM = "\u00a0km"  # the unit after a number, kept on its line
 _COMPASS = {"N": 0, "NNE": 22.5, "NE": 45, "ENE": 67.5, "E": 90, "ESE": 112.5, "SE": 135, "SSE": 157.5,
             "S": 180, "SSW": 202.5, "SSO": 202.5, "SW": 225, "SO": 225, "WSW": 247.5, "OSO": 247.5,
             "W": 270, "O": 270, "WNW": 292.5, "ONO": 292.5, "NW": 315, "NO": 315, "NNW": 337.5, "NNO": 337.5}
@@ -165,12 +166,18 @@ def nice_step(span: float, most: int = 6) -> float:
     return next(m * base for m in (1, 2, 5, 10) if span / (m * base) <= most)
 
 
+def _plain_number(value: float, digits: int) -> str:
+    return _n(value) if digits else str(round(value))
+
+
 def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = "Elevation profile",
-                colours: Sequence[str] | None = None, marks: tuple[str, str] = ("max", "min")) -> Markup:
+                colours: Sequence[str] | None = None, marks: tuple[str, str] = ("max", "min"),
+                number=_plain_number) -> Markup:
     """An elevation profile: `segments` = one [(km, m), …] series per day (km cumulative over the picture),
     each filled in its colour (`colours`, else the palette); x axis in km, y axis in m, the lowest and the
-    highest points marked, named by `marks` (the reader's words for max and min). Empty Markup with fewer
-    than two points in all."""
+    highest points marked, named by `marks` (the reader's words for max and min); `number(value, digits)` writes
+    the numbers as the reader's language does (trips/core/i18n.py number). Empty Markup with fewer than two points
+    in all."""
     per_day = max(MIN_POINTS, min(MAX_POINTS, PROFILE_BUDGET // max(len(segments), 1)))
     series = [downsample(s, per_day) for s in segments]
     flat = [p for s in series for p in s]
@@ -204,7 +211,7 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
         y = sy(grid)
         parts.append(f'<line x1="{left}" x2="{left + w}" y1="{_n(y)}" y2="{_n(y)}" stroke="#dde4e8"/>'
                      f'<text x="{left - 6}" y="{_n(y + 5)}" text-anchor="end" font-size="14" fill="#5b6b76">'
-                     f'{round(grid)} m</text>')
+                     f'{_text(number(grid, 0))}\u00a0m</text>')
         grid += e_step
     k_step = nice_step(span, 4)
     ticks = [math.ceil(x0 / k_step) * k_step + i * k_step for i in range(int(span / k_step) + 2)]
@@ -215,7 +222,7 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
         anchor = "end" if x > left + w - 24 else "start" if x < left + 12 else "middle"
         parts.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{base}" y2="{base + 5}" stroke="#5b6b76"/>'
                      f'<text x="{_n(x)}" y="{base + 20}" text-anchor="{anchor}" font-size="14" fill="#5b6b76">'
-                     f'{_n(tick)}{" km" if last else ""}</text>')
+                     f'{_text(number(tick, 1))}{KM if last else ""}</text>')
     for s, fill in zip(series, colours):
         if len(s) < 2:
             continue
@@ -230,11 +237,14 @@ def profile_svg(segments: Sequence[Sequence[tuple[float, float]]], title: str = 
         anchor = "start" if x < left + w * 0.7 else "end"
         dx = 6 if anchor == "start" else -6
         dy = -7 if top_mark or y > base - 18 else 18  # a low minimum is named above its point
+        # The white halo is a text of its own under the label: a renderer that ignores paint-order would paint a
+        # stroke drawn on the label itself over its letters.
+        label = f"{_text(word)} {_text(number(m, 0))}\u00a0m"
+        at = (f'x="{_n(x + dx)}" y="{_n(min(max(y + dy, top + 12), base - 4))}" text-anchor="{anchor}" '
+              'font-size="14" font-weight="700"')
         parts.append(f'<circle class="extreme" cx="{_n(x)}" cy="{_n(y)}" r="3.5" fill="#1d2a33"/>'
-                     f'<text x="{_n(x + dx)}" y="{_n(min(max(y + dy, top + 12), base - 4))}" '
-                     f'text-anchor="{anchor}" font-size="14" font-weight="700" fill="#1d2a33" '
-                     f'stroke="#ffffff" stroke-width="4" stroke-linejoin="round" paint-order="stroke">'
-                     f'{_text(word)} {round(m)} m</text>')
+                     f'<text {at} fill="#ffffff" stroke="#ffffff" stroke-width="4" stroke-linejoin="round" '
+                     f'aria-hidden="true">{label}</text><text class="extreme-label" {at} fill="#1d2a33">{label}</text>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
