@@ -100,6 +100,24 @@ def test_bike_shops_only_on_trips_over_five_days_and_repair_capable(ctx, tmp_pat
     assert codes(result, "s2") == []  # the rest day
 
 
+def test_every_riding_day_keeps_its_bike_shops_in_route_order(ctx, tmp_path):
+    """`bikeShops` lists what a rider can reach from the day (within 2 km of the line), on every trip length; a
+    shop 2.1 km off is not listed; a rest day keeps none."""
+    snap = trip_east(LAT, LON, [20, 0, 20], rest=(1,))
+    result = run(bike_shops, tmp_path, snap, [
+        (at(15, 800), {"shop": "bicycle", "name": "Vélo Sud", "phone": "+33 4 75 00 00 00"}),
+        (at(4, -300), {"amenity": "bicycle_repair_station"}),
+        (at(8, 2100), {"shop": "bicycle", "name": "Too Far"}),
+        (at(30, 100), {"shop": "bicycle", "service:bicycle:repair": "no", "name": "Sells Only"})])
+    first = result.data["s1"]["bikeShops"]
+    assert [(s["kind"], s["name"]) for s in first] == [("repair_station", None), ("repair", "Vélo Sud")]
+    assert first[0]["km"] == pytest.approx(4, abs=0.25) and first[1]["km"] == pytest.approx(15, abs=0.25)
+    assert first[1]["phone"] == "+33 4 75 00 00 00"
+    assert result.data["s2"]["bikeShops"] == []  # the rest day
+    assert [(s["kind"], s["name"]) for s in result.data["s3"]["bikeShops"]] == [("shop", "Sells Only")]
+    assert all(v == [] for v in result.alerts.values())  # three days: the repair rule is for longer trips
+
+
 CULTURE = [({"tourism": "museum", "name": "Musée"}, 100), ({"historic": "castle", "name": "Château"}, 450),
            ({"amenity": "place_of_worship", "religion": "christian", "name": "Église"}, 200),
            ({"tourism": "viewpoint", "name": "Belvédère"}, 300)]

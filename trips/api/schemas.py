@@ -165,6 +165,10 @@ class StageSummaryOut(Answer):
                                                                                   "cluster. " + ENRICHED}))
     waterPoints = nullable(fields.List(fields.Dict(), metadata={"description": "Drinking water along the day: km, "
                                                                               "kind, name, lat, lon. " + ENRICHED}))
+    bikeShops = nullable(fields.List(fields.Dict(), metadata={"description": "Bike shops and repair stations within 2 km "
+                                                                            "of the day: km, kind (repair, shop, "
+                                                                            "repair_station), name, lat, lon, phone, "
+                                                                            "website. " + ENRICHED}))
     culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
     terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
     weather = nullable(fields.Nested(WeatherOut, metadata={"description": "Null without a forecast for the day's "

@@ -22,7 +22,7 @@ from trips.route.elevation import NO_ELEVATION, rounded
 from trips.route.pacing import rider_time
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
-ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "culturalPois", "terrain")
+ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
 PARTIAL = "partial"
 GROUP_STATUSES = ("done", PARTIAL, "running", "failed", NOT_COMPUTED)
