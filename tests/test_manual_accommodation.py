@@ -1,0 +1,118 @@
+"""A lodging entered by hand (POST …/stages/{stageId}/accommodations/manual): it becomes the day's chosen
+accommodation and the day ends there like a chosen candidate; the guards are choose_accommodation's (ownership →
+lock → version), bad fields are named and nothing is written."""
+import io
+from datetime import date, timedelta
+
+import pytest
+
+from tests.factories import auth, make_token, make_user
+from tests.fakes.thirdparty import gpx_from_points, make_points
+from trips.core.db import atomic, db
+from trips.models import Stage, Trip
+from trips.services.trips import import_gpx
+
+GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Three days")
+BODY = {"name": "Chez Paulette", "point": {"lat": 0.0, "lon": 0.0}, "price": 35, "phone": "+33 4 76 00 00 00",
+        "website": "https://paulette.example/", "address": "3 rue du Lac, Annecy"}
+
+
+def new_trip(user) -> Trip:
+    return import_gpx(user, io.BytesIO(GPX), {})
+
+
+def near_end(stage, north_m=300.0) -> dict:
+    return {"lat": round(stage.end_lat + north_m / 111_132.0, 6), "lon": stage.end_lon}
+
+
+def post(client, headers, trip, stage, body, version="1"):
+    url = f"/api/trips/{trip.id}/stages/{stage.id}/accommodations/manual"
+    extra = {"If-Match": f'"{version}"'} if version else {}
+    return client.post(url, json=body, headers={**headers, **extra})
+
+
+def stored(stage_id) -> Stage:
+    db.session.rollback()
+    return db.session.get(Stage, stage_id)
+
+
+def test_a_manual_lodging_ends_the_day_like_a_chosen_one(client, rider):
+    user, headers = rider
+    trip = new_trip(user)
+    first, second = trip.stages[0], trip.stages[1]
+    point = near_end(first)
+    response = post(client, headers, trip, first, {**BODY, "point": point})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.headers["ETag"] == '"2"'
+    days = response.get_json()["stages"]
+    assert days[0]["endPoint"]["lat"] == point["lat"] and days[1]["startPoint"]["lat"] == point["lat"]
+    chosen = days[0]["selectedAccommodation"]
+    assert chosen["name"] == "Chez Paulette" and chosen["source"] == "manual" and chosen["type"] == "other"
+    assert chosen["estimatedPriceMin"] == chosen["estimatedPriceMax"] == 35 and chosen["isExactPrice"] is True
+    assert chosen["phone"] == "+33 4 76 00 00 00" and chosen["url"] == "https://paulette.example/"
+    assert chosen["distanceToEndPoint"] == pytest.approx(0.3, abs=0.01)
+    assert stored(second.id).start_lat == point["lat"]
+    # the same as a chosen candidate: it can be chosen again by its coordinates, and cleared
+    again = client.patch(f"/api/trips/{trip.id}/stages/{first.id}/accommodation", json=point,
+                         headers={**headers, "If-Match": '"2"'})
+    assert again.status_code == 200 and again.get_json()["stages"][0]["selectedAccommodation"]["name"] == "Chez Paulette"
+
+
+def test_no_price_is_unknown_not_free(client, rider):
+    user, headers = rider
+    trip = new_trip(user)
+    body = {"name": "Bivouac", "point": near_end(trip.stages[0])}
+    response = post(client, headers, trip, trip.stages[0], body)
+    assert response.status_code == 200
+    chosen = response.get_json()["stages"][0]["selectedAccommodation"]
+    assert "estimatedPriceMin" not in chosen and "isExactPrice" not in chosen and "phone" not in chosen
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"name": ""}, "name"), ({"name": "   "}, "name"), ({"name": "x" * 121}, "name"),
+    ({"point": {"lat": 91, "lon": 5}}, "point.lat"), ({"point": {"lat": 45}}, "point.lon"),
+    ({"price": -1}, "price"), ({"price": 10_001}, "price"), ({"website": "javascript:alert(1)"}, "website"),
+    ({"phone": "call me maybe"}, "phone"), ({"colour": "red"}, "colour"), ({"point": None}, "point"),
+])
+def test_bad_fields_are_named_and_nothing_is_written(client, rider, change, field):
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    body = {**BODY, "point": near_end(first), **change}
+    response = post(client, headers, trip, first, body)
+    assert response.status_code == 422, response.get_data(as_text=True)
+    assert field in response.get_json()["errors"]
+    assert "javascript" not in response.get_data(as_text=True)  # the value is not echoed
+    assert stored(first.id).selected_accommodation is None
+    assert db.session.get(Trip, trip.id).version == 1
+
+
+def test_far_from_the_day_s_end_or_on_a_rest_day_is_refused(client, rider):
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    far = post(client, headers, trip, first, {**BODY, "point": near_end(first, 16_000)})
+    assert far.status_code == 422 and "point" in far.get_json()["errors"]
+    rest = client.post(f"/api/trips/{trip.id}/stages/{first.id}/rest-day", headers={**headers, "If-Match": '"1"'})
+    rest_day = next(s for s in rest.get_json()["stages"] if s["isRestDay"])
+    response = client.post(f"/api/trips/{trip.id}/stages/{rest_day['stageId']}/accommodations/manual",
+                           json={**BODY, "point": near_end(first)}, headers={**headers, "If-Match": '"2"'})
+    assert response.status_code == 422 and "stageId" in response.get_json()["errors"]
+
+
+def test_the_guards_in_their_order(client, rider):
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    body = {**BODY, "point": near_end(first)}
+    assert post(client, headers, trip, first, body, version=None).status_code == 428
+    assert post(client, headers, trip, first, body, version="7").status_code == 412
+    stranger = auth(make_token(make_user()))
+    assert post(client, stranger, trip, first, body, version="7").status_code == 404  # not 412: nothing to probe
+    reader = auth(make_token(user, "trips:read"))
+    assert post(client, reader, trip, first, body).status_code == 403
+    with atomic():
+        started = db.session.get(Trip, trip.id)
+        started.start_date, started.end_date = date.today(), date.today() + timedelta(days=2)
+    assert post(client, headers, trip, first, body, version="7").status_code == 423  # the lock before the version
+    assert stored(first.id).selected_accommodation is None

@@ -1,0 +1,80 @@
+"""REST for a rider's own app: a lodging entered by hand, the map's places near a GPS fix, and FIT course files
+(the owner's and the shared link's). Thin adapters; none of them is an MCP tool (files, live GPS: ADR-080 §2)."""
+from __future__ import annotations
+
+from datetime import datetime, time, timezone
+
+from flask import Blueprint, Response, g, jsonify, request
+
+from oauth.principal import require_api_scope
+from trips.api.exports import filename
+from trips.api.trips import READ, WRITE, if_match, trip_answer
+from trips.core.problems import json_body
+from trips.errors import Conflict, InvalidQuery
+from trips.route import fit_export
+from trips.services import sharing
+from trips.services import trip_reads as reads
+from trips.services.gpx_days import day_exports
+from trips.services.manual_accommodation import add_manual_accommodation
+from trips.services.nearby import nearby_points
+from trips.services.stages import find_stage, get_stage
+
+api = Blueprint("rider_api", __name__, url_prefix="/api")
+pages = Blueprint("rider_pages", __name__)
+
+
+@api.post("/trips/<trip_id>/stages/<stage_id>/accommodations/manual")
+@require_api_scope(WRITE)
+def manual_accommodation(trip_id, stage_id):
+    trip = add_manual_accommodation(g.principal.user, trip_id, stage_id, if_match(), json_body())
+    return trip_answer(trip)
+
+
+@api.get("/trips/<trip_id>/nearby-pois")
+@require_api_scope(READ)
+def nearby(trip_id):
+    return jsonify(nearby_points(g.principal.user, trip_id, request.args))
+
+
+@api.get("/trips/<trip_id>.fit")
+@require_api_scope(READ)
+def trip_fit(trip_id):
+    return fit_download(reads.get_trip(g.principal.user, trip_id), split=request.args.get("days"))
+
+
+@api.get("/trips/<trip_id>/stages/<stage_id>.fit")
+@require_api_scope(READ)
+def stage_fit(trip_id, stage_id):
+    stage = get_stage(g.principal.user, trip_id, stage_id)
+    return fit_download(stage.trip, [stage])
+
+
+@pages.get("/s/<code>.fit")
+def shared_fit(code):
+    return fit_download(sharing.shared_trip(code), split=request.args.get("days"))
+
+
+@pages.get("/s/<code>/stages/<stage_id>.fit")
+def shared_stage_fit(code, stage_id):
+    trip = sharing.shared_trip(code)
+    return fit_download(trip, [find_stage(trip, stage_id)])
+
+
+def fit_download(trip, stages=None, split: str | None = None) -> Response:
+    """The trip (or some of its days) as one FIT course, its days as laps; `?days=courses`: a ZIP of one course per
+    day. Times at the trip's pace from its first day's departure hour (UTC), on its start date, else today.
+    Raises Invalid (`days`), Conflict (no riding day with a line yet: nothing to ride)."""
+    if split not in (None, "laps", "courses"):
+        raise InvalidQuery({"days": "must be laps or courses"})
+    start = datetime.combine(trip.start_date or datetime.now(timezone.utc).date(),
+                             time(trip.departure_hour or 0), timezone.utc)
+    write = fit_export.course_per_day if split == "courses" else fit_export.course
+    try:
+        data = write(trip.title, day_exports(trip, stages), start, trip.average_speed)
+    except ValueError:
+        raise Conflict("This trip has no day with a route to ride yet.") from None
+    name = filename(trip, stages).removesuffix(".gpx") + (".zip" if split == "courses" else ".fit")
+    response = Response(data, mimetype="application/zip" if split == "courses" else fit_export.MEDIA_TYPE)
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    response.headers["Cache-Control"] = "private, no-cache"
+    return response
