@@ -15,6 +15,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from oauth.models import User
 from trips.core.db import db
+from trips.enrich.accommodations import OSM_TYPES
 from trips.errors import Invalid, InvalidQuery
 from trips.guards import load_owned_trip
 from trips.osm import geometry as G
@@ -56,7 +57,8 @@ def map_coverage(box: tuple[float, float, float, float], areas) -> str:
 
 def _place(point: Q.MapPoint) -> dict:
     place = {"name": point.name, "category": point.kind, "kind": point.subkind, "lat": point.lat, "lon": point.lon,
-             "distanceMeters": round(point.distance_m), "osmType": point.osm_type, "osmId": point.osm_id}
+             "distanceMeters": round(point.distance_m), "osmType": OSM_TYPES.get(point.osm_type, point.osm_type),
+             "osmId": point.osm_id}
     for out, keys in _CONTACT:
         value = next((point.tags[k] for k in keys if point.tags.get(k)), None)
         if value:
