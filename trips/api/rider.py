@@ -1,11 +1,13 @@
-"""REST for a rider's own app: a lodging entered by hand, the map's places near a GPS fix, and FIT course files
-(the owner's and the shared link's). Thin adapters; none of them is an MCP tool (files, live GPS: ADR-080 §2)."""
+"""REST for a rider's own app: a lodging entered by hand, the map's places near a GPS fix, FIT course files (the
+owner's and the shared link's), and the account's e-mail change. Thin adapters; none of them is an MCP tool (files,
+live GPS, mailbox flows stay off the tool surface)."""
 from __future__ import annotations
 
 from datetime import datetime, time, timezone
 
 from flask import Blueprint, Response, g, jsonify, request
 
+from oauth import accounts
 from oauth.principal import require_api_scope
 from trips.api.exports import filename
 from trips.api.trips import READ, WRITE, if_match, trip_answer
@@ -16,6 +18,7 @@ from trips.services import sharing
 from trips.services import trip_reads as reads
 from trips.services.gpx_days import day_exports
 from trips.services.manual_accommodation import add_manual_accommodation
+from trips.services.schemas import load
 from trips.services.nearby import nearby_points
 from trips.services.stages import find_stage, get_stage
 
@@ -34,6 +37,13 @@ def manual_accommodation(trip_id, stage_id):
 @require_api_scope(READ)
 def nearby(trip_id):
     return jsonify(nearby_points(g.principal.user, trip_id, request.args))
+
+
+@api.post("/users/me/email-change")
+@require_api_scope(WRITE)
+def email_change():
+    address = accounts.request_email_change(g.principal.user, load(accounts.EmailChange(), json_body())["email"])
+    return jsonify({"sentTo": address, "expiresInSeconds": int(accounts.EMAIL_CHANGE_TTL.total_seconds())}), 202
 
 
 @api.get("/trips/<trip_id>.fit")
