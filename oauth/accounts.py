@@ -21,7 +21,7 @@ from trips.core.db import utcnow
 from oauth.server import revoke_client_for_user
 from oauth.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
-from trips.errors import Conflict, Invalid, NotFound
+from trips.errors import Conflict, Invalid, NotFound, Unavailable
 from trips.core.i18n import LOCALES
 from trips.core.ratelimit import limit
 
@@ -189,22 +189,27 @@ def request_email_change(user: User, email) -> str:
     from. Returns the new address (normalised). When another account already uses it, that address is told so
     instead (no link), and the caller gets the same answer: an app cannot learn who has an account.
 
-    Raises Invalid (`email`: not an address, or the account's own) and RateLimited (mails per address)."""
+    Raises Invalid (`email`: not an address, or the account's own), RateLimited (mails per address) and
+    Unavailable (the mail could not be sent: nothing was)."""
     address = checked_address(email)
     if address == user.email:
         raise Invalid({"email": "is already this account's address"})
     limit(get_redis(), "login_email", address)  # the mails any one address receives, sign-in links included
     if find_user(address) is not None:
-        send_mail(mail_config(), address, "Your BTP address",
-                  "Hello,\n\nSomeone asked to move a BTP account to this address, but an account already uses it, "
-                  "so nothing was changed.\n\nIf you did not ask for it, ignore this message.\n")
-        return address
-    token = _serializer().dumps({"u": user.id, "from": user.email, "to": address})
-    link = f"{current_app.config['BTP_BASE_URL']}/account/email/{token}"
-    send_mail(mail_config(), address, "Confirm your new BTP address",
-              f"Hello,\n\nOpen this link to make {address} the address of your BTP account (it works once, for "
-              f"30 minutes):\n\n{link}\n\nIf you did not ask for it, ignore this message: nothing changes without "
-              "it.\n")
+        subject, text = "Your BTP address", ("Hello,\n\nSomeone asked to move a BTP account to this address, but an "
+                                             "account already uses it, so nothing was changed.\n\nIf you did not ask "
+                                             "for it, ignore this message.\n")
+    else:
+        token = _serializer().dumps({"u": user.id, "from": user.email, "to": address})
+        link = f"{current_app.config['BTP_BASE_URL']}/account/email/{token}"
+        subject, text = "Confirm your new BTP address", (
+            f"Hello,\n\nOpen this link to make {address} the address of your BTP account (it works once, for 30 "
+            f"minutes):\n\n{link}\n\nIf you did not ask for it, ignore this message: nothing changes without it.\n")
+    try:
+        send_mail(mail_config(), address, subject, text)
+    except MailError as exc:
+        log.warning("e-mail change of account %s: the link could not be sent: %s", user.id, exc)
+        raise Unavailable("The mail could not be sent right now; try again in a little while.") from None
     return address
 
 

@@ -145,3 +145,11 @@ def test_a_read_token_cannot_ask_and_the_mails_are_limited(app, client, rider):
     assert client.post(URL, json={"email": "x@example.org"}, headers=auth(make_token(user, "trips:read"))).status_code == 403
     answers = [client.post(URL, json={"email": "flood@example.org"}, headers=headers).status_code for _ in range(6)]
     assert answers == [202] * 5 + [429] and len(mails(app)) == 5
+
+
+def test_a_mail_server_down_is_said_and_nothing_is_sent(app, client, rider, monkeypatch):
+    _, headers = rider
+    monkeypatch.setitem(app.config, "BTP_MAIL_URL", "smtp://127.0.0.1:9")  # the discard port: nobody listens
+    response = client.post(URL, json={"email": "later@example.org"}, headers=headers)
+    assert response.status_code == 502 and "mail could not be sent" in response.get_json()["detail"]
+    assert mails(app) == []

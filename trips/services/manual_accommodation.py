@@ -25,7 +25,7 @@ MAX_FROM_END_KM = MAX_RADIUS_KM  # as far from the day's end as the widest searc
 MAX_PRICE = 10_000  # € a night: anything more is a typing slip
 
 
-class Point(Schema):
+class LodgingPoint(Schema):
     class Meta:
         unknown = RAISE
 
@@ -42,7 +42,7 @@ class ManualAccommodation(Schema):
 
     name = fields.String(required=True, validate=[validate.Length(min=1, max=120),
                                                   validate.Regexp(r"\S", error="must not be blank")])
-    point = fields.Nested(Point, required=True)
+    point = fields.Nested(LodgingPoint, required=True)
     price = fields.Float(load_default=None, allow_none=True, allow_nan=False,
                          validate=validate.Range(0, MAX_PRICE),
                          metadata={"description": "€ for the night; absent or null: unknown."})
