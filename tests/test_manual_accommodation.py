@@ -116,3 +116,16 @@ def test_the_guards_in_their_order(client, rider):
         started.start_date, started.end_date = date.today(), date.today() + timedelta(days=2)
     assert post(client, headers, trip, first, body, version="7").status_code == 423  # the lock before the version
     assert stored(first.id).selected_accommodation is None
+
+
+def test_none_of_the_rider_app_features_is_an_mcp_tool(app, client, rider):
+    """A lodging by hand, nearby places, FIT files and the e-mail change stay REST only (files, live GPS and mailbox
+    flows are off the tool surface): tools/list still serves the thirteen, and calling such a name is refused."""
+    from tests.mcp_helpers import mcp_token, modern
+
+    token = mcp_token(app, rider[0])
+    names = [t["name"] for t in modern(client, token, "tools/list").get_json()["result"]["tools"]]
+    assert len(names) == 13 and "choose_accommodation" in names
+    assert not [n for n in names if any(word in n for word in ("manual", "nearby", "fit", "email", "mail"))]
+    refused = modern(client, token, "tools/call", {"name": "add_manual_accommodation", "arguments": {}}).get_json()
+    assert refused["error"]["code"] == -32602
