@@ -135,3 +135,19 @@ def test_the_reader_would_see_a_damaged_file():
     data = bytearray(fit_export.course("Check", [DayExport(1, None, line, tuple(line[-1]))], START, 15.0))
     data[len(data) // 2] ^= 0xFF
     assert not Decoder(Stream.from_byte_array(data)).check_integrity()
+
+
+def test_a_huge_route_is_thinned_and_its_laps_keep_the_days_lengths():
+    """300 000 points (a 30 MB GPX's worth) make a course of at most MAX_COURSE_POINTS records; each lap is as long
+    as its day measured on every point."""
+    from trips.route.geo import total_distance_km
+
+    points = np.array(make_points(60_001, step_m=10.0))
+    days = [DayExport(d + 1, None, points[d * 20_000:(d + 1) * 20_000 + 1], tuple(points[(d + 1) * 20_000]))
+            for d in range(3)]
+    fit = read_fit(fit_export.course("Long", days, START, 15.0))
+    assert 3 * fit_export.MIN_DAY_POINTS <= len(fit["record_mesgs"]) <= fit_export.MAX_COURSE_POINTS
+    for lap, day in zip(fit["lap_mesgs"], days):
+        assert lap["total_distance"] == pytest.approx(total_distance_km(day.geometry) * 1000, abs=0.5)
+    distances = [r["distance"] for r in fit["record_mesgs"]]
+    assert distances == sorted(distances) and distances[-1] == pytest.approx(600_000, abs=2)

@@ -13,6 +13,11 @@ docs/RULES.md "Rider time") from the first day's departure, each day starting at
 nothing of when the rider will really be there. A point whose elevation is unknown is written without altitude
 (FIT's invalid value), never 0 m (docs/RULES.md "Elevation").
 
+Size: a course carries each day's line simplified (trips/route/pacing.py `fit_points`, the simplifier of the stored
+days) to at most MAX_COURSE_POINTS over the whole trip (never under MIN_DAY_POINTS a day, never over a stored day's
+MAX_STAGE_POINTS): a full-resolution route of a 30 MiB GPX would otherwise make a file of several MB that takes
+seconds to write and that bike computers load slowly. Distances are measured on the points written.
+
 Speed: fit-tool builds a message object with every field of its profile (84 for a record), about 0.7 ms each, so
 the records are one message re-filled for each point and encoded as it goes (about 30 us a point); every other
 message is built whole. The definitions, the header and the CRC are fit-tool's.
@@ -41,6 +46,7 @@ from fit_tool.record import Record
 from fit_tool.utils.crc import crc16
 
 from trips.route.geo import cumulative_km
+from trips.route.pacing import MAX_STAGE_POINTS, fit_points
 from trips.route.gpx_export import DayExport, clean_text
 
 __all__ = ["MEDIA_TYPE", "course", "course_per_day"]
@@ -50,6 +56,8 @@ NAME_BYTES = 40  # course and course point names: devices show the first 15-20 c
 MIN_STRING = NAME_BYTES + 1  # one string size for every name: one definition per message type
 RECORD_LOCAL_ID = 1  # the records keep their own local message type: no redefinition between them
 MIN_SPEED_KMH = 5.0
+MAX_COURSE_POINTS = 20_000  # records in one course (the whole trip's), about 0.6 s to write
+MIN_DAY_POINTS = 500  # a day keeps at least this many, however long the trip
 
 
 def _ms(moment: datetime) -> int:
@@ -90,7 +98,10 @@ class _Writer:
         return header + body + struct.pack("<H", crc16(body, crc=crc16(header)))
 
 
-def _days(days: Sequence[DayExport]) -> list[tuple[DayExport, np.ndarray]]:
+def _days(days: Sequence[DayExport]) -> list[tuple[DayExport, np.ndarray, np.ndarray]]:
+    """The riding days with a line: (day, its line (lat, lon, ele; NaN: unknown) thinned to the day's share of
+    MAX_COURSE_POINTS, the metres along each point). The metres are the thinned line's, stretched to the whole
+    line's length: a lap is as long as the day, however many points carry it."""
     out = []
     for day in days:
         line = np.asarray(day.geometry if day.geometry is not None else [], dtype=float)
@@ -98,7 +109,15 @@ def _days(days: Sequence[DayExport]) -> list[tuple[DayExport, np.ndarray]]:
             if line.shape[1] == 2:
                 line = np.column_stack((line, np.full(len(line), np.nan)))
             out.append((day, line[:, :3]))
-    return out
+    budget = min(MAX_STAGE_POINTS, max(MIN_DAY_POINTS, MAX_COURSE_POINTS // max(len(out), 1)))
+    thinned = []
+    for day, line in out:
+        kept = fit_points(line, budget) if len(line) > budget else line
+        along = cumulative_km(kept) * 1000.0
+        if len(kept) < len(line) and along[-1] > 0:
+            along *= float(cumulative_km(line)[-1] * 1000.0) / float(along[-1])
+        thinned.append((day, kept, along))
+    return thinned
 
 
 def _end_name(day: DayExport) -> str:
@@ -123,8 +142,7 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     head.course_name, head.sport = _name(name, "BTP trip"), Sport.CYCLING
     w.add(head)
     plan, offset = [], 0.0  # (day, line, metres along the course, seconds along each point)
-    for day, line in riding:
-        along = cumulative_km(line) * 1000.0
+    for day, line, along in riding:
         begin = start + timedelta(days=day.day_number - riding[0][0].day_number)
         if plan:  # a day longer than a day's time starts when the one before ends: the times never go back
             begin = max(begin, plan[-1][4] + timedelta(seconds=float(plan[-1][3][-1])))
@@ -173,7 +191,7 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
 def course_per_day(name: str | None, days: Sequence[DayExport], start: datetime, speed_kmh: float) -> bytes:
     """A ZIP of one course per riding day ("day-01.fit", …), each named "Day N: label". Raises ValueError when no
     day has a line."""
-    riding = [day for day, _ in _days(days)]
+    riding = [day for day, _, _ in _days(days)]
     if not riding:
         raise ValueError("no riding day with a line to write")
     buffer = io.BytesIO()
