@@ -151,3 +151,14 @@ def test_a_huge_route_is_thinned_and_its_laps_keep_the_days_lengths():
         assert lap["total_distance"] == pytest.approx(total_distance_km(day.geometry) * 1000, abs=0.5)
     distances = [r["distance"] for r in fit["record_mesgs"]]
     assert distances == sorted(distances) and distances[-1] == pytest.approx(600_000, abs=2)
+
+
+def test_a_trip_without_days_yet_has_nothing_to_ride(client, rider):
+    from tests.factories import idem
+
+    _, headers = rider
+    created = client.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/123456"},
+                          headers={**headers, **idem()})
+    assert created.status_code == 202 and created.get_json()["stages"] == []  # its route is still being fetched
+    response = client.get(f"/api/trips/{created.get_json()['id']}.fit", headers=headers)
+    assert response.status_code == 409 and "no day" in response.get_json()["detail"]

@@ -3,8 +3,6 @@ owner's and the shared link's), and the account's e-mail change. Thin adapters; 
 live GPS, mailbox flows stay off the tool surface)."""
 from __future__ import annotations
 
-from datetime import datetime, time, timezone
-
 from flask import Blueprint, Response, g, jsonify, request
 
 from oauth import accounts
@@ -12,11 +10,9 @@ from oauth.principal import require_api_scope
 from trips.api.exports import filename
 from trips.api.trips import READ, WRITE, if_match, trip_answer
 from trips.core.problems import json_body
-from trips.errors import Conflict, InvalidQuery
-from trips.route import fit_export
 from trips.services import sharing
 from trips.services import trip_reads as reads
-from trips.services.gpx_days import day_exports
+from trips.services.fit_files import fit_file
 from trips.services.manual_accommodation import add_manual_accommodation
 from trips.services.schemas import load
 from trips.services.nearby import nearby_points
@@ -71,20 +67,9 @@ def shared_stage_fit(code, stage_id):
 
 
 def fit_download(trip, stages=None, split: str | None = None) -> Response:
-    """The trip (or some of its days) as one FIT course, its days as laps; `?days=courses`: a ZIP of one course per
-    day. Times at the trip's pace from its first day's departure hour (UTC), on its start date, else today.
-    Raises Invalid (`days`), Conflict (no riding day with a line yet: nothing to ride)."""
-    if split not in (None, "laps", "courses"):
-        raise InvalidQuery({"days": "must be laps or courses"})
-    start = datetime.combine(trip.start_date or datetime.now(timezone.utc).date(),
-                             time(trip.departure_hour or 0), timezone.utc)
-    write = fit_export.course_per_day if split == "courses" else fit_export.course
-    try:
-        data = write(trip.title, day_exports(trip, stages), start, trip.average_speed)
-    except ValueError:
-        raise Conflict("This trip has no day with a route to ride yet.") from None
-    name = filename(trip, stages).removesuffix(".gpx") + (".zip" if split == "courses" else ".fit")
-    response = Response(data, mimetype="application/zip" if split == "courses" else fit_export.MEDIA_TYPE)
+    data, media = fit_file(trip, stages, split)
+    name = filename(trip, stages).removesuffix(".gpx") + (".zip" if media == "application/zip" else ".fit")
+    response = Response(data, mimetype=media)
     response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
     response.headers["Cache-Control"] = "private, no-cache"
     return response
