@@ -1,6 +1,6 @@
 """A lodging entered by hand (POST …/stages/{stageId}/accommodations/manual): it becomes the day's chosen
-accommodation and the day ends there like a chosen candidate; the guards are choose_accommodation's (ownership →
-lock → version), bad fields are named and nothing is written."""
+accommodation and the day ends there with its road (cut on the route, or a detour to it); the guards are
+choose_accommodation's (ownership → lock → version), bad fields are named and nothing is written."""
 import io
 from datetime import date, timedelta
 
@@ -40,12 +40,17 @@ def test_a_manual_lodging_ends_the_day_like_a_chosen_one(client, rider):
     user, headers = rider
     trip = new_trip(user)
     first, second = trip.stages[0], trip.stages[1]
+    lengths = first.distance, second.distance  # the objects follow the database once the edit is read
     point = near_end(first)
     response = post(client, headers, trip, first, {**BODY, "point": point})
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.headers["ETag"] == '"2"'
     days = response.get_json()["stages"]
     assert days[0]["endPoint"]["lat"] == point["lat"] and days[1]["startPoint"]["lat"] == point["lat"]
+    # 300 m off the route: a detour out to it and back the next morning, straight without a router (approximate)
+    assert days[0]["approximate"] is True and days[1]["approximate"] is True
+    grown = days[0]["distance"] + days[1]["distance"] - sum(lengths)  # out to it and back: twice 150–300 m
+    assert days[0]["distance"] > lengths[0] and 0.25 < grown < 0.7
     chosen = days[0]["selectedAccommodation"]
     assert chosen["name"] == "Chez Paulette" and chosen["source"] == "manual" and chosen["type"] == "other"
     assert chosen["estimatedPriceMin"] == chosen["estimatedPriceMax"] == 35 and chosen["isExactPrice"] is True
@@ -56,6 +61,35 @@ def test_a_manual_lodging_ends_the_day_like_a_chosen_one(client, rider):
     again = client.patch(f"/api/trips/{trip.id}/stages/{first.id}/accommodation", json=point,
                          headers={**headers, "If-Match": '"2"'})
     assert again.status_code == 200 and again.get_json()["stages"][0]["selectedAccommodation"]["name"] == "Chez Paulette"
+
+
+def test_stopping_early_on_the_route_shortens_the_day_and_the_next_takes_the_rest(client, rider):
+    user, headers = rider
+    trip = new_trip(user)
+    first, second = trip.stages[0], trip.stages[1]
+    total, before = first.distance + second.distance, first.distance
+    line = first.geometry
+    # a point of the day's own line about 10 km before its end
+    lat, lon = min(((p[0], p[1]) for p in line), key=lambda p: abs(
+        _km_along(line, p) - (before - 10.0)))
+    response = post(client, headers, trip, first, {**BODY, "point": {"lat": lat, "lon": lon}})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    days = response.get_json()["stages"]
+    assert days[0]["distance"] == pytest.approx(before - 10.0, abs=0.3)
+    assert days[0]["distance"] + days[1]["distance"] == pytest.approx(total, abs=0.1)  # the road, shared
+    assert days[0]["approximate"] is False and len(days) == 3
+    assert days[0]["selectedAccommodation"]["name"] == "Chez Paulette"
+
+
+def _km_along(line, point) -> float:
+    from trips.route.geo import haversine_m
+
+    km = 0.0
+    for a, b in zip(line, line[1:]):
+        if (a[0], a[1]) == point:
+            return km
+        km += haversine_m(a[0], a[1], b[0], b[1]) / 1000.0
+    return km
 
 
 def test_no_price_is_unknown_not_free(client, rider):
@@ -91,8 +125,9 @@ def test_far_from_the_day_s_end_or_on_a_rest_day_is_refused(client, rider):
     user, headers = rider
     trip = new_trip(user)
     first = trip.stages[0]
-    far = post(client, headers, trip, first, {**BODY, "point": near_end(first, 16_000)})
-    assert far.status_code == 422 and "point" in far.get_json()["errors"]
+    far_point = {"lat": first.end_lat + 0.3, "lon": first.end_lon - 0.4}  # ~40 km north-west of a north-east road
+    far = post(client, headers, trip, first, {**BODY, "point": far_point})
+    assert far.status_code == 422 and "from the day's route" in far.get_json()["errors"]["point"]
     rest = client.post(f"/api/trips/{trip.id}/stages/{first.id}/rest-day", headers={**headers, "If-Match": '"1"'})
     rest_day = next(s for s in rest.get_json()["stages"] if s["isRestDay"])
     response = client.post(f"/api/trips/{trip.id}/stages/{rest_day['stageId']}/accommodations/manual",
