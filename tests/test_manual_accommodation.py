@@ -164,3 +164,25 @@ def test_none_of_the_rider_app_features_is_an_mcp_tool(app, client, rider):
     assert not [n for n in names if any(word in n for word in ("manual", "nearby", "fit", "email", "mail"))]
     refused = modern(client, token, "tools/call", {"name": "add_manual_accommodation", "arguments": {}}).get_json()
     assert refused["error"]["code"] == -32602
+
+
+def test_with_a_router_the_detour_is_routed_before_the_trip_lock(app, client, rider, fake_valhalla, monkeypatch):
+    from trips.services import day_points, stages as stage_ops
+
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    target = (first.end_lat + 0.01, first.end_lon - 0.01, 0.0)  # ~1.3 km off the road
+    fake_valhalla.set_route([(first.end_lat, first.end_lon, 0.0), (target[0] - 0.005, target[1], 0.0), target],
+                            length_km=1.7)
+    order = []
+    real_join, real_write = day_points._join, stage_ops.guarded_write
+    monkeypatch.setattr(day_points, "_join", lambda a, b: order.append("route") or real_join(a, b))
+    monkeypatch.setattr(stage_ops, "guarded_write", lambda ctx: order.append("lock") or real_write(ctx))
+    response = post(client, headers, trip, first, {**BODY, "point": {"lat": target[0], "lon": target[1]}})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert order == ["route", "route", "lock"]  # out and back asked before the lock, not again under it
+    assert len(fake_valhalla.bodies) == 2
+    days = response.get_json()["stages"]
+    assert days[0]["approximate"] is False and days[0]["selectedAccommodation"]["name"] == "Chez Paulette"
