@@ -8,7 +8,7 @@ PYTEST_ARGS ?=
 # (gitignored).
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
-.PHONY: run test test-fuzz bench soak lint clean catalogues
+.PHONY: run test test-fuzz bench soak lint clean catalogues messages
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ catalogues: $(CATALOGUES)
 # translations/<locale>/LC_MESSAGES/<domain>.po → .mo; the locale is the path's second part.
 %.mo: %.po
 	$(BIN)/pybabel compile --statistics -l $(word 2,$(subst /, ,$<)) -i $< -o $@
+
+# The page keys the code and templates ask for (t, tn, N_: trips/core/i18n.py), extracted by pybabel with babel.cfg
+# into translations/pages.pot (gitignored): add each new key to every translations/<locale>/LC_MESSAGES/pages.po.
+messages: $(STAMP)
+	$(BIN)/pybabel extract -F babel.cfg --no-default-keywords -k t -k tn -k N_ --no-location --sort-output \
+	  -o translations/pages.pot .
 
 run: $(STAMP) catalogues
 	$(BIN)/flask --app app serve

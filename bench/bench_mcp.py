@@ -14,7 +14,7 @@ the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) und
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
 
-Timed, each point (BTP's and the peer's alike) --rounds times (3), round by round over all the read points (a point's
+Timed, each point (BTP's and the peer's alike, reads and edits) --rounds times (3), round by round over all the points (a point's
 rounds minutes apart), the two servers taking turns and which goes first alternating, the median of each figure
 reported (every round is in the notes), each once the whole machine is quiet (`wait_quiet`: PostgreSQL's
 autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
@@ -671,7 +671,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="duration of each load point (default 10)")
     ap.add_argument("--rounds", type=int, default=3,
-                    help="read points measured this many times, BTP and the peer in turn; the median is reported "
+                    help="every point (reads and edits) measured this many times, BTP and the peer in turn; the median is reported "
                          "(default 3)")
     ap.add_argument("--connections", default="1,8,32", help="read load points (default 1,8,32)")
     ap.add_argument("--edit-connections", default="1,8", help="edit_stages load points (default 1,8)")
@@ -725,9 +725,19 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     btp_calls = 0
     results = {}
     points = [(tool, c) for tool in args.tools.split(",") if tool for c in reads]
+    points += [("edit_stages", c) for c in writes]  # the edits too: measured round by round, their median reported
     for key in points:
         per_round[key] = []
-    # Round by round over every read point, not a point's rounds one after the other: a point's rounds are minutes
+
+    def load(who: str, tool: str, c: int) -> dict:
+        port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
+        if tool != "edit_stages":
+            return wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
+        # each server renames its own half of the edit trips, the version read again before every point
+        mine = s.info["edits"][:EDIT_TRIPS] if who == "btp" else s.info["edits"][EDIT_TRIPS:2 * EDIT_TRIPS]
+        return wrk(port, s.token, args.seconds, c, edits=edit_versions(s.db_url, mine)[:c], server=server)
+
+    # Round by round over every point, not a point's rounds one after the other: a point's rounds are minutes
     # apart, so one slow phase of this VM (its speed moves by half for minutes at a time) reaches at most one of them
     # and the median does not follow it. Within a round BTP and the peer take turns, and which goes first
     # alternates: a change in the machine's speed lands on both alike.
@@ -739,8 +749,7 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
                 if who == "peer" and not peer:
                     continue
                 waited.append(wait_quiet())
-                port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
-                point[who] = wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
+                point[who] = load(who, tool, c)
             btp_calls += point["btp"]["requests"]
             per_round[(tool, c)].append((point["btp"], point.get("peer")))
             ours, theirs = per_round[(tool, c)][-1]
@@ -752,20 +761,6 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
                    if theirs else ""))
     for key, rounds in per_round.items():
         results[key] = (median_point([r[0] for r in rounds]), median_point([r[1] for r in rounds]) if peer else None)
-    for c in writes:
-        half = EDIT_TRIPS
-        wait_quiet()
-        ours = wrk(s.btp_port, s.token, args.seconds, c, edits=edit_versions(s.db_url, s.info["edits"][:half])[:c],
-                   server=s.btp)
-        btp_calls += ours["requests"]
-        if peer:
-            wait_quiet()
-        theirs = wrk(s.peer_port, s.token, args.seconds, c, server=s.peer,
-                     edits=edit_versions(s.db_url, s.info["edits"][half:2 * half])[:c]) if peer else None
-        results[("edit_stages", c)] = (ours, theirs)
-        log(f"edit_stages c={c}: BTP {ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms errors "
-            f"{ours['errors_total']}" + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms errors "
-                                         f"{theirs['errors_total']}" if theirs else ""))
     if slow_seconds:  # reads while slow requests run (BTP only: the peer has no place search)
         wait_quiet()
         with SlowCallers(slow_search(s.btp_port, s.token), SLOW_CLIENTS) as slow:

@@ -22,6 +22,7 @@ from oauth.server import revoke_client_for_user
 from oauth.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
 from trips.errors import Conflict, Invalid, NotFound, Unavailable
+from trips.core import i18n
 from trips.core.i18n import LOCALES
 from trips.core.ratelimit import limit
 
@@ -61,9 +62,23 @@ def request_login_link(email: str, next_url: str | None, ip: str) -> None:
         db.session.add(LoginLink(token_hash=hash_token(token), email=address, next_url=next_url,
                                  expires_at=utcnow() + LINK_TTL))
     link = f"{current_app.config['BTP_BASE_URL']}/login/{token}"
-    send_mail(mail_config(), address, "Your BTP sign-in link",
-              f"Hello,\n\nOpen this link to sign in to BTP (it works once, for 15 minutes):\n\n{link}\n\n"
-              "If you did not ask for it, ignore this message: nobody can sign in without it.\n")
+    subject, text = login_mail(link, _mail_locale(address))
+    send_mail(mail_config(), address, subject, text)
+
+
+def _mail_locale(address: str) -> str:
+    """The sign-in mail's language: the account's choice when the address has one, else the page's (the
+    browser's, trips/core/i18n.py). The page answers the same either way; only the mailbox sees the difference."""
+    user = find_user(address)
+    return i18n.normalize(user.locale if user is not None else None) or i18n.current_locale()
+
+
+def login_mail(link: str, locale: str) -> tuple[str, str]:
+    """The sign-in mail's subject and text in `locale` (pages.po `mail.*`)."""
+    minutes = int(LINK_TTL.total_seconds() // 60)
+    body = (i18n.t("mail.greeting", locale), i18n.tn("mail.open_link", minutes, locale), link,
+            i18n.t("mail.not_you", locale))
+    return i18n.t("mail.subject", locale), "\n\n".join(body) + "\n"
 
 
 def peek_login_link(token: str) -> LoginLink:

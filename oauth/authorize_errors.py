@@ -29,6 +29,7 @@ from oauth.redirects import check_redirect_uri
 from oauth.server import (PKCE_REQUIRED, REDIRECT_REQUIRED, REDIRECT_UNREGISTERED, SCOPE_REQUIRED,
                           InvalidTargetError, authorization_server)
 from trips.core.db import db
+from trips.core.i18n import N_
 
 CLIENT_UNRESOLVED = "The client identifier could not be resolved."
 GENERIC = "The authorization request cannot be processed."
@@ -41,6 +42,17 @@ WORDING = {
     "invalid_target": InvalidTargetError.description,
 }
 OUR_OWN = frozenset({PKCE_REQUIRED, SCOPE_REQUIRED, REDIRECT_UNREGISTERED, REDIRECT_REQUIRED})
+# BTP's page says each fixed sentence in the reader's language: its page key (pages.po, whose English entry is the
+# sentence itself: tests/test_i18n_pages.py); the client is sent the English sentence.
+PAGE_WORDS = {
+    WORDING["invalid_request"]: N_("oauth.invalid_request"), CLIENT_UNRESOLVED: N_("oauth.invalid_client"),
+    WORDING["unauthorized_client"]: N_("oauth.unauthorized_client"),
+    WORDING["unsupported_response_type"]: N_("oauth.unsupported_response_type"),
+    WORDING["invalid_scope"]: N_("oauth.invalid_scope"), WORDING["invalid_target"]: N_("oauth.invalid_target"),
+    GENERIC: N_("oauth.generic"), PKCE_REQUIRED: N_("oauth.pkce_required"),
+    SCOPE_REQUIRED: N_("oauth.scope_required"), REDIRECT_UNREGISTERED: N_("oauth.redirect_unregistered"),
+    REDIRECT_REQUIRED: N_("oauth.redirect_required"),
+}
 
 
 def wording(error: OAuth2Error) -> str:
@@ -63,7 +75,8 @@ def trusted_redirect(user, payload) -> str | None:
 
 
 def error_page(error: str, description: str):
-    return render_template("oauth_error.html", error=error, description=description), 400
+    reason = PAGE_WORDS.get(description, PAGE_WORDS[GENERIC])
+    return render_template("oauth_error.html", error=error, reason=reason), 400
 
 
 def authorize_error(error: OAuth2Error, user):

@@ -18,8 +18,12 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from trips.core.redis_client import get_redis
 from oauth.redirects import is_loopback_or_app
 from oauth.scopes import SCOPES
+from trips.core.i18n import N_
 
 DECISION_TTL = 600
+# What each scope lets an application do, as page keys (pages.po): the consent and account pages say it in the
+# reader's language. tests/test_i18n.py holds it to oauth/scopes.py's list.
+SCOPE_WORDS = {"trips:read": N_("scope.trips_read"), "trips:write": N_("scope.trips_write")}
 SALT = "btp-consent-decision"
 
 
@@ -61,7 +65,7 @@ class ConsentView:
     client_host: str | None
     redirect_target: str
     redirect_warning: bool
-    scopes: list[tuple[str, str]]
+    scopes: list[tuple[str, str]]  # (scope, its page key)
 
 
 def consent_view(grant) -> ConsentView:
@@ -69,5 +73,5 @@ def consent_view(grant) -> ConsentView:
     host = urlsplit(client.client_id).hostname if client.kind == "metadata" else None
     target = urlsplit(grant.redirect_uri)
     shown = f"{target.scheme}://{target.netloc}" if target.netloc else f"{target.scheme}:"
-    scopes = [(s, SCOPES[s]) for s in (grant.request.scope or "").split() if s in SCOPES]
+    scopes = [(s, SCOPE_WORDS[s]) for s in (grant.request.scope or "").split() if s in SCOPES and s in SCOPE_WORDS]
     return ConsentView(client.client_name, host, shown, is_loopback_or_app(grant.redirect_uri), scopes)

@@ -5,14 +5,21 @@ from babel import Locale
 from flask import Blueprint, redirect, render_template, request, url_for
 
 from oauth import accounts
-from oauth.scopes import SCOPES
 from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
 from trips.errors import Conflict, Invalid, NotFound, RateLimited
-from trips.core.i18n import LOCALES
+from oauth.consent import SCOPE_WORDS
+from trips.core import i18n
+from trips.core.i18n import LOCALES, N_
 
 bp = Blueprint("pages", __name__)
+# The pages' words are keys of pages.po (trips/core/i18n.py), written in the reader's language by the templates.
+EXPIRED = N_("login.form_expired")
+NO_ADDRESS = N_("login.no_address")
+TOO_MANY = N_("login.too_many")
+LINK_INVALID = (N_("login.link_invalid_title"), N_("login.link_invalid"))
+UNCONFIRMED = N_("delete.unconfirmed")
 # The languages offered on /account, each named in itself by CLDR ("English", "Français").
 LANGUAGES = tuple((code, Locale.parse(code).display_name.capitalize()) for code in LOCALES)
 
@@ -38,18 +45,17 @@ def login():
 def login_post():
     next_url = safe_next(request.form.get("next"))
     if not csrf_ok(request.form.get("csrf_token")):
-        return _form_error("login.html", 400, next=next_url, error="The form expired; please try again.")
+        return _form_error("login.html", 400, next=next_url, error=EXPIRED)
     email = request.form.get("email", "")
     try:
         accounts.request_login_link(email, next_url, request.remote_addr or "?")
     except Invalid:
-        return _form_error("login.html", 422, next=next_url, error="Please enter an e-mail address.")
+        return _form_error("login.html", 422, next=next_url, error=NO_ADDRESS)
     except RateLimited as exc:
-        page, status = _form_error("login.html", 429, next=next_url,
-                                   error="Too many sign-in links were asked for; wait a little and try again.")
+        page, status = _form_error("login.html", 429, next=next_url, error=TOO_MANY)
         return page, status, {"Retry-After": str(exc.retry_after)}
     # The same answer whether the address has an account or not.
-    return render_template("login_sent.html")
+    return render_template("login_sent.html", minutes=int(accounts.LINK_TTL.total_seconds() // 60))
 
 
 @bp.get("/login/<token>")
@@ -57,8 +63,8 @@ def login_link(token):
     # Shown, not spent: mail scanners open links; signing in takes the button below.
     try:
         accounts.peek_login_link(token)
-    except NotFound as exc:
-        return render_template("error.html", title="Link not valid", detail=exc.message), 404
+    except NotFound:
+        return _link_invalid()
     return render_template("login_confirm.html", token=token, csrf=csrf_token())
 
 
@@ -70,10 +76,15 @@ def login_link_post(token):
         return render_template("login_confirm.html", token=token, csrf=csrf_token()), 400
     try:
         user, next_url = accounts.consume_login_link(token)
-    except NotFound as exc:
-        return render_template("error.html", title="Link not valid", detail=exc.message), 404
+    except NotFound:
+        return _link_invalid()
     login_user(user)
     return redirect(safe_next(next_url) or url_for(".account"))
+
+
+def _link_invalid():
+    title, detail = LINK_INVALID
+    return render_template("error.html", status=404, title_key=title, detail_key=detail), 404
 
 
 @bp.post("/logout")
@@ -92,7 +103,7 @@ def account():
               for grant, client in accounts.connected_agents(user)]
     tokens = [(row, audience_name(row.audience)) for row in personal_tokens(user)]
     return render_template("account.html", user=user, agents=agents, tokens=tokens, csrf=csrf_token(),
-                           scope_words=SCOPES, languages=LANGUAGES)
+                           scope_words=SCOPE_WORDS, languages=LANGUAGES)
 
 
 @bp.post("/account/locale")
@@ -148,7 +159,8 @@ def delete_account_post():
         return redirect(url_for(".login"))
     if not csrf_ok(request.form.get("csrf_token")) or request.form.get("confirm") != "yes":
         return _form_error("account_delete.html", 400, user=user,
-                           error="Tick the box to confirm that you want to delete your account.")
+                           error=UNCONFIRMED)
+    i18n.pin(i18n.normalize(user.locale) or i18n.current_locale())  # the farewell in the account's language
     accounts.delete_account(user)
     logout_user()
     return render_template("account_deleted.html")
@@ -164,8 +176,8 @@ def email_change(token):
             status = 200 if request.method == "GET" else 400
             return render_template("email_change.html", token=token, address=address, csrf=csrf_token()), status
         accounts.confirm_email_change(token)
-    except NotFound as exc:
-        return render_template("error.html", title="Link not valid", detail=exc.message), 404
-    except Conflict as exc:
-        return render_template("error.html", title="Address not changed", detail=exc.message), 409
+    except NotFound:  # invalid, spent or expired: the words of a 404 page (no key of its own yet)
+        return render_template("error.html", status=404), 404
+    except Conflict:  # the address was taken meanwhile
+        return render_template("error.html", status=409), 409
     return render_template("email_change.html", address=address, done=True)

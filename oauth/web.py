@@ -1,15 +1,27 @@
 """oauth's web edge, wired into the app: the session cookie, the authorization server, the error answers of a
 missing or weak token (REST and /mcp), the blueprints (endpoints, pages, REST twins) and the `flask users` and
-`flask tokens` commands."""
+`flask tokens` commands, and the pages' language (the session's account's choice, trips/core/i18n.py)."""
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 from flask import Flask
+from sqlalchemy.exc import SQLAlchemyError
 
 from oauth import api, pages, principal, resource, views
 from oauth.cli import tokens_cli, users_cli
 from oauth.server import init_server
-from oauth.session import SESSION_DAYS, SessionCookies
+from oauth.session import SESSION_DAYS, SessionCookies, current_user
+from trips.core import i18n
+
+
+def _account_locale() -> str | None:
+    """The signed-in person's chosen language on a page; None when nobody is, or the database cannot say (an
+    error page is then written in the browser's language rather than failing too)."""
+    try:
+        user = current_user()
+    except SQLAlchemyError:
+        return None
+    return user.locale if user is not None else None
 
 
 def init_app(app: Flask) -> None:
@@ -20,6 +32,8 @@ def init_app(app: Flask) -> None:
         PERMANENT_SESSION_LIFETIME=timedelta(days=SESSION_DAYS),
     )
     app.session_interface = SessionCookies()
+    i18n.register(app)
+    i18n.account_locale(_account_locale)
     init_server(app)
     principal.register_errors(app)
     resource.register_errors(app)

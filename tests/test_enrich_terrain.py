@@ -184,7 +184,7 @@ def test_surface_rough_sums_the_route_the_rough_ways_accompany(ctx, tmp_path):
     (day4,) = facts(result, "s4", "surface_rough")  # 300 m once (not 600) + 250 m; asphalt beats grade5
     assert day4.params["length"] == pytest.approx(0.55, abs=0.01)
     assert day4.params["surface"] == "grade4, bad, grade5"
-    assert render(day4.as_json(), 4)["message"] == "Rough surface totalling 0.6 km (grade4, bad, grade5). " \
+    assert render(day4.as_json(), 4)["message"] == "Rough surface totalling 0.6 km (track grade 4, bad surface, track grade 5). " \
                                                    "Check bike suitability."
 
 

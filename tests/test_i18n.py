@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from babel.messages.plurals import get_plural
 from babel.messages.pofile import read_po
 from flask import g
 
@@ -34,9 +35,11 @@ ROOT = Path(__file__).resolve().parent.parent
 NBSP = "\u00a0"
 
 
-def po_entries(locale: str) -> dict[str, str]:
+def po_entries(locale: str) -> dict:
+    """{key: text} of an alerts.po, an entry with plural forms as {key: (form 0, form 1, …)}."""
     with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.DOMAIN}.po").open("rb") as handle:
-        return {m.id: m.string for m in read_po(handle) if m.id}
+        return {(m.id if isinstance(m.id, str) else m.id[0]): (m.string if isinstance(m.string, str) else tuple(m.string))
+                for m in read_po(handle) if m.id}
 
 
 def fields_of(text: str) -> set[str]:
@@ -101,6 +104,21 @@ def test_numbers_distances_and_countries_follow_the_locale():
     assert render({"code": "rest_day_suggested", "params": {"days": 1000}}, 1, "en")["message"].count("1000") == 1
 
 
+def test_an_alert_that_counts_takes_the_plural_form_of_its_count(monkeypatch):
+    def road(count, locale):
+        return render({"code": "traffic_main_road", "params": {"count": count, "length": 7.2}}, 1, locale)["message"]
+
+    assert road(1, "fr").startswith("1 tronçon sur route principale sans piste cyclable détecté (")
+    assert road(4, "fr").startswith("4 tronçons sur route principale sans piste cyclable détectés (")
+    assert road(0, "fr").startswith("0 tronçon ") and road(0, "en").startswith("0 segments ")
+    assert road(1, "en").startswith("1 segment on") and road(4, "en").startswith("4 segments on")
+    assert not [k for locale in i18n.LOCALES for k, v in po_entries(locale).items() if "(s)" in str(v)]
+    monkeypatch.delitem(i18n.messages("fr"), i18n.message_key("traffic_main_road"))
+    assert road(1, "fr").startswith("1 segment on")  # English, in English's forms
+    monkeypatch.delitem(i18n.messages("en"), i18n.message_key("traffic_main_road"))
+    assert road(3, "fr").startswith("3 segments on")  # the registered English text, still by its count
+
+
 def test_an_unknown_locale_renders_in_english_and_a_code_missing_in_french_falls_back(monkeypatch):
     fact = {"code": "ford_crossing_dry", "params": {"count": 1}}
     assert render(fact, 2, "de")["message"] == render(fact, 2, "en")["message"]
@@ -113,6 +131,9 @@ def test_make_compiles_the_catalogues_and_a_stale_one_is_not_read(tmp_path, monk
     done = subprocess.run(["make", "-s", "catalogues"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert all(i18n.is_fresh(locale, domain) for locale in i18n.LOCALES for domain in (i18n.DOMAIN, i18n.PAGES))
+    i18n.messages.cache_clear()  # read from the .mo: plural forms survive the compile
+    assert i18n.messages("fr", i18n.PAGES)["share.count_nudge"] == ("{count} conseil", "{count} conseils")
+    assert i18n.template("traffic_main_road", "fr", 4).startswith("{count} tronçons")
     # A .mo older than its .po (edited after the last `make`) is set aside for the source.
     folder = tmp_path / "fr" / "LC_MESSAGES"
     folder.mkdir(parents=True)
@@ -236,32 +257,112 @@ def test_the_share_page_reads_in_the_owner_locale(app, client, trip_with_alerts)
 
 # --- the page words (pages.po, trips/readmodels/words.py) --------------------------------------------------
 
-def page_entries(locale: str) -> dict[str, str]:
+def page_entries(locale: str) -> dict:
+    """{key: text} of a pages.po, a plural entry as {key: (form 0, form 1, …)}."""
     with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.PAGES}.po").open("rb") as handle:
-        return {m.id: m.string for m in read_po(handle) if m.id}
+        return {(m.id if isinstance(m.id, str) else m.id[0]): (m.string if isinstance(m.string, str) else tuple(m.string))
+                for m in read_po(handle) if m.id}
+
+
+def extracted(keywords: tuple[str, ...] | None = None) -> set[str]:
+    """The keys pybabel extracts with babel.cfg and the Makefile's `messages` keywords (t, tn, N_), or only
+    `keywords`."""
+    from babel.messages.extract import extract_from_dir
+    from babel.messages.frontend import parse_mapping_cfg
+
+    made = re.search(r"^messages:.*?(?=^\S)", (ROOT / "Makefile").read_text(), re.S | re.M).group(0)
+    names = keywords or tuple(re.findall(r"-k (\w+)", made))
+    assert set(names) <= {"t", "tn", "N_"} and names
+    with (ROOT / "babel.cfg").open() as handle:
+        method_map, options_map = parse_mapping_cfg(handle)
+    found = extract_from_dir(str(ROOT), method_map, options_map, keywords=dict.fromkeys(names))
+    return {message if isinstance(message, str) else message[0] for _, _, message, _, _ in found}
+
+
+def faults(entries: dict, used: set[str]) -> dict[str, set[str]]:
+    """What is wrong with a catalogue: keys used but missing, entries no code uses, entries without a text."""
+    return {"missing": used - set(entries), "unused": set(entries) - used,
+            "untranslated": {k for k, v in entries.items() if not v or (isinstance(v, tuple) and not all(v))}}
+
+
+@pytest.fixture(scope="module")
+def used_keys() -> set[str]:
+    return extracted() | words.DYNAMIC_KEYS
 
 
 @pytest.mark.parametrize("locale", i18n.LOCALES)
-def test_every_page_key_has_an_entry_and_every_entry_a_key(locale):
-    entries = page_entries(locale)
-    assert words.KEYS - set(entries) == set(), f"{locale}: keys without a word"
-    assert set(entries) - words.KEYS == set(), f"{locale}: words of no key"
-    assert all(entries.values()), f"{locale}: untranslated entries"
+def test_every_page_key_has_an_entry_and_every_entry_a_key(locale, used_keys):
+    assert faults(page_entries(locale), used_keys) == {"missing": set(), "unused": set(), "untranslated": set()}
 
 
-def test_every_registered_page_key_is_used_by_the_code_or_a_template():
-    # The weather keys come from the WMO table itself (words.WEATHER_KEYS); the others are written out where used.
-    sources = [p for p in (*(ROOT / "trips").rglob("*.py"), *(ROOT / "mcp").rglob("*.py"),
-                           *(ROOT / "templates").rglob("*.html")) if p.name != "words.py"]
-    text = "\n".join(p.read_text(encoding="utf-8") for p in sources)
-    assert [key for key in words.PAGE_KEYS if f'"{key}"' not in text] == []
-    assert len(set(words.PAGE_KEYS)) == len(words.PAGE_KEYS)
+def test_the_catalogue_check_finds_a_missing_an_unused_and_an_untranslated_key(used_keys):
+    entries = dict(page_entries("fr"))
+    del entries["login.title"]
+    entries["login.nobody_asks_for_this"] = "Personne"
+    entries["share.download"] = ""
+    assert faults(entries, used_keys) == {"missing": {"login.title"}, "unused": {"login.nobody_asks_for_this"},
+                                          "untranslated": {"share.download"}}
+    assert "login.title" in extracted(("t",)) and "login.title" not in extracted(("tn",))
+
+
+def test_the_extraction_sees_the_code_and_the_templates_and_the_registry_the_rest():
+    keys = extracted()
+    assert {"share.max", "login.form_expired", "scope.trips_read", "error.not_found", "mail.subject",
+            "share.count_nudge", "consent.allow"} <= keys  # share.py, pages.py (N_), consent.py, i18n.py, accounts.py
+    assert not keys & words.DYNAMIC_KEYS  # a key written in a call needs no registry entry
+    from trips.readmodels import pictures
+
+    assert set(pictures._WIND_WORDS.values()) <= words.DYNAMIC_KEYS
+    assert {words.weather_key(row[2]) for row in weather._WMO} <= words.DYNAMIC_KEYS
+
+
+def test_plural_keys_have_plural_forms_and_the_others_none():
+    plural = extracted(("tn",))
+    for locale in i18n.LOCALES:
+        entries = page_entries(locale)
+        assert {k for k, v in entries.items() if isinstance(v, tuple)} == plural, locale
+        assert all(len(entries[k]) == get_plural(locale).num_plurals for k in plural)
+        assert not [k for k, v in entries.items() if "(s)" in str(v)], "a plural written by hand"
+
+
+@pytest.mark.parametrize("locale", i18n.LOCALES)
+def test_the_catalogue_s_plural_forms_are_gettext_s_for_the_language(locale):
+    with (i18n.TRANSLATIONS / locale / "LC_MESSAGES" / f"{i18n.PAGES}.po").open("rb") as handle:
+        assert read_po(handle).plural_forms == get_plural(locale).plural_forms
+
+
+def test_a_count_takes_its_language_s_plural_form():
+    assert [i18n.tn("share.count_nudge", n, "fr") for n in (0, 1, 2)] == ["0 conseil", "1 conseil", "2 conseils"]
+    assert [i18n.tn("share.count_nudge", n, "en") for n in (0, 1, 2)] == ["0 nudges", "1 nudge", "2 nudges"]
+    assert i18n.tn("share.count_warning", 1200, "fr") == "1\u202f200 avertissements"  # grouped the CLDR way
+    assert i18n.tn("share.count_nudge", 3, "de") == "3 nudges"
+    assert i18n.tn("share.nothing", 3, "fr") == "share.nothing"
+    assert i18n.t("share.count_nudge", "fr", count=2) == "2 conseil"  # t reads the first form only: use tn
+
+
+def test_osm_values_are_said_in_words_or_left_out():
+    assert i18n.osm_word("surface", "paving_stones", "fr") == "dalles"
+    assert i18n.osm_word("surface", "paving_stones", "en") == "paving stones"
+    assert i18n.osm_word("surface", "asphalt", "fr") is None and i18n.osm_word("surface", None, "fr") is None
+    assert i18n.osm_words("surface", "gravel, paving_stones, tarmac", "fr") == "gravier, dalles"
+    assert i18n.osm_words("surface", "tarmac", "fr") == "autres revêtements"
+    rough = {"code": "surface_rough", "params": {"length": 6.4, "surface": "gravel, paving_stones"}}
+    assert render(rough, 1, "fr")["message"] == ("Revêtement difficile sur 6,4 km au total (gravier, dalles). "
+                                                 "Vérifiez que votre vélo est adapté.")
+    poi = {"code": "cultural_poi_suggestion", "params": {"name": "Chillon", "type": "castle", "distance": 120}}
+    assert "(château," in render(poi, 2, "fr")["message"]
+    assert "(place of interest," in render({**poi, "params": {**poi["params"], "type": "shrine"}}, 2, "en")["message"]
 
 
 def test_french_and_english_page_words_fill_the_same_fields():
     en, fr = page_entries("en"), page_entries("fr")
-    assert {k: fields_of(v) for k, v in fr.items()} == {k: fields_of(v) for k, v in en.items()}
-    assert all(en[k] != fr[k] for k in en if k not in ("share.max", "share.min")), "left in English"
+
+    def fields(value):
+        return [fields_of(form) for form in value] if isinstance(value, tuple) else fields_of(value)
+
+    assert {k: fields(v) for k, v in fr.items()} == {k: fields(v) for k, v in en.items()}
+    same = {"share.max", "share.min", "osm.culture.fort", "osm.culture.monument"}  # French words too
+    assert [k for k in en if en[k] == fr[k] and k not in same] == [], "left in English"
 
 
 def test_a_page_word_falls_back_to_english_then_to_its_key(monkeypatch):
@@ -277,7 +378,6 @@ def test_the_weather_word_is_the_code_s_in_the_reader_s_language():
     assert words.describe({"weatherCode": 42}, "fr") == "inconnu"  # outside the WMO table
     assert words.describe({"description": "rain showers"}, "fr") == "averses"  # stored without a code
     assert words.describe({"description": "Sunny spells"}, "fr") == "Sunny spells"  # not ours: as stored
-    assert {words.weather_key(row[2]) for row in weather._WMO} <= words.KEYS
 
 
 @pytest.fixture
@@ -329,7 +429,7 @@ def test_the_share_page_words_are_the_owner_s(app, client, trip_with_weather):
     set_locale(user, "fr")
     html = page(**{"Accept-Language": "en"})
     assert '<html lang="fr">' in html and "Jour 1" in html and ">pluie<" in html
-    assert f"80{NBSP}% de risque de pluie" in html and "vent de face" in html and "vent 28 km/h" in html
+    assert f"80{NBSP}% de risque de pluie" in html and "vent de face" in html and f"vent 28{NBSP}km/h" in html
     assert "Télécharger le fichier GPX" in html and f"Le voyage{NBSP}: altitude" in html
     for english_word in ("Day 1", ">rain<", "chance of", ">headwind<", "Download", "elevation", "m up"):
         assert english_word not in html, english_word

@@ -49,7 +49,7 @@ def test_each_format_keeps_what_the_enrichments_read(engine, tmp_path, ext):
     path = _region().write(tmp_path / f"drome.{ext}")
     result = import_file(engine, path)
     assert result["name"] == "drome" and result["bbox"] == BOUNDS and result["bbox_source"] == "header"
-    assert result["counts"]["kept"] == {"points": 4, "ways": 1, "ferries": 1, "places": 1, "boundaries": 1}
+    assert result["counts"]["kept"] == {"points": 4, "ways": 1, "ferries": 1, "places": 1, "boundaries": 1, "water": 0}
     points = {(k, s, n) for k, s, n in _rows("SELECT kind, subkind, name FROM osm_point")}
     assert points == {("water", "drinking_water", None), ("accommodation", "hotel", "Hôtel du Lac"),
                       ("resupply", "restaurant", "Hôtel du Lac"), ("accommodation", "camp_site", "Camping")}

@@ -244,7 +244,7 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)
     line = digest["stages"][0]
     assert digest["outOfZone"] is True and line["alertCount"] == 18
-    assert line["criticalAlerts"] == ["4 segment(s) on main road without bike lane detected (7.2 km…",
+    assert line["criticalAlerts"] == ["4 segments on main road without bike lane detected (7.2 km…",
                                       "Discontinuity: 1.5 km between stage 1 and 2."]
     assert line["accommodation"] == "suggested: Quai de la… · 8–25 €"  # cut at a word
     fill(trip.id, chosen=True)
@@ -257,9 +257,9 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
     fill(trip.id)
     code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
     html = client.get(f"/s/{code}").get_data(as_text=True)
-    assert "Suggested night: " + f"{LONG} camp_site (camp site) · 8–25 € a night" in html
+    assert "Suggested night: " + f"{LONG} camp_site (campsite) · 8–25 € a night" in html  # the OSM value in words
     first = html.index("Discontinuity: 1.5 km")
-    assert html.index("4 segment(s) on main road") < first < html.index("Rough surface") < html.index(
+    assert html.index("4 segments on main road") < first < html.index("Rough surface") < html.index(
         "No bike shops detected on stage 1")
     assert "You are entering Switzerland." in html
 
@@ -273,7 +273,7 @@ def test_an_estimated_price_is_said_to_be_one_on_the_share_page(client, owner):
     assert "(hotel) · about 10–27 € a night" in html and "· 10–27 € a night" not in html
     with atomic():  # the page speaks its owner's language
         db.session.get(User, user.id).locale = "fr"
-    assert "environ 10–27 € la nuit" in client.get(f"/s/{code}").get_data(as_text=True)
+    assert "(hôtel) · environ 10 à 27\u00a0€ la nuit" in client.get(f"/s/{code}").get_data(as_text=True)
 
 def test_third_party_text_inside_an_alert_is_bounded_and_floored(client, owner):
     user, trip, token = owner

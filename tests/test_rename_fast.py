@@ -182,3 +182,28 @@ def test_a_rename_is_seen_at_once_by_a_kept_get_trip(client, trip):
     assert not rename(client, token, trip_id, version, stage_id, "Seen at once")["isError"]
     assert payload(call(client, token, "get_trip", {"id": trip_id}))["version"] == version + 1
     assert payload(call(client, token, "get_stage", {"tripId": trip_id, "stageId": stage_id}))["label"] == "Seen at once"
+
+
+def test_a_rename_commits_by_itself_and_leaves_no_transaction_open(app, client, trip):
+    """On PostgreSQL the rename is one statement in autocommit on a pooled connection (one round trip): it must be
+    committed when it answers (seen from a connection of its own) and leave that connection idle, as the pool gives
+    every connection back (trips/core/db.py), or the next request on it would run inside a stale transaction."""
+    if db.engine.dialect.name != "postgresql":
+        pytest.skip("the autocommit statement is PostgreSQL's")
+    import psycopg
+
+    token, trip_id, version = trip
+    stage_id = days(trip_id)[2].id
+    db.session.remove()
+    db.engine.dispose()  # one connection in the pool: the one the renames take and give back
+    assert not rename(client, token, trip_id, version, stage_id, "Committed")["isError"]
+    assert rename(client, token, trip_id, version, stage_id, "stale")["isError"]  # a refusal gives it back too
+    raw = db.engine.raw_connection()
+    try:
+        assert raw.driver_connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    finally:
+        raw.close()
+    url = db.engine.url.set(drivername="postgresql")
+    with psycopg.connect(url.render_as_string(hide_password=False)) as other:
+        label, = other.execute("SELECT label FROM stage WHERE id = %s", (stage_id,)).fetchone()
+    assert label == "Committed"

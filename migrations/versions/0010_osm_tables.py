@@ -20,6 +20,7 @@ branch_labels = None
 depends_on = None
 
 _BBOX = ('min_lat', 'min_lon', 'max_lat', 'max_lon')
+_SPATIAL = ('osm_point', 'osm_way', 'osm_ferry', 'osm_place', 'osm_boundary')  # this revision's (later ones add theirs)
 
 
 def _common(*columns):
@@ -97,7 +98,7 @@ def upgrade():
 
     from trips.osm.store import install_spatial
 
-    if not install_spatial(op.get_bind(), required=False):
+    if not install_spatial(op.get_bind(), required=False, tables=_SPATIAL):
         logging.getLogger('alembic.runtime.migration').warning('PostGIS is not installed here; BTP runs without map data until it is '
             '(apt-get install postgresql-15-postgis-3, then CREATE EXTENSION postgis)')
 
@@ -105,7 +106,7 @@ def upgrade():
 def downgrade():
     from trips.osm.store import drop_spatial
 
-    drop_spatial(op.get_bind())
+    drop_spatial(op.get_bind(), tables=_SPATIAL)
     for table in ('osm_boundary', 'osm_place', 'osm_ferry', 'osm_way', 'osm_point'):
         op.drop_index(f'ix_{table}_area', table_name=table)
     op.drop_index('ix_osm_place_name_key', table_name='osm_place')

@@ -12,6 +12,7 @@ from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
+from trips.osm import basemap
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
@@ -63,23 +64,16 @@ def shared_page(code):
     # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
     # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
     # The days come from the day read model (alerts rendered, critical first); the night is the chosen place,
-    # else the best candidate found.
+    # else the best candidate found. The template writes with every page's words (t, tn, num, date, osm: trips/core/
+    # i18n.py `register`), all in the pinned language, and `day_date` a short day ("Mon 1 Jun" / "lun. 1 juin").
     text = clean_answer({
         "title": trip.title, "detail": readmodels.trip_detail(trip),
         "stays": {s.id: _stay(s) for s in trip.stages},
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
-                               lang=locale, **_words(locale))
+                               day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
-
-
-def _words(locale: str) -> dict:
-    """What the template writes with: `t(key, **params)` the page words (pages.po) in `locale`, `num(value,
-    digits)` a number as `locale` writes it, `day_date(date)` a short day ("Mon 1 Jun" / "lun. 1 juin")."""
-    return {"t": lambda key, **params: i18n.t(key, locale, **params),
-            "num": lambda value, digits=1: i18n.number(value, locale, digits),
-            "day_date": lambda value: format_date(value, "EEE d MMM", locale=locale)}
 
 
 def _pictures(trip, locale: str) -> dict:
@@ -104,9 +98,12 @@ def _pictures(trip, locale: str) -> dict:
                                             (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
                                             locale),
         }
+    route = [{"number": s.day_number, "geometry": s.geometry} for s in moving]
+    view = pictures.route_view(route)[1].view_box() if moving else None
     return {
-        "route": pictures.route_svg([{"number": s.day_number, "geometry": s.geometry} for s in moving],
-                                    floor(trip.title or i18n.t("share.route", locale))),
+        "route": pictures.route_svg(route, floor(trip.title or i18n.t("share.route", locale)),
+                                    base=basemap.base_map(view) if view else None,
+                                    scale_label=lambda km: f"{i18n.number(km, locale, 1)}\u00a0km"),
         "profile": pictures.profile_svg([series[s.id] for s in moving], i18n.t("share.trip_elevation", locale),
                                         [colours[s.id] for s in moving], marks),
         "days": days,

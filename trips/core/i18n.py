@@ -5,19 +5,26 @@ Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in th
 `.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
 the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
 completeness is a set comparison of codes (tests/test_i18n.py). A second domain, `pages.po`, holds the words of
-the pages and read models (the share page, the weather words), keyed by the registry of trips/readmodels/words.py
-and read through `t`, with the same fallbacks. A `.mo` that is missing or older than its
+every page and e-mail a person sees (sign-in, consent, the account, the errors, the share page, the sign-in
+mail) and of the read models (the weather words), read through `t`, and through `tn` for an entry with plural
+forms (`msgid_plural`: the form of a count is chosen by the language's gettext Plural-Forms, which
+tests/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
+`t`, `tn`, `num`, `date`, `osm` and `lang`. The keys are extracted by pybabel (babel.cfg, `make messages`): the
+first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered); the keys made from data are
+listed in trips/readmodels/words.py. A `.mo` that is missing or older than its
 `.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
 text shown is the source's, never a stale compile.
 
 App-wide infrastructure (trips/core): the account pages (oauth/) and every reader use it.
 
 Resolution (`current_locale`): a locale pinned for this request (the share page pins the trip owner's), else
-the signed-in account's (REST and MCP: g.principal), else on REST the request's Accept-Language negotiated
+the signed-in account's (REST and MCP: g.principal; the pages: the session's account, through the resolver
+oauth's web edge registers with `account_locale`), else (not on /mcp) the request's Accept-Language negotiated
 among LOCALES (the answer then varies on it, RFC 9110 §12.5.5), else English.
 """
 from __future__ import annotations
 
+import gettext
 import logging
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +32,8 @@ from pathlib import Path
 from babel import Locale, negotiate_locale
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
+from babel.dates import format_date
+from babel.messages.plurals import get_plural
 from babel.numbers import format_decimal
 from flask import after_this_request, g, has_request_context, request
 
@@ -36,6 +45,8 @@ DOMAIN = "alerts"
 PAGES = "pages"  # the words of the pages: `t`
 TRANSLATIONS = Path(__file__).resolve().parents[2] / "translations"
 _PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
+_MACHINE = ("/api/", "/mcp", "/.well-known/")  # answered for a token's principal, never a session's account
+_ACCOUNT = {"locale": None}  # the pages' signed-in account's locale: a callable set by `account_locale`
 
 
 def message_key(code: str) -> str:
@@ -63,9 +74,10 @@ def is_fresh(locale: str, domain: str = DOMAIN) -> bool:
 
 
 @lru_cache(maxsize=4 * len(LOCALES))
-def messages(locale: str, domain: str = DOMAIN) -> dict[str, str]:
+def messages(locale: str, domain: str = DOMAIN) -> dict[str, str | tuple[str, ...]]:
     """{msgid: msgstr} of `locale`'s catalogue of `domain` (the alerts unless told), untranslated entries left
-    out. Raises FileNotFoundError when the locale has no `.po` source."""
+    out; an entry with plural forms is {singular msgid: (form 0, form 1, …)}. Raises FileNotFoundError when the
+    locale has no `.po` source."""
     po, mo = _paths(locale, domain)
     if is_fresh(locale, domain):
         with mo.open("rb") as handle:
@@ -74,14 +86,30 @@ def messages(locale: str, domain: str = DOMAIN) -> dict[str, str]:
         log.warning("i18n: %s is missing or older than its source: reading %s (run `make`)", mo.name, po)
         with po.open("rb") as handle:
             catalog = read_po(handle, locale=locale)
-    return {m.id: m.string for m in catalog if m.id and isinstance(m.id, str) and m.string}
+    found = {m.id: m.string for m in catalog if m.id and isinstance(m.id, str) and m.string}
+    plural = {m.id[0]: tuple(m.string) for m in catalog
+              if isinstance(m.id, (tuple, list)) and m.id[0] and m.string and all(m.string)}
+    return found | plural
 
 
-def template(code: str, locale: str) -> str | None:
+def template(code: str, locale: str, count=None) -> str | None:
     """The message template of an alert code in `locale` (English when the locale lacks it), None when
-    neither catalogue has it."""
+    neither catalogue has it. An entry with plural forms gives the form of `count` (the fact's `count`
+    parameter) by the Plural-Forms of the language whose catalogue answered."""
     key = message_key(code)
-    return messages(normalize(locale) or DEFAULT).get(key) or messages(DEFAULT).get(key)
+    for lang in dict.fromkeys((normalize(locale) or DEFAULT, DEFAULT)):
+        found = messages(lang).get(key)
+        if found:
+            return found if isinstance(found, str) else pick(found, lang, count)
+    return None
+
+
+def pick(forms: tuple[str, ...], locale: str, count) -> str:
+    """The plural form of `count` among `forms` in `locale`; the last (the general plural) when the count is
+    not a number."""
+    if isinstance(count, bool) or not isinstance(count, (int, float)):
+        return forms[-1]
+    return forms[min(plural_index(locale, count), len(forms) - 1)]
 
 
 def t(key: str, locale: str | None, **params) -> str:
@@ -89,7 +117,79 @@ def t(key: str, locale: str | None, **params) -> str:
     catalogue has it (a test keeps that from shipping); `params` fill its {fields} (str.format): format numbers
     with `number` first."""
     text = messages(normalize(locale) or DEFAULT, PAGES).get(key) or messages(DEFAULT, PAGES).get(key) or key
+    text = text[0] if isinstance(text, tuple) else text
     return text.format(**params) if params else text
+
+
+def tn(key: str, count: int, locale: str | None, **params) -> str:
+    """The page words `key` with plural forms (pages.po `msgid_plural`), the form of `count` in `locale` chosen
+    by gettext's Plural-Forms of that language ("1 conseil" / "2 conseils", fr counts 0 as singular), English when
+    the locale lacks it, the key itself when neither has it. `{count}` is filled with `count` written the locale's
+    way unless `params` give it."""
+    chosen = normalize(locale) or DEFAULT
+    for lang in dict.fromkeys((chosen, DEFAULT)):
+        forms = messages(lang, PAGES).get(key)
+        if isinstance(forms, tuple):
+            text = pick(forms, lang, count)
+            break
+    else:
+        text = key
+    return text.format(**{"count": number(count, chosen, 0), **params})
+
+
+@lru_cache(maxsize=len(LOCALES))
+def _plural_rule(locale: str):
+    return gettext.c2py(get_plural(locale).plural_expr)
+
+
+def plural_index(locale: str, count: int) -> int:
+    """Which plural form (msgstr[i]) `count` takes in `locale`: the language's gettext Plural-Forms, from Babel's
+    table (the one `pybabel init` writes into a catalogue's header)."""
+    return _plural_rule(normalize(locale) or DEFAULT)(abs(int(count)))
+
+
+def N_(key: str) -> str:  # noqa: N802 (gettext's name for a key marked, not yet rendered)
+    """`key` itself: marks a page key for extraction where it is named before it is rendered (babel.cfg)."""
+    return key
+
+
+# The words of an error page (templates/error.html) by HTTP status: a heading and what to do; any other status
+# has the general pair. Never the error's own detail: it is English, and written for programs.
+ERRORS = {
+    400: (N_("error.bad_request"), N_("error.bad_request_detail")),
+    404: (N_("error.not_found"), N_("error.not_found_detail")),
+    405: (N_("error.not_allowed"), N_("error.not_allowed_detail")),
+    413: (N_("error.too_large"), N_("error.too_large_detail")),
+    429: (N_("error.rate_limited"), N_("error.rate_limited_detail")),
+    503: (N_("error.unavailable"), N_("error.unavailable_detail")),
+}
+OTHER_ERROR = (N_("error.other"), N_("error.other_detail"))
+
+
+def error_words(status) -> tuple[str, str]:
+    """The page keys (heading, detail) of an error page for HTTP `status` (any value: unknown ones get the
+    general pair)."""
+    return ERRORS.get(status, OTHER_ERROR) if isinstance(status, int) else OTHER_ERROR
+
+
+def osm_word(tag: str, value, locale: str | None) -> str | None:
+    """An OpenStreetMap value in words (`osm_word("surface", "paving_stones", "fr")` → "pavés"), from the
+    catalogue's `osm.<tag>.<value>` entries; None for a value the catalogue does not name: it is left out,
+    never shown raw in a sentence."""
+    key = f"osm.{tag}.{value}"
+    return t(key, locale) if isinstance(value, str) and key in messages(DEFAULT, PAGES) else None
+
+
+def osm_words(tag: str, values, locale: str | None) -> str:
+    """OSM values joined with ", " (an alert's `surface`: "gravel, unpaved") in words: the ones the catalogue names,
+    the others left out; when none is named, `osm.<tag>.other` ("other surfaces")."""
+    said = [osm_word(tag, v.strip(), locale) for v in str(values).split(",")]
+    return ", ".join(dict.fromkeys(w for w in said if w)) or t(f"osm.{tag}.other", locale)
+
+
+def date(value, locale: str | None) -> str:
+    """A calendar date as `locale` writes it, month in words: "2 Jun 2026" / "2 juin 2026"."""
+    return format_date(value, "d MMM y", locale=normalize(locale) or DEFAULT)
 
 
 def number(value, locale: str, digits: int = 1) -> str:
@@ -119,6 +219,27 @@ def pin(locale: str | None) -> None:
     request.environ[_PINNED] = normalize(locale) or DEFAULT
 
 
+def account_locale(resolver) -> None:
+    """Register how a page request finds its signed-in account's chosen locale (oauth's web edge: the session's
+    account); `resolver()` answers a locale or None."""
+    _ACCOUNT["locale"] = resolver
+
+
+def register(app) -> None:
+    """Give every template the reader's words: `t(key, **params)`, `tn(key, count, **params)`, `num(value,
+    digits)`, `date(value)`, `osm(tag, value)` (`osm_word`), `error_words(status)` and `lang`, all in
+    `current_locale()` (the share page's pinned owner's included)."""
+
+    @app.context_processor
+    def _page_words():
+        locale = current_locale()
+        return {"lang": locale, "t": lambda key, **params: t(key, locale, **params),
+                "tn": lambda key, count, **params: tn(key, count, locale, **params),
+                "num": lambda value, digits=1: number(value, locale, digits),
+                "date": lambda value: date(value, locale),
+                "osm": lambda tag, value: osm_word(tag, value, locale), "error_words": error_words}
+
+
 def current_locale() -> str:
     """The locale this read is rendered in (see the module docstring); English outside a request."""
     if not has_request_context():
@@ -130,7 +251,12 @@ def current_locale() -> str:
     chosen = normalize(getattr(principal, "locale", None))
     if chosen:
         return chosen
-    if not request.path.startswith("/api/"):
+    if principal is None and _ACCOUNT["locale"] is not None and not request.path.startswith(_MACHINE):
+        chosen = normalize(_ACCOUNT["locale"]())
+        if chosen:
+            request.environ[_PINNED] = chosen
+            return chosen
+    if request.path.startswith("/mcp"):  # an agent's answers: the account's language, else English
         return DEFAULT
     offered = [value for value, _ in request.accept_languages]
     found = negotiate_locale([v.replace("-", "_") for v in offered], list(LOCALES), sep="_") if offered else None

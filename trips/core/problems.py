@@ -40,7 +40,7 @@ JSON_PATHS = ("/api/", "/mcp", "/oauth/token", "/oauth/revoke", "/oauth/register
 
 def problem(status: int, title: str, detail: str, **extra) -> Response:
     if not request.path.startswith(JSON_PATHS):  # a human's page: an HTML answer
-        html = render_template("error.html", title=title, detail=detail)
+        html = render_template("error.html", status=status)  # its words are the status's, in the reader's language
         return current_app.response_class(html, status=status, mimetype="text/html")
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
             "instance": request.path[:2048], **extra}

@@ -43,6 +43,8 @@ WAY_COLS = ("area_id", "osm_type", "osm_id", "highway", "surface", "tracktype", 
             "min_lat", "min_lon", "max_lat", "max_lon")
 FERRY_COLS = ("area_id", "osm_type", "osm_id", "name", "length_m", "line", "min_lat", "min_lon", "max_lat",
               "max_lon")
+WATER_COLS = ("area_id", "osm_type", "osm_id", "kind", "name", "length_m", "line", "min_lat", "min_lon", "max_lat",
+              "max_lon")
 PLACE_COLS = ("area_id", "osm_type", "osm_id", "name", "name_key", "place", "rank", "population", "lat", "lon")
 BOUNDARY_COLS = ("area_id", "osm_type", "osm_id", "iso", "name", "rings", "min_lat", "min_lon", "max_lat",
                  "max_lon")
@@ -92,9 +94,9 @@ class _Collector:
         self.area_id = area_id
         self.wkb = osmium.geom.WKBFactory()
         self.rows = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
-        self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": []}  # (row head, hex wkb)
+        self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": [], "osm_water": []}  # (row head, hex wkb)
         self.seen = {"node": 0, "way": 0, "area": 0}
-        self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0}
+        self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0, "water": 0}
         self.box = [math.inf, math.inf, -math.inf, -math.inf]
         self.pending = 0
         self.progress = _Progress(echo)
@@ -114,7 +116,8 @@ class _Collector:
         is_road = highway is not None and highway not in T.SKIPPED_HIGHWAYS
         kinds = T.point_kinds(wt)
         place = wt.get("place") in PLACE_RANKS and wt.get("name")
-        if not (is_road or route == "ferry" or kinds or place):
+        water = T.water_kind(wt, w.is_closed())
+        if not (is_road or route == "ferry" or kinds or place or water):
             return
         try:
             hexwkb = self.wkb.create_linestring(w)
@@ -126,6 +129,8 @@ class _Collector:
             self._line("osm_way", head, hexwkb)
         if route == "ferry":
             self._line("osm_ferry", (self.area_id, "w", w.id, T.short(wt.get("name"), 255)), hexwkb)
+        if water:
+            self._line("osm_water", (self.area_id, "w", w.id, water, T.short(wt.get("name"), 255)), hexwkb)
         if kinds or place:
             coords = geometry.wkb_line(hexwkb)
             closed = w.is_closed() and len(coords) > 3
@@ -176,7 +181,7 @@ class _Collector:
 
     def _line(self, table: str, head: tuple, hexwkb: str) -> None:
         self.lines[table].append((head, hexwkb))
-        self.kept["ways" if table == "osm_way" else "ferries"] += 1
+        self.kept[{"osm_way": "ways", "osm_ferry": "ferries"}.get(table, "water")] += 1
         self._bump()
 
     def _add(self, table: str, row: tuple, counter: str, box: tuple) -> None:
@@ -218,7 +223,7 @@ class _Collector:
     def flush(self, last: bool = False) -> None:
         geom = ("geom",) if self.pg else ()
         cols = {"osm_point": POINT_COLS, "osm_place": PLACE_COLS, "osm_boundary": BOUNDARY_COLS,
-                "osm_way": WAY_COLS, "osm_ferry": FERRY_COLS}
+                "osm_way": WAY_COLS, "osm_ferry": FERRY_COLS, "osm_water": WATER_COLS}
         batches = {t: (cols[t] + geom, rows) for t, rows in self.rows.items()}
         for table in self.lines:
             batches[table] = (cols[table] + geom, self._line_rows(table))

@@ -74,14 +74,15 @@ def _create_postgis(conn) -> str | None:
     return postgis_schema(conn)
 
 
-def install_spatial(conn, required: bool) -> bool:
-    """Create the spatial index objects if missing (idempotent; the migration and every import call it).
+def install_spatial(conn, required: bool, tables=tuple(SPATIAL)) -> bool:
+    """Create the spatial index objects of `tables` (default: every spatial table) if missing (idempotent; each
+    migration that adds a spatial table calls it for its own, every import for all).
 
     Returns False when PostgreSQL has no PostGIS and `required` is false. Raises MapImportError(NO_POSTGIS)
     when it has none and `required` is true.
     """
     if conn.dialect.name == "sqlite":
-        for table in SPATIAL:
+        for table in tables:
             for statement in _sqlite_ddl(table):
                 conn.exec_driver_sql(statement)
         return True
@@ -90,15 +91,15 @@ def install_spatial(conn, required: bool) -> bool:
         if required:
             raise MapImportError(NO_POSTGIS)
         return False
-    for table, shape in SPATIAL.items():
-        conn.exec_driver_sql(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS geom "{schema}".geometry({shape}, 4326)')
+    for table in tables:
+        conn.exec_driver_sql(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS geom "{schema}".geometry({SPATIAL[table]}, 4326)')
         conn.exec_driver_sql(f"CREATE INDEX IF NOT EXISTS ix_{table}_geom ON {table} USING gist (geom)")
     return True
 
 
-def drop_spatial(conn) -> None:
-    """Remove what install_spatial made (the migration's downgrade); the PostGIS extension stays."""
-    for table in SPATIAL:
+def drop_spatial(conn, tables=tuple(SPATIAL)) -> None:
+    """Remove what install_spatial made for `tables` (a migration's downgrade); the PostGIS extension stays."""
+    for table in tables:
         if conn.dialect.name == "sqlite":
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table}_rtree")
 

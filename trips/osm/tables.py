@@ -87,6 +87,11 @@ osm_way = _common(
 
 osm_ferry = _common("osm_ferry", *_line())
 
+# What the share page's map draws under the route (trips/osm/basemap.py): coastlines (natural=coastline, the land on
+# their left), inland water as closed rings (natural=water, waterway=riverbank) and rivers and canals as lines.
+WATER_KINDS = ("coastline", "water", "river")
+osm_water = _common("osm_water", sa.Column("kind", sa.String(16), nullable=False), *_line())
+
 PLACE_RANKS = {"city": 1, "town": 2, "village": 3, "hamlet": 4}
 
 osm_place = _common(
@@ -113,7 +118,7 @@ osm_boundary = _common(
 
 # The tables with a spatial index, and the shape PostGIS stores for each.
 SPATIAL = {"osm_point": "Point", "osm_way": "LineString", "osm_ferry": "LineString",
-           "osm_place": "Point", "osm_boundary": "Polygon"}
+           "osm_place": "Point", "osm_boundary": "Polygon", "osm_water": "LineString"}
 DATA_TABLES = tuple(SPATIAL)
 
 

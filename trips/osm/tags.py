@@ -27,7 +27,7 @@ KINDS = ("accommodation", "resupply", "water", "bike_shop", "charging", "station
 POINT_KEYS = ("tourism", "amenity", "shop", "railway", "historic", "ford", "man_made", "natural", "place",
               "healthcare")
 NODE_KEYS = POINT_KEYS  # not highway: crossings and traffic signals are nodes nobody reads
-WAY_KEYS = (*POINT_KEYS, "highway", "route")
+WAY_KEYS = (*POINT_KEYS, "highway", "route", "waterway")
 AREA_KEYS = ("boundary",)
 
 KEPT_TAGS = frozenset({
@@ -94,6 +94,22 @@ def _water(tags, amenity: str | None) -> str | None:
         return "fountain"
     if tags.get("natural") == "spring" and drinkable in YES:
         return "spring"
+    return None
+
+
+RIVERS = frozenset({"river", "canal"})  # drawn as lines; streams and ditches are too many and too small to show
+
+
+def water_kind(tags: dict, closed: bool) -> str | None:
+    """What the share page's map draws of a way (trips/osm/tables.py osm_water): "coastline", "water" (a closed
+    ring of natural=water or waterway=riverbank) or "river"; None for anything else."""
+    natural, waterway = tags.get("natural"), tags.get("waterway")
+    if natural == "coastline":
+        return "coastline"
+    if closed and (natural == "water" or waterway == "riverbank"):
+        return "water"
+    if waterway in RIVERS:
+        return "river"
     return None
 
 

@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 
 from trips.core import i18n
 from trips.core.text import floor
-from trips.readmodels import words
+from trips.readmodels import mapsvg, words
 
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 MAX_POINTS = 300  # per day: far more than a 700 px wide picture can show, a few KB of markup
@@ -70,21 +70,10 @@ def _lat_lon(geometry) -> list[tuple[float, float]]:
 def project(days: Sequence[Sequence[tuple[float, float]]], width: float, height: float,
             pad: float) -> list[list[tuple[float, float]]]:
     """Each day's (lat, lon) points as (x, y) in a `width`×`height` box, `pad` kept free on every side, the
-    aspect kept (x scaled by cos of the mean latitude) and the picture centred. A single point (or a trip
-    that never moves) lands in the middle."""
-    flat = [p for day in days for p in day]
-    if not flat:
-        return [[] for _ in days]
-    k = math.cos(math.radians(sum(lat for lat, _ in flat) / len(flat)))
-    xs, ys = [lon * k for _, lon in flat], [-lat for lat, _ in flat]
-    span_x, span_y = max(xs) - min(xs), max(ys) - min(ys)
-    room_x, room_y = width - 2 * pad, height - 2 * pad
-    scale = min(room_x / span_x if span_x else math.inf, room_y / span_y if span_y else math.inf)
-    if scale == math.inf:
-        scale = 0.0
-    off_x = pad + (room_x - span_x * scale) / 2 - min(xs) * scale
-    off_y = pad + (room_y - span_y * scale) / 2 - min(ys) * scale
-    return [[(lon * k * scale + off_x, -lat * scale + off_y) for lat, lon in day] for day in days]
+    aspect kept (x scaled by cos of the mean latitude) and the picture centred (trips/readmodels/mapsvg.py fit). A
+    single point (or a trip that never moves) lands in the middle."""
+    proj = mapsvg.fit([p for day in days for p in day], width, height, pad)
+    return [[proj.xy(lat, lon) for lat, lon in day] for day in days]
 
 
 def route_height(days: Sequence[Sequence[tuple[float, float]]]) -> int:
@@ -99,19 +88,29 @@ def route_height(days: Sequence[Sequence[tuple[float, float]]]) -> int:
     return int(min(ROUTE_W, max(ROUTE_W * 0.45, (ROUTE_W - 2 * ROUTE_PAD) * ratio + 2 * ROUTE_PAD)))
 
 
-def route_svg(days: Sequence[dict], title: str = "The route") -> Markup:
-    """The route outline: `days` = [{"number": int, "geometry": [[lat, lon, ele?], …]}, …] in order; each day
-    in its colour (by position), a numbered disc at its end, a ring at the trip's start. Days without two
-    points (rest days) draw nothing. Empty Markup when no day has a point."""
+def route_view(days: Sequence[dict]) -> tuple[list, mapsvg.Projection]:
+    """The route's lines as drawn (each day's points thinned to its share of the budget) and the projection that
+    fits them in the picture; its `view_box()` is what a map under the route must cover."""
     per_day = max(MIN_POINTS, min(MAX_POINTS, ROUTE_BUDGET // max(len(days), 1)))
     lines = [downsample(_lat_lon(d.get("geometry")), per_day) for d in days]
+    return lines, mapsvg.fit([p for day in lines for p in day], ROUTE_W, route_height(lines), ROUTE_PAD)
+
+
+def route_svg(days: Sequence[dict], title: str = "The route", base=None, scale_label=None) -> Markup:
+    """The route outline: `days` = [{"number": int, "geometry": [[lat, lon, ele?], …]}, …] in order; each day
+    in its colour (by position), a numbered disc at its end, a ring at the trip's start. Days without two
+    points (rest days) draw nothing. Empty Markup when no day has a point. Under it, `base` (trips/osm/basemap.py
+    BaseMap of route_view's view box) when given, and a scale bar when `scale_label(km)` writes its length."""
+    lines, proj = route_view(days)
     if not any(lines):
         return Markup("")
-    height = route_height(lines)
-    projected = project(lines, ROUTE_W, height, ROUTE_PAD)
+    height = int(proj.height)
+    projected = [[proj.xy(lat, lon) for lat, lon in day] for day in lines]
     parts = [f'<svg class="route" viewBox="0 0 {ROUTE_W} {height}" role="img" aria-labelledby="route-title" '
              f'xmlns="http://www.w3.org/2000/svg"><title id="route-title">{_text(title)}</title>',
              f'<rect width="{ROUTE_W}" height="{height}" fill="#f4f7f8"/>']
+    if base is not None:
+        parts.extend(mapsvg.layers(base, proj))
     for i, pts in enumerate(projected):
         if len(pts) >= 2:
             coords = " ".join(f"{_n(x)},{_n(y)}" for x, y in pts)
@@ -129,6 +128,8 @@ def route_svg(days: Sequence[dict], title: str = "The route") -> Markup:
                          f'stroke="#ffffff" stroke-width="2"/><text x="{_n(x)}" y="{_n(y + 4)}" '
                          f'text-anchor="middle" font-size="11" font-weight="700" fill="#ffffff">'
                          f'{_text(day.get("number", i + 1))}</text></g>')
+    if scale_label is not None:
+        parts.append(mapsvg.scale_bar(proj, scale_label, [p for day in projected for p in day]))
     parts.append("</svg>")
     return Markup("".join(parts))
 

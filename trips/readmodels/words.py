@@ -1,27 +1,29 @@
-"""The registry of the page words (translations/<locale>/LC_MESSAGES/pages.po, read with `i18n.t`): every key the
-code asks for is listed here, and tests/test_i18n.py holds each catalogue to exactly these keys (none missing,
-none unused) and each listed page key to a use in the code or the templates.
+"""The page keys no extraction can see (translations/<locale>/LC_MESSAGES/pages.po, read with `i18n.t`): keys
+made from data rather than written in a call. Every other key is the first argument of a `t`, `tn` or `N_` call
+in the code or the templates, found by pybabel's extraction (babel.cfg); tests/test_i18n.py holds each catalogue
+to exactly the extracted keys and these (none missing, none unused).
 
 The weather words are the WMO code table's (trips/enrich/weather.py): the stored forecast keeps its code and
 icon, and a reader sees the word of that code in their own language (docs/RULES.md "Rendering at read time":
-no language stored).
+no language stored). The OpenStreetMap values a page or an alert names (a rough surface, a kind of lodging) are
+said in words through `osm.<tag>.<value>` (i18n.osm_word), never shown raw.
 """
 from __future__ import annotations
 
-from trips.core import i18n
 from trips.enrich import weather
+from trips.enrich.terrain import ROUGH_SMOOTHNESS, ROUGH_SURFACES, ROUGH_TRACKTYPES
+from trips.models import ACCOMMODATION_TYPES
+from trips.osm.tags import CULTURE_HISTORIC, CULTURE_TOURISM
+from trips.core import i18n
 
-# The share page (templates/share.html, trips/api/share.py) and its pictures (trips/readmodels/pictures.py).
-PAGE_KEYS = (
-    "page.tagline", "share.untitled", "share.summary", "share.dates", "share.download", "share.route",
-    "share.route_caption", "share.profile_caption", "share.trip_elevation", "share.day_elevation",
-    "share.weather_legend", "share.not_ready", "share.day", "share.rest_day", "share.start", "share.end",
-    "share.day_numbers", "share.arrival", "share.temps", "share.chance_rain", "share.chance_snow",
-    "share.wind", "share.gusts", "share.night", "share.suggested_night", "share.unnamed", "share.per_night",
-    "share.about_per_night", "share.count_critical", "share.count_warning", "share.count_nudge", "share.critical", "share.warning",
-    "share.nudge", "share.max", "share.min", "share.no_elevation", "share.summary_unknown_climb",
-    "share.day_numbers_unknown_climb", "wind.headwind", "wind.tailwind", "wind.crosswind", "wind.wind",
-)
+# The wind words of the share page's pictures (trips/readmodels/pictures.py `_WIND_WORDS`).
+WIND_KEYS = ("wind.headwind", "wind.tailwind", "wind.crosswind", "wind.wind")
+# The OSM values said in words (i18n.osm_word): the rough surfaces, track grades and smoothness of the terrain alert, the kinds of cultural
+# place of the nearby alert (each table with its `other`, i18n.osm_words), the kinds of lodging of the share page.
+OSM_VALUES = {"surface": sorted(ROUGH_SURFACES | ROUGH_TRACKTYPES | ROUGH_SMOOTHNESS), "culture": sorted(CULTURE_TOURISM | CULTURE_HISTORIC),
+              "tourism": list(ACCOMMODATION_TYPES)}
+OSM_KEYS = tuple(f"osm.{tag}.{v}" for tag, values in OSM_VALUES.items() for v in values) + (
+    "osm.surface.other", "osm.culture.other")
 UNKNOWN = "unknown"
 
 
@@ -31,7 +33,7 @@ def weather_key(description: str) -> str:
 
 
 WEATHER_KEYS = tuple(dict.fromkeys(weather_key(row[2]) for row in weather._WMO)) + (weather_key(UNKNOWN),)
-KEYS = frozenset(PAGE_KEYS + WEATHER_KEYS)
+DYNAMIC_KEYS = frozenset(WEATHER_KEYS + WIND_KEYS + OSM_KEYS)
 _BY_DESCRIPTION = {row[2]: weather_key(row[2]) for row in weather._WMO} | {UNKNOWN: weather_key(UNKNOWN)}
 
 

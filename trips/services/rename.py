@@ -70,21 +70,26 @@ def rename_stage(actor_id: str, trip_id: str, stage_id: str, precondition: Preco
 
 
 def _rename_postgresql(values: dict) -> int:
-    """One statement in one transaction on a pooled connection (checked out and in as any: trips/core/db.py), rolled
-    back when it did not write both rows; the owner's epoch replaced once the connection is back in the pool."""
+    """One statement on a pooled connection (checked out and in as any: trips/core/db.py), in autocommit as a pooled
+    connection idles: a single statement is its own transaction in PostgreSQL, one round trip where BEGIN … COMMIT
+    cost three. It writes both rows or neither: its trip UPDATE waits for any writer holding the trip's row (every
+    write that removes a day moves the version under FOR UPDATE: trips/guards.py ownership) and then finds the
+    version moved, so the day it labels cannot go between the two. The owner's epoch is replaced once the
+    connection is back."""
     raw = db.engine.raw_connection()
     try:
         driver = raw.driver_connection
-        with driver.transaction():
-            row = driver.execute(_POSTGRESQL, values).fetchone()
-            if row is None:
-                raise _NotRenamed  # rolls the transaction back (nothing was written, or the day went meanwhile)
+        if not driver.autocommit:  # idle connections are (trips/core/db.py _pg_on_checkin); never one mid-transaction
+            driver.autocommit = True
+        row = driver.execute(_POSTGRESQL, values).fetchone()
+        if row is None:
+            raise _NotRenamed  # nothing was written
         epochs.written_by_hand(raw.info, values["user"])
         return int(row[0])
     except _NotRenamed:
         raise
     except BaseException:
-        raw.invalidate()  # a connection that failed mid-transaction is not given to the next request
+        raw.invalidate()  # a connection that failed mid-statement is not given to the next request
         raise
     finally:
         raw.close()

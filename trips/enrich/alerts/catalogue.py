@@ -20,6 +20,9 @@ GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "
           "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
 # Parameters that count days or segments: written as plain integers, never grouped ("day 1000", not "1,000").
 COUNTERS = frozenset({"next", "days", "count", "stage"})
+# The parameters that hold OpenStreetMap values, by the catalogue table (pages.po `osm.<tag>.<value>`) that says them:
+# `surface` the rough surfaces of surface_rough, `type` the kind of place of cultural_poi_suggestion.
+OSM_PARAMS = {"surface": "surface", "type": "culture"}
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,16 @@ class AlertKind:
     code: str
     severity: str
     group: str
-    message: str        # English template with {name} placeholders, `{stage}` included where the day is named
+    # English template with {name} placeholders, `{stage}` included where the day is named; a message that counts
+    # is its plural forms (singular, plural), chosen by the `count` parameter (gettext's, trips/core/i18n.py `pick`)
+    message: str | tuple[str, ...]
     params: tuple[str, ...] = ()
 
 
 CATALOGUE: dict[str, AlertKind] = {}
 
 
-def register(code: str, severity: str, group: str, message: str, params: tuple[str, ...] = ()) -> AlertKind:
+def register(code: str, severity: str, group: str, message: str | tuple[str, ...], params: tuple[str, ...] = ()) -> AlertKind:
     """Add a code. Raises ValueError on a duplicate code, an unknown severity or group."""
     if code in CATALOGUE:
         raise ValueError(f"alert code {code!r} is registered twice")
@@ -55,7 +60,9 @@ def render(fact: dict, day_number: int, locale: str | None = None) -> dict:
     if kind is None:
         return {"code": fact.get("code"), "severity": "nudge", "group": None, "message": fact.get("code")}
     values = {**{k: _format(k, v, locale) for k, v in (fact.get("params") or {}).items()}, "stage": day_number}
-    text = i18n.template(kind.code, locale) or kind.message
+    count = (fact.get("params") or {}).get("count")
+    text = i18n.template(kind.code, locale, count) or (
+        kind.message if isinstance(kind.message, str) else i18n.pick(kind.message, i18n.DEFAULT, count))
     try:
         message = text.format(**values)
     except (KeyError, IndexError, ValueError):
@@ -73,6 +80,8 @@ def _format(name: str, value, locale: str):
         return value
     if name in ("country", "fromCountry") and isinstance(value, str):
         return i18n.country(value, locale)
+    if name in OSM_PARAMS and isinstance(value, str):  # OSM values in words, never raw (trips/readmodels/words.py)
+        return i18n.osm_words(OSM_PARAMS[name], value, locale)
     if isinstance(value, int) and name in COUNTERS:
         return value
     if isinstance(value, (int, float)):

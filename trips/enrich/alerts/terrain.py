@@ -28,15 +28,16 @@ SURFACE_ROUGH = register(
     "Rough surface totalling {length} km ({surface}). Check bike suitability.", ("length", "surface"))
 TRAFFIC_MAIN_ROAD = register(
     "traffic_main_road", "critical", GROUP,
-    "{count} segment(s) on main road without bike lane detected ({length} km in total).", ("count", "length"))
+    ("{count} segment on main road without bike lane detected ({length} km in total).",
+     "{count} segments on main road without bike lane detected ({length} km in total)."), ("count", "length"))
 TRAFFIC_SECONDARY_FAST = register(
     "traffic_secondary_road_fast", "warning", GROUP,
-    "{count} segment(s) on a fast secondary road without bike lane (speed limit up to {maxspeed} km/h, "
-    "{length} km in total).", ("count", "length", "maxspeed"))
+    tuple(f"{{count}} {word} on a fast secondary road without bike lane (speed limit up to {{maxspeed}} km/h, "
+          "{length} km in total)." for word in ("segment", "segments")), ("count", "length", "maxspeed"))
 TRAFFIC_SECONDARY_SLOW = register(
     "traffic_secondary_road_slow", "nudge", GROUP,
-    "{count} segment(s) on a secondary road without bike lane, at a moderate speed limit (≤{maxspeed} km/h, "
-    "{length} km in total).", ("count", "length", "maxspeed"))
+    tuple(f"{{count}} {word} on a secondary road without bike lane, at a moderate speed limit (≤{{maxspeed}} km/h, "
+          "{length} km in total)." for word in ("segment", "segments")), ("count", "length", "maxspeed"))
 EBIKE_RANGE_EXCEEDED = register(
     "ebike_range_exceeded", "warning", GROUP,
     "Stage {stage} ({distance} km) exceeds estimated e-bike range ({range} km). Plan a recharge or shorten "

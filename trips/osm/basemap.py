@@ -1,0 +1,154 @@
+"""What the share page's map draws under the route, read from the imported map (trips/readmodels/mapsvg.py draws it):
+water (coastlines, lakes and riverbanks, rivers and canals), the main roads and the towns and villages with their
+names, for one view box.
+
+What is shown follows the scale, as a printed map does: the wider the view, the fewer road classes and places, and
+the larger a lake or river must be to be drawn; every line is thinned to about a pixel (trips/route/geo.py
+simplify), so a country-wide view stays a few tens of KB of markup. Each layer is capped (`LIMITS`): beyond it the
+longest lines and the most important places are kept. A view the map does not cover answers empty layers, and
+`covered` says so (the page then draws the route alone, as before)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.core.lru import LRU
+from trips.osm import geometry as G
+from trips.osm.index import engine_of, _postgis_schema
+from trips.osm.tables import osm_area
+from trips.route import geo
+
+# Road classes by the view's width (km): the first row whose width the view does not exceed.
+ROAD_CLASSES = (
+    (60.0, ("motorway", "trunk", "primary", "secondary", "tertiary")),
+    (250.0, ("motorway", "trunk", "primary", "secondary")),
+    (float("inf"), ("motorway", "trunk", "primary")),
+)
+MAJOR = frozenset({"motorway", "trunk", "primary"})
+# Places by the view's width (km): the largest rank drawn (trips/osm/tables.py PLACE_RANKS: 1 city … 4 hamlet).
+PLACE_RANK = ((40.0, 3), (250.0, 2), (float("inf"), 1))
+LIMITS = {"roads": 1500, "water": 400, "rivers": 300, "coastline": 600, "places": 40}
+PIXELS = 600  # the picture's width in the SVG's units (trips/readmodels/pictures.py ROUTE_W)
+# Per process, by view box and the ready imports it stands on: a re-import (a new area id) is a new key, so a map is
+# never drawn from a replaced import (docs/CACHES.md).
+_KEPT = LRU(64)
+
+
+@dataclass
+class BaseMap:
+    """Layers as lists of (n, 2) arrays of (lat, lon); places as (name, rank, lat, lon), most important first."""
+
+    water: list = field(default_factory=list)  # closed rings, filled
+    coastline: list = field(default_factory=list)
+    rivers: list = field(default_factory=list)
+    roads: list = field(default_factory=list)  # (is major, line)
+    places: list = field(default_factory=list)
+    covered: bool = False
+
+    def empty(self) -> bool:
+        return not (self.water or self.coastline or self.rivers or self.roads or self.places)
+
+
+def view_width_km(box) -> float:
+    lat = (box[0] + box[2]) / 2
+    return max(box[3] - box[1], 1e-9) * G.metres_per_degree(lat)[1] / 1000.0
+
+
+def base_map(box, engine=None) -> BaseMap:
+    """The layers for the view `box` (min_lat, min_lon, max_lat, max_lon), kept per process (`_KEPT`). A view no ready
+    import meets gets empty layers and covered False."""
+    engine = engine_of(engine)
+    with engine.connect() as conn:
+        areas = _areas_meeting(conn, box)
+        if not areas:
+            return BaseMap()
+        key = (engine.url.render_as_string(hide_password=True), tuple(round(float(b), 6) for b in box), areas)
+        kept = _KEPT.get(key)
+        if kept is None:
+            kept = _read(conn, box)
+            _KEPT.put(key, kept)
+        return kept
+
+
+def _read(conn, box) -> BaseMap:
+    width = view_width_km(box)
+    pixel_m = width * 1000.0 / PIXELS
+    classes = next(c for w, c in ROAD_CLASSES if width <= w)
+    out = BaseMap(covered=True)
+    for row in _lines(conn, "osm_way", box, "t.highway IN :classes", {"classes": list(classes)}, LIMITS["roads"],
+                      pixel_m * 4):
+        out.roads.append((row["highway"] in MAJOR, _thin(row["line"], pixel_m)))
+    # A lake must be a dozen pixels round and a river twenty long to be drawn; every coastline piece is (the sea's
+    # edge has no gap).
+    for kind, layer, shortest in (("water", out.water, pixel_m * 12), ("river", out.rivers, pixel_m * 20),
+                                  ("coastline", out.coastline, 0.0)):
+        for row in _lines(conn, "osm_water", box, "t.kind = :kind", {"kind": kind},
+                          LIMITS["rivers" if kind == "river" else kind], shortest):
+            line = _thin(row["line"], pixel_m)
+            if kind != "water" or len(line) >= 4:
+                layer.append(line)
+    out.places = _places(conn, box, next(r for w, r in PLACE_RANK if width <= w))
+    return out
+
+
+def _thin(encoded: str, pixel_m: float) -> np.ndarray:
+    pts = G.decode(encoded)
+    if len(pts) <= 2:
+        return pts
+    return geo.simplify(np.column_stack((pts, np.zeros(len(pts)))), pixel_m)[:, :2]
+
+
+def _areas_meeting(conn, box) -> tuple:
+    """The ids of the ready imports whose box meets the view, in order (empty: the map does not cover it)."""
+    return tuple(conn.execute(sa.select(osm_area.c.id).where(
+        osm_area.c.status == "ready", osm_area.c.min_lat <= box[2], osm_area.c.max_lat >= box[0],
+        osm_area.c.min_lon <= box[3], osm_area.c.max_lon >= box[1]).order_by(osm_area.c.id)).scalars())
+
+
+def _in_box(conn, table: str) -> str | None:
+    """The FROM … WHERE that keeps the rows `t` of `table` in ready areas whose index box meets :a…:d (None: a
+    PostgreSQL without PostGIS, where nothing was ever imported)."""
+    ready = "JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready'"
+    if conn.dialect.name == "sqlite":
+        return (f"FROM {table}_rtree x JOIN {table} t ON t.id = x.id {ready} WHERE x.min_lat <= :c "
+                "AND x.max_lat >= :a AND x.min_lon <= :d AND x.max_lon >= :b")
+    schema = _postgis_schema(conn)
+    if schema is None:
+        return None
+    return (f'FROM {table} t {ready} WHERE "{schema}".ST_Intersects(t.geom, '
+            f'"{schema}".ST_MakeEnvelope(:b, :a, :d, :c, 4326))')
+
+
+def _lines(conn, table: str, box, where: str, params: dict, limit: int, shortest_m: float) -> list:
+    """Lines of `table` meeting the box, at least `shortest_m` long, the `limit` longest (chosen by id and length
+    first, so the sort never carries the lines' text)."""
+    found = _in_box(conn, table)
+    if found is None:
+        return []
+    sql = sa.text(f"SELECT t.* FROM {table} t WHERE t.id IN (SELECT t.id {found} AND {where} "
+                  "AND t.length_m >= :shortest ORDER BY t.length_m DESC, t.id LIMIT :limit) ORDER BY t.length_m DESC")
+    if "classes" in params:
+        sql = sql.bindparams(sa.bindparam("classes", expanding=True))
+    return conn.execute(sql, {"a": box[0], "b": box[1], "c": box[2], "d": box[3], "shortest": shortest_m,
+                              "limit": limit, **params}).mappings().all()
+
+
+def _places(conn, box, rank: int) -> list:
+    found = _in_box(conn, "osm_place")
+    if found is None:
+        return []
+    rows = conn.execute(sa.text(
+        f"SELECT t.name, t.rank, t.lat, t.lon, t.population {found} AND t.rank <= :rank "
+        "ORDER BY t.rank, coalesce(t.population, 0) DESC, t.name, t.id LIMIT :limit"),
+        {"a": box[0], "b": box[1], "c": box[2], "d": box[3], "rank": rank, "limit": LIMITS["places"] * 3}).all()
+    kept, seen = [], set()
+    for name, place_rank, lat, lon, _ in rows:  # overlapping imports list a town twice
+        if name in seen:
+            continue
+        seen.add(name)
+        kept.append((name, place_rank, lat, lon))
+        if len(kept) == LIMITS["places"]:
+            break
+    return kept
