@@ -1,6 +1,7 @@
-"""Humans' account use cases: sign-in links, connected agents, account deletion."""
+"""Humans' account use cases: sign-in links, connected agents, the e-mail address and its change, account deletion."""
 from __future__ import annotations
 
+import hashlib
 import logging
 import secrets
 from datetime import timedelta
@@ -8,17 +9,19 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
 from flask import current_app
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from marshmallow import RAISE, Schema, fields, validate
 
 from trips.core.redis_client import get_redis
-from oauth.mail import MailConfig, send_mail
-from oauth.models import AccessToken, Grant, LoginLink, OAuthClient, RefreshToken, User
+from oauth.mail import MailConfig, MailError, send_mail
+from oauth.models import AccessToken, AuthorizationCode, Grant, LoginLink, OAuthClient, RefreshToken, User
 from trips.core.db import utcnow
 from oauth.server import revoke_client_for_user
 from oauth.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
-from trips.errors import Invalid, NotFound
+from trips.errors import Conflict, Invalid, NotFound, Unavailable
 from trips.core import i18n
 from trips.core.i18n import LOCALES
 from trips.core.ratelimit import limit
@@ -36,15 +39,22 @@ def mail_config() -> MailConfig:
                       sender=f"BTP <no-reply@{host if host and '.' in host else 'btp.invalid'}>")
 
 
+def checked_address(email, field: str = "email") -> str:
+    """`email` normalised (trimmed, lower-cased). Raises Invalid naming `field` (never echoing the value) unless it
+    is one plain address of at most 254 characters."""
+    address = normalize_email(email) if isinstance(email, str) else ""
+    if len(address) > 254 or address.count("@") != 1 or not all(address.split("@")) \
+            or any(c.isspace() or not c.isprintable() for c in address):
+        raise Invalid({field: "must be an e-mail address"})
+    return address
+
+
 def request_login_link(email: str, next_url: str | None, ip: str) -> None:
     """Send a one-time sign-in link. The caller answers the same whether the address has an account or not.
 
     Raises Invalid (not an e-mail address) and RateLimited (per address and per IP).
     """
-    address = normalize_email(email)
-    if len(address) > 254 or address.count("@") != 1 or not all(address.split("@")) \
-            or any(c.isspace() or not c.isprintable() for c in address):
-        raise Invalid({"email": "must be an e-mail address"})
+    address = checked_address(email)
     limit(get_redis(), "login_ip", ip)
     limit(get_redis(), "login_email", address)
     token = secrets.token_urlsafe(32)
@@ -165,3 +175,121 @@ def delete_account(user: User) -> None:
 
 def client_host(client_id: str, client: OAuthClient | None) -> str | None:
     return urlsplit(client_id).hostname if client is not None and client.kind == "metadata" else None
+
+
+# --- the e-mail address, changed by a link sent to the new one ------------------------------------------------
+EMAIL_CHANGE_TTL = timedelta(minutes=30)
+EMAIL_CHANGE_SALT = "btp.email-change"
+EMAIL_CHANGE_INVALID = "This link is invalid, was already used, or has expired. Ask for the change again."
+EMAIL_TAKEN = "Another account uses this address now; the address was not changed."
+_SPENT_KEY = "btp:email-change:spent:"
+
+
+class EmailChange(Schema):
+    """POST /api/users/me/email-change: the new address. Documented by trips/api/openapi.py."""
+
+    class Meta:
+        unknown = RAISE
+
+    email = fields.String(required=True, validate=validate.Length(min=3, max=254))
+
+
+def _serializer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=EMAIL_CHANGE_SALT)
+
+
+def request_email_change(user: User, email) -> str:
+    """Mail a link to the new address; following it (and pressing the button there) changes the account's address.
+    The link is signed, works for 30 minutes, once, and only while the account still has the address it was asked
+    from. Returns the new address (normalised). When another account already uses it, that address is told so
+    instead (no link), and the caller gets the same answer: an app cannot learn who has an account.
+
+    Raises Invalid (`email`: not an address, or the account's own), RateLimited (mails per address) and
+    Unavailable (the mail could not be sent: nothing was)."""
+    address = checked_address(email)
+    if address == user.email:
+        raise Invalid({"email": "is already this account's address"})
+    limit(get_redis(), "login_email", address)  # the mails any one address receives, sign-in links included
+    if find_user(address) is not None:
+        subject, text = "Your BTP address", ("Hello,\n\nSomeone asked to move a BTP account to this address, but an "
+                                             "account already uses it, so nothing was changed.\n\nIf you did not ask "
+                                             "for it, ignore this message.\n")
+    else:
+        token = _serializer().dumps({"u": user.id, "from": user.email, "to": address})
+        link = f"{current_app.config['BTP_BASE_URL']}/account/email/{token}"
+        subject, text = "Confirm your new BTP address", (
+            f"Hello,\n\nOpen this link to make {address} the address of your BTP account (it works once, for 30 "
+            f"minutes):\n\n{link}\n\nIf you did not ask for it, ignore this message: nothing changes without it.\n")
+    try:
+        send_mail(mail_config(), address, subject, text)
+    except MailError as exc:
+        log.warning("e-mail change of account %s: the link could not be sent: %s", user.id, exc)
+        raise Unavailable("The mail could not be sent right now; try again in a little while.") from None
+    return address
+
+
+def peek_email_change(token: str) -> tuple[User, str]:
+    """(the account, its new address) of a link still good. Raises NotFound (bad signature, expired, spent, or the
+    account's address is no longer the one it was asked from)."""
+    try:
+        claim = _serializer().loads(token or "", max_age=int(EMAIL_CHANGE_TTL.total_seconds()))
+    except (BadSignature, SignatureExpired):  # SignatureExpired is a BadSignature; named for the reader
+        raise NotFound(EMAIL_CHANGE_INVALID) from None
+    user = db.session.get(User, claim.get("u")) if isinstance(claim, dict) and isinstance(claim.get("u"), str) else None
+    if user is None or user.email != claim.get("from") or get_redis().exists(_spent(token)):
+        raise NotFound(EMAIL_CHANGE_INVALID)
+    return user, claim["to"]
+
+
+def _spent(token: str) -> str:
+    return _SPENT_KEY + hashlib.sha256(token.encode()).hexdigest()
+
+
+def confirm_email_change(token: str) -> User:
+    """Change the address: every token and unused code an agent (an OAuth client) holds for the account is revoked
+    first (an agent was allowed by the person at the old address), its grants stay (docs/RULES.md "OAuth grants":
+    the tokens carry the truth); then the old address is told. Raises NotFound (see `peek_email_change`; a
+    replayed link too) and Conflict (another account took the address meanwhile)."""
+    _, address = peek_email_change(token)
+    try:
+        with atomic(lock=f"email-change:{address}"):  # one change towards an address at a time
+            user, old = _change(token)
+    except IntegrityError:  # an account made for that address by a sign-in meanwhile (the unique index)
+        raise Conflict(EMAIL_TAKEN) from None
+    _tell_the_old_address(user, old, address)
+    return user
+
+
+def _change(token: str) -> tuple[User, str]:
+    """Inside the unit of work: the checks again, the link spent, the agents' tokens revoked, the address set.
+    Returns (the account, its old address)."""
+    user, address = peek_email_change(token)
+    if find_user(address) is not None:
+        raise Conflict(EMAIL_TAKEN)
+    # Spent before the write: a link can never be used twice, even when the write fails (ask again then).
+    if not get_redis().set(_spent(token), "1", nx=True, ex=int(EMAIL_CHANGE_TTL.total_seconds()) + 60):
+        raise NotFound(EMAIL_CHANGE_INVALID)
+    old, now = user.email, utcnow()
+    for model in (AccessToken, RefreshToken):
+        db.session.execute(sa.update(model).where(model.user_id == user.id, model.client_id.is_not(None),
+                                                  model.revoked_at.is_(None))
+                           .values(revoked_at=now).execution_options(synchronize_session=False))
+    db.session.execute(sa.delete(AuthorizationCode).where(AuthorizationCode.user_id == user.id))
+    user.email = address
+    return user, old
+
+
+def _tell_the_old_address(user: User, old: str, address: str) -> None:
+    try:
+        send_mail(mail_config(), old, "Your BTP address was changed",
+                  f"Hello,\n\nThe address of your BTP account is now {_masked(address)}; this one no longer signs "
+                  "in. Connected agents were disconnected and must be allowed again.\n\nIf you did not do this, "
+                  "sign in with the new address if you can, or contact the operator of this BTP.\n")
+    except (MailError, ValueError) as exc:  # the change is made; the notice failing must not undo or hide it
+        log.warning("e-mail change of account %s: the old address could not be told: %s", user.id, exc)
+    log.info("account %s changed its e-mail address", user.id)
+
+
+def _masked(address: str) -> str:
+    local, _, domain = address.partition("@")
+    return f"{local[:1]}…@{domain}"

@@ -8,7 +8,7 @@ from oauth import accounts
 from oauth.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
 from oauth.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
-from trips.errors import Invalid, NotFound, RateLimited
+from trips.errors import Conflict, Invalid, NotFound, RateLimited
 from oauth.consent import SCOPE_WORDS
 from trips.core import i18n
 from trips.core.i18n import LOCALES, N_
@@ -164,3 +164,20 @@ def delete_account_post():
     accounts.delete_account(user)
     logout_user()
     return render_template("account_deleted.html")
+
+
+@bp.route("/account/email/<token>", methods=["GET", "POST"])
+def email_change(token):
+    # The link mailed to the new address: shown, not spent (mail scanners open links); the button changes it.
+    # The form's CSRF token ties the change to the browser that opened the link.
+    try:
+        _, address = accounts.peek_email_change(token)
+        if request.method == "GET" or not csrf_ok(request.form.get("csrf_token")):
+            status = 200 if request.method == "GET" else 400
+            return render_template("email_change.html", token=token, address=address, csrf=csrf_token()), status
+        accounts.confirm_email_change(token)
+    except NotFound:  # invalid, spent or expired: the words of a 404 page (no key of its own yet)
+        return render_template("error.html", status=404), 404
+    except Conflict:  # the address was taken meanwhile
+        return render_template("error.html", status=409), 409
+    return render_template("email_change.html", address=address, done=True)

@@ -113,7 +113,7 @@ def test_every_json_body_has_an_example_that_matches_its_schema(doc):
     bodies = [(m, p, o["requestBody"]["content"]["application/json"]) for p, item in doc["paths"].items()
               for m, o in item.items() if m in METHODS and "application/json" in o.get("requestBody", {}).get(
                   "content", {})]
-    assert len(bodies) == 9
+    assert len(bodies) == 11
     for method, path, media in bodies:
         validator = jsonschema.Draft202012Validator({**media["schema"], "components": doc["components"]})
         assert validator.is_valid(media["example"]), (method, path)
@@ -205,12 +205,21 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     call("post", f"{t}/duplicate", 200, headers={**headers, **key})
     call("get", f"{t}.gpx", 200)
     call("get", f"{t}/stages/{day[0]}.gpx", 200)
+    call("get", f"{t}.fit", 200)
+    call("get", f"{t}.fit?days=courses", 200)
+    call("get", f"{t}.fit?days=weeks", 400)
+    call("get", f"{t}/stages/{day[0]}.fit", 200)
+    call("get", f"{t}/nearby-pois?category=water&lat=45.0&lon=5.0&radius=500", 200)
+    call("get", f"{t}/nearby-pois?category=pizza&lat=45.0&lon=5.0", 400)
     call("get", "/api/geocode/search?q=Grenoble&limit=2", 200)
     call("get", f"{t}/stages/{day[0]}", 200)
     call("patch", f"{t}/stages/{day[0]}", 200, json={"label": "First"}, headers={**headers, **v})
     first = trip.stages[0]
     call("patch", f"{t}/stages/{day[0]}/accommodation", 200, json={"lat": first.end_lat, "lon": first.end_lon},
          headers={**headers, **v})
+    call("post", f"{t}/stages/{day[0]}/accommodations/manual", 200, json={
+        "name": "Chez Paulette", "point": {"lat": first.end_lat, "lon": first.end_lon}, "price": 30},
+        headers={**headers, **v})
     call("post", f"{t}/stages/{day[1]}/poi-waypoint", 202, json={"lat": trip.stages[1].end_lat,
                                                                   "lon": trip.stages[1].end_lon})
     call("post", f"{t}/stages/{day[1]}/rest-day", 200, headers={**headers, **v})
@@ -228,6 +237,8 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     call("get", "/api/users/me", 200)
     call("patch", "/api/users/me", 200, json={"locale": "fr"})
     call("patch", "/api/users/me", 422, json={"locale": "xx"})
+    call("post", "/api/users/me/email-change", 202, json={"email": "moving@example.org"})
+    call("post", "/api/users/me/email-change", 422, json={"email": "nowhere"})
     call("get", "/api/users/me/authorized-applications", 200)
     call("get", f"/api/users/me/authorized-applications/{grant_id}", 200)
     call("delete", f"/api/users/me/authorized-applications/{grant_id}", 204)

@@ -95,6 +95,8 @@ def _config(user) -> schemathesis.Config:
             _only("PATCH /api/trips/{trip_id}", _ids(settings)),
             _only("POST /api/trips/{trip_id}/analyze", _ids(settings)),
             _only(f"DELETE {day}", _ids(main, 2)),
+            _only(f"POST {day}/accommodations/manual", {  # a lodging near the day's end (a far one is refused)
+                **_ids(main, 0), "body.point": {"lat": main.stages[0].end_lat, "lon": main.stages[0].end_lon}}),
             _only(f"POST {day}/poi-waypoint", {**_ids(main, 1), "body.lat": {"dictionary": "lat", "probability": 0.5},
                                                 "body.lon": {"dictionary": "lon", "probability": 0.5}}),
             {"include-path-regex": "/share$", "parameters": _ids(shared)},

@@ -19,9 +19,12 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import validate
 
-from oauth.accounts import AccountUpdate
+from oauth.accounts import AccountUpdate, EmailChange
 from trips.services import schemas
+from trips.services.manual_accommodation import ManualAccommodation
+from trips.services.nearby import NearbyQuery
 
+from trips.api import rider_schemas
 from trips.api import schemas as api_schemas
 from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
 
@@ -46,8 +49,8 @@ PROBLEMS = {
     422: ("Unprocessable", "The content is invalid: `errors` names each field."),
     423: ("Locked", "The trip's start date is today or past: it can no longer be edited."),
     428: ("PreconditionRequired", 'This edit needs If-Match: "<version>", the ETag of the trip.'),
-    429: ("TooManyRequests", "Too many trips created (or places looked up) this minute: see Retry-After."),
-    502: ("BadGateway", "The place search service did not answer."),
+    429: ("TooManyRequests", "Too many trips created (places looked up, mails sent) for now: see Retry-After."),
+    502: ("BadGateway", "A service BTP relies on did not answer (the place search, the mail server)."),
     503: ("ServiceUnavailable", "BTP cannot reach its Redis right now: the same request works again soon "
                                 "(Retry-After)."),
 }
@@ -96,6 +99,12 @@ def body(schema: str, description: str) -> dict:
 
 GPX_FILE = {"description": "A GPX 1.1 file (an attachment).", "content": {"application/gpx+xml": {
     "schema": {"type": "string"}}}}
+FIT_FILE = {"description": "A FIT course file (an attachment): Garmin, Wahoo and other bike computers load it.",
+            "content": {"application/vnd.ant.fit": {"schema": {"type": "string", "format": "binary"}}}}
+FIT_FILES = {"description": "A FIT course file, the days as laps; with days=courses a ZIP of one course per day.",
+             "content": {**FIT_FILE["content"], "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
+FIT_QUERY = [{"name": "days", "in": "query", "required": False, "schema": {"type": "string", "enum": ["laps", "courses"]},
+              "description": "laps (default): one course, each day a lap; courses: a ZIP of one course per day."}]
 NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
 EMPTY = {"description": "Done; no content."}
 
@@ -113,6 +122,9 @@ EXAMPLES = {
     schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
     schemas.AccommodationScan: {"radiusKm": 10},
     AccountUpdate: {"locale": "fr"},
+    ManualAccommodation: {"name": "Chez Paulette", "point": {"lat": 45.9, "lon": 6.13}, "price": 35,
+                          "phone": "+33 4 50 00 00 00"},
+    EmailChange: {"email": "me@example.org"},
 }
 
 
@@ -176,6 +188,18 @@ OPERATIONS = {
     "stages_api.waypoint": Op("Reroute the day through a point (computed by a job)", WRITE, {
         202: trip("Asked: the day's route_segment computation runs.", LOCATION)},
         (400, 404, 409, 413, 422, 423), body=schemas.WaypointIn, tag="days"),
+    "rider_api.manual_accommodation": Op("Enter the day's lodging by hand: the day ends there, as a chosen one",
+                                         WRITE, {200: trip("The trip as changed.")}, WRITE_ERRORS,
+                                         body=ManualAccommodation, headers=("IfMatch",), tag="days"),
+    "rider_api.nearby": Op("The imported map's places near a GPS fix, by category and radius (offline)", READ, {
+        200: body("NearbyPlaces", "The places, with how much of the circle the map covers.")}, (400,),
+        query=NearbyQuery, tag="places"),
+    "rider_api.trip_fit": Op("Download the trip as a FIT course", READ, {200: FIT_FILES}, (400, 409),
+                             query=FIT_QUERY, tag="exports"),
+    "rider_api.stage_fit": Op("Download one day as a FIT course", READ, {200: FIT_FILE}, (409,), tag="exports"),
+    "rider_api.email_change": Op("Change my e-mail address: a link is mailed to the new one (30 min, once)", WRITE, {
+        202: body("EmailChangeSent", "Mailed; the address changes when the link's page is confirmed.")},
+        (400, 413, 422, 429, 502), body=EmailChange, tag="account"),
     "share_api.create": Op("Share the trip by a public link (the active one if any)", WRITE, {
         201: body("Share", "A new link."), 200: body("Share", "The active link.")}, (404, 409), tag="sharing"),
     "share_api.read": Op("The trip's active share link", READ, {200: body("Share", "The link.")}, (404,),
@@ -267,12 +291,14 @@ def build(app: Flask) -> dict:
         "type": "http", "scheme": "bearer",
         "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
                        "each operation names the scope it needs: trips:read or trips:write."})
-    for name, schema in api_schemas.RESPONSES.items():
+    for name, schema in {**api_schemas.RESPONSES, **rider_schemas.RESPONSES}.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
                  "AccommodationChoice", "WaypointIn"):
         spec.components.schema(name, schema=getattr(schemas, name))
     spec.components.schema("AccountUpdate", schema=AccountUpdate)
+    spec.components.schema("ManualAccommodation", schema=ManualAccommodation)
+    spec.components.schema("EmailChange", schema=EmailChange)
     # The upload's form: the file, and the settings as GpxUploadSettings loads them (one flat object: multipart
     # fields are named properties, OpenAPI 3.1 §4.8.14.4).
     form = marshmallow.converter.schema2jsonschema(schemas.GpxUploadSettings)

@@ -2,9 +2,9 @@
 and the operators' endpoints (/healthz, /readyz, /metrics)."""
 from flask import Flask
 
-from trips.api import openapi, ops, share, stages, trips
+from trips.api import openapi, ops, rider, share, stages, trips
 
 
 def init_app(app: Flask) -> None:
-    for blueprint in (trips.bp, stages.bp, share.api, share.pages, ops.bp, openapi.bp):
+    for blueprint in (trips.bp, stages.bp, share.api, share.pages, rider.api, rider.pages, ops.bp, openapi.bp):
         app.register_blueprint(blueprint)

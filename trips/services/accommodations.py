@@ -33,26 +33,33 @@ def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition:
         raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
                        "current candidates.")
 
-    def apply(trip, chosen):
-        stage = find_stage(trip, stage_id)
-        stage.selected_accommodation = chosen
-        if chosen is None:
-            return
-        stage.end_lat, stage.end_lon = chosen["lat"], chosen["lon"]
-        index = trip.stages.index(stage)
-        if index + 1 < len(trip.stages):
-            following = trip.stages[index + 1]
-            following.start_lat, following.start_lon = chosen["lat"], chosen["lon"]
-            if following.is_rest_day:
-                following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
+    return write_days(actor, trip_id, precondition, validate, lambda trip, chosen: end_day_at(trip, stage_id, chosen),
+                      lambda trip, chosen: after_choice(trip, stage_id, chosen))
 
-    def invalidate(trip, chosen):
-        if chosen is None:  # cleared (the end stays): that day's candidates are looked for again
-            analysis.redispatch(trip, names=("accommodations",), stage_ids=[find_stage(trip, stage_id).id])
-        else:  # the day ends elsewhere; a scan would overwrite nothing (docs/RULES.md "Choosing an accommodation")
-            analysis.redispatch(trip, triggers=("GEOMETRY",), exclude=("accommodations",))
 
-    return write_days(actor, trip_id, precondition, validate, apply, invalidate)
+def end_day_at(trip: Trip, stage_id: str, chosen: dict | None) -> None:
+    """The day's lodging is `chosen` (None: none): the day ends there, the next day starts there (and a following
+    rest day stays there). Shared by a candidate chosen and a lodging entered by hand
+    (trips/services/manual_accommodation.py)."""
+    stage = find_stage(trip, stage_id)
+    stage.selected_accommodation = chosen
+    if chosen is None:
+        return
+    stage.end_lat, stage.end_lon = chosen["lat"], chosen["lon"]
+    index = trip.stages.index(stage)
+    if index + 1 < len(trip.stages):
+        following = trip.stages[index + 1]
+        following.start_lat, following.start_lon = chosen["lat"], chosen["lon"]
+        if following.is_rest_day:
+            following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
+
+
+def after_choice(trip: Trip, stage_id: str, chosen: dict | None) -> None:
+    """What a choice makes stale, dispatched again."""
+    if chosen is None:  # cleared (the end stays): that day's candidates are looked for again
+        analysis.redispatch(trip, names=("accommodations",), stage_ids=[find_stage(trip, stage_id).id])
+    else:  # the day ends elsewhere; a scan would overwrite nothing (docs/RULES.md "Choosing an accommodation")
+        analysis.redispatch(trip, triggers=("GEOMETRY",), exclude=("accommodations",))
 
 
 def scan_accommodations(actor: User, trip_id: str, data) -> Trip:

@@ -1,0 +1,128 @@
+"""A lodging the rider enters by hand (a friend's house, a place the map lacks): it becomes the day's chosen
+accommodation (trips/services/accommodations.py `end_day_at`, docs/RULES.md "Choosing an accommodation"), and the day
+ends there with its road (docs/RULES.md "Editing a day's points", as moving the day's end point does): on the route
+(within 200 m) the route is cut there and the next day takes over the rest, so a rider stopping 20 km early rides a
+day 20 km shorter; off the route, a detour out to it (and back the next morning), routed when a router is
+configured, else straight and `approximate`. A chosen candidate only moves the day's end marker; the lodging
+entered by hand is where the rider said the day ends, so the day's length follows.
+
+The original product took an address and geocoded it (nothing saved when it could not be found); a rider's app
+knows the point itself, so BTP takes the point and no third party is asked. A price not given is unknown (no
+price at all), never 0.
+"""
+from __future__ import annotations
+
+from marshmallow import RAISE, Schema, fields, validate
+
+from oauth.models import User
+from trips.enrich.accommodations import MAX_RADIUS_KM
+from trips.errors import DomainError, Invalid
+from trips.guards import Precondition, load_owned_trip
+from trips.models import Stage, Trip
+from trips.route.geo import cumulative_km, haversine_m, locate_on_line
+from trips.services import day_points
+from trips.services.accommodations import end_day_at
+from trips.services.schemas import load
+from trips.services.stages import _move_point, find_stage, geometry_changed, write_days
+
+MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"
+MAX_OFF_ROUTE_KM = MAX_RADIUS_KM  # as far from the day's road as the widest lodging search looks
+MAX_PRICE = 10_000  # € a night: anything more is a typing slip
+
+
+class LodgingPoint(Schema):
+    class Meta:
+        unknown = RAISE
+
+    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+
+
+class ManualAccommodation(Schema):
+    """POST /api/trips/{id}/stages/{stageId}/accommodations/manual: where and what the lodging is; the price and
+    the contact are optional."""
+
+    class Meta:
+        unknown = RAISE
+
+    name = fields.String(required=True, validate=[validate.Length(min=1, max=120),
+                                                  validate.Regexp(r"\S", error="must not be blank")])
+    point = fields.Nested(LodgingPoint, required=True)
+    price = fields.Float(load_default=None, allow_none=True, allow_nan=False,
+                         validate=validate.Range(0, MAX_PRICE),
+                         metadata={"description": "€ for the night; absent or null: unknown."})
+    phone = fields.String(validate=validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error="must be a phone number"))
+    website = fields.Url(schemes={"http", "https"}, require_tld=False, validate=validate.Length(max=2048))
+    address = fields.String(validate=validate.Length(min=1, max=200))
+
+
+def lodging(fields_: dict, end: tuple[float, float]) -> dict:
+    """The stored accommodation, with the keys a scanned one has (docs/RULES.md "Accommodations")."""
+    lat, lon = fields_["point"]["lat"], fields_["point"]["lon"]
+    place = {"name": fields_["name"].strip(), "type": MANUAL_TYPE, "source": MANUAL_SOURCE, "lat": lat, "lon": lon,
+             "possibleClosed": False, "distanceToEndPoint": round(haversine_m(end[0], end[1], lat, lon) / 1000, 3)}
+    if fields_["price"] is not None:  # the rider's own price: exact; none given: unknown, said by its absence
+        place |= {"estimatedPriceMin": fields_["price"], "estimatedPriceMax": fields_["price"], "isExactPrice": True}
+    for key, out in (("phone", "phone"), ("website", "url"), ("address", "address")):
+        if fields_.get(key):
+            place[out] = fields_[key].strip()
+    return place
+
+
+def _off_route_km(trip: Trip, stage: Stage, lat: float, lon: float) -> float:
+    """How far (km) the point lies from the road its day's end can move along: the day and the next riding day."""
+    days = [d for d in (stage, day_points.neighbour(trip, stage, 1)) if d is not None]
+    line, boundary, _ = day_points.window(trip, days)
+    found = locate_on_line(line, cumulative_km(line), lat, lon, None, boundary)
+    return found[1] / 1000.0 if found else float("inf")
+
+
+def add_manual_accommodation(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
+    """Make the rider's own lodging the day's chosen one: the day ends there with its road, and the next day starts
+    there (see the module docstring). Guards: ownership → lock → version → validation, as choosing a candidate.
+
+    Raises NotFound (the trip or the day), Locked, PreconditionRequired/Failed, Invalid (a field, a rest day, a
+    point more than MAX_OFF_ROUTE_KM off the day's road, a day left under 50 m, a day too many) and Conflict (the
+    days being computed)."""
+
+    def validate(trip):
+        fields_ = load(ManualAccommodation(), data)
+        stage = find_stage(trip, stage_id)
+        if stage.is_rest_day:
+            raise Invalid({"stageId": "a rest day has no accommodation of its own"})
+        place = lodging(fields_, (stage.end_lat, stage.end_lon))
+        off = _off_route_km(trip, stage, place["lat"], place["lon"])
+        if off > MAX_OFF_ROUTE_KM:
+            raise Invalid({"point": f"is {off:.0f} km from the day's route; a lodging is at most {MAX_OFF_ROUTE_KM:g} "
+                                    "km off it (move the day first)"})
+        return place
+
+    notes: list[str] = []
+    routes = _route_before_the_lock(actor, trip_id, stage_id, data)
+
+    def apply(trip, place):
+        _move_point(trip, find_stage(trip, stage_id), "end", [place["lat"], place["lon"], None], notes, routes)
+        end_day_at(trip, stage_id, place)
+
+    # The day's line and the days after it changed: the GEOMETRY enrichments again; the chosen day keeps its lodging
+    # (no scan writes a day whose lodging is chosen), a day added by the cut gets its own candidates.
+    return write_days(actor, trip_id, precondition, validate, apply, lambda trip, _: geometry_changed(trip),
+                      notes=notes, forget_facts=True)
+
+
+def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> dict:
+    """With a router, the detour to the lodging asked before the write chain (no trip lock nor transaction held
+    across the router's answer), as trips/services/stages.py does for a moved point. Anything wrong is left for the
+    chain to refuse."""
+    routes: dict = {}
+    if not day_points.routing():
+        return routes
+    try:
+        point = load(ManualAccommodation(), data)["point"]
+        trip = load_owned_trip(actor.id, trip_id)
+        stage = find_stage(trip, stage_id)
+        if not stage.is_rest_day:
+            day_points.plan(trip, stage, "end", [point["lat"], point["lon"], None], routes)
+    except DomainError:
+        pass
+    return routes
