@@ -23,7 +23,7 @@ from oauth.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
 from trips.errors import Conflict, Invalid, NotFound, Unavailable
 from trips.core import i18n
-from trips.core.i18n import LOCALES
+from trips.core.i18n import LOCALES, N_
 from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
@@ -210,16 +210,19 @@ def request_email_change(user: User, email) -> str:
     if address == user.email:
         raise Invalid({"email": "is already this account's address"})
     limit(get_redis(), "login_email", address)  # the mails any one address receives, sign-in links included
-    if find_user(address) is not None:
-        subject, text = "Your BTP address", ("Hello,\n\nSomeone asked to move a BTP account to this address, but an "
-                                             "account already uses it, so nothing was changed.\n\nIf you did not ask "
-                                             "for it, ignore this message.\n")
+    other = find_user(address)
+    if other is not None:  # told in that account's language: the requester's browser says nothing of its owner
+        subject, text = _mail(i18n.normalize(other.locale) or i18n.DEFAULT, N_("mail.taken_subject"), N_("mail.taken_text"),
+                              N_("mail.taken_not_you"))
     else:
         token = _serializer().dumps({"u": user.id, "from": user.email, "to": address})
         link = f"{current_app.config['BTP_BASE_URL']}/account/email/{token}"
-        subject, text = "Confirm your new BTP address", (
-            f"Hello,\n\nOpen this link to make {address} the address of your BTP account (it works once, for 30 "
-            f"minutes):\n\n{link}\n\nIf you did not ask for it, ignore this message: nothing changes without it.\n")
+        locale = _locale_of(user)
+        minutes = int(EMAIL_CHANGE_TTL.total_seconds() // 60)
+        subject = i18n.t("mail.change_subject", locale)
+        text = "\n\n".join((i18n.t("mail.greeting", locale), i18n.tn("mail.change_open", minutes, locale,
+                                                                    address=address),
+                             link, i18n.t("mail.change_not_you", locale))) + "\n"
     try:
         send_mail(mail_config(), address, subject, text)
     except MailError as exc:
@@ -281,13 +284,22 @@ def _change(token: str) -> tuple[User, str]:
 
 def _tell_the_old_address(user: User, old: str, address: str) -> None:
     try:
-        send_mail(mail_config(), old, "Your BTP address was changed",
-                  f"Hello,\n\nThe address of your BTP account is now {_masked(address)}; this one no longer signs "
-                  "in. Connected agents were disconnected and must be allowed again.\n\nIf you did not do this, "
-                  "sign in with the new address if you can, or contact the operator of this BTP.\n")
+        send_mail(mail_config(), old, *_mail(_locale_of(user), N_("mail.changed_subject"), N_("mail.changed_text"),
+                                             N_("mail.changed_not_you"), address=_masked(address)))
     except (MailError, ValueError) as exc:  # the change is made; the notice failing must not undo or hide it
         log.warning("e-mail change of account %s: the old address could not be told: %s", user.id, exc)
     log.info("account %s changed its e-mail address", user.id)
+
+
+def _locale_of(user: User) -> str:
+    """The language of a mail about `user`'s account: its own choice, else the page's (trips/core/i18n.py)."""
+    return i18n.normalize(user.locale) or i18n.current_locale()
+
+
+def _mail(locale: str, subject: str, text: str, not_you: str, **params) -> tuple[str, str]:
+    """A notice's subject and text in `locale`: the greeting, the sentence, what to do if it was not you."""
+    body = (i18n.t("mail.greeting", locale), i18n.t(text, locale, **params), i18n.t(not_you, locale))
+    return i18n.t(subject, locale), "\n\n".join(body) + "\n"
 
 
 def _masked(address: str) -> str:

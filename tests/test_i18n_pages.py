@@ -222,3 +222,38 @@ def test_a_trip_without_days_shows_no_sums(app, client, trip_with_alerts, locale
     text = visible(client.get(f"/s/{code}").get_data(as_text=True))
     assert i18n.t("share.not_ready", locale) in text and problems(text, locale) == []
     assert not re.search(r"\b0 (?:days?|jours?)\b|\b0\u00a0?km\b|\b0 km\b", text), text  # unknown, never 0
+
+
+def test_the_e_mail_change_speaks_the_account_s_language(app, client, ctx):
+    """The link's mail, its page and the notice to the old address in the account's language (French here, the
+    browser saying English); the notice to an address another account holds in that account's language."""
+    from tests.factories import make_user
+    from tests.test_email_change import URL, confirm, link_path, mails
+
+    user = make_user("avant@example.org")
+    with atomic():
+        db.session.get(User, user.id).locale = "fr"
+    headers = {**auth(make_token(user)), "Accept-Language": "en"}
+    assert client.post(URL, json={"email": "apres@example.org"}, headers=headers).status_code == 202
+    asked = mails(app)[-1]
+    assert asked["Subject"] == "Confirmez votre nouvelle adresse BTP"
+    assert "faire de apres@example.org l'adresse de votre compte BTP" in asked.get_content()
+    assert problems(asked.get_content(), "fr") == []
+    # the link's page follows the browser, as every page does for someone not signed in (the API call above left
+    # its principal on the test's shared app context: a real request starts without one)
+    g.pop("principal", None)
+    page = {lang: visible(client.get(link_path(asked), headers={"Accept-Language": lang}).get_data(as_text=True))
+            for lang in ("fr", "en")}
+    assert "Utiliser cette adresse pour BTP\u202f?" in page["fr"] and problems(page["fr"], "fr") == []
+    assert "Use this address for BTP?" in page["en"]
+    done = confirm(client, link_path(asked))
+    assert done.status_code == 200
+    told = mails(app)[-1]
+    assert told["To"] == "avant@example.org" and told["Subject"] == "L'adresse de votre compte BTP a changé"
+    assert problems(told.get_content(), "fr") == [] and "a…@example.org" in told.get_content()
+    other = make_user("pris@example.org")  # an English account holds the address asked for next
+    assert other.locale in (None, "en")
+    assert client.post(URL, json={"email": "pris@example.org"}, headers=headers).status_code == 202
+    taken = mails(app)[-1]
+    assert taken["To"] == "pris@example.org" and taken["Subject"] == "Your BTP address"
+    assert "already uses it" in taken.get_content()
