@@ -11,7 +11,8 @@ from oauth.principal import require_api_scope
 from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
-from trips.readmodels import pictures
+from trips.readmodels import pictures, services
+from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
@@ -72,6 +73,7 @@ def shared_page(code):
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
+                               services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
@@ -109,6 +111,33 @@ def _pictures(trip, locale: str) -> dict:
                                         [colours[s.id] for s in moving], marks, number),
         "days": days,
     }
+
+
+_SERVICE_WORDS = {"food": (N_("share.food"), "resupply"), "water": (N_("share.water"), "water"),
+                  "bikeShops": (N_("share.bike_shops"), "bike_shop")}
+_STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services_running"),
+                "failed": N_("share.services_failed"), "unknown": N_("share.services_unknown")}
+
+
+def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
+    """(kind, label, words) of the day's food, water and bike shops (trips/readmodels/services.py): each place by its
+    name, else its kind in words, at its km; what is not known said so (docs/RULES.md "Map coverage")."""
+    out = []
+    for kind, found in services.day_services(day).items():
+        label, table = _SERVICE_WORDS[kind]
+        if found["state"] == "listed":
+            items = [i18n.t("share.item_at_km", locale, what=p["name"] or i18n.osm_word(table, p["kind"], locale)
+                            or i18n.t("share.unnamed", locale), km=i18n.number(p["km"], locale))
+                     if p["km"] is not None else (p["name"] or i18n.osm_word(table, p["kind"], locale)
+                                                  or i18n.t("share.unnamed", locale)) for p in found["items"]]
+            words = ", ".join(items) + (" " + i18n.tn("share.and_more", found["more"], locale) if found["more"] else "")
+        else:
+            said = _STATE_WORDS[found["state"]]
+            words = i18n.t(said, locale)
+        if found["partial"]:
+            words += " " + i18n.t("share.services_partial", locale)
+        out.append((kind, i18n.t(label, locale), words))
+    return out
 
 
 def _owner_locale(trip) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from trips.enrich import weather
 from trips.enrich.terrain import ROUGH_SMOOTHNESS, ROUGH_SURFACES, ROUGH_TRACKTYPES
 from trips.models import ACCOMMODATION_TYPES
-from trips.osm.tags import CULTURE_HISTORIC, CULTURE_TOURISM
+from trips.osm.tags import CULTURE_HISTORIC, CULTURE_TOURISM, RESUPPLY_AMENITY, RESUPPLY_SHOP
 from trips.core import i18n
 
 # The wind words of the share page's pictures (trips/readmodels/pictures.py `_WIND_WORDS`).
@@ -21,7 +21,9 @@ WIND_KEYS = ("wind.headwind", "wind.tailwind", "wind.crosswind", "wind.wind")
 # The OSM values said in words (i18n.osm_word): the rough surfaces, track grades and smoothness of the terrain alert, the kinds of cultural
 # place of the nearby alert (each table with its `other`, i18n.osm_words), the kinds of lodging of the share page.
 OSM_VALUES = {"surface": sorted(ROUGH_SURFACES | ROUGH_TRACKTYPES | ROUGH_SMOOTHNESS), "culture": sorted(CULTURE_TOURISM | CULTURE_HISTORIC),
-              "tourism": list(ACCOMMODATION_TYPES)}
+              "tourism": list(ACCOMMODATION_TYPES), "resupply": sorted(RESUPPLY_AMENITY | RESUPPLY_SHOP),
+              "water": ["drinking_water", "water_point", "water_tap", "fountain", "spring"],  # trips/osm/tags.py _water
+              "bike_shop": ["repair", "shop", "repair_station"]}  # the share page's services (trips/readmodels/services.py)
 OSM_KEYS = tuple(f"osm.{tag}.{v}" for tag, values in OSM_VALUES.items() for v in values) + (
     "osm.surface.other", "osm.culture.other")
 UNKNOWN = "unknown"
