@@ -128,6 +128,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-count", action="store_true",
                         help="skip the in-process runs that count SQL statements (batched, per day, per chunk)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="instead of the timed runs: each enrichment's compute run N times in this process on "
+                             "the trip's snapshot, its CPU (best of N) printed, and cProfile's top functions")
     parser.add_argument("--database-url", default=None,
                         help="a PostgreSQL + PostGIS database to run on, its imported maps kept (default: SQLite)")
     args = parser.parse_args(argv)
@@ -174,6 +177,13 @@ def main(argv=None) -> None:
             user = create_user(f"bench-{os.getpid()}-{int(time.time())}@example.org" if args.database_url
                                else "bench@example.org")
             db.session.commit()
+            if args.profile:
+                bind_app(app)
+                trip = import_gpx(user, io.BytesIO(gpx_from_points(points, name="Bench 14 days")), {})
+                wait_settled(trip.id, lambda: SimpleWorker([get_queue()], connection=get_redis()).work(
+                    burst=True, logging_level="WARNING"))
+                profile(db.session.get(Trip, trip.id), args.profile)
+                return
             if not args.simple:
                 workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "worker"], cwd=ROOT,
                                             env={**os.environ, **env}, stdout=subprocess.DEVNULL,
@@ -218,6 +228,35 @@ def main(argv=None) -> None:
         stop_embedded_redis(f"unix://{socket_path(Path(tmp))}")
 
 
+def profile(trip, runs: int) -> None:
+    """CPU seconds of each enrichment's compute (best of `runs`, in this process, on the trip's snapshot) and
+    the functions taking the most of the total (cProfile, cumulative, over every enrichment's last run)."""
+    import cProfile
+    import pstats
+
+    from trips.core.db import db
+    from trips.enrich import registry
+
+    snap = registry.snapshot(trip)
+    db.session.rollback()
+    prof, cpu, wall = cProfile.Profile(), {}, {}
+    for name in registry.ENRICHMENTS:
+        for k in range(runs + 1):  # the last run profiled, not counted
+            if k == runs:
+                prof.enable()
+            start, clock = time.process_time(), time.perf_counter()
+            registry.run_compute(name, snap, db.engine)
+            took, seconds = time.process_time() - start, time.perf_counter() - clock
+            prof.disable()
+            if k < runs:
+                cpu[name], wall[name] = min(cpu.get(name, took), took), min(wall.get(name, seconds), seconds)
+    for name, took in sorted(cpu.items(), key=lambda x: -wall[x[0]]):
+        print(f"cpu {name:18s} {took:.3f} s, wall {wall[name]:.3f} s")
+    print(f"cpu total {sum(cpu.values()):.3f} s, wall {sum(wall.values()):.3f} s (best of {runs} each, this process; "
+          "the database server's CPU is in the wall)")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+
+
 def stop_workers(workers: list) -> None:
     """Stop the `flask worker` processes (a warm shutdown: each unregisters from Redis) and wait for them."""
     for w in workers:
@@ -252,7 +291,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
     saved = {name: getattr(Q, name) for name in (
         "points_along_each", "points_near_each", "ways_along_each", "ferries_along_each", "nearest_place_each",
         "countries_in")}
-    saved_index = index.select_boxes, index._postgis_schema
+    saved_index = index.select_boxes, index.select_chunks, index._postgis_schema
     sa.event.listen(db.engine, "before_cursor_execute", on_statement)
     try:
         if form in ("per-day", "per-chunk"):
@@ -260,7 +299,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
                 setattr(Q, name, one_at_a_time(each) if name != "countries_in" else lambda *_a, **_k: None)
             index._postgis_schema = store.postgis_schema
         if form == "per-chunk":
-            index.select_boxes = per_box_select
+            index.select_boxes = index.select_chunks = per_box_select
         start, cpu = time.perf_counter(), time.process_time()
         analyze_trip(user, trip_id)
         seconds = wait_settled(trip_id, burst, start=start)
@@ -268,7 +307,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
     finally:
         for name, each in saved.items():
             setattr(Q, name, each)
-        index.select_boxes, index._postgis_schema = saved_index
+        index.select_boxes, index.select_chunks, index._postgis_schema = saved_index
         sa.event.remove(db.engine, "before_cursor_execute", on_statement)
     return count[0], count[1], seconds, cpu
 
