@@ -81,6 +81,62 @@ def select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: di
     return out
 
 
+# A probe may read up to this many times the area its chunks' boxes cover (their union, estimated as the sum of
+# the boxes less each one's overlap with the one before): the cost of one more index probe against rows read twice.
+MERGE_SLACK = 1.5
+
+
+def merge_boxes(boxes) -> list[tuple[tuple, list[int]]]:
+    """Consecutive boxes (a line's chunks, grown by the corridor) merged into fewer probes: (probe box, indices of
+    the boxes it holds), every box in exactly one probe and inside it. A probe grows while its box stays within
+    MERGE_SLACK of the area its boxes cover, so the overlapping boxes of a wide corridor (five deep at 2 km around
+    1 km chunks) become one probe and the rows they share are read once; a narrow corridor's boxes, which
+    barely overlap, stay apart rather than read the empty ground between two bends."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    out: list[tuple[tuple, list[int]]] = []
+    covered = 0.0  # the area the last probe's boxes cover
+    for k in range(len(b)):
+        if out:
+            (lo_lat, lo_lon, hi_lat, hi_lon), members = out[-1]
+            box = (min(lo_lat, b[k, 0]), min(lo_lon, b[k, 1]), max(hi_lat, b[k, 2]), max(hi_lon, b[k, 3]))
+            prev = b[members[-1]]
+            shared = max(0.0, min(prev[2], b[k, 2]) - max(prev[0], b[k, 0])) * \
+                max(0.0, min(prev[3], b[k, 3]) - max(prev[1], b[k, 1]))
+            if (box[2] - box[0]) * (box[3] - box[1]) <= MERGE_SLACK * (covered + area[k] - shared):
+                out[-1] = (tuple(float(x) for x in box), members + [k])
+                covered += area[k] - shared
+                continue
+        out.append((tuple(float(x) for x in b[k]), [k]))
+        covered = float(area[k])
+    return out
+
+
+def select_chunks(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
+    """What `select_boxes` answers (the rows per box, by id), asked through the merged probes of `merge_boxes`:
+    each probe's rows are handed to the boxes of it that they meet (a point's position, a line's stored box).
+    A box gets the rows of its own box whose index entry meets it (on PostGIS a line whose box meets but whose
+    geometry does not is handed too: further than the corridor, measured and dropped by the caller)."""
+    out: list[list] = [[] for _ in boxes]
+    if not boxes:
+        return out
+    probes = merge_boxes(boxes)
+    lo, hi = (("lat", "lon"), ("lat", "lon")) if "lat" in table.c else (("min_lat", "min_lon"), ("max_lat", "max_lon"))
+    for (_probe, members), rows in zip(probes, select_boxes(conn, table, [p for p, _ in probes], where, params)):
+        if not rows:
+            continue
+        if len(members) == 1:
+            out[members[0]] = rows
+            continue
+        r = np.array([[row[lo[0]], row[lo[1]], row[hi[0]], row[hi[1]]] for row in rows], dtype=np.float64)
+        m = np.asarray([boxes[k] for k in members], dtype=np.float64)
+        meets = (r[None, :, 0] <= m[:, None, 2]) & (r[None, :, 2] >= m[:, None, 0]) & \
+            (r[None, :, 1] <= m[:, None, 3]) & (r[None, :, 3] >= m[:, None, 1])
+        for k, hit in zip(members, meets):
+            out[k] = [rows[i] for i in np.flatnonzero(hit).tolist()]
+    return out
+
+
 def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) -> list:
     cols = ", ".join(f"t.{c.name}" for c in table.columns)
     join = f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE 1 = 1 {where} ORDER BY q.k, t.id"

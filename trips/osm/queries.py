@@ -137,7 +137,7 @@ def points_along_each(lines, buffer_m: float, kinds=None, engine=None) -> list[l
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        rows = index.select_boxes(conn, osm_point, index.grow_chunks([c for _, c, _ in every], buffer_m),
+        rows = index.select_chunks(conn, osm_point, index.grow_chunks([c for _, c, _ in every], buffer_m),
                                   where, params)
     return [_along(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
 
@@ -210,7 +210,7 @@ def _lines_along(table: sa.Table, lines, buffer_m: float, engine) -> list[list[M
         return []
     per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        rows = index.select_boxes(conn, table, index.grow_chunks([c for _, c, _ in every], buffer_m))
+        rows = index.select_chunks(conn, table, index.grow_chunks([c for _, c, _ in every], buffer_m))
     return [_lines_near(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
 
 
