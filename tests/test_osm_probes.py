@@ -1,10 +1,11 @@
 """The corridor queries' index probes (trips/osm/index.py `merge_boxes`, `select_chunks`): a trip's overlapping
 chunk boxes are asked as fewer merged probes, every chunk's box inside one probe, every point of every chunk's
 corridor inside a probe, and the answers exactly those of one probe per chunk; a plan that drops a box is seen
-(by the cover check and by the answers)."""
+(by the cover check and by the answers). On PostgreSQL the statement runs without JIT, for that statement only."""
 import random
 
 import pytest
+import sqlalchemy as sa
 
 from tests.enrich_helpers import engine, import_map
 from tests.osm_maps import per_box_select
@@ -112,3 +113,21 @@ def test_select_chunks_rows_per_box_are_the_per_box_rows(ctx, tmp_path):
         assert index.select_chunks(conn, osm_point, []) == []
     assert [[r["id"] for r in rows] for rows in merged] == [[r["id"] for r in rows] for rows in alone]
     assert sum(map(len, alone)) > 3 * len({r["id"] for rows in alone for r in rows})  # boxes overlap
+
+
+def test_postgis_statement_runs_without_jit_for_that_transaction_only(ctx, tmp_path):
+    if engine().dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only (JIT)")
+    rnd = random.Random(2)
+    days = _days(rnd, 2)
+    import_map(_map(rnd, days), tmp_path)
+    boxes = index.grow_chunks(_chunks(days), 500.0)
+    with engine().connect() as conn:
+        default = conn.execute(sa.text("SHOW jit")).scalar()
+        conn.rollback()
+        if default != "on":
+            pytest.skip("this server runs without JIT anyway")
+        assert index.select_chunks(conn, osm_point, boxes)
+        assert conn.execute(sa.text("SHOW jit")).scalar() == "off"
+    with engine().connect() as conn:
+        assert conn.execute(sa.text("SHOW jit")).scalar() == default
