@@ -131,3 +131,22 @@ def test_postgis_statement_runs_without_jit_for_that_transaction_only(ctx, tmp_p
         assert conn.execute(sa.text("SHOW jit")).scalar() == "off"
     with engine().connect() as conn:
         assert conn.execute(sa.text("SHOW jit")).scalar() == default
+
+
+def test_decode_many_is_decode_of_each_to_the_last_bit_and_refuses_as_it_does():
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    lines = [np.column_stack((45 + np.cumsum(rng.normal(0, 0.02, n)), 5 + np.cumsum(rng.normal(0, 0.02, n))))
+             for n in rng.integers(1, 30, 400)]
+    lines += [np.array([[-89.999999, -179.999999]]), np.array([[0.0, 0.0], [0.0, 0.0]]),
+              np.array([[89.999999, 179.999999], [-89.999999, -179.999999]])]
+    texts = G.encode_many(np.vstack(lines), np.array([len(line) for line in lines]))
+    many = G.decode_many(texts)
+    assert len(many) == len(texts) and G.decode_many([]) == []
+    for one, text in zip(many, texts):
+        alone = G.decode(text)
+        assert one.shape == alone.shape and one.tobytes() == alone.tobytes()
+    for bad in ("_p~iF", "_p~iF~ps|U_", "_p~iF~ps|U\x7f", "é@", "\u20ac"):  # odd, truncated, out of range, not ASCII
+        with pytest.raises(ValueError):
+            G.decode_many([texts[0], bad])

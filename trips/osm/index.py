@@ -92,23 +92,21 @@ def merge_boxes(boxes) -> list[tuple[tuple, list[int]]]:
     MERGE_SLACK of the area its boxes cover, so the overlapping boxes of a wide corridor (five deep at 2 km around
     1 km chunks) become one probe and the rows they share are read once; a narrow corridor's boxes, which
     barely overlap, stay apart rather than read the empty ground between two bends."""
-    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
     out: list[tuple[tuple, list[int]]] = []
-    covered = 0.0  # the area the last probe's boxes cover
-    for k in range(len(b)):
+    covered, prev = 0.0, (0.0, 0.0, 0.0, 0.0)  # the area the last probe's boxes cover, the box before
+    for k, (a, b, c, d) in enumerate(np.asarray(boxes, dtype=np.float64).reshape(-1, 4).tolist()):
         if out:
             (lo_lat, lo_lon, hi_lat, hi_lon), members = out[-1]
-            box = (min(lo_lat, b[k, 0]), min(lo_lon, b[k, 1]), max(hi_lat, b[k, 2]), max(hi_lon, b[k, 3]))
-            prev = b[members[-1]]
-            shared = max(0.0, min(prev[2], b[k, 2]) - max(prev[0], b[k, 0])) * \
-                max(0.0, min(prev[3], b[k, 3]) - max(prev[1], b[k, 1]))
-            if (box[2] - box[0]) * (box[3] - box[1]) <= MERGE_SLACK * (covered + area[k] - shared):
-                out[-1] = (tuple(float(x) for x in box), members + [k])
-                covered += area[k] - shared
+            box = (min(lo_lat, a), min(lo_lon, b), max(hi_lat, c), max(hi_lon, d))
+            pa, pb, pc, pd = prev
+            shared = max(0.0, min(pc, c) - max(pa, a)) * max(0.0, min(pd, d) - max(pb, b))
+            grown = covered + (c - a) * (d - b) - shared
+            if (box[2] - box[0]) * (box[3] - box[1]) <= MERGE_SLACK * grown:
+                members.append(k)
+                out[-1], covered, prev = (box, members), grown, (a, b, c, d)
                 continue
-        out.append((tuple(float(x) for x in b[k]), [k]))
-        covered = float(area[k])
+        out.append(((a, b, c, d), [k]))
+        covered, prev = (c - a) * (d - b), (a, b, c, d)
     return out
 
 
