@@ -183,6 +183,8 @@ def main(argv=None) -> None:
                 wait_settled(trip.id, lambda: SimpleWorker([get_queue()], connection=get_redis()).work(
                     burst=True, logging_level="WARNING"))
                 profile(db.session.get(Trip, trip.id), args.profile)
+                profile_jobs(user, trip.id, lambda: SimpleWorker([get_queue()], connection=get_redis()).work(
+                    burst=True, logging_level="WARNING"))
                 return
             if not args.simple:
                 workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "worker"], cwd=ROOT,
@@ -202,10 +204,12 @@ def main(argv=None) -> None:
             trip_id, days = trip.id, len(trip.stages)
             first = wait_settled(trip_id, drive)
             times = []
+            cpus = []
             for _ in range(args.repeat):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), workers_cpu(workers)
                 analyze_trip(user, trip_id)
                 times.append(wait_settled(trip_id, drive, start=start))
+                cpus.append(workers_cpu(workers) - cpu)
             trip = db.session.get(Trip, trip_id)
             statuses = sorted({(c.name, c.status) for c in trip.computations if c.name not in ("route", "stages")})
             jobs = slowest_jobs(get_queue())
@@ -217,6 +221,9 @@ def main(argv=None) -> None:
         print(f"first analysis (dispatched by the upload, workers cold): {first:.2f} s")
         print(f"analyze → every computation settled: best {min(times):.2f} s, median "
               f"{statistics.median(times):.2f} s over {len(times)} runs (target < 5 s)")
+        if not args.simple:
+            print(f"CPU of the workers and their work horses per analysis: best {min(cpus):.2f} s, median "
+                  f"{statistics.median(cpus):.2f} s (the database server's apart)")
         print("statuses:", ", ".join(f"{n}={s}" for n, s in statuses))
         print("slowest jobs (last run):", ", ".join(f"{n} {d:.2f} s" for n, d in jobs[:5]))
         for form, (n, n_map, seconds, cpu) in counted.items():
@@ -255,6 +262,38 @@ def profile(trip, runs: int) -> None:
     print(f"cpu total {sum(cpu.values()):.3f} s, wall {sum(wall.values()):.3f} s (best of {runs} each, this process; "
           "the database server's CPU is in the wall)")
     pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+
+
+def profile_jobs(user, trip_id: str, burst) -> None:
+    """One whole analysis in this process (analyze_trip, then every job by a burst SimpleWorker: snapshot, compute,
+    apply, RQ's bookkeeping), under cProfile: where a job's time goes besides its compute."""
+    import cProfile
+    import pstats
+
+    from trips.services.analysis import analyze_trip
+
+    prof = cProfile.Profile()
+    start, cpu = time.perf_counter(), time.process_time()
+    prof.enable()
+    analyze_trip(user, trip_id)
+    wait_settled(trip_id, burst)
+    prof.disable()
+    print(f"one analysis in process: {time.perf_counter() - start:.2f} s, {time.process_time() - cpu:.2f} s CPU "
+          "(under cProfile)")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
+
+
+def workers_cpu(workers: list) -> float:
+    """CPU seconds used so far by the worker processes and their finished work horses (/proc: utime, stime and the
+    reaped children's cutime, cstime), 0 where /proc cannot tell."""
+    total = 0.0
+    for w in workers:
+        try:
+            fields = Path(f"/proc/{w.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def stop_workers(workers: list) -> None:
