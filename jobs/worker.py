@@ -34,6 +34,7 @@ from rq.utils import now
 
 from jobs import reconcile
 from jobs.tasks import settle_failed
+from trips.enrich import registry
 from trips.core.queue import BEAT_S, beat, forget, prune
 from trips.core.redis_client import REDIS_DOWN
 
@@ -74,11 +75,16 @@ class BTPWorker(Worker):
         kwargs.setdefault("job_monitoring_interval", BEAT_S)
         kwargs.setdefault("maintenance_interval", MAINTENANCE_S)
         super().__init__(*args, **kwargs)
+        self._warm = False
 
     def fork_work_horse(self, job, queue):
-        """RQ's fork, the worker's heap frozen first (gc.freeze): a work horse's collections then skip the objects
+        """RQ's fork, what every horse needs loaded once (trips/enrich/registry.py `warm`) and the worker's heap frozen
+        first (gc.freeze): a work horse's collections then skip the objects
         it inherits instead of walking them all (about 0.1 s of CPU per job, and the pages they would copy). What the
         worker left unreachable is collected before, so nothing collectable is frozen."""
+        if not self._warm:
+            registry.warm()
+            self._warm = True
         gc.collect()
         gc.freeze()
         super().fork_work_horse(job, queue)
