@@ -21,6 +21,11 @@ emptied): the maps already imported there stay, so the analysis runs beside them
 country-sized extract imported first by `bench/bench_osm.py --country --mb 1100 --database-url URL`; the
 route's map is imported as region `bench` (replacing the one of an earlier run), under a new user each run.
 
+Also printed: the CPU of the workers and their work horses per analysis (/proc), and with --database-url that of
+the PostgreSQL backends that ended meanwhile (the server's main process reaps them), the robust figures on a
+loaded machine. `--profile N` instead runs each enrichment's compute N times in this process on the trip's snapshot
+(CPU and wall, best of N, and cProfile's top functions), then one whole analysis in process under cProfile.
+
 Counted runs (unless --no-count; in this process, a burst SimpleWorker, SQL statements counted, the map's
 apart): the analysis as it is (each enrichment asks the map once per kind for all its days), with the map
 queries one day at a time (each `*_each` query of trips/osm/queries.py run once per day, the boundaries read
@@ -128,6 +133,9 @@ def main(argv=None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-count", action="store_true",
                         help="skip the in-process runs that count SQL statements (batched, per day, per chunk)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="instead of the timed runs: each enrichment's compute run N times in this process on "
+                             "the trip's snapshot, its CPU (best of N) printed, and cProfile's top functions")
     parser.add_argument("--database-url", default=None,
                         help="a PostgreSQL + PostGIS database to run on, its imported maps kept (default: SQLite)")
     args = parser.parse_args(argv)
@@ -174,6 +182,15 @@ def main(argv=None) -> None:
             user = create_user(f"bench-{os.getpid()}-{int(time.time())}@example.org" if args.database_url
                                else "bench@example.org")
             db.session.commit()
+            if args.profile:
+                bind_app(app)
+                trip = import_gpx(user, io.BytesIO(gpx_from_points(points, name="Bench 14 days")), {})
+                wait_settled(trip.id, lambda: SimpleWorker([get_queue()], connection=get_redis()).work(
+                    burst=True, logging_level="WARNING"))
+                profile(db.session.get(Trip, trip.id), args.profile)
+                profile_jobs(user, trip.id, lambda: SimpleWorker([get_queue()], connection=get_redis()).work(
+                    burst=True, logging_level="WARNING"))
+                return
             if not args.simple:
                 workers = [subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "worker"], cwd=ROOT,
                                             env={**os.environ, **env}, stdout=subprocess.DEVNULL,
@@ -192,10 +209,14 @@ def main(argv=None) -> None:
             trip_id, days = trip.id, len(trip.stages)
             first = wait_settled(trip_id, drive)
             times = []
+            cpus, server = [], []
+            postmaster = postmaster_pid(db.engine)
             for _ in range(args.repeat):
-                start = time.perf_counter()
+                start, cpu, db_cpu = time.perf_counter(), workers_cpu(workers), proc_cpu(postmaster)
                 analyze_trip(user, trip_id)
                 times.append(wait_settled(trip_id, drive, start=start))
+                cpus.append(workers_cpu(workers) - cpu)
+                server.append(proc_cpu(postmaster) - db_cpu)
             trip = db.session.get(Trip, trip_id)
             statuses = sorted({(c.name, c.status) for c in trip.computations if c.name not in ("route", "stages")})
             jobs = slowest_jobs(get_queue())
@@ -207,15 +228,100 @@ def main(argv=None) -> None:
         print(f"first analysis (dispatched by the upload, workers cold): {first:.2f} s")
         print(f"analyze → every computation settled: best {min(times):.2f} s, median "
               f"{statistics.median(times):.2f} s over {len(times)} runs (target < 5 s)")
+        if not args.simple:
+            print(f"CPU of the workers and their work horses per analysis: best {min(cpus):.2f} s, median "
+                  f"{statistics.median(cpus):.2f} s (the database server's apart)")
+            if postmaster:
+                print(f"CPU of the PostgreSQL backends that ended per analysis (the work horses' connections; any "
+                      f"other client's too): best {min(server):.2f} s, median {statistics.median(server):.2f} s")
         print("statuses:", ", ".join(f"{n}={s}" for n, s in statuses))
         print("slowest jobs (last run):", ", ".join(f"{n} {d:.2f} s" for n, d in jobs[:5]))
         for form, (n, n_map, seconds, cpu) in counted.items():
             print(f"in process, {form} map queries: {n} SQL statements ({n_map} of them on the map tables), "
                   f"analysis settled in {seconds:.2f} s ({cpu:.2f} s CPU)")
-        _write(args, mode, first, times, statuses, jobs, counted, tables)
+        _write(args, mode, first, times, statuses, jobs, counted, tables, (cpus, server if postmaster else []))
     finally:
         stop_workers(workers)
         stop_embedded_redis(f"unix://{socket_path(Path(tmp))}")
+
+
+def profile(trip, runs: int) -> None:
+    """CPU seconds of each enrichment's compute (best of `runs`, in this process, on the trip's snapshot) and
+    the functions taking the most of the total (cProfile, cumulative, over every enrichment's last run)."""
+    import cProfile
+    import pstats
+
+    from trips.core.db import db
+    from trips.enrich import registry
+
+    snap = registry.snapshot(trip)
+    db.session.rollback()
+    prof, cpu, wall = cProfile.Profile(), {}, {}
+    for name in registry.ENRICHMENTS:
+        for k in range(runs + 1):  # the last run profiled, not counted
+            if k == runs:
+                prof.enable()
+            start, clock = time.process_time(), time.perf_counter()
+            registry.run_compute(name, snap, db.engine)
+            took, seconds = time.process_time() - start, time.perf_counter() - clock
+            prof.disable()
+            if k < runs:
+                cpu[name], wall[name] = min(cpu.get(name, took), took), min(wall.get(name, seconds), seconds)
+    for name, took in sorted(cpu.items(), key=lambda x: -wall[x[0]]):
+        print(f"cpu {name:18s} {took:.3f} s, wall {wall[name]:.3f} s")
+    print(f"cpu total {sum(cpu.values()):.3f} s, wall {sum(wall.values()):.3f} s (best of {runs} each, this process; "
+          "the database server's CPU is in the wall)")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+
+
+def profile_jobs(user, trip_id: str, burst) -> None:
+    """One whole analysis in this process (analyze_trip, then every job by a burst SimpleWorker: snapshot, compute,
+    apply, RQ's bookkeeping), under cProfile: where a job's time goes besides its compute."""
+    import cProfile
+    import pstats
+
+    from trips.services.analysis import analyze_trip
+
+    prof = cProfile.Profile()
+    start, cpu = time.perf_counter(), time.process_time()
+    prof.enable()
+    analyze_trip(user, trip_id)
+    wait_settled(trip_id, burst)
+    prof.disable()
+    print(f"one analysis in process: {time.perf_counter() - start:.2f} s, {time.process_time() - cpu:.2f} s CPU "
+          "(under cProfile)")
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(60)
+
+
+def proc_cpu(pid: int | None) -> float:
+    """CPU seconds used so far by a process and its reaped children (/proc: utime, stime, cutime, cstime), 0 where
+    /proc cannot tell."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def workers_cpu(workers: list) -> float:
+    """CPU seconds of the worker processes and their finished work horses."""
+    return sum(proc_cpu(w.pid) for w in workers)
+
+
+def postmaster_pid(engine) -> int | None:
+    """The PostgreSQL server's main process when it runs on this machine (the parent of this connection's
+    backend: it reaps every backend, so their CPU adds up in its children's), else None (SQLite, a remote server)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        backend = conn.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+    try:
+        status = Path(f"/proc/{backend}/status").read_text()
+    except OSError:
+        return None
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), None)
 
 
 def stop_workers(workers: list) -> None:
@@ -252,7 +358,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
     saved = {name: getattr(Q, name) for name in (
         "points_along_each", "points_near_each", "ways_along_each", "ferries_along_each", "nearest_place_each",
         "countries_in")}
-    saved_index = index.select_boxes, index._postgis_schema
+    saved_index = index.select_boxes, index.select_chunks, index._postgis_schema
     sa.event.listen(db.engine, "before_cursor_execute", on_statement)
     try:
         if form in ("per-day", "per-chunk"):
@@ -260,7 +366,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
                 setattr(Q, name, one_at_a_time(each) if name != "countries_in" else lambda *_a, **_k: None)
             index._postgis_schema = store.postgis_schema
         if form == "per-chunk":
-            index.select_boxes = per_box_select
+            index.select_boxes = index.select_chunks = per_box_select
         start, cpu = time.perf_counter(), time.process_time()
         analyze_trip(user, trip_id)
         seconds = wait_settled(trip_id, burst, start=start)
@@ -268,7 +374,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
     finally:
         for name, each in saved.items():
             setattr(Q, name, each)
-        index.select_boxes, index._postgis_schema = saved_index
+        index.select_boxes, index.select_chunks, index._postgis_schema = saved_index
         sa.event.remove(db.engine, "before_cursor_execute", on_statement)
     return count[0], count[1], seconds, cpu
 
@@ -312,7 +418,8 @@ def explain(engine, points) -> str:
     return f"EXPLAIN of a day's batched water query ({len(boxes)} chunk boxes) {used} ix_osm_point_geom:\n{plan}"
 
 
-def _write(args, mode: str, first: float, times: list[float], statuses, jobs, counted: dict, tables: dict) -> None:
+def _write(args, mode: str, first: float, times: list[float], statuses, jobs, counted: dict, tables: dict,
+           cpu: tuple[list, list] = ([], [])) -> None:
     """bench/out/analysis.json (analysis-postgresql.json with --database-url): the time against its target (5 s,
     issue 10; 2 s on PostgreSQL + PostGIS beside a country-sized map, issue 22), the statements and the
     in-process times against the per-day and per-chunk forms."""
@@ -324,6 +431,13 @@ def _write(args, mode: str, first: float, times: list[float], statuses, jobs, co
     rows = [row(f"analyze → settled, 14 days, {engine}, {mode} (best of {len(times)})", "s", round(best, 3), target,
                 name, f"< {target:g} s", best < target),
             row("analyze → settled, median", "s", round(median, 3), target, name, f"< {target:g} s", median < target)]
+    workers, server = cpu
+    if workers and not args.simple:
+        rows.append(row("CPU per analysis: the workers and their work horses (median)", "s",
+                        round(statistics.median(workers), 3)))
+    if server:
+        rows.append(row("CPU per analysis: the PostgreSQL backends that ended (median)", "s",
+                        round(statistics.median(server), 3)))
     if counted:
         n_new, m_new, t_new, c_new = counted["batched"]
         for form, before in (("per-day", "map queries one day at a time (before per-trip batching)"),

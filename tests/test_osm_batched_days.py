@@ -94,6 +94,7 @@ def test_each_query_answers_per_day_what_the_day_asked_alone_does(ctx, tmp_path,
     together = batched()
     alone = one_day_at_a_time()
     monkeypatch.setattr(index, "select_boxes", per_box_select)
+    monkeypatch.setattr(index, "select_chunks", per_box_select)
     per_chunk = one_day_at_a_time()
     for answer in together[:7]:
         assert len(answer) == len(days) and all(answer), "every day has something for every query"

@@ -266,6 +266,7 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
         monkeypatch.setattr(index, "BOXES_PER_STATEMENT", 7)
         split, split_statements = spatial_statements(answers)
         monkeypatch.setattr(index, "select_boxes", per_box_select)
+        monkeypatch.setattr(index, "select_chunks", per_box_select)
         reference, per_chunk_statements = spatial_statements(answers)
     finally:
         sa.event.remove(db.engine, "before_cursor_execute", record)
@@ -282,7 +283,10 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
     assert chunks > 20
     assert per_chunk_statements == 4 * chunks
     assert batched_statements == 4
-    assert split_statements == 4 * math.ceil(chunks / 7)
+    pieces = [c for _, c, _ in index.line_chunks(index.as_line(line))]
+    probes = [len(index.merge_boxes(index.grow_chunks(pieces, m))) for m in (800, 1500, 50, 500)]
+    assert probes[0] < chunks / 2 and probes[2] > probes[0]  # a wide corridor's boxes merge, a narrow one's less
+    assert split_statements == sum(math.ceil(n / 7) for n in probes)
 
 
 @pytest.mark.parametrize("vertices", [1, 2, 40, 400])

@@ -1,6 +1,7 @@
 """Reading the map tables through their spatial index (R*Tree on SQLite, GiST on PostGIS): rows of ready areas whose
 box meets a query box, many boxes in one statement, and a line cut into the chunks the corridor queries measure
-in (trips/osm/queries.py)."""
+in (trips/osm/queries.py). A corridor's chunk boxes are asked as fewer merged probes (`select_chunks`): a 2 km
+corridor's boxes overlap about five deep, so one probe per box read most rows five times."""
 from __future__ import annotations
 
 import json
@@ -81,6 +82,60 @@ def select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: di
     return out
 
 
+# A probe may read up to this many times the area its chunks' boxes cover (their union, estimated as the sum of
+# the boxes less each one's overlap with the one before): the cost of one more index probe against rows read twice.
+MERGE_SLACK = 1.5
+
+
+def merge_boxes(boxes) -> list[tuple[tuple, list[int]]]:
+    """Consecutive boxes (a line's chunks, grown by the corridor) merged into fewer probes: (probe box, indices of
+    the boxes it holds), every box in exactly one probe and inside it. A probe grows while its box stays within
+    MERGE_SLACK of the area its boxes cover, so the overlapping boxes of a wide corridor (five deep at 2 km around
+    1 km chunks) become one probe and the rows they share are read once; a narrow corridor's boxes, which
+    barely overlap, stay apart rather than read the empty ground between two bends."""
+    out: list[tuple[tuple, list[int]]] = []
+    covered, prev = 0.0, (0.0, 0.0, 0.0, 0.0)  # the area the last probe's boxes cover, the box before
+    for k, (a, b, c, d) in enumerate(np.asarray(boxes, dtype=np.float64).reshape(-1, 4).tolist()):
+        if out:
+            (lo_lat, lo_lon, hi_lat, hi_lon), members = out[-1]
+            box = (min(lo_lat, a), min(lo_lon, b), max(hi_lat, c), max(hi_lon, d))
+            pa, pb, pc, pd = prev
+            shared = max(0.0, min(pc, c) - max(pa, a)) * max(0.0, min(pd, d) - max(pb, b))
+            grown = covered + (c - a) * (d - b) - shared
+            if (box[2] - box[0]) * (box[3] - box[1]) <= MERGE_SLACK * grown:
+                members.append(k)
+                out[-1], covered, prev = (box, members), grown, (a, b, c, d)
+                continue
+        out.append(((a, b, c, d), [k]))
+        covered, prev = (c - a) * (d - b), (a, b, c, d)
+    return out
+
+
+def select_chunks(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
+    """What `select_boxes` answers (the rows per box, by id), asked through the merged probes of `merge_boxes`:
+    each probe's rows are handed to the boxes of it that they meet (a point's position, a line's stored box).
+    A box gets the rows of its own box whose index entry meets it (on PostGIS a line whose box meets but whose
+    geometry does not is handed too: further than the corridor, measured and dropped by the caller)."""
+    out: list[list] = [[] for _ in boxes]
+    if not boxes:
+        return out
+    probes = merge_boxes(boxes)
+    lo, hi = (("lat", "lon"), ("lat", "lon")) if "lat" in table.c else (("min_lat", "min_lon"), ("max_lat", "max_lon"))
+    for (_probe, members), rows in zip(probes, select_boxes(conn, table, [p for p, _ in probes], where, params)):
+        if not rows:
+            continue
+        if len(members) == 1:
+            out[members[0]] = rows
+            continue
+        r = np.array([[row[lo[0]], row[lo[1]], row[hi[0]], row[hi[1]]] for row in rows], dtype=np.float64)
+        m = np.asarray([boxes[k] for k in members], dtype=np.float64)
+        meets = (r[None, :, 0] <= m[:, None, 2]) & (r[None, :, 2] >= m[:, None, 0]) & \
+            (r[None, :, 1] <= m[:, None, 3]) & (r[None, :, 3] >= m[:, None, 1])
+        for k, hit in zip(members, meets):
+            out[k] = [rows[i] for i in np.flatnonzero(hit).tolist()]
+    return out
+
+
 def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) -> list:
     cols = ", ".join(f"t.{c.name}" for c in table.columns)
     join = f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE 1 = 1 {where} ORDER BY q.k, t.id"
@@ -112,6 +167,10 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
             f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
             f'WHERE "{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {where} '
             "OFFSET 0) x ORDER BY q.k, x.id")
+        # No JIT: the planner prices each box's probe as if it read hundreds of rows, so a trip's boxes pass
+        # jit_above_cost and the statement spent 0.2-0.3 s compiling (EXPLAIN ANALYZE) to run probes of a few
+        # rows each. SET LOCAL ends with the connection's transaction, which the caller's `connect()` rolls back.
+        conn.exec_driver_sql("SET LOCAL jit = off")
         args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
                 **params}
     if "kinds" in args:

@@ -137,7 +137,7 @@ def points_along_each(lines, buffer_m: float, kinds=None, engine=None) -> list[l
     where, params = ("AND t.kind IN :kinds", {"kinds": list(kinds)}) if kinds else ("", {})
     per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        rows = index.select_boxes(conn, osm_point, index.grow_chunks([c for _, c, _ in every], buffer_m),
+        rows = index.select_chunks(conn, osm_point, index.grow_chunks([c for _, c, _ in every], buffer_m),
                                   where, params)
     return [_along(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
 
@@ -210,7 +210,7 @@ def _lines_along(table: sa.Table, lines, buffer_m: float, engine) -> list[list[M
         return []
     per_line, every = _chunked(lines)
     with index.engine_of(engine).connect() as conn:
-        rows = index.select_boxes(conn, table, index.grow_chunks([c for _, c, _ in every], buffer_m))
+        rows = index.select_chunks(conn, table, index.grow_chunks([c for _, c, _ in every], buffer_m))
     return [_lines_near(chunks, per_chunk, buffer_m) for chunks, per_chunk in zip(per_line, _split(per_line, rows))]
 
 
@@ -221,9 +221,10 @@ def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[Ma
         for row in rows:
             entry = found.get(row["osm_id"])
             if entry is None:
-                way = G.decode(row["line"])
-                entry = found[row["osm_id"]] = [row, way, np.full(len(way), np.inf), np.inf]
+                entry = found[row["osm_id"]] = [row, None, None, np.inf]
             pairs.append((k, entry))
+    for entry, way in zip(found.values(), G.decode_many([e[0]["line"] for e in found.values()])):
+        entry[1], entry[2] = way, np.full(len(way), np.inf)
     if pairs:
         _measure_pairs([c for _, c, _ in chunks], pairs)
     out = []
@@ -233,15 +234,18 @@ def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[Ma
     verts = np.vstack([way for _, way, _, _ in kept])  # every kept line's segments measured in one call
     every = G.GEOD.inv(verts[:-1, 1], verts[:-1, 0], verts[1:, 1], verts[1:, 0])[2] if len(verts) > 1 else []
     first = np.concatenate(([0], np.cumsum([len(way) for _, way, _, _ in kept])))
+    keys = [k for k in _ROAD_TAGS if k in kept[0][0]]  # osm_way's road columns; osm_ferry has none
     for (row, way, vertex, dist), start in zip(kept, first.tolist()):
         inside = vertex <= buffer_m
         seg = np.asarray(every[start:start + len(way) - 1]) if len(way) > 1 else np.zeros(0)
         near = float(seg[inside[:-1] & inside[1:]].sum()) if len(seg) else 0.0
-        tags = {k.replace("cycleway_", "cycleway:"): row[k] for k in (
-            "highway", "surface", "tracktype", "smoothness", "cycleway", "cycleway_left", "cycleway_right",
-            "cycleway_both", "bicycle", "maxspeed") if k in row and row[k] is not None}
+        tags = {k.replace("cycleway_", "cycleway:"): row[k] for k in keys if row[k] is not None}
         out.append(MapLine(row["osm_id"], row["name"], row["length_m"], way, dist, near, tags))
     return sorted(out, key=lambda w: (w.distance_m, w.osm_id))
+
+
+_ROAD_TAGS = ("highway", "surface", "tracktype", "smoothness", "cycleway", "cycleway_left", "cycleway_right",
+              "cycleway_both", "bicycle", "maxspeed")
 
 
 def _measure_pairs(chunks: list[np.ndarray], pairs: list[tuple[int, list]]) -> None:
