@@ -91,7 +91,18 @@ def _insufficient_scope(exc: InsufficientScope):
     return response
 
 
+def _no_store(response):
+    # An answer to a bearer token is that account's (trips, tokens, places searched): no cache keeps it, shared or
+    # the client's own (RFC 6750 §5.3 and RFC 9111 §5.2.2.5), whatever the view set (a GPX, a route with its ETag:
+    # a client may still send If-None-Match itself). One look at the environ: the /mcp hot path pays ~1 µs.
+    if request.environ.get("HTTP_AUTHORIZATION", "")[:7].lower() == "bearer ":
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 def register_errors(app) -> None:
-    """The REST answers of a missing or weak bearer token (RFC 6750 §3): 401 and 403 problem documents."""
+    """The REST answers of a missing or weak bearer token (RFC 6750 §3): 401 and 403 problem documents; and
+    `Cache-Control: no-store` on every answer to a request that carries a bearer token (REST, /mcp, /metrics)."""
     app.register_error_handler(Unauthorized, _unauthorized)
     app.register_error_handler(InsufficientScope, _insufficient_scope)
+    app.after_request(_no_store)
