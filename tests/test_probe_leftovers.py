@@ -80,3 +80,25 @@ def test_answers_without_a_bearer_token_keep_their_own_caching(client, rider, tr
     assert client.get(f"/api/s/{code}/route").headers["Cache-Control"] == "private, no-cache"
     basic = client.get("/api/openapi.json", headers={"Authorization": "Basic dXNlcjpwYXNz"})
     assert basic.headers["Cache-Control"].startswith("public, max-age=")  # only a bearer token makes it private
+
+
+# --- the text floor on the public GPX ----------------------------------------------------------------------------
+
+def test_the_public_gpx_carries_no_bidi_or_control_characters(client, rider, trip):
+    from trips.core.db import atomic
+    from trips.models import Stage
+
+    _, headers = rider
+    with atomic():
+        stage = db.session.get(Stage, trip.stages[0].id)
+        stage.label = f"Valence{BIDI}\x07 → Die"
+        stage.selected_accommodation = {"name": f"Hôtel{BIDI} du Lac", "lat": 45.0, "lon": 5.0, "type": "hotel"}
+    code = client.post(f"/api/trips/{trip.id}/share", headers=headers).get_json()["shortCode"]
+    shared = client.get(f"/s/{code}.gpx").get_data(as_text=True)
+    assert "<name>Tour de la Drôme</name>" in shared and "Day 1: Valence → Die" in shared
+    assert "<name>Hôtel du Lac</name>" in shared
+    assert not any(c in shared for c in BIDI + "\x07")
+    # The owner's own file carries the stored words as they are (REST gives stored text unchanged); the floor
+    # is what made the difference above.
+    own = client.get(f"/api/trips/{trip.id}.gpx", headers=headers).get_data(as_text=True)
+    assert TITLE in own and f"Hôtel{BIDI} du Lac" in own
