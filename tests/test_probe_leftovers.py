@@ -102,3 +102,64 @@ def test_the_public_gpx_carries_no_bidi_or_control_characters(client, rider, tri
     # is what made the difference above.
     own = client.get(f"/api/trips/{trip.id}.gpx", headers=headers).get_data(as_text=True)
     assert TITLE in own and f"Hôtel{BIDI} du Lac" in own
+
+
+# --- the Host allow-list ------------------------------------------------------------------------------------------
+
+PUBLIC = "https://btp.example.org"
+
+
+def _get(app, path, host, remote="127.0.0.1", **headers):
+    return app.test_client().get(path, headers={"Host": host, **headers}, environ_base={"REMOTE_ADDR": remote})
+
+
+def _refused(response) -> bool:
+    return response.status_code == 400 and response.mimetype == "text/plain" \
+        and response.get_data() == b"This server does not answer for that host name.\n"
+
+
+def test_development_answers_its_own_host_and_loopback_names_only(app):
+    for host in ("127.0.0.1:8000", "localhost", "LOCALHOST:5000", "[::1]:8000", "127.0.0.2", "localhost."):
+        assert _get(app, "/api/openapi.json", host).status_code == 200, host
+    for host in ("evil.example", "127.0.0.1.evil.example", "127.evil.example", "localhost.evil.example", "[::2]"):
+        refused = _get(app, "/api/openapi.json", host)
+        assert _refused(refused), host
+        assert host.encode() not in refused.get_data()  # the value sent is never echoed
+    assert _refused(_get(app, "/healthz", "evil.example"))  # probes too: from loopback, a loopback name
+
+
+@pytest.fixture
+def production(fresh_app):
+    return fresh_app(BTP_ENV="production", BTP_BASE_URL=PUBLIC)
+
+
+def test_production_answers_only_its_public_host(production):
+    for host in ("btp.example.org", "BTP.example.org:443", "btp.example.org."):
+        assert _get(production, "/api/openapi.json", host).status_code == 200, host
+    for host in ("localhost", "127.0.0.1:8000", "www.btp.example.org", "btp.example.org.evil.example"):
+        assert _refused(_get(production, "/api/openapi.json", host)), host
+
+
+def test_production_probes_answer_a_loopback_probe_only(production):
+    assert _get(production, "/healthz", "127.0.0.1:8000").status_code == 200
+    assert _get(production, "/metrics", "localhost:8000").status_code == 200  # loopback: no token needed
+    assert _get(production, "/healthz", "btp.example.org", remote="203.0.113.9").status_code == 200
+    assert _refused(_get(production, "/healthz", "127.0.0.1:8000", remote="203.0.113.9"))
+    assert _refused(_get(production, "/healthz", "evil.example"))
+
+
+def test_a_loopback_public_url_answers_every_loopback_name_in_production(fresh_app):
+    local = fresh_app(BTP_ENV="production", BTP_BASE_URL="http://127.0.0.1:8000")
+    assert _get(local, "/api/openapi.json", "localhost").status_code == 200
+    assert _refused(_get(local, "/api/openapi.json", "evil.example"))
+
+
+def test_behind_trusted_proxies_the_forwarded_host_is_checked(fresh_app, production):
+    proxied = fresh_app(BTP_ENV="production", BTP_BASE_URL=PUBLIC, BTP_TRUSTED_PROXIES="1")
+    inner = "10.0.0.11:8000"  # the node's own address, as a proxy that forwards the Host in X-Forwarded-Host sends
+    assert _get(proxied, "/api/openapi.json", inner, **{"X-Forwarded-Host": "btp.example.org"}).status_code == 200
+    assert _refused(_get(proxied, "/api/openapi.json", inner, **{"X-Forwarded-Host": "evil.example"}))
+    # nginx as deploy/nginx.conf sets it: Host $host, X-Forwarded-Host cleared
+    assert _get(proxied, "/api/openapi.json", "btp.example.org", **{"X-Forwarded-For": "203.0.113.9"}).status_code == 200
+    # Without a trusted proxy nobody's X-Forwarded-Host is believed
+    assert _refused(_get(production, "/api/openapi.json", "evil.example", **{"X-Forwarded-Host": "btp.example.org"}))
