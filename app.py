@@ -88,8 +88,10 @@ class App(Flask):
         return known
 
     # The Host allow-list: a DNS-rebinding page or a stray name pointed at the server gets nothing. The host of
-    # BTP_BASE_URL; loopback names in development or when that host is loopback itself; in production a loopback
-    # probe of /healthz, /readyz or /metrics too. Behind BTP_TRUSTED_PROXIES the Host is the one the proxy forwarded
+    # BTP_BASE_URL; loopback names in development or when that host is loopback itself; and for /healthz, /readyz
+    # and /metrics also a loopback name or an IP address (a probe on the node, a load balancer or Prometheus on
+    # the node's address: a name someone else points here is never an address). Behind BTP_TRUSTED_PROXIES the Host
+    # is the one the proxy forwarded
     # (ProxyFix x_host). Checked where Flask reads the Host anyway (werkzeug's get_host: default port dropped,
     # characters checked); werkzeug's own TRUSTED_HOSTS matches neither IPv6 literals nor other letter cases.
     hosts: frozenset = frozenset()  # set by create_app; empty: no check
@@ -110,17 +112,20 @@ class App(Flask):
             if len(self._hosts_seen) < 64:  # the Host values this server answers for: a handful
                 self._hosts_seen[request.host] = True
             return True
-        return request.path in PROBES and _loopback_name(name) and _loopback_name(request.remote_addr)
+        return request.path in PROBES and (_loopback_name(name) or _address(name) is not None)
+
+
+def _address(name: str):
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
 
 
 def _loopback_name(name: str | None) -> bool:
     """localhost, 127.0.0.0/8 or ::1 (not a name that merely starts with "127.")."""
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name or "").is_loopback
-    except ValueError:
-        return False
+    address = _address(name or "")
+    return name == "localhost" or (address is not None and address.is_loopback)
 
 
 class ConfigError(RuntimeError):

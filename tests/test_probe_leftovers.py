@@ -140,12 +140,16 @@ def test_production_answers_only_its_public_host(production):
         assert _refused(_get(production, "/api/openapi.json", host)), host
 
 
-def test_production_probes_answer_a_loopback_probe_only(production):
+def test_production_probes_answer_on_the_node_address_and_loopback(production):
     assert _get(production, "/healthz", "127.0.0.1:8000").status_code == 200
     assert _get(production, "/metrics", "localhost:8000").status_code == 200  # loopback: no token needed
     assert _get(production, "/healthz", "btp.example.org", remote="203.0.113.9").status_code == 200
-    assert _refused(_get(production, "/healthz", "127.0.0.1:8000", remote="203.0.113.9"))
+    # A load balancer's probe, or Prometheus scraping a node by its address (README "Scaling out")
+    assert _get(production, "/readyz", "10.0.0.11:8000", remote="10.0.0.2").status_code in (200, 503)
+    assert not _refused(_get(production, "/metrics", "[fd00::11]:8000", remote="10.0.0.2"))  # its own rules next
     assert _refused(_get(production, "/healthz", "evil.example"))
+    assert _refused(_get(production, "/healthz", "10.0.0.11.evil.example"))
+    assert _refused(_get(production, "/api/openapi.json", "10.0.0.11:8000"))  # only the probes take an address
 
 
 def test_a_loopback_public_url_answers_every_loopback_name_in_production(fresh_app):
