@@ -49,10 +49,11 @@ test-faults: $(STAMP) catalogues
 # script does not stop the others; the target fails at the end if any did.
 BENCH_SCRIPTS ?= $(sort $(wildcard bench/bench_*.py))
 SOAK_SECONDS ?= 600
+# Before any of them: bench/prereqs.py names what is missing (PostgreSQL on 127.0.0.1 with PostGIS, redis-server,
+# wrk) with its Debian package, installing the packages when run as root, and stops the target if any is still missing.
 bench: $(STAMP) catalogues
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r bench/requirements.txt
-	@command -v wrk >/dev/null || { echo "installing wrk (Debian's package: bench/bench_mcp.py's load)"; \
-	  apt-get install -y -qq wrk >/dev/null || { echo "bench: wrk is missing: apt-get install wrk"; exit 1; }; }
+	$(BIN)/python bench/prereqs.py --install
 	@mkdir -p bench/out && rm -f bench/out/*.json bench/out/summary.md
 	@failed=""; \
 	for s in $(BENCH_SCRIPTS); do echo "== $$s"; $(BIN)/python $$s || failed="$$failed $$s"; done; \

@@ -1,13 +1,15 @@
 """The application factory: configuration, extensions, blueprints, error handlers, CLI. No routes, no logic."""
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from flask import Flask
+from flask import Flask, Response
+from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import oauth.models  # noqa: F401  (the tables migrations know)
@@ -60,13 +62,18 @@ DEFAULTS = {
 MAX_CONTENT_LENGTH = 32 * 1024 * 1024  # a 30 MB GPX plus the multipart envelope
 
 
+PROBES = frozenset(("/healthz", "/readyz", "/metrics"))
+
+
 class App(Flask):
     """Flask, its ensure_sync answer kept per function: Flask asks inspect whether each hook and the view is a
-    coroutine function again on every request (six times per /mcp call), and a function never changes its kind."""
+    coroutine function again on every request (six times per /mcp call), and a function never changes its kind;
+    and the Host allow-list."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._synced: dict = {}
+        self._hosts_seen: dict = {}
 
     def ensure_sync(self, func):
         synced = self._synced
@@ -79,6 +86,46 @@ class App(Flask):
             if len(synced) < 4096:
                 synced[func] = known
         return known
+
+    # The Host allow-list: a DNS-rebinding page or a stray name pointed at the server gets nothing. The host of
+    # BTP_BASE_URL; loopback names in development or when that host is loopback itself; and for /healthz, /readyz
+    # and /metrics also a loopback name or an IP address (a probe on the node, a load balancer or Prometheus on
+    # the node's address: a name someone else points here is never an address). Behind BTP_TRUSTED_PROXIES the Host
+    # is the one the proxy forwarded
+    # (ProxyFix x_host). Checked where Flask reads the Host anyway (werkzeug's get_host: default port dropped,
+    # characters checked); werkzeug's own TRUSTED_HOSTS matches neither IPv6 literals nor other letter cases.
+    hosts: frozenset = frozenset()  # set by create_app; empty: no check
+    any_loopback = True
+
+    def create_url_adapter(self, request):
+        adapter = super().create_url_adapter(request)
+        if request is not None and self.hosts and request.host not in self._hosts_seen and not self._allowed(request):
+            raise SecurityError("This server does not answer for that host name.")
+        return adapter
+
+    def _allowed(self, request) -> bool:
+        try:
+            name = (urlsplit("//" + request.host).hostname or "").rstrip(".")
+        except ValueError:
+            return False
+        if name in self.hosts or (self.any_loopback and _loopback_name(name)):
+            if len(self._hosts_seen) < 64:  # the Host values this server answers for: a handful
+                self._hosts_seen[request.host] = True
+            return True
+        return request.path in PROBES and (_loopback_name(name) or _address(name) is not None)
+
+
+def _address(name: str):
+    try:
+        return ipaddress.ip_address(name)
+    except ValueError:
+        return None
+
+
+def _loopback_name(name: str | None) -> bool:
+    """localhost, 127.0.0.0/8 or ::1 (not a name that merely starts with "127.")."""
+    address = _address(name or "")
+    return name == "localhost" or (address is not None and address.is_loopback)
 
 
 class ConfigError(RuntimeError):
@@ -142,6 +189,11 @@ def _is_loopback(host: str | None) -> bool:
     return host in ("127.0.0.1", "localhost", "::1") or (host or "").startswith("127.")
 
 
+def _wrong_host(exc: SecurityError):
+    # Plain text whatever the path: no page can be drawn (no URL adapter for a refused host) and none is owed.
+    return Response(exc.description + "\n", status=400, mimetype="text/plain", headers={"Cache-Control": "no-store"})
+
+
 def _refuse_unsafe_production(conf: dict) -> None:
     if not conf.get("BTP_SECRET_KEY"):
         raise ConfigError("production needs BTP_SECRET_KEY")
@@ -173,6 +225,10 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     instance = Path(conf["BTP_INSTANCE_DIR"]).resolve()
     instance.mkdir(parents=True, exist_ok=True)
     app = App(__name__, instance_path=str(instance), template_folder="templates")
+    base_host = urlsplit(conf["BTP_BASE_URL"]).hostname
+    app.hosts = frozenset((base_host,))
+    app.any_loopback = conf["BTP_ENV"] == "development" or _loopback_name(base_host)
+    app.register_error_handler(SecurityError, _wrong_host)
     app.config.update(conf)
     app.config.update(
         SECRET_KEY=_secret_key(conf, instance),
@@ -195,10 +251,10 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     observability.configure_logging(logging.INFO)
     observability.init_app(app)
     if conf["BTP_TRUSTED_PROXIES"]:
-        # The client address and scheme nginx saw (X-Forwarded-For / -Proto), from as many proxies as are
-        # trusted. Never X-Forwarded-Host: URLs come from BTP_BASE_URL, never from the request.
+        # The client address, scheme and host the proxy saw (X-Forwarded-For / -Proto / -Host), from as many
+        # proxies as are trusted. The host is only checked (App above): URLs come from BTP_BASE_URL, never the request.
         hops = conf["BTP_TRUSTED_PROXIES"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=0, x_port=0, x_prefix=0)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=0, x_prefix=0)
 
     configure_engine_options(app)
     db.init_app(app)

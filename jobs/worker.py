@@ -15,6 +15,8 @@ RQ 3.0 leaves three gaps this class closes (see README "When something dies"):
 * A worker killed with its scheduler leaves the scheduler lock held for its TTL (61 s): no scheduler moves the
   retries RQ schedules (1 s, 5 s) to the queue meanwhile. Maintenance frees a lock its holder stopped refreshing
   (SCHEDULER_STALE_S) and takes it.
+* A worker killed alone (SIGKILL, OOM) left its forked scheduler running for ever, holding that lock: the
+  scheduler here stops when its worker dies (jobs/scheduler.py, PR_SET_PDEATHSIG) and releases the lock.
 * RQ retries a lost Redis only around its blocking dequeue; a Redis error anywhere else in the loop (setting the
   worker's state, the suspension check, a beat while a horse works) ends the worker. Here the worker waits for
   Redis (at most RECONNECT_MAX_S between attempts) and goes on, so it is back within a beat of Redis. Start-up too
@@ -29,10 +31,12 @@ import time
 
 from redis import Redis
 from rq import Worker, worker_registration
+from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.scheduler import RQScheduler
 from rq.utils import now
 
 from jobs import reconcile
+from jobs.scheduler import BTPScheduler
 from jobs.tasks import settle_failed
 from trips.enrich import registry
 from trips.core.queue import BEAT_S, beat, forget, prune
@@ -133,9 +137,27 @@ class BTPWorker(Worker):
         except REDIS_DOWN as exc:  # only shown by `rq info`; the next state change writes it again
             log.warning("worker %s: could not record its state %s, Redis unreachable: %s", self.name, state, exc)
 
-    def _start_scheduler(self, *args, **kwargs):
+    def _start_scheduler(self, burst: bool = False, logging_level="INFO", date_format=DEFAULT_LOGGING_DATE_FORMAT,
+                         log_format=DEFAULT_LOGGING_FORMAT):
+        """RQ 3.0's, with BTPScheduler (jobs/scheduler.py: it stops when this worker dies, however it dies); RQ
+        names its scheduler class inside this method, with no attribute to set it."""
         try:
-            super()._start_scheduler(*args, **kwargs)
+            self.scheduler = BTPScheduler(
+                self.queues, connection=self.connection,
+                logging_level=logging_level if logging_level is not None else self.log.level,
+                date_format=date_format, log_format=log_format, serializer=self.serializer)
+            self.scheduler.acquire_locks()
+            if not self.scheduler.acquired_locks:
+                return  # another worker's scheduler has the lock; RQ's maintenance tries again
+            if not burst:
+                self.scheduler.start()
+                return
+            try:
+                self.scheduler.register_birth()
+                self.scheduler.enqueue_scheduled_jobs()
+            finally:
+                self.scheduler.release_locks()
+                self.scheduler.register_death()
         except REDIS_DOWN as exc:  # RQ's maintenance takes the scheduler lock and starts it once Redis is back
             log.warning("worker %s: scheduler not started yet, Redis unreachable: %s", self.name, exc)
 

@@ -37,7 +37,10 @@ def users_create(email):
 @click.option("--scope", required=True, help='e.g. "trips:read trips:write"')
 @click.option("--ttl", type=int, default=DEFAULT_TTL, show_default=True, help="lifetime in seconds")
 def tokens_issue(email, audience, scope, ttl):
-    """Print a new bearer token for EMAIL on stdout (nothing else)."""
+    """Print a new bearer token for EMAIL on stdout (nothing else); its audience goes to stderr.
+
+    An `mcp` token is for this configuration's MCP resource, {BTP_BASE_URL}/mcp: a server started with another
+    BTP_BASE_URL (or, without one, another BTP_HOST or BTP_PORT) refuses it as issued for another audience."""
     target = API_AUDIENCE if audience == "api" else current_app.config["MCP_RESOURCE"]
     try:
         with atomic():
@@ -45,6 +48,11 @@ def tokens_issue(email, audience, scope, ttl):
     except DomainError as exc:
         _fail(exc)
     click.echo(token)
+    if audience == "mcp":
+        click.echo(f"audience: {target} (the MCP resource of BTP_BASE_URL {current_app.config['BTP_BASE_URL']}; "
+                   "a server with another BTP_BASE_URL, or BTP_HOST/BTP_PORT, refuses it)", err=True)
+    else:
+        click.echo("audience: api (the REST API under /api of any server on this database)", err=True)
 
 
 def _when(value) -> str:

@@ -9,6 +9,7 @@ import time
 from oauth.models import OAuthClient
 from oauth.redirects import check_redirect_uri
 from trips.core.db import atomic, db
+from trips.core.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 GRANTS = {"authorization_code", "refresh_token"}
@@ -20,7 +21,10 @@ def _error(code: str, description: str) -> tuple[int, dict]:
 
 
 def register_client(body) -> tuple[int, dict]:
-    """Validate and store a registration. Returns (HTTP status, JSON body) per RFC 7591 §3.2."""
+    """Validate and store a registration. Returns (HTTP status, JSON body) per RFC 7591 §3.2.
+
+    Raises redis ConnectionError or TimeoutError (answered 503 `temporarily_unavailable`, trips/core/problems.py)
+    when Redis cannot be reached: the per-address limit fails open, so nothing is written while it is away."""
     if not isinstance(body, dict):
         return _error("invalid_client_metadata", "The registration must be a JSON object.")
     uris = body.get("redirect_uris")
@@ -49,6 +53,7 @@ def register_client(body) -> tuple[int, dict]:
     name = "".join(c for c in name.strip() if c.isprintable())
     client = OAuthClient(client_id="btp_client_" + secrets.token_urlsafe(24), kind="registered",
                          client_name=name, redirect_uris=list(dict.fromkeys(uris)))
+    get_redis().ping()  # the limit let this through unenforced if Redis is away: no client written then
     with atomic():
         db.session.add(client)
     return 201, {

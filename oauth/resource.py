@@ -5,6 +5,7 @@ to discover this server (resource_metadata) and to step up scopes.
 """
 from __future__ import annotations
 
+import json
 import time
 
 from flask import current_app, g
@@ -12,7 +13,7 @@ from flask import current_app, g
 from trips.core.redis_client import get_redis
 from oauth.models import Grant
 from trips.core.db import utcnow
-from oauth.principal import Principal, bearer_token
+from oauth.principal import NO_TOKEN, Principal, bearer_token, challenge_text, refusal_reason
 from oauth.scopes import SCOPES
 from oauth import live_tokens
 from oauth.tokens import hash_token, live_token, well_formed
@@ -24,13 +25,15 @@ _ASKED: dict[tuple[str, str], float] = {}  # (user, client) -> until when this p
 
 
 class McpUnauthorized(Exception):
-    """No token, or not a live token for the MCP resource."""
+    """No token, or not a live token for the MCP resource; `reason` says why (oauth/principal.py
+    refusal_reason), None when no token was sent."""
 
     uncounted = True  # not a tool call's outcome (a remembered token found revoked is refused before it runs)
 
-    def __init__(self, token_sent: bool):
+    def __init__(self, token_sent: bool, reason: str | None = None):
         super().__init__("unauthorized")
         self.token_sent = token_sent
+        self.reason = reason
 
 
 class McpInsufficientScope(Exception):
@@ -39,13 +42,15 @@ class McpInsufficientScope(Exception):
         self.scope = scope
 
 
-def challenge(error: str | None = None, scope: str | None = None) -> str:
-    """The WWW-Authenticate value: where to discover us, which scopes to ask, and the error if any."""
+def challenge(error: str | None = None, scope: str | None = None, description: str | None = None) -> str:
+    """The WWW-Authenticate value: where to discover us, which scopes to ask, and the error if any (with its
+    description, RFC 6750 §3)."""
     base = current_app.config["BTP_BASE_URL"]
     parts = [f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"',
              f'scope="{scope or " ".join(SCOPES)}"']
     if error:
-        parts.insert(0, f'error="{error}"')
+        parts[:0] = [f'error="{error}"'] + ([f'error_description="{challenge_text(description)}"']
+                                            if description else [])
     return "Bearer " + ", ".join(parts)
 
 
@@ -74,7 +79,7 @@ def mcp_principal(required_scope: str | None = None) -> Principal:
     else:
         found = live_token(token, audience) if token else None
     if found is None:
-        raise McpUnauthorized(token_sent=token is not None)
+        raise McpUnauthorized(token is not None, refusal_reason(token, audience) if token else None)
     row, user = found
     return _principal(required_scope, user, row.scopes, row.client_id)
 
@@ -103,7 +108,7 @@ def confirm(epoch: str | None) -> None:
     found = live_token(token, current_app.config["MCP_RESOURCE"])
     if found is None:
         g.pop("principal", None)
-        raise McpUnauthorized(token_sent=True)
+        raise McpUnauthorized(True, refusal_reason(token, current_app.config["MCP_RESOURCE"]))
     live_tokens.remember(token_hash, found[0], found[1], epoch,
                          current_app.config.get("BTP_TOKEN_CACHE_S", live_tokens.DEFAULT_MAX_AGE_S))
 
@@ -154,11 +159,15 @@ def touch_grant(principal: Principal) -> None:
 
 
 def _unauthorized(exc: McpUnauthorized):
-    # One body whatever the cause: a caller learns nothing about which tokens exist.
-    response = current_app.response_class('{"error":"unauthorized","error_description":"A valid bearer token '
-                                          'for this resource is required."}', status=401,
-                                          mimetype="application/json")
-    response.headers["WWW-Authenticate"] = challenge("invalid_token" if exc.token_sent else None)
+    # The reason is the token's own (expired, revoked, another audience), told only to whoever sent that token;
+    # any other value is "unknown or malformed": a caller learns nothing about which tokens exist.
+    if not exc.token_sent:
+        body = {"error": "unauthorized", "error_description": NO_TOKEN}
+    else:
+        body = {"error": "invalid_token", "error_description": exc.reason or "The token is unknown or malformed."}
+    response = current_app.response_class(json.dumps(body), status=401, mimetype="application/json")
+    response.headers["WWW-Authenticate"] = challenge("invalid_token", description=body["error_description"]) \
+        if exc.token_sent else challenge()
     return response
 
 

@@ -77,12 +77,16 @@ def test_without_trusted_proxies_forwarded_headers_are_ignored(fresh_app, redis_
     assert seen == {"addr": "127.0.0.1", "scheme": "http", "host": "127.0.0.1:8000"}
 
 
-def test_one_trusted_proxy_gives_the_client_it_saw_and_the_scheme_but_not_the_host(fresh_app, redis_client):
+def test_one_trusted_proxy_gives_the_client_it_saw_the_scheme_and_the_host(fresh_app, redis_client):
     client = _echo_app(fresh_app, BTP_TRUSTED_PROXIES="1")
-    seen = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000").get_json()
+    ours = {**FORWARDED, "X-Forwarded-Host": "localhost:8000"}
+    seen = client.get("/_test/echo", headers=ours, base_url="http://10.0.0.11:8000").get_json()
     # The last X-Forwarded-For entry is the one our proxy appended; what the client wrote before it is not ours.
-    assert seen == {"addr": "203.0.113.7", "scheme": "https", "host": "127.0.0.1:8000"}
+    assert seen == {"addr": "203.0.113.7", "scheme": "https", "host": "localhost:8000"}
     assert client.get("/_test/echo").get_json()["addr"] == "127.0.0.1"  # no header: the connection's address
+    # The forwarded host is checked like a Host (app.py, the Host allow-list): not one BTP answers for, refused.
+    refused = client.get("/_test/echo", headers=FORWARDED, base_url="http://127.0.0.1:8000")
+    assert refused.status_code == 400 and b"evil" not in refused.get_data()
 
 
 def test_two_trusted_proxies_go_one_hop_further(fresh_app, redis_client):

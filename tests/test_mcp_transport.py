@@ -216,7 +216,8 @@ def test_a_batch_answers_every_element_whatever_a_sibling_does(app, client, user
     assert db.session.get(Trip, trip.id).version == 2  # committed, and the client was told so
 
 
-def test_every_401_is_the_same(app, client, user):
+def test_every_401_carries_the_challenge_and_says_why(app, client, user):
+    """The reasons themselves, REST's and the CLI's: tests/test_token_refusals.py."""
     rest_token = make_token(user)
     expired = mcp_token(app, user)
     from oauth.models import AccessToken
@@ -225,16 +226,23 @@ def test_every_401_is_the_same(app, client, user):
     db.session.execute(sa.update(AccessToken).where(AccessToken.client_id == "test-client")
                        .values(expires_at=utcnow()))
     db.session.commit()
-    answers = [modern(client, t, "tools/list") for t in (rest_token, "btp_at_invented", expired)]
+    answers = [modern(client, t, "tools/list") for t in (rest_token, "btp_at_invented", expired, "not-ours")]
     anonymous = modern(client, None, "tools/list", headers={"Authorization": None})
     for response in answers + [anonymous]:
         assert response.status_code == 401
-        assert response.get_data() == anonymous.get_data()
         challenge = response.headers["WWW-Authenticate"]
         assert 'resource_metadata="http://127.0.0.1:8000/.well-known/oauth-protected-resource/mcp"' in challenge
         assert 'scope="trips:read trips:write"' in challenge
-    assert 'error="invalid_token"' in answers[0].headers["WWW-Authenticate"]
+    said = [r.get_json()["error_description"] for r in answers]
+    assert said[0].startswith("The token was issued for another audience (api)")
+    assert said[1] == said[3] == "The token is unknown or malformed."
+    assert answers[1].get_data() == answers[3].get_data()  # nothing tells which tokens exist
+    assert said[2] == "The token has expired."
+    for response, words in zip(answers, said):
+        assert response.get_json()["error"] == "invalid_token"
+        assert f'error="invalid_token", error_description="{words}"' in response.headers["WWW-Authenticate"]
     assert "error=" not in anonymous.headers["WWW-Authenticate"]
+    assert anonymous.get_json()["error"] == "unauthorized"
     agent = mcp_token(app, user)
     assert client.get("/api/trips", headers=auth(agent)).status_code == 401
 

@@ -103,12 +103,15 @@ def full_flow(app, client, client_id):
 
 
 def test_metadata_documents(client):
-    asm = client.get("/.well-known/oauth-authorization-server", headers={"Host": "attacker.example"}).get_json()
+    # Never derived from the Host: another name this server answers for (loopback, in development) changes nothing,
+    # and a name it does not answer for is refused (app.py, the Host allow-list).
+    assert client.get("/.well-known/oauth-authorization-server", headers={"Host": "attacker.example"}).status_code == 400
+    asm = client.get("/.well-known/oauth-authorization-server", headers={"Host": "localhost:9999"}).get_json()
     assert asm["issuer"] == "http://127.0.0.1:8000" and asm["token_endpoint"].startswith("http://127.0.0.1:8000/")
     assert asm["code_challenge_methods_supported"] == ["S256"] and asm["authorization_response_iss_parameter_supported"]
     assert asm["registration_endpoint"].endswith("/oauth/register") and asm["revocation_endpoint"]
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
-        prm = client.get(path, headers={"Host": "evil.example"})
+        prm = client.get(path, headers={"Host": "[::1]:9999"})
         assert prm.get_json()["resource"] == "http://127.0.0.1:8000/mcp"
         assert prm.get_json()["scopes_supported"] == ["trips:read", "trips:write"]
         assert prm.headers["Access-Control-Allow-Origin"] == "*"

@@ -236,3 +236,32 @@ def test_node_locations_can_live_in_a_file_that_is_removed_afterwards(engine, tm
     cache.write_bytes(b"")
     with pytest.raises(MapImportError, match="--node-cache: the file exists already"):
         import_file(engine, _region().write(tmp_path / "drome.osm.pbf"), node_cache=cache)
+
+
+def test_a_value_over_the_osm_limits_is_refused_in_one_line(app, engine, tmp_path):
+    """libosmium refuses a tag value over 256 characters (1 024 bytes) with a ValueError, not the RuntimeError
+    of other bad files: it is the same one-line refusal, and the previous import stays."""
+    import_file(engine, _region("Old Hotel").write(tmp_path / "drome.osm.pbf"))
+    (tmp_path / "v2").mkdir()
+    path = tmp_path / "v2" / "drome.osm"
+    path.write_text("<?xml version='1.0' encoding='UTF-8'?>\n<osm version='0.6' generator='t'>\n"
+                    "<node id='1' lat='45.0' lon='5.0' version='1'><tag k='amenity' v='drinking_water'/>"
+                    f"<tag k='name' v='{'x' * 1100}'/></node>\n</osm>\n")
+    with pytest.raises(MapImportError, match=r"breaks OpenStreetMap's limits \(OSM tag value is too long\)"):
+        import_file(engine, path)
+    _assert_previous_intact()
+    refused = app.test_cli_runner().invoke(args=["osm", "import", str(path)])
+    assert refused.exit_code == 1 and "Traceback" not in refused.output and refused.exception.__class__ is SystemExit
+    assert refused.stderr.startswith("Error: FILE: drome.osm breaks OpenStreetMap's limits") and "x" * 50 not in refused.stderr
+
+
+def test_a_value_error_of_our_own_is_not_taken_for_a_bad_file(engine, tmp_path, monkeypatch):
+    from trips.osm import importer
+
+    def broken(self, obj):
+        raise ValueError("a bug of ours")
+
+    monkeypatch.setattr(importer._Collector, "node", broken)
+    with pytest.raises(ValueError, match="a bug of ours"):
+        import_file(engine, _region().write(tmp_path / "drome.osm.pbf"))
+    assert _rows("SELECT count(*) FROM osm_area") == [(0,)]

@@ -2,12 +2,14 @@
 resolution (trips/services/gpx_days.py), streamed."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from flask import Response
 
+from trips.core.text import floor
 from trips.models import Stage, Trip
-from trips.route.gpx_export import iter_gpx
+from trips.route.gpx_export import DayExport, iter_gpx
 from trips.services.gpx_days import day_exports
 
 
@@ -16,10 +18,28 @@ def filename(trip: Trip, stages: list[Stage] | None) -> str:
     return f"{base}-day-{stages[0].day_number}.gpx" if stages and len(stages) == 1 else f"{base}.gpx"
 
 
-def gpx_download(trip: Trip, stages: list[Stage] | None = None) -> Response:
-    """Every value is read before the answer starts: the chunks are made from them alone, no database read."""
-    body = iter_gpx(trip.title, day_exports(trip, stages))
-    response = Response(body, mimetype="application/gpx+xml")
+def _floored(value):
+    return floor(value) if isinstance(value, str) else value
+
+
+def _floored_day(day: DayExport) -> DayExport:
+    acc = day.accommodation
+    if isinstance(acc, dict):
+        acc = {**acc, "name": _floored(acc.get("name")), "type": _floored(acc.get("type"))}
+    return dataclasses.replace(day, label=_floored(day.label), end_label=_floored(day.end_label), accommodation=acc)
+
+
+def gpx_download(trip: Trip, stages: list[Stage] | None = None, *, public: bool = False) -> Response:
+    """Every value is read before the answer starts: the chunks are made from them alone, no database read.
+
+    `public`: the share link's file, opened by anyone with the link. Its words (the owner's title and day labels,
+    third parties' lodging names) pass the same text floor as the share page and the MCP answers
+    (trips/core/text.py): no bidi override or control character reshapes what its reader's app shows."""
+    days = day_exports(trip, stages)
+    title = trip.title
+    if public:
+        title, days = _floored(title), [_floored_day(day) for day in days]
+    response = Response(iter_gpx(title, days), mimetype="application/gpx+xml")
     response.headers["Content-Disposition"] = f'attachment; filename="{filename(trip, stages)}"'
     response.headers["Cache-Control"] = "private, no-cache"
     return response

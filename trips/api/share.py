@@ -157,4 +157,4 @@ def _stay(stage) -> dict | None:
 
 @pages.get("/s/<code>.gpx")
 def shared_gpx(code):
-    return gpx_download(sharing.shared_trip(code))
+    return gpx_download(sharing.shared_trip(code), public=True)

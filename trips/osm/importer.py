@@ -290,10 +290,16 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = (header, "header") if header else (tuple(collector.box), "data")
         replaced = publish(engine, area_id, name, bbox, source, counts)
-    except RuntimeError as exc:  # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob)
+    except (RuntimeError, ValueError) as exc:
+        # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob) are RuntimeErrors; a value
+        # over libosmium's limits (a tag key or value, a user name or a role over 256 characters) is a ValueError
+        # "OSM … is too long". Any other ValueError is ours: raised as it is.
         _discard(engine, area_id, collector)
+        if isinstance(exc, ValueError) and not _osmium_limit(exc):
+            raise
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise MapImportError(f"FILE: {path.name[:100]} is not a complete OpenStreetMap file ({reason}); "
+        what = "breaks OpenStreetMap's limits" if isinstance(exc, ValueError) else "is not a complete OpenStreetMap file"
+        raise MapImportError(f"FILE: {path.name[:100]} {what} ({reason}); "
                              "nothing was imported and the map data already there is unchanged") from None
     except BaseException:
         _discard(engine, area_id, collector)
@@ -307,6 +313,12 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
             "replaced": replaced, "notes": notes}
+
+
+def _osmium_limit(exc: ValueError) -> bool:
+    """libosmium's refusal of an over-long string (its builder's length_error, a ValueError in Python)."""
+    text = str(exc)
+    return text.startswith("OSM ") and text.endswith("too long")
 
 
 def _discard(engine: sa.Engine, area_id: int, collector) -> None:

@@ -1,0 +1,50 @@
+"""RQ's scheduler, stopped with its worker however the worker ends.
+
+RQ 3.0 forks the scheduler from the worker (multiprocessing, `RQScheduler.start`) and stops it only from the
+worker's own shutdown (`Worker.teardown` / `_shutdown`: SIGTERM, then join). A worker killed without that
+(SIGKILL, the OOM killer, a crash) left its scheduler running on its own, re-parented to init, holding the queue's
+scheduler lock for ever. Here the scheduler asks Linux to send it SIGTERM when the worker dies (prctl
+PR_SET_PDEATHSIG, proc(5)); RQ's own SIGTERM handler then stops it at its next poll (1 s): it releases the lock
+and unregisters, as on a clean stop.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import sys
+
+from rq.scheduler import RQScheduler
+
+log = logging.getLogger(__name__)
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def stop_with_parent(parent_pid: int) -> bool:
+    """Ask for SIGTERM when the parent dies (Linux; elsewhere nothing is asked and False returned). True when the
+    parent is gone already (it died between the fork and the request): the caller stops by itself then."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("scheduler: prctl(PR_SET_PDEATHSIG) failed (errno %d); it may outlive a killed worker",
+                    ctypes.get_errno())
+    return os.getppid() != parent_pid
+
+
+class BTPScheduler(RQScheduler):
+    """RQ's scheduler, its process stopped when the worker that forked it dies (module docstring)."""
+
+    _parent_pid = 0
+
+    def start(self):
+        self._parent_pid = os.getpid()  # the worker, before the fork
+        return super().start()
+
+    def work(self):
+        # In the forked process. PR_SET_PDEATHSIG follows the thread that forked: the worker's main thread, where
+        # RQ starts the scheduler (at start-up and from its maintenance).
+        if self._parent_pid and stop_with_parent(self._parent_pid):
+            self.request_stop()
+        super().work()
