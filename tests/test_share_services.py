@@ -86,3 +86,12 @@ def test_what_a_day_offers_by_state():
     assert found["bikeShops"]["items"] == [{"name": "Cycles", "kind": "repair", "km": 2.0}]
     assert day_services({**day, "groups": {}})["bikeShops"]["state"] == "unknown"  # data without a status: unknown
     assert day_services({**day, "isRestDay": True}) == {}
+
+
+def test_the_page_links_the_gpx_and_the_fit_course(client, shared):
+    _, _, code = shared
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    links = etree.HTML(html).xpath("//a[@class='button']/@href")
+    assert f"/s/{code}.gpx" in links and f"/s/{code}.fit" in links
+    fit = client.get(f"/s/{code}.fit")
+    assert fit.status_code == 200 and fit.data[8:12] == b".FIT"  # the FIT header's signature
