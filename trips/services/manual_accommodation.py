@@ -23,7 +23,7 @@ from trips.route.geo import cumulative_km, haversine_m, locate_on_line
 from trips.services import day_points
 from trips.services.accommodations import end_day_at
 from trips.services.schemas import load
-from trips.services.stages import _move_point, find_stage, geometry_changed, write_days
+from trips.services.stages import move_point, find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"
 MAX_OFF_ROUTE_KM = MAX_RADIUS_KM  # as far from the day's road as the widest lodging search looks
@@ -101,7 +101,7 @@ def add_manual_accommodation(actor: User, trip_id: str, stage_id: str, precondit
     routes = _route_before_the_lock(actor, trip_id, stage_id, data)
 
     def apply(trip, place):
-        _move_point(trip, find_stage(trip, stage_id), "end", [place["lat"], place["lon"], None], notes, routes)
+        move_point(trip, find_stage(trip, stage_id), "end", [place["lat"], place["lon"], None], notes, routes)
         end_day_at(trip, stage_id, place)
 
     # The day's line and the days after it changed: the GEOMETRY enrichments again; the chosen day keeps its lodging

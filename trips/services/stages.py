@@ -193,7 +193,7 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
 
 
 def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
-    """New points and/or label, or a cut at `distance` km. A moved point keeps the road (`_move_point`,
+    """New points and/or label, or a cut at `distance` km. A moved point keeps the road (`move_point`,
     docs/RULES.md "Editing a day's points"); a cut gives the rest to the next day (its end stays) or, on the
     last day, makes it a new day."""
 
@@ -227,7 +227,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             notes.append(f"cut on the day's route at km {fields['distance']:.1f}")
         for side, name in (("start", "start_point"), ("end", "end_point")):
             if name in fields and "distance" not in fields:
-                _move_point(trip, stage, side, _point(fields[name]), notes, routes)
+                move_point(trip, stage, side, _point(fields[name]), notes, routes)
 
     def invalidate(trip, fields):
         if fields.keys() - {"label"}:  # the rider's label is no input of any enrichment
@@ -258,7 +258,7 @@ def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> di
     return routes
 
 
-def _move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
+def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
                 routes: dict | None = None) -> None:
     """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
     sharing that point takes over the rest, or a new day when there is none."""
