@@ -4,7 +4,7 @@ missing or weak token (REST and /mcp), the blueprints (endpoints, pages, REST tw
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from flask import Flask
+from flask import Flask, current_app, request
 from sqlalchemy.exc import SQLAlchemyError
 
 from oauth import api, pages, principal, resource, views
@@ -16,7 +16,10 @@ from trips.core import i18n
 
 def _account_locale() -> str | None:
     """The signed-in person's chosen language on a page; None when nobody is, or the database cannot say (an
-    error page is then written in the browser's language rather than failing too)."""
+    error page is then written in the browser's language rather than failing too). Without a session cookie the
+    session is not opened at all: an answer that never read it must not vary on Cookie."""
+    if current_app.config["SESSION_COOKIE_NAME"] not in request.cookies:
+        return None
     try:
         user = current_user()
     except SQLAlchemyError:

@@ -108,4 +108,4 @@ def exchange(port: int, data: bytes, timeout: float = 5.0) -> tuple[list[Answer]
 
 
 def get(path: str, *headers: str) -> bytes:
-    return ("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" % (path, "".join(h + "\r\n" for h in headers))).encode()
+    return ("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n" % (path, "".join(h + "\r\n" for h in headers))).encode()

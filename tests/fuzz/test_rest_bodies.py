@@ -33,7 +33,9 @@ OPERATIONS = [("post", "/api/trips"), ("patch", "/api/trips/{trip_id}"),
               ("patch", "/api/trips/{trip_id}/stages/{stage_id}"),
               ("patch", "/api/trips/{trip_id}/stages/{stage_id}/accommodation"),
               ("patch", "/api/trips/{trip_id}/stages/{stage_id}/move"),
-              ("post", "/api/trips/{trip_id}/stages/{stage_id}/poi-waypoint"), ("patch", "/api/users/me")]
+              ("post", "/api/trips/{trip_id}/stages/{stage_id}/poi-waypoint"), ("patch", "/api/users/me"),
+              ("post", "/api/trips/{trip_id}/stages/{stage_id}/accommodations/manual"),
+              ("post", "/api/users/me/email-change")]
 ROLES = st.sampled_from(["trip"] * 6 + ["dated", "locked", "foreign", "unknown"])
 IF_MATCH = st.sampled_from(["current"] * 6 + ["stale", "*", "absent", "garbage", "weak"])
 REST_OVERRIDES = {**{k: v for k, v in OVERRIDES.items() if k in ("sourceUrl",)},

@@ -125,7 +125,8 @@ def _resolve(world, arguments):
 
 
 def resolve_coords(arguments: dict, trip, stage_id=None) -> dict:
-    """DayCoord values replaced by a coordinate near the end of the named day (or the trip's first)."""
+    """DayCoord values replaced by a coordinate near the end of the named day (or the trip's first), nested objects
+    too (a REST body's `point: {lat, lon}`)."""
     stages = list(trip.stages) if trip is not None else []
     wanted = stage_id or arguments.get("stageId")
     day = next((s for s in stages if s.id == wanted), stages[0] if stages else None)
@@ -134,6 +135,8 @@ def resolve_coords(arguments: dict, trip, stage_id=None) -> dict:
         if isinstance(value, DayCoord):
             base = (day.end_lat if value.axis == "lat" else day.end_lon) if day is not None else 45.0
             value = base + value.jitter
+        elif isinstance(value, dict):
+            value = resolve_coords(value, trip, wanted)
         out[key] = value
     return out
 
