@@ -206,3 +206,24 @@ def test_a_reimport_replaces_the_network(tmp_path, search):
         assert conn.execute(sa.text("SELECT count(*) FROM osm_edge WHERE area_id = :a"),
                             {"a": first["area_id"]}).scalar() == 0
     assert go(search, (0, 0), (1000, 0)).approximate and not go(search, (0, 5000), (1000, 5000)).approximate
+
+
+def test_reroute_says_which_stretch_is_routed_and_valhalla_still_wins(tmp_path, ctx, fake_valhalla):
+    from trips.providers.valhalla import RoutingConfig
+    from trips.services.routing import reroute
+
+    map_support_or_skip(db.engine)
+    m = MapBuilder()
+    m.way(line((0, 0), (0, 1000), (1000, 1000)), {"highway": "residential"})
+    build(tmp_path, m)
+    start, via, far = p(0, -50), p(1000, 1000), p(9000, 1000)
+    found = reroute(start, via, far, RoutingConfig(valhalla_url=None))
+    assert found.approximate and found.stretches[0] == "routed on the map"
+    assert found.stretches[1].startswith("joined straight: approximate (no road within 500 m of the end")
+    assert found.distance_km == pytest.approx(2.05 + 8.0, abs=0.05) and passes(router.Route(
+        np.array([list(q) for q in found.geometry], dtype=float), 0.0, []), (0, 1000), within_m=1)
+    assert [q[2] for q in found.geometry[1:-2]] == [None] * (len(found.geometry) - 3)  # unknown, not 0 m
+    assert found.geometry[0][2] == 0.0 and found.geometry[-1][2] == 0.0  # the given points as given
+    fake_valhalla.set_route([start, via, far], length_km=12.0)
+    online = reroute(start, via, far, fake_valhalla.config())
+    assert not online.approximate and online.distance_km == 12.0 and len(fake_valhalla.bodies) == 1
