@@ -292,7 +292,6 @@ def test_a_point_off_the_route_is_routed_on_the_imported_map(ctx, rider, tmp_pat
     d1, d2 = trip.stages[0].distance, trip.stages[1].distance
     index = int(round((d1 - 5.0) * 10))
     corner, end = _map_with_a_spur(tmp_path, road, index)
-    assert day_points.routing()  # the map's network makes a router: asked before the trip lock
     trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": end[0], "lon": end[1]})
     one, two = trip.stages[0], trip.stages[1]
     assert not one.approximate and not two.approximate and joined(trip)

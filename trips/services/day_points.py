@@ -122,8 +122,10 @@ def _join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
 
 
 def routing() -> bool:
-    """Whether a router may answer (Valhalla, or the imported map's roads): then it is asked before the trip lock."""
-    return bool(configs().valhalla.valhalla_url) or map_engine() is not None
+    """Whether Valhalla is configured: its answers are asked before the trip lock (a remote service's seconds must
+    not hold it). The imported map's router is asked where the line is drawn (`_join`): local reads of the map
+    tables on their own connection, no write transaction of theirs, and no statement where nothing is routed."""
+    return bool(configs().valhalla.valhalla_url)
 
 
 def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict | None = None) -> PointEdit:
