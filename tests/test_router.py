@@ -227,3 +227,22 @@ def test_reroute_says_which_stretch_is_routed_and_valhalla_still_wins(tmp_path, 
     fake_valhalla.set_route([start, via, far], length_km=12.0)
     online = reroute(start, via, far, fake_valhalla.config())
     assert not online.approximate and online.distance_km == 12.0 and len(fake_valhalla.bodies) == 1
+
+
+@pytest.mark.parametrize("north_m, routed", [(4500, True), (5600, False)])
+def test_the_wide_box_is_searched_when_the_band_holds_no_way_through(tmp_path, search, north_m, routed):
+    # Two streets north from the ends of a 2 km leg, joined only by a street `north_m` north: beyond the band (3 km
+    # from the straight line), within the wide box (3 km beyond the ends' edges, which stop 2 km north) or beyond it.
+    m = MapBuilder()
+    west, east = m.node(*p(0, 2000)), m.node(*p(2000, 2000))
+    m.way([*line((0, 0), (0, 1900)), west], {"highway": "residential"})
+    m.way([*line((2000, 0), (2000, 1900)), east], {"highway": "residential"})
+    nw, ne = m.node(*p(0, north_m)), m.node(*p(2000, north_m))
+    m.way([west, *line((0, 2100), (0, north_m - 100)), nw], {"highway": "residential"})
+    m.way([nw, *line((100, north_m), (1900, north_m)), ne], {"highway": "residential"})  # an edge of its own
+    m.way([ne, *line((2000, north_m - 100), (2000, 2100)), east], {"highway": "residential"})
+    build(tmp_path, m)
+    r = go(search, (0, 0), (2000, 0))
+    assert r.legs[0].routed is routed
+    if routed:
+        assert r.distance_km == pytest.approx(2 * north_m / 1000 + 2.0, abs=0.05)

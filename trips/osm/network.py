@@ -34,6 +34,7 @@ CLOSED_HIGHWAYS = frozenset({"motorway", "motorway_link", "bus_guideway", "buswa
 CLOSED_VALUES = frozenset({"no", "private", "use_sidepath", "agricultural", "forestry", "delivery"})
 ALLOWED_VALUES = frozenset({"yes", "designated", "permissive", "destination", "customers", "official"})
 YES = frozenset({"yes", "true", "1"})
+CELL_DEG = 0.05  # the edges are written cell by cell (about 5 km): see Network.rows
 
 
 def profile(tags: dict) -> tuple[str, bool, bool] | None:
@@ -106,7 +107,12 @@ class Network:
         shared = counts[inverse] >= 2
         bounds = np.cumsum([0] + [len(a) for a in self.ids])
         pieces: list[tuple[tuple, np.ndarray, int, int]] = []
-        for k, (head, ids, coords) in enumerate(zip(self.heads, self.ids, self.coords)):
+        # Written by cells of CELL_DEG (row by row), not in the file's order: the edges a search box reads then lie
+        # together on disk, a few runs of pages rather than pages all over the table.
+        first = np.array([c[0] for c in self.coords])
+        cells = np.floor(first[:, 0] / CELL_DEG) * 100_000 + np.floor((first[:, 1] + 180.0) / CELL_DEG)
+        for k in np.argsort(cells, kind="stable"):
+            head, ids, coords = self.heads[k], self.ids[k], self.coords[k]
             cut = shared[bounds[k]:bounds[k + 1]].copy()
             cut[0] = cut[-1] = True
             at = np.flatnonzero(cut)

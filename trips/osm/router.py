@@ -1,11 +1,12 @@
 """The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service.
 
 Each leg between two consecutive points: both ends are snapped to the nearest routable edge within SNAP_M (the
-foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges whose box
-meets the legs' box grown by a margin, with pgRouting's pgr_dijkstra on PostgreSQL where the extension is
-installed, else with scipy's csgraph Dijkstra over the same edges read from the database. The answer follows the
-edges' real shape. A leg whose end has no road within SNAP_M, or whose ends the roads in the box do not join,
-is joined straight and marked approximate; the `Leg` says why.
+foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
+along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
+of a wider box (`_box`): with pgRouting's pgr_dijkstra on PostgreSQL where the extension is installed, else with
+scipy's csgraph Dijkstra over the same edges read from the database. The answer follows the edges' real shape. A
+leg whose end has no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight
+and marked approximate; the `Leg` says why.
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from trips.osm.store import postgis_schema
 from trips.route.geo import total_distance_km
 
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
-MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the search box: the leg's ends' box grown by max(3 km, half the leg)
+MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
+CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
 MAX_POINTS = 25  # points of one route (start, waypoints, end)
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
@@ -143,8 +145,11 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
         return _straight(a, b, f"no road within {SNAP_M:.0f} m of the {which} of this stretch on the imported map")
     starts, ends = _exits(s), _entries(e)
     best = _direct(s, e)
-    box = _box(s, e)
-    found = _search_pgr(conn, pgr, box, starts, ends) if pgr else _search_scipy(conn, box, starts, ends)
+    found = None
+    for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
+        found = _search_pgr(conn, pgr, boxes, starts, ends) if pgr else _search_scipy(conn, boxes, starts, ends)
+        if found is not None:
+            break
     if found is not None and (best is None or found[0] < best[0]):
         cost, start, end, nodes, edges = found
         lines = _lines(conn, edges)
@@ -160,8 +165,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
 
 
 def _snap(conn, lat: float, lon: float) -> _Snap | None:
-    box = geometry.box_around(lat, lon, SNAP_M)
-    rows = _read(conn, box, _EDGE_COLS + ", t.line")
+    rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
     best = None
     for row in rows:
         line = geometry.decode(row.line)
@@ -209,27 +213,55 @@ def _direct(s: _Snap, e: _Snap):
     return None
 
 
-def _box(s: _Snap, e: _Snap) -> tuple[float, float, float, float]:
-    pts = np.vstack((s.line, e.line))
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    span = geometry.GEOD.inv(s.foot[1], s.foot[0], e.foot[1], e.foot[0])[2]
-    margin = max(MARGIN_M, MARGIN_SHARE * span)
-    north, east = geometry.metres_per_degree(float(np.clip(np.abs(pts[:, 0]).max(), 0, 89.9)))
+def _grow(lo, hi, margin: float) -> tuple[float, float, float, float]:
+    north, east = geometry.metres_per_degree(float(min(max(abs(lo[0]), abs(hi[0])), 89.9)))
     dlat, dlon = margin / north, min(180.0, margin / east)
     return lo[0] - dlat, lo[1] - dlon, hi[0] + dlat, hi[1] + dlon
 
 
-def _spatial(conn, box) -> tuple[str, dict]:
-    args = {"a": box[0], "b": box[1], "c": box[2], "d": box[3]}
+def _span(s: _Snap, e: _Snap) -> float:
+    return float(geometry.GEOD.inv(s.foot[1], s.foot[0], e.foot[1], e.foot[0])[2])
+
+
+def _box(s: _Snap, e: _Snap) -> tuple[float, float, float, float]:
+    """The box of both ends' edges grown by max(MARGIN_M, MARGIN_SHARE × the leg)."""
+    pts = np.vstack((s.line, e.line))
+    return _grow(pts.min(axis=0), pts.max(axis=0), max(MARGIN_M, MARGIN_SHARE * _span(s, e)))
+
+
+def _corridor(s: _Snap, e: _Snap) -> list[tuple[float, float, float, float]]:
+    """Boxes along the straight line between the feet, each reaching max(MARGIN_M, CORRIDOR_SHARE × the leg) to
+    every side, and the two ends' edges: a band a few times narrower than `_box` on a long leg."""
+    width = max(MARGIN_M, CORRIDOR_SHARE * _span(s, e))
+    pieces = int(min(MAX_CORRIDOR_BOXES, max(1, np.ceil(_span(s, e) / width))))
+    steps = s.foot + np.linspace(0.0, 1.0, pieces + 1)[:, None] * (e.foot - s.foot)
+    boxes = [_grow(np.minimum(p, q), np.maximum(p, q), width) for p, q in zip(steps[:-1], steps[1:])]
+    return boxes + [_grow(x.line.min(axis=0), x.line.max(axis=0), 0.0) for x in (s, e)]
+
+
+def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
+    """The SQL condition "the edge's box meets one of `boxes`" and its parameters (`inline`: numbers written in,
+    for the edges SQL pgRouting runs as text; they are floats this module computed)."""
+    args = {}
+    for i, box in enumerate(boxes):
+        args.update({f"a{i}_": box[0], f"b{i}_": box[1], f"c{i}_": box[2], f"d{i}_": box[3]})
     if conn.dialect.name == "sqlite":
-        return ("t.id IN (SELECT id FROM osm_edge_rtree WHERE min_lat <= :c AND max_lat >= :a "
-                "AND min_lon <= :d AND max_lon >= :b)"), args
-    s = postgis_schema(conn)
-    return f't.geom OPERATOR("{s}".&&) "{s}".ST_MakeEnvelope(:b, :a, :d, :c, 4326)', args
+        one = ("SELECT id FROM osm_edge_rtree WHERE min_lat <= :c{i}_ AND max_lat >= :a{i}_ AND min_lon <= :d{i}_ "
+               "AND max_lon >= :b{i}_")
+        where = "t.id IN (" + " UNION ".join(one.format(i=i) for i in range(len(boxes))) + ")"
+    else:
+        g = postgis_schema(conn)
+        one = 't.geom OPERATOR("{g}".&&) "{g}".ST_MakeEnvelope(:b{i}_, :a{i}_, :d{i}_, :c{i}_, 4326)'
+        where = "(" + " OR ".join(one.format(g=g, i=i) for i in range(len(boxes))) + ")"
+    if inline:
+        for k, v in args.items():  # every name ends in "_": none is the start of another
+            where = where.replace(f":{k}", repr(float(v)))
+        args = {}
+    return where, args
 
 
-def _read(conn, box, cols: str):
-    where, args = _spatial(conn, box)
+def _read(conn, boxes, cols: str):
+    where, args = _spatial(conn, boxes)
     return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t JOIN osm_area r ON r.id = t.area_id "
                                 f"AND r.status = 'ready' WHERE {where}"), args).all()
 
@@ -253,12 +285,12 @@ def _best(starts, ends, reach) -> tuple | None:
     return best
 
 
-def _search_scipy(conn, box, starts, ends):
+def _search_scipy(conn, boxes, starts, ends):
     """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra."""
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
-    rows = _read(conn, box, _EDGE_COLS)
+    rows = _read(conn, boxes, _EDGE_COLS)
     if not rows:
         return None
     ids = np.array([r.id for r in rows], dtype=np.int64)
@@ -307,35 +339,32 @@ def _cost_sql() -> str:
     return f"t.length_m * CASE t.kind {cases} ELSE {COST_PER_METRE['other']!r} END"
 
 
-def _search_pgr(conn, pgr: str, box, starts, ends):
-    """As _search_scipy, with pgRouting's pgr_dijkstra over the edges of the box."""
-    where, args = _spatial(conn, box)
-    for k, v in args.items():  # the edges SQL is text pgRouting runs: the box's numbers written in, as floats
-        where = where.replace(f":{k}", repr(float(v)))
+PGR_FUNCTION = "pgr_bdDijkstra"  # bidirectional: from both ends at once, about half the graph settled
+
+
+def _search_pgr(conn, pgr: str, boxes, starts, ends):
+    """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
+    the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
+    where, _ = _spatial(conn, boxes, inline=True)
     cost = _cost_sql()
-    edges_sql = (f"SELECT t.id, t.source, t.target, CASE WHEN t.forward THEN {cost} ELSE -1 END AS cost, "
-                 f"CASE WHEN t.backward THEN {cost} ELSE -1 END AS reverse_cost FROM osm_edge t "
+    virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]
+    virtual += [(-21 - i, n, -2, c) for i, (n, (c, _)) in enumerate(ends.items())]
+    values = ", ".join(f"({i}::bigint, {a}::bigint, {b}::bigint, {float(c)!r}::float8, -1::float8)"
+                       for i, a, b, c in virtual)
+    edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
+                 f"SELECT t.id, t.source, t.target, CASE WHEN t.forward THEN {cost} ELSE -1 END, "
+                 f"CASE WHEN t.backward THEN {cost} ELSE -1 END FROM osm_edge t "
                  f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE {where}")
     # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
     # connection's own, for this transaction only (SET LOCAL opens one: trips/core/db.py; the rollback at the
     # connection's close ends it).
     current = conn.exec_driver_sql("SHOW search_path").scalar()
     conn.exec_driver_sql(f'SET LOCAL search_path TO {current}, "{pgr}"')
-    rows = conn.execute(sa.text(
-        f'SELECT start_vid, end_vid, node, edge, agg_cost FROM "{pgr}".pgr_dijkstra(:sql, '
-        "CAST(:s AS bigint[]), CAST(:e AS bigint[]), true) ORDER BY start_vid, end_vid, path_seq"),
-        {"sql": edges_sql, "s": list(starts), "e": list(ends)}).all()
-    paths: dict[tuple[int, int], list] = {}
-    for r in rows:
-        paths.setdefault((int(r.start_vid), int(r.end_vid)), []).append(r)
-
-    def reach(s, t):
-        p = paths.get((s, t))
-        return float(p[-1].agg_cost) if p else None
-
-    best = _best(starts, ends, reach)
-    if best is None:
+    rows = conn.execute(sa.text(f'SELECT node, edge, agg_cost FROM "{pgr}".{PGR_FUNCTION}(:sql, -1, -2, true) '
+                                "ORDER BY path_seq"), {"sql": edges_sql}).all()
+    inner = [r for r in rows if r.node not in (-1, -2)]
+    if not inner:
         return None
-    cost_total, s, t = best
-    steps = [r for r in paths.get((s, t), []) if r.edge != -1]
-    return cost_total, s, t, [int(r.node) for r in steps], [int(r.edge) for r in steps]
+    steps = [r for r in inner if r.edge > 0]
+    return float(rows[-1].agg_cost), int(inner[0].node), int(inner[-1].node), [int(r.node) for r in steps], \
+        [int(r.edge) for r in steps]
