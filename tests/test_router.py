@@ -246,3 +246,14 @@ def test_the_wide_box_is_searched_when_the_band_holds_no_way_through(tmp_path, s
     assert r.legs[0].routed is routed
     if routed:
         assert r.distance_km == pytest.approx(2 * north_m / 1000 + 2.0, abs=0.05)
+
+
+def test_a_way_the_extract_cut_keeps_its_located_nodes(tmp_path, search):
+    m = MapBuilder()
+    a, b, c = m.node(*p(0, 0)), m.node(*p(500, 0)), m.node(*p(1000, 0))
+    m.way([a, b, 999_999, c], {"highway": "residential"})  # node 999999 is not in the file
+    m.node(*p(0, 3000), {"amenity": "drinking_water"})  # the import keeps a point (the cut way is no osm_way row)
+    summary = build(tmp_path, m)
+    assert summary["counts"]["network"] == {"edges": 1}
+    r = go(search, (0, 0), (1000, 0))
+    assert not r.approximate and r.distance_km == pytest.approx(1.0, abs=0.01)

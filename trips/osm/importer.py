@@ -120,12 +120,12 @@ class _Collector:
         water = T.water_kind(wt, w.is_closed())
         if not (is_road or route == "ferry" or kinds or place or water):
             return
+        if is_road or route == "ferry":  # before the line: a way the extract cut still routes over its located nodes
+            self.network.add(w.id, wt, w.nodes)
         try:
             hexwkb = self.wkb.create_linestring(w)
         except (RuntimeError, osmium.InvalidLocationError):
             return  # fewer than two known nodes (the extract cut the way)
-        if is_road or route == "ferry":
-            self.network.add(w.id, wt, w.nodes)
         if is_road:
             head = (self.area_id, "w", w.id, highway[:32], *(T.short(wt.get(k), 64 if k == "surface" else 32)
                                                              for k in T.WAY_TAGS), T.short(wt.get("name"), 255))

@@ -7,9 +7,11 @@ row of `osm_edge` (trips/osm/tables.py) with the node ids of its two ends, its r
 class and whether a bicycle may ride it each way (docs/RULES.md "Bicycle routing"). Ways closed to bicycles are
 not kept at all, so no search can use them.
 
-The ways are held in memory until the end of the file (node ids and locations: 24 bytes a node).
+The ways are held in memory until the end of the file (node ids and locations: 24 bytes a node of a routable way).
 """
 from __future__ import annotations
+
+from array import array
 
 import numpy as np
 
@@ -78,46 +80,58 @@ def ewkb_line(coords: np.ndarray) -> str:
 
 
 class Network:
-    """The routable ways of one import, cut into edges when the file has been read."""
+    """The routable ways of one import, cut into edges when the file has been read. The node ids and locations go
+    into flat typed arrays (8 bytes a value, no object per way or node): the import holds them to the end."""
 
     def __init__(self):
+        import osmium.geom  # only the import builds a network: a web worker that reads the costs loads no osmium
+
+        self.osmium, self.wkb = osmium, osmium.geom.WKBFactory()
         self.heads: list[tuple[int, str, bool, bool]] = []  # (way id, class, forward, backward)
-        self.ids: list[np.ndarray] = []
-        self.coords: list[np.ndarray] = []
+        self.ids = array("q")
+        self.lats, self.lons = array("d"), array("d")
+        self.ends = array("q")  # where each way's nodes end in the flat arrays
 
     def add(self, way_id: int, tags: dict, nodes) -> None:
         """A way's node refs (osmium NodeRefList); ways closed to bicycles and nodes without a location are left."""
         found = profile(tags)
         if found is None:
             return
-        refs = [(n.ref, n.lat, n.lon) for n in nodes if n.location.valid()]
+        try:  # every node, repeated ones too, located in one call (osmium's WKB: little-endian lon, lat doubles)
+            xy = np.frombuffer(bytes.fromhex(self.wkb.create_linestring(nodes, use_nodes=self.osmium.geom.ALL)),
+                               "<f8", offset=9).reshape(-1, 2)
+            refs = [n.ref for n in nodes]
+        except (RuntimeError, self.osmium.InvalidLocationError):  # the extract cut the way: its located nodes only
+            kept = [(n.ref, n.lon, n.lat) for n in nodes if n.location.valid()]
+            refs, xy = [k[0] for k in kept], np.array([k[1:] for k in kept], dtype=float).reshape(-1, 2)
         if len(refs) < 2:
             return
-        arr = np.array(refs, dtype=float)
         self.heads.append((way_id, *found))
-        self.ids.append(np.array([r[0] for r in refs], dtype=np.int64))
-        self.coords.append(arr[:, 1:])
+        self.ids.extend(refs)
+        self.lats.frombytes(np.ascontiguousarray(xy[:, 1]).tobytes())
+        self.lons.frombytes(np.ascontiguousarray(xy[:, 0]).tobytes())
+        self.ends.append(len(self.ids))
 
     def rows(self, area_id: int, pg: bool, batch: int):
         """The edge rows (EDGE_COLS, plus the EWKB geometry on PostgreSQL), `batch` at most at a time."""
-        if not self.ids:
+        if not self.heads:
             return
-        every = np.concatenate(self.ids)
-        _, inverse, counts = np.unique(every, return_inverse=True, return_counts=True)
-        shared = counts[inverse] >= 2
-        bounds = np.cumsum([0] + [len(a) for a in self.ids])
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        coords = np.column_stack((np.frombuffer(self.lats), np.frombuffer(self.lons)))
+        ends = np.frombuffer(self.ends, dtype=np.int64)
+        starts = np.concatenate(([0], ends[:-1]))
+        _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        cut = counts[inverse] >= 2
+        cut[starts] = cut[ends - 1] = True
         pieces: list[tuple[tuple, np.ndarray, int, int]] = []
         # Written by cells of CELL_DEG (row by row), not in the file's order: the edges a search box reads then lie
         # together on disk, a few runs of pages rather than pages all over the table.
-        first = np.array([c[0] for c in self.coords])
+        first = coords[starts]
         cells = np.floor(first[:, 0] / CELL_DEG) * 100_000 + np.floor((first[:, 1] + 180.0) / CELL_DEG)
         for k in np.argsort(cells, kind="stable"):
-            head, ids, coords = self.heads[k], self.ids[k], self.coords[k]
-            cut = shared[bounds[k]:bounds[k + 1]].copy()
-            cut[0] = cut[-1] = True
-            at = np.flatnonzero(cut)
-            for a, b in zip(at[:-1], at[1:]):
-                pieces.append((head, coords[a:b + 1], int(ids[a]), int(ids[b])))
+            at = starts[k] + np.flatnonzero(cut[starts[k]:ends[k]])
+            for a, b in zip(at[:-1].tolist(), at[1:].tolist()):
+                pieces.append((self.heads[k], coords[a:b + 1], int(ids[a]), int(ids[b])))
             if len(pieces) >= batch:
                 yield self._rows(pieces, area_id, pg)
                 pieces = []
