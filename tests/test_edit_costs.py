@@ -93,7 +93,9 @@ def _rest_day(d, n):
 PINS = {
     "rename": (_rename, {"sqlite": (2, 3), "postgresql": (1, 3)}),
     "update_distance": (_cut, {"sqlite": (19, 6), "postgresql": (19, 6)}),
-    "add": (_add, {"sqlite": (12, 6), "postgresql": (12, 6)}),
+    # add: one more since the bicycle router on the imported map (docs/RULES.md "Bicycle routing"): whether a ready
+    # import holds a routable network, asked once as the day is drawn (none here: joined straight).
+    "add": (_add, {"sqlite": (13, 6), "postgresql": (13, 6)}),
     "delete": (_delete, {"sqlite": (16, 6), "postgresql": (16, 6)}),
     "move": (_move, {"sqlite": (11, 6), "postgresql": (11, 6)}),
     "rest_day": (_rest_day, {"sqlite": (13, 6), "postgresql": (13, 6)}),

@@ -265,3 +265,65 @@ def test_a_road_passing_twice_is_cut_on_the_pass_nearest_the_day_end(ctx, rider)
     trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": lat, "lon": lon + 0.0006})
     assert trip.stages[0].distance == pytest.approx(43.1, abs=0.1)  # not 37: the pass nearer its end (km d1)
     assert trip.stages[0].distance + trip.stages[1].distance == pytest.approx(d1 + d2, abs=0.01)
+
+
+def _map_with_a_spur(tmp_path, road, index: int, north_m: float = 1100.0, west_m: float = 800.0):
+    """The imported map: the route's road for 3 km each side of point `index`, and a side street from that point
+    `north_m` north then `west_m` west. Returns the side street's corner and end."""
+    from tests.osm_maps import MapBuilder, map_support_or_skip
+    from trips.osm.importer import import_file
+
+    map_support_or_skip(db.engine)
+    m = MapBuilder()
+    ids = [m.node(lat, lon) for lat, lon, _ in road[index - 30:index + 31]]
+    m.way(ids, {"highway": "secondary"})
+    lat, lon = road[index][:2]
+    corner = (lat + north_m / 111_132.0, lon)
+    end = (corner[0], lon - west_m / (111_320.0 * math.cos(math.radians(lat))))
+    m.way([ids[30], corner, end], {"highway": "residential"})
+    import_file(db.engine, m.write(tmp_path / "spur.osm.pbf"))
+    return corner, end
+
+
+def test_a_point_off_the_route_is_routed_on_the_imported_map(ctx, rider, tmp_path):
+    user, _ = rider
+    road = make_points(2400, step_m=100.0)
+    trip = new_trip(user, road)
+    d1, d2 = trip.stages[0].distance, trip.stages[1].distance
+    index = int(round((d1 - 5.0) * 10))
+    corner, end = _map_with_a_spur(tmp_path, road, index)
+    trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": end[0], "lon": end[1]})
+    one, two = trip.stages[0], trip.stages[1]
+    assert not one.approximate and not two.approximate and joined(trip)
+    assert trip.edit_summary["how"] == ["end point routed"]
+    line = np.asarray([p[:2] for p in one.geometry], dtype=float)
+    assert np.abs(line - np.array(corner)).max(axis=1).min() < 1e-5  # along the side street, not straight
+    # out along the street (1.9 km) and back: the two days grow by about twice that
+    assert one.distance + two.distance == pytest.approx(d1 + d2 + 3.8, abs=0.4)
+
+
+def test_a_point_the_map_does_not_cover_is_joined_straight_even_with_a_map(ctx, rider, tmp_path):
+    user, _ = rider
+    road = make_points(2400, step_m=100.0)
+    trip = new_trip(user, road)
+    d1 = trip.stages[0].distance
+    _map_with_a_spur(tmp_path, road, int(round((d1 - 5.0) * 10)))
+    lat, lon, _ = at_km(road, d1 - 40.0)  # 35 km from the map's roads
+    trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": lat + 0.02, "lon": lon - 0.02})
+    assert trip.stages[0].approximate and "joined straight: approximate" in moved(trip.edit_summary)
+
+
+def test_an_added_day_is_routed_on_the_imported_map(ctx, rider, tmp_path):
+    user, _ = rider
+    road = make_points(2400, step_m=100.0)
+    trip = new_trip(user, road)
+    index = 1000
+    _, end = _map_with_a_spur(tmp_path, road, index)
+    start = road[index - 25][:2]
+    body = {"startPoint": {"lat": start[0], "lon": start[1]}, "endPoint": {"lat": end[0], "lon": end[1]}}
+    trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
+    day = trip.stages[-1]
+    assert not day.approximate and trip.edit_summary["how"] == ["new day routed"]
+    assert day.distance == pytest.approx(2.5 + 1.9, abs=0.2) and len(day.geometry) > 20
+    # no point of it came with an elevation: the day's climbing is unknown, never a flat 0 m
+    assert all(p[2] is None for p in day.geometry) and day.elevation is None

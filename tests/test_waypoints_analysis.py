@@ -192,3 +192,47 @@ def test_stage_detail_is_read_through_its_own_endpoint(client, rider, trip):
     stage = db.session.get(Stage, trip.stages[2].id)
     body = client.get(f"/api/trips/{trip.id}/stages/{stage.id}", headers=headers).get_json()
     assert body["dayNumber"] == 3 and body["tripId"] == trip.id and "geometry" not in body
+
+
+def _map_of_the_day(tmp_path, stage, until: float = 1.0):
+    """The imported map: the day's own line as a secondary road up to `until` of its points, and a 1 km side
+    street north from its middle point. Returns the side street's end."""
+    from tests.osm_maps import MapBuilder, map_support_or_skip
+    from trips.osm.importer import import_file
+
+    map_support_or_skip(db.engine)
+    pts = [tuple(p[:2]) for p in stage.geometry]
+    middle = len(pts) // 2
+    m = MapBuilder()
+    ids = [m.node(lat, lon) for lat, lon in pts[:max(2, int(len(pts) * until))]]
+    m.way(ids, {"highway": "secondary"})
+    end = (pts[middle][0] + 0.009, pts[middle][1])
+    m.way([ids[middle], end], {"highway": "residential"})
+    import_file(db.engine, m.write(tmp_path / "day.osm.pbf"))
+    return end
+
+
+def test_with_the_imported_map_the_day_follows_its_roads(app, client, rider, trip, tmp_path):
+    _, headers = rider
+    stage = trip.stages[0]
+    before, km = snapshot(stage), stage.distance
+    lat, lon = _map_of_the_day(tmp_path, stage)
+    waypoint(client, headers, trip, stage, lat, lon)
+    run_jobs(app)
+    fresh = reload(trip.id)
+    day = fresh.stages[0]
+    assert statuses(fresh)["route_segment"] == ("done", None) and not day.approximate
+    assert len(day.geometry) > 100 and [lat, lon] in [p[:2] for p in day.geometry]
+    assert (day.start_lat, day.start_lon) == before["start"] and (day.end_lat, day.end_lon) == before["end"]
+    assert day.distance == pytest.approx(km + 2.0, abs=0.3)  # the side street there and back
+    assert day.elevation == before["elevation"] > 0  # the router gives no elevation: climbing is kept
+
+
+def test_a_day_the_map_covers_in_part_is_routed_in_part_and_approximate(app, client, rider, trip, tmp_path):
+    _, headers = rider
+    stage = trip.stages[0]
+    lat, lon = _map_of_the_day(tmp_path, stage, until=0.6)  # the map stops 40 % before the day's end
+    waypoint(client, headers, trip, stage, lat, lon)
+    run_jobs(app)
+    day = reload(trip.id).stages[0]
+    assert day.approximate and [lat, lon] in [p[:2] for p in day.geometry] and len(day.geometry) > 10  # not 3: routed in part

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 
 from trips.route import geo
 from trips.core.text import normalise
-from trips.osm import geometry, tags as T
+from trips.osm import geometry, network, router, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
 from trips.osm.tables import PLACE_RANKS
 
@@ -100,6 +100,7 @@ class _Collector:
         self.box = [math.inf, math.inf, -math.inf, -math.inf]
         self.pending = 0
         self.progress = _Progress(echo)
+        self.network = network.Network()
 
     # --- objects -------------------------------------------------------------------------------------
     def node(self, n) -> None:
@@ -119,6 +120,8 @@ class _Collector:
         water = T.water_kind(wt, w.is_closed())
         if not (is_road or route == "ferry" or kinds or place or water):
             return
+        if is_road or route == "ferry":  # before the line: a way the extract cut still routes over its located nodes
+            self.network.add(w.id, wt, w.nodes)
         try:
             hexwkb = self.wkb.create_linestring(w)
         except (RuntimeError, osmium.InvalidLocationError):
@@ -234,6 +237,17 @@ class _Collector:
         self.progress.tick(self.seen, self.kept, force=last)
 
 
+    def write_network(self) -> dict:
+        """The routable edges (trips/osm/network.py), once every way has been read; returns their count."""
+        cols = network.EDGE_COLS + (("geom",) if self.pg else ())
+        edges = 0
+        for rows in self.network.rows(self.area_id, self.pg, BATCH_ROWS):
+            self.loader.write({"osm_edge": (cols, rows)})
+            edges += len(rows)
+        self.network = network.Network()  # the ways' node lists go back to the allocator
+        return {"edges": edges}
+
+
 def _population(value: str | None) -> int | None:
     digits = re.sub(r"[\s,.']", "", value or "")
     return min(int(digits), _MAX_POPULATION) if digits.isdigit() and len(digits) < 12 else None
@@ -266,6 +280,8 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     if node_cache and Path(node_cache).exists():
         raise MapImportError("--node-cache: the file exists already; name a new file (it is deleted afterwards)")
     area_id, notes = begin_area(engine, name, path.name)
+    with engine.begin() as conn:  # the router searches with pgRouting where PostgreSQL has it (else scipy)
+        router.install_pgrouting(conn)
     collector = None
     try:
         header = _header_box(path, fmt)
@@ -285,7 +301,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
             elif obj.is_area():
                 collector.area(obj)
         collector.flush(last=True)
-        counts = {"seen": collector.seen, "kept": collector.kept}
+        counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = (header, "header") if header else (tuple(collector.box), "data")

@@ -116,9 +116,25 @@ osm_boundary = _common(
     *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
 )
 
+# The routable network (trips/osm/network.py): roads and ferries cut into edges between the OSM nodes ways share,
+# with what a bicycle may do on each (docs/RULES.md "Bicycle routing"). `source` and `target` are the OSM node ids
+# of the line's first and last point; the edges of every ready import join at the same ids.
+osm_edge = _common(
+    "osm_edge",
+    sa.Column("source", sa.BigInteger, nullable=False),
+    sa.Column("target", sa.BigInteger, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # the routing class: cycleway, quiet, primary, ferry, …
+    sa.Column("forward", sa.Boolean, nullable=False),  # a bicycle may ride it source → target
+    sa.Column("backward", sa.Boolean, nullable=False),  # … and target → source
+    sa.Column("length_m", sa.Float, nullable=False),
+    sa.Column("line", sa.Text, nullable=False),  # encoded polyline, precision 1e-6 (trips/osm/geometry.py)
+    *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
+)
+
 # The tables with a spatial index, and the shape PostGIS stores for each.
 SPATIAL = {"osm_point": "Point", "osm_way": "LineString", "osm_ferry": "LineString",
-           "osm_place": "Point", "osm_boundary": "Polygon", "osm_water": "LineString"}
+           "osm_place": "Point", "osm_boundary": "Polygon", "osm_water": "LineString",
+           "osm_edge": "LineString"}
 DATA_TABLES = tuple(SPATIAL)
 
 

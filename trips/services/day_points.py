@@ -4,7 +4,8 @@ The day and the neighbour it shares that point with form a window of the route: 
 route (TripRoute) when the two days still lie on it, else the days' own lines. A point within ON_ROUTE_M of the
 window cuts it there (the pass nearest the current boundary when the road comes by twice) and the neighbour
 takes over the rest; a point further away is reached by a detour from the nearest point of the window, routed
-when a router is configured and otherwise straight (`approximate`). Either way the two days still join end to
+by Valhalla when it is configured, else along the imported map's roads (docs/RULES.md "Bicycle routing"), and
+straight (`approximate`) where neither can. Either way the two days still join end to
 start and add up to the window (plus the detour).
 """
 from __future__ import annotations
@@ -17,7 +18,9 @@ import numpy as np
 from trips.errors import Invalid
 from trips.models import Stage, Trip
 from trips.providers.settings import configs
+from trips.osm import router
 from trips.providers.valhalla import RoutingError, route_through
+from trips.services.routing import map_engine
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line, slice_km, total_distance_km
 
 ON_ROUTE_M = 200.0  # a point this close to the route cuts it there
@@ -108,10 +111,20 @@ def _join(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
                 return pts, False
         except RoutingError:
             pass  # said in the answer: "joined straight: approximate"
+        return np.vstack((a, b)), True
+    engine = map_engine()
+    if engine is not None:
+        found = router.route(engine, [a, b])  # a stretch the map does not cover comes back straight, approximate
+        pts = found.line.copy()
+        pts[0], pts[-1] = a, b
+        return pts, found.approximate
     return np.vstack((a, b)), True
 
 
 def routing() -> bool:
+    """Whether Valhalla is configured: its answers are asked before the trip lock (a remote service's seconds must
+    not hold it). The imported map's router is asked where the line is drawn (`_join`): local reads of the map
+    tables on their own connection, no write transaction of theirs, and no statement where nothing is routed."""
     return bool(configs().valhalla.valhalla_url)
 
 

@@ -1,28 +1,52 @@
-"""Rerouting a day through a waypoint: by bicycle with a Valhalla routing service (trips/providers/valhalla.py),
-or, without one, as the straight line start → waypoint → end with its WGS-84 geodesic length, flagged
-`approximate`.
+"""Rerouting a day through a waypoint: by bicycle with a Valhalla routing service (trips/providers/valhalla.py)
+when one is configured, else along the imported map's roads (trips/osm/router.py, docs/RULES.md "Bicycle routing"),
+and where neither can, as the straight line start → waypoint → end with its WGS-84 geodesic length, flagged
+`approximate`. `stretches` says, leg by leg, which was routed and which joined straight.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
+import sqlalchemy as sa
+from flask import has_app_context
+
+from trips.core.db import db
+from trips.osm import router
 from trips.providers.valhalla import RoutingConfig, route_through
 from trips.route.geo import total_distance_km
 
-__all__ = ["Reroute", "reroute"]
+__all__ = ["Reroute", "reroute", "map_engine", "describe"]
 
 Point = tuple[float, float, float]
 
 
 @dataclass
 class Reroute:
-    """The new geometry of the day, (lat, lon, ele) rows; `approximate` marks the straight-line fallback."""
+    """The new geometry of the day, (lat, lon, ele) rows (ele None where the map's router placed the point);
+    `approximate` marks a straight-line stretch, `stretches` says for each leg how it was joined."""
 
     geometry: list[Point]
     distance_km: float
     approximate: bool
+    stretches: list[str] = field(default_factory=list)
+
+
+def map_engine() -> sa.Engine | None:
+    """The database engine when the imported map holds a routable network (in an app context), else None."""
+    if not has_app_context():
+        return None
+    try:
+        return db.engine if router.has_network(db.engine) else None
+    except sa.exc.SQLAlchemyError:  # a database migrated before the network existed: no map router
+        return None
+
+
+def describe(legs: list[router.Leg]) -> list[str]:
+    """Each leg in a few words: "routed on the map" or "joined straight: approximate (why)"."""
+    return ["routed on the map" if leg.routed else f"joined straight: approximate ({leg.why})" for leg in legs]
 
 
 def _point(value: Any, what: str) -> Point:
@@ -51,7 +75,15 @@ def reroute(start: Sequence[float], waypoint: Sequence[float], end: Sequence[flo
     over MAX_RESPONSE_BYTES or an answer that cannot be read; it never falls back silently.
     """
     points = [_point(start, "start"), _point(waypoint, "waypoint"), _point(end, "end")]
-    if not config.valhalla_url:
-        return Reroute(geometry=points, distance_km=total_distance_km(points), approximate=True)
-    geometry, length = route_through(points, config)
-    return Reroute(geometry=geometry, distance_km=length, approximate=False)
+    if config.valhalla_url:
+        geometry, length = route_through(points, config)
+        return Reroute(geometry=geometry, distance_km=length, approximate=False, stretches=["routed"])
+    engine = map_engine()
+    if engine is None:
+        return Reroute(geometry=points, distance_km=total_distance_km(points), approximate=True,
+                       stretches=["joined straight: approximate (no map to route on)"] * 2)
+    found = router.route(engine, points)
+    # The router's points have no elevation: None (unknown), never a flat 0 m (docs/RULES.md "Elevation").
+    geometry = [(float(p[0]), float(p[1]), None if np.isnan(p[2]) else float(p[2])) for p in found.line]
+    return Reroute(geometry=geometry, distance_km=found.distance_km, approximate=found.approximate,
+                   stretches=describe(found.legs))

@@ -1,0 +1,154 @@
+"""The routable network: the imported roads and ferries cut into edges between the nodes ways share.
+
+The import (trips/osm/importer.py) hands every road and ferry way to `Network.add` with its OSM node ids and
+their locations; once the whole file is read, `Network.rows` counts how many times each node appears and cuts
+every way at its ends and at each node another way (or the same way again) passes through. Each piece becomes one
+row of `osm_edge` (trips/osm/tables.py) with the node ids of its two ends, its real shape, its length, its routing
+class and whether a bicycle may ride it each way (docs/RULES.md "Bicycle routing"). Ways closed to bicycles are
+not kept at all, so no search can use them.
+
+The ways are held in memory until the end of the file (node ids and locations: 24 bytes a node of a routable way).
+"""
+from __future__ import annotations
+
+from array import array
+
+import numpy as np
+
+from trips.osm import geometry
+
+EDGE_COLS = ("area_id", "osm_type", "osm_id", "source", "target", "kind", "forward", "backward", "length_m",
+             "line", "min_lat", "min_lon", "max_lat", "max_lon")
+
+# docs/RULES.md "Bicycle routing": the cost of a metre by routing class (a metre of cycleway is the cheapest).
+COST_PER_METRE = {
+    "cycleway": 0.8, "quiet": 1.0, "track": 1.3, "path": 1.3, "tertiary": 1.3, "service": 1.1,
+    "secondary": 1.6, "primary": 2.2, "trunk": 3.0, "foot": 2.5, "steps": 10.0, "ferry": 25.0, "other": 1.5,
+}
+CLASS_OF_HIGHWAY = {
+    "cycleway": "cycleway", "residential": "quiet", "living_street": "quiet", "unclassified": "quiet",
+    "road": "other", "service": "service", "track": "track", "path": "path", "bridleway": "foot",
+    "tertiary": "tertiary", "tertiary_link": "tertiary", "secondary": "secondary", "secondary_link": "secondary",
+    "primary": "primary", "primary_link": "primary", "trunk": "trunk", "trunk_link": "trunk",
+    "footway": "foot", "pedestrian": "foot", "steps": "steps",
+}
+CLOSED_HIGHWAYS = frozenset({"motorway", "motorway_link", "bus_guideway", "busway", "escape", "via_ferrata"})
+CLOSED_VALUES = frozenset({"no", "private", "use_sidepath", "agricultural", "forestry", "delivery"})
+ALLOWED_VALUES = frozenset({"yes", "designated", "permissive", "destination", "customers", "official"})
+YES = frozenset({"yes", "true", "1"})
+CELL_DEG = 0.05  # the edges are written cell by cell (about 5 km): see Network.rows
+
+
+def profile(tags: dict) -> tuple[str, bool, bool] | None:
+    """(routing class, forward, backward) of a way for a bicycle, or None when a bicycle may not use it
+    (docs/RULES.md "Bicycle routing")."""
+    if tags.get("route") == "ferry" and "highway" not in tags:
+        return ("ferry", True, True) if tags.get("bicycle") not in CLOSED_VALUES else None
+    highway = tags.get("highway")
+    bicycle = tags.get("bicycle")
+    if highway in CLOSED_HIGHWAYS or tags.get("motorroad") == "yes" or bicycle in CLOSED_VALUES:
+        return None
+    if tags.get("access") in CLOSED_VALUES and bicycle not in ALLOWED_VALUES:
+        return None
+    kind = CLASS_OF_HIGHWAY.get(highway, "other")
+    if bicycle == "designated" or (kind == "foot" and bicycle in ALLOWED_VALUES):
+        kind = "cycleway" if bicycle == "designated" else "path"
+    return (kind, *_directions(tags))
+
+
+def _directions(tags: dict) -> tuple[bool, bool]:
+    oneway = tags.get("oneway")
+    if oneway is None and tags.get("junction") in ("roundabout", "circular"):
+        oneway = "yes"
+    own = tags.get("oneway:bicycle")
+    if own in YES or own == "-1":
+        oneway = own
+    elif own == "no" or any(str(tags.get(k, "")).startswith("opposite") for k in
+                           ("cycleway", "cycleway:left", "cycleway:right", "cycleway:both")):
+        return True, True  # a contraflow for bicycles
+    if oneway in YES:
+        return True, False
+    if oneway in ("-1", "reverse"):
+        return False, True
+    return True, True
+
+
+def ewkb_line(coords: np.ndarray) -> str:
+    """Hex EWKB (SRID 4326) of a (n, 2) lat, lon line, as PostGIS reads it from COPY."""
+    xy = np.ascontiguousarray(coords[:, ::-1], dtype="<f8")
+    return "0102000020E6100000" + len(xy).to_bytes(4, "little").hex() + xy.tobytes().hex()
+
+
+class Network:
+    """The routable ways of one import, cut into edges when the file has been read. The node ids and locations go
+    into flat typed arrays (8 bytes a value, no object per way or node): the import holds them to the end."""
+
+    def __init__(self):
+        import osmium.geom  # only the import builds a network: a web worker that reads the costs loads no osmium
+
+        self.osmium, self.wkb = osmium, osmium.geom.WKBFactory()
+        self.heads: list[tuple[int, str, bool, bool]] = []  # (way id, class, forward, backward)
+        self.ids = array("q")
+        self.lats, self.lons = array("d"), array("d")
+        self.ends = array("q")  # where each way's nodes end in the flat arrays
+
+    def add(self, way_id: int, tags: dict, nodes) -> None:
+        """A way's node refs (osmium NodeRefList); ways closed to bicycles and nodes without a location are left."""
+        found = profile(tags)
+        if found is None:
+            return
+        try:  # every node, repeated ones too, located in one call (osmium's WKB: little-endian lon, lat doubles)
+            xy = np.frombuffer(bytes.fromhex(self.wkb.create_linestring(nodes, use_nodes=self.osmium.geom.ALL)),
+                               "<f8", offset=9).reshape(-1, 2)
+            refs = [n.ref for n in nodes]
+        except (RuntimeError, self.osmium.InvalidLocationError):  # the extract cut the way: its located nodes only
+            kept = [(n.ref, n.lon, n.lat) for n in nodes if n.location.valid()]
+            refs, xy = [k[0] for k in kept], np.array([k[1:] for k in kept], dtype=float).reshape(-1, 2)
+        if len(refs) < 2:
+            return
+        self.heads.append((way_id, *found))
+        self.ids.extend(refs)
+        self.lats.frombytes(np.ascontiguousarray(xy[:, 1]).tobytes())
+        self.lons.frombytes(np.ascontiguousarray(xy[:, 0]).tobytes())
+        self.ends.append(len(self.ids))
+
+    def rows(self, area_id: int, pg: bool, batch: int):
+        """The edge rows (EDGE_COLS, plus the EWKB geometry on PostgreSQL), `batch` at most at a time."""
+        if not self.heads:
+            return
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        coords = np.column_stack((np.frombuffer(self.lats), np.frombuffer(self.lons)))
+        ends = np.frombuffer(self.ends, dtype=np.int64)
+        starts = np.concatenate(([0], ends[:-1]))
+        _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        cut = counts[inverse] >= 2
+        cut[starts] = cut[ends - 1] = True
+        pieces: list[tuple[tuple, np.ndarray, int, int]] = []
+        # Written by cells of CELL_DEG (row by row), not in the file's order: the edges a search box reads then lie
+        # together on disk, a few runs of pages rather than pages all over the table.
+        first = coords[starts]
+        cells = np.floor(first[:, 0] / CELL_DEG) * 100_000 + np.floor((first[:, 1] + 180.0) / CELL_DEG)
+        for k in np.argsort(cells, kind="stable"):
+            at = starts[k] + np.flatnonzero(cut[starts[k]:ends[k]])
+            for a, b in zip(at[:-1].tolist(), at[1:].tolist()):
+                pieces.append((self.heads[k], coords[a:b + 1], int(ids[a]), int(ids[b])))
+            if len(pieces) >= batch:
+                yield self._rows(pieces, area_id, pg)
+                pieces = []
+        if pieces:
+            yield self._rows(pieces, area_id, pg)
+
+    @staticmethod
+    def _rows(pieces, area_id: int, pg: bool) -> list[tuple]:
+        lengths = np.array([len(p[1]) for p in pieces])
+        coords = np.vstack([p[1] for p in pieces])
+        encoded = geometry.encode_many(coords, lengths)
+        metres = geometry.lengths_m(coords, lengths)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
+        rows = []
+        for i, ((way_id, kind, fwd, bwd), line, source, target) in enumerate(pieces):
+            row = (area_id, "w", way_id, source, target, kind, fwd, bwd, float(metres[i]), encoded[i],
+                   float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]), float(maxs[i, 1]))
+            rows.append(row + (ewkb_line(line),) if pg else row)
+        return rows

@@ -1,0 +1,370 @@
+"""The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service.
+
+Each leg between two consecutive points: both ends are snapped to the nearest routable edge within SNAP_M (the
+foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
+along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
+of a wider box (`_box`): with pgRouting's pgr_dijkstra on PostgreSQL where the extension is installed, else with
+scipy's csgraph Dijkstra over the same edges read from the database. The answer follows the edges' real shape. A
+leg whose end has no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight
+and marked approximate; the `Leg` says why.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.osm import geometry
+from trips.osm.network import COST_PER_METRE
+from trips.osm.store import postgis_schema
+from trips.route.geo import total_distance_km
+
+SNAP_M = 500.0  # a point further than this from every road is not covered by the map
+MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
+CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
+MAX_POINTS = 25  # points of one route (start, waypoints, end)
+MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
+_EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
+
+
+@dataclass
+class Leg:
+    line: np.ndarray  # (n, 2) lat, lon from one point to the next
+    routed: bool
+    why: str | None = None  # for a straight leg: what the map lacks
+
+
+@dataclass
+class Route:
+    line: np.ndarray  # (n, 3) lat, lon, ele: the given points keep their elevation, the router's are NaN
+    distance_km: float
+    legs: list[Leg]
+
+    @property
+    def approximate(self) -> bool:
+        return not all(leg.routed for leg in self.legs)
+
+
+@dataclass
+class _Snap:
+    edge: int
+    source: int
+    target: int
+    forward: bool
+    backward: bool
+    factor: float
+    length: float
+    along: float  # metres from the edge's source to the foot
+    line: np.ndarray
+    seg: int  # the foot lies on segment line[seg] → line[seg + 1]
+    foot: np.ndarray
+
+
+def install_pgrouting(conn) -> bool:
+    """CREATE EXTENSION pgrouting where the server has it and we may (best effort); True when it is there."""
+    if conn.dialect.name != "postgresql":
+        return False
+    if _pgr_schema(conn):
+        return True
+    if not conn.exec_driver_sql("SELECT 1 FROM pg_available_extensions WHERE name = 'pgrouting'").scalar():
+        return False
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pgrouting SCHEMA public")
+    except sa.exc.DBAPIError:
+        return False
+    return bool(_pgr_schema(conn))
+
+
+def _pgr_schema(conn) -> str | None:
+    return conn.exec_driver_sql(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'pgrouting'").scalar()
+
+
+def has_network(engine: sa.Engine) -> bool:
+    """Whether a ready import holds routable edges."""
+    with engine.connect() as conn:
+        return conn.execute(sa.text("SELECT 1 FROM osm_edge t JOIN osm_area r ON r.id = t.area_id "
+                                    "AND r.status = 'ready' LIMIT 1")).first() is not None
+
+
+def route(engine: sa.Engine, points, use_pgrouting: bool = True) -> Route:
+    """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
+
+    Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
+    a finite latitude and longitude in range. `use_pgrouting=False` searches with scipy on PostgreSQL too.
+    """
+    pts = _points(points)
+    legs = []
+    with engine.connect() as conn:
+        pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
+        for a, b in zip(pts[:-1], pts[1:]):
+            legs.append(_leg(conn, a[:2], b[:2], pgr or None))
+    rows = [pts[0]]
+    for leg, end in zip(legs, pts[1:]):
+        inner = leg.line[1:-1]
+        rows.extend(np.column_stack((inner, np.full(len(inner), np.nan))))
+        rows.append(end)
+    line = np.array(rows, dtype=float)
+    keep = np.concatenate(([True], np.any(np.diff(line[:, :2], axis=0) != 0, axis=1)))
+    keep[-1] = True
+    line = line[keep]
+    return Route(line=line, distance_km=total_distance_km(line[:, :2]) if len(line) > 1 else 0.0, legs=legs)
+
+
+def _points(points) -> np.ndarray:
+    try:
+        rows = [[float(v) for v in p] for p in points]
+    except (TypeError, ValueError):
+        raise ValueError("points: each point must be (lat, lon) or (lat, lon, ele) numbers") from None
+    if not 2 <= len(rows) <= MAX_POINTS:
+        raise ValueError(f"points: between 2 and {MAX_POINTS} points")
+    out = np.full((len(rows), 3), np.nan)
+    for i, p in enumerate(rows):
+        if len(p) not in (2, 3) or not all(math.isfinite(v) for v in p[:2]) or abs(p[0]) > 90 or abs(p[1]) > 180:
+            raise ValueError(f"points: point {i + 1} is not a latitude and longitude in range")
+        out[i, :len(p)] = p
+    return out
+
+
+def _straight(a, b, why: str) -> Leg:
+    return Leg(np.array([a, b], dtype=float), False, why)
+
+
+def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
+    if np.array_equal(a, b):
+        return Leg(np.array([a, b]), True)  # nothing to ride
+    if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
+        return _straight(a, b, f"longer than {MAX_LEG_KM:.0f} km between two points: not searched")
+    s, e = _snap(conn, *a), _snap(conn, *b)
+    if s is None or e is None:
+        which = "start" if s is None else "end"
+        return _straight(a, b, f"no road within {SNAP_M:.0f} m of the {which} of this stretch on the imported map")
+    starts, ends = _exits(s), _entries(e)
+    best = _direct(s, e)
+    found = None
+    for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
+        found = _search_pgr(conn, pgr, boxes, starts, ends) if pgr else _search_scipy(conn, boxes, starts, ends)
+        if found is not None:
+            break
+    if found is not None and (best is None or found[0] < best[0]):
+        cost, start, end, nodes, edges = found
+        lines = _lines(conn, edges)
+        parts = [starts[start][1]]
+        for n0, eid in zip(nodes, edges):
+            src, line = lines[eid]
+            parts.append((line if src == n0 else line[::-1])[1:])
+        parts.append(ends[end][1][1:])
+        best = (cost, np.vstack(parts))
+    if best is None:
+        return _straight(a, b, "the imported map's roads do not join these points")
+    return Leg(np.vstack((a, best[1], b)), True)
+
+
+def _snap(conn, lat: float, lon: float) -> _Snap | None:
+    rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
+    best = None
+    for row in rows:
+        line = geometry.decode(row.line)
+        dist, seg, frac, flat, flon = geometry.nearest_on_line(np.array([lat]), np.array([lon]), line)
+        if dist[0] <= SNAP_M and (best is None or dist[0] < best[0]):
+            best = (dist[0], row, line, int(seg[0]), float(frac[0]), np.array([flat[0], flon[0]]))
+    if best is None:
+        return None
+    _, row, line, seg, frac, foot = best
+    steps = geometry.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2] if len(line) > 1 else [0]
+    along = float(np.sum(steps[:seg]) + frac * steps[seg])
+    return _Snap(row.id, int(row.source), int(row.target), bool(row.forward), bool(row.backward),
+                 COST_PER_METRE.get(row.kind, COST_PER_METRE["other"]), float(row.length_m),
+                 min(along, float(row.length_m)), line, seg, foot)
+
+
+def _exits(s: _Snap) -> dict[int, tuple[float, np.ndarray]]:
+    """The nodes a leg can leave its start's edge by: node → (cost, line from the foot to the node)."""
+    out = {}
+    if s.backward:
+        out[s.source] = (s.along * s.factor, np.vstack((s.foot, s.line[:s.seg + 1][::-1])))
+    if s.forward and (s.target not in out or (s.length - s.along) * s.factor < out[s.target][0]):
+        out[s.target] = ((s.length - s.along) * s.factor, np.vstack((s.foot, s.line[s.seg + 1:])))
+    return out
+
+
+def _entries(e: _Snap) -> dict[int, tuple[float, np.ndarray]]:
+    """The nodes a leg can reach its end's edge by: node → (cost, line from the node to the foot)."""
+    out = {}
+    if e.forward:
+        out[e.source] = (e.along * e.factor, np.vstack((e.line[:e.seg + 1], e.foot)))
+    if e.backward and (e.target not in out or (e.length - e.along) * e.factor < out[e.target][0]):
+        out[e.target] = ((e.length - e.along) * e.factor, np.vstack((e.line[e.seg + 1:][::-1], e.foot)))
+    return out
+
+
+def _direct(s: _Snap, e: _Snap):
+    """Both feet on the same edge: along it, when its direction allows."""
+    if s.edge != e.edge:
+        return None
+    if s.forward and e.along >= s.along:
+        return (e.along - s.along) * s.factor, np.vstack((s.foot, s.line[s.seg + 1:e.seg + 1], e.foot))
+    if s.backward and e.along <= s.along:
+        return (s.along - e.along) * s.factor, np.vstack((s.foot, s.line[e.seg + 1:s.seg + 1][::-1], e.foot))
+    return None
+
+
+def _grow(lo, hi, margin: float) -> tuple[float, float, float, float]:
+    north, east = geometry.metres_per_degree(float(min(max(abs(lo[0]), abs(hi[0])), 89.9)))
+    dlat, dlon = margin / north, min(180.0, margin / east)
+    return lo[0] - dlat, lo[1] - dlon, hi[0] + dlat, hi[1] + dlon
+
+
+def _span(s: _Snap, e: _Snap) -> float:
+    return float(geometry.GEOD.inv(s.foot[1], s.foot[0], e.foot[1], e.foot[0])[2])
+
+
+def _box(s: _Snap, e: _Snap) -> tuple[float, float, float, float]:
+    """The box of both ends' edges grown by max(MARGIN_M, MARGIN_SHARE × the leg)."""
+    pts = np.vstack((s.line, e.line))
+    return _grow(pts.min(axis=0), pts.max(axis=0), max(MARGIN_M, MARGIN_SHARE * _span(s, e)))
+
+
+def _corridor(s: _Snap, e: _Snap) -> list[tuple[float, float, float, float]]:
+    """Boxes along the straight line between the feet, each reaching max(MARGIN_M, CORRIDOR_SHARE × the leg) to
+    every side, and the two ends' edges: a band a few times narrower than `_box` on a long leg."""
+    width = max(MARGIN_M, CORRIDOR_SHARE * _span(s, e))
+    pieces = int(min(MAX_CORRIDOR_BOXES, max(1, np.ceil(_span(s, e) / width))))
+    steps = s.foot + np.linspace(0.0, 1.0, pieces + 1)[:, None] * (e.foot - s.foot)
+    boxes = [_grow(np.minimum(p, q), np.maximum(p, q), width) for p, q in zip(steps[:-1], steps[1:])]
+    return boxes + [_grow(x.line.min(axis=0), x.line.max(axis=0), 0.0) for x in (s, e)]
+
+
+def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
+    """The SQL condition "the edge's box meets one of `boxes`" and its parameters (`inline`: numbers written in,
+    for the edges SQL pgRouting runs as text; they are floats this module computed)."""
+    args = {}
+    for i, box in enumerate(boxes):
+        args.update({f"a{i}_": box[0], f"b{i}_": box[1], f"c{i}_": box[2], f"d{i}_": box[3]})
+    if conn.dialect.name == "sqlite":
+        one = ("SELECT id FROM osm_edge_rtree WHERE min_lat <= :c{i}_ AND max_lat >= :a{i}_ AND min_lon <= :d{i}_ "
+               "AND max_lon >= :b{i}_")
+        where = "t.id IN (" + " UNION ".join(one.format(i=i) for i in range(len(boxes))) + ")"
+    else:
+        g = postgis_schema(conn)
+        one = 't.geom OPERATOR("{g}".&&) "{g}".ST_MakeEnvelope(:b{i}_, :a{i}_, :d{i}_, :c{i}_, 4326)'
+        where = "(" + " OR ".join(one.format(g=g, i=i) for i in range(len(boxes))) + ")"
+    if inline:
+        for k, v in args.items():  # every name ends in "_": none is the start of another
+            where = where.replace(f":{k}", repr(float(v)))
+        args = {}
+    return where, args
+
+
+def _read(conn, boxes, cols: str):
+    where, args = _spatial(conn, boxes)
+    return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t JOIN osm_area r ON r.id = t.area_id "
+                                f"AND r.status = 'ready' WHERE {where}"), args).all()
+
+
+def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
+    if not ids:
+        return {}
+    sql = sa.text("SELECT id, source, line FROM osm_edge WHERE id IN :ids").bindparams(
+        sa.bindparam("ids", expanding=True))
+    return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
+
+
+def _best(starts, ends, reach) -> tuple | None:
+    """The cheapest (cost, start, end) over every pair `reach(start, end)` (a cost or None) joins."""
+    best = None
+    for s, (sc, _) in starts.items():
+        for e, (ec, _) in ends.items():
+            mid = 0.0 if s == e else reach(s, e)
+            if mid is not None and (best is None or sc + mid + ec < best[0]):
+                best = (sc + mid + ec, s, e)
+    return best
+
+
+def _search_scipy(conn, boxes, starts, ends):
+    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra."""
+    from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
+    from scipy.sparse.csgraph import dijkstra  # (as above)
+
+    rows = _read(conn, boxes, _EDGE_COLS)
+    if not rows:
+        return None
+    ids = np.array([r.id for r in rows], dtype=np.int64)
+    src = np.array([r.source for r in rows], dtype=np.int64)
+    dst = np.array([r.target for r in rows], dtype=np.int64)
+    factor = np.array([COST_PER_METRE.get(r.kind, COST_PER_METRE["other"]) for r in rows])
+    cost = np.array([r.length_m for r in rows]) * factor + 1e-9  # csgraph reads a 0 as no edge
+    fwd, bwd = np.array([r.forward for r in rows], bool), np.array([r.backward for r in rows], bool)
+    nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
+    si, di = index[:len(rows)], index[len(rows):2 * len(rows)]
+    a = np.concatenate((si[fwd], di[bwd]))
+    b = np.concatenate((di[fwd], si[bwd]))
+    c = np.concatenate((cost[fwd], cost[bwd]))
+    e = np.concatenate((ids[fwd], ids[bwd]))
+    order = np.lexsort((c, b, a))  # the cheapest of parallel edges first, kept by unique
+    a, b, c, e = a[order], b[order], c[order], e[order]
+    first = np.unique(a * len(nodes) + b, return_index=True)[1]
+    a, b, c, e = a[first], b[first], c[first], e[first]
+    graph = csr_matrix((c, (a, b)), shape=(len(nodes),) * 2)
+    pos = {int(n): i for i, n in enumerate(nodes) if int(n) in starts or int(n) in ends}
+    start_list = list(starts)
+    dist, pred = dijkstra(graph, directed=True, indices=[pos[s] for s in start_list], return_predecessors=True)
+    row_of = {s: k for k, s in enumerate(start_list)}
+
+    def reach(s, t):
+        d = dist[row_of[s], pos[t]]
+        return float(d) if np.isfinite(d) else None
+
+    best = _best(starts, ends, reach)
+    if best is None:
+        return None
+    cost_total, s, t = best
+    path, k = [], pos[t]
+    while k != pos[s] and k >= 0:
+        path.append(k)
+        k = pred[row_of[s], k]
+    path.append(pos[s])
+    path.reverse()
+    edge_of = dict(zip(zip(a.tolist(), b.tolist()), e.tolist()))
+    edges = [edge_of[(u, v)] for u, v in zip(path[:-1], path[1:])] if s != t else []
+    return cost_total, s, t, [int(nodes[p]) for p in path[:-1]], edges
+
+
+def _cost_sql() -> str:
+    cases = " ".join(f"WHEN '{k}' THEN {v!r}" for k, v in COST_PER_METRE.items())
+    return f"t.length_m * CASE t.kind {cases} ELSE {COST_PER_METRE['other']!r} END"
+
+
+PGR_FUNCTION = "pgr_bdDijkstra"  # bidirectional: from both ends at once, about half the graph settled
+
+
+def _search_pgr(conn, pgr: str, boxes, starts, ends):
+    """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
+    the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
+    where, _ = _spatial(conn, boxes, inline=True)
+    cost = _cost_sql()
+    virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]
+    virtual += [(-21 - i, n, -2, c) for i, (n, (c, _)) in enumerate(ends.items())]
+    values = ", ".join(f"({i}::bigint, {a}::bigint, {b}::bigint, {float(c)!r}::float8, -1::float8)"
+                       for i, a, b, c in virtual)
+    edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
+                 f"SELECT t.id, t.source, t.target, CASE WHEN t.forward THEN {cost} ELSE -1 END, "
+                 f"CASE WHEN t.backward THEN {cost} ELSE -1 END FROM osm_edge t "
+                 f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE {where}")
+    # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
+    # connection's own, for this transaction only (SET LOCAL opens one: trips/core/db.py; the rollback at the
+    # connection's close ends it).
+    current = conn.exec_driver_sql("SHOW search_path").scalar()
+    conn.exec_driver_sql(f'SET LOCAL search_path TO {current}, "{pgr}"')
+    rows = conn.execute(sa.text(f'SELECT node, edge, agg_cost FROM "{pgr}".{PGR_FUNCTION}(:sql, -1, -2, true) '
+                                "ORDER BY path_seq"), {"sql": edges_sql}).all()
+    inner = [r for r in rows if r.node not in (-1, -2)]
+    if not inner:
+        return None
+    steps = [r for r in inner if r.edge > 0]
+    return float(rows[-1].agg_cost), int(inner[0].node), int(inner[-1].node), [int(r.node) for r in steps], \
+        [int(r.edge) for r in steps]
