@@ -301,6 +301,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
             elif obj.is_area():
                 collector.area(obj)
         collector.flush(last=True)
+        processor = obj = None  # the node locations go back to the allocator before the network is cut and written
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")

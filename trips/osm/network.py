@@ -7,7 +7,7 @@ row of `osm_edge` (trips/osm/tables.py) with the node ids of its two ends, its r
 class and whether a bicycle may ride it each way (docs/RULES.md "Bicycle routing"). Ways closed to bicycles are
 not kept at all, so no search can use them.
 
-The ways are held in memory until the end of the file (node ids and locations: 24 bytes a node of a routable way).
+The ways are held in memory until the end of the file (node ids and locations: 16 bytes a node of a routable way).
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ CLOSED_VALUES = frozenset({"no", "private", "use_sidepath", "agricultural", "for
 ALLOWED_VALUES = frozenset({"yes", "designated", "permissive", "destination", "customers", "official"})
 YES = frozenset({"yes", "true", "1"})
 CELL_DEG = 0.05  # the edges are written cell by cell (about 5 km): see Network.rows
+SCALE = 10_000_000  # locations held as whole 1e-7 degrees, as OSM and libosmium keep them
 
 
 def profile(tags: dict) -> tuple[str, bool, bool] | None:
@@ -89,7 +90,8 @@ class Network:
         self.osmium, self.wkb = osmium, osmium.geom.WKBFactory()
         self.heads: list[tuple[int, str, bool, bool]] = []  # (way id, class, forward, backward)
         self.ids = array("q")
-        self.lats, self.lons = array("d"), array("d")
+        # OSM's own precision (1e-7°, int32: libosmium keeps locations so): 8 bytes a node for both, not 16
+        self.lats, self.lons = array("i"), array("i")
         self.ends = array("q")  # where each way's nodes end in the flat arrays
 
     def add(self, way_id: int, tags: dict, nodes) -> None:
@@ -108,8 +110,8 @@ class Network:
             return
         self.heads.append((way_id, *found))
         self.ids.extend(refs)
-        self.lats.frombytes(np.ascontiguousarray(xy[:, 1]).tobytes())
-        self.lons.frombytes(np.ascontiguousarray(xy[:, 0]).tobytes())
+        self.lats.frombytes(np.rint(xy[:, 1] * SCALE).astype(np.int32).tobytes())
+        self.lons.frombytes(np.rint(xy[:, 0] * SCALE).astype(np.int32).tobytes())
         self.ends.append(len(self.ids))
 
     def rows(self, area_id: int, pg: bool, batch: int):
@@ -117,21 +119,20 @@ class Network:
         if not self.heads:
             return
         ids = np.frombuffer(self.ids, dtype=np.int64)
-        coords = np.column_stack((np.frombuffer(self.lats), np.frombuffer(self.lons)))
+        lats, lons = np.frombuffer(self.lats, dtype=np.int32), np.frombuffer(self.lons, dtype=np.int32)
         ends = np.frombuffer(self.ends, dtype=np.int64)
         starts = np.concatenate(([0], ends[:-1]))
-        _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
-        cut = counts[inverse] >= 2
+        cut = _shared(ids)
         cut[starts] = cut[ends - 1] = True
         pieces: list[tuple[tuple, np.ndarray, int, int]] = []
         # Written by cells of CELL_DEG (row by row), not in the file's order: the edges a search box reads then lie
         # together on disk, a few runs of pages rather than pages all over the table.
-        first = coords[starts]
-        cells = np.floor(first[:, 0] / CELL_DEG) * 100_000 + np.floor((first[:, 1] + 180.0) / CELL_DEG)
+        cells = np.floor(lats[starts] / SCALE / CELL_DEG) * 100_000 + np.floor((lons[starts] / SCALE + 180.0) / CELL_DEG)
         for k in np.argsort(cells, kind="stable"):
             at = starts[k] + np.flatnonzero(cut[starts[k]:ends[k]])
             for a, b in zip(at[:-1].tolist(), at[1:].tolist()):
-                pieces.append((self.heads[k], coords[a:b + 1], int(ids[a]), int(ids[b])))
+                line = np.column_stack((lats[a:b + 1], lons[a:b + 1])) / SCALE
+                pieces.append((self.heads[k], line, int(ids[a]), int(ids[b])))
             if len(pieces) >= batch:
                 yield self._rows(pieces, area_id, pg)
                 pieces = []
@@ -152,3 +153,17 @@ class Network:
                    float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]), float(maxs[i, 1]))
             rows.append(row + (ewkb_line(line),) if pg else row)
         return rows
+
+
+def _shared(ids: np.ndarray) -> np.ndarray:
+    """True where a node id appears more than once (two ways meet there, or one way passes twice). The repeated ids
+    are found in a sorted copy, then looked up by bisection: two arrays of 8 bytes a node at the most, where
+    np.unique's inverse and counts took four."""
+    ordered = np.sort(ids)
+    repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
+    del ordered
+    if not len(repeated):
+        return np.zeros(len(ids), dtype=bool)
+    at = np.searchsorted(repeated, ids)
+    np.minimum(at, len(repeated) - 1, out=at)
+    return repeated[at] == ids
