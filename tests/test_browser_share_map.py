@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from tests.chromium import chromium_or_skip, headless_chrome
+from tests.chromium import chromium_or_skip
 from tests.enrich_helpers import import_map
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.live import ROOT, gunicorn
+from tests.test_browser_share import browser  # noqa: F401 (the fixture: headless Chromium, its log kept)
 from tests.test_share_map import region
 from trips.services.sharing import share_trip
 from trips.services.trips import import_gpx
@@ -45,13 +46,6 @@ def shared_code(ctx, tmp_path):
     return share_trip(user, trip.id)[0].short_code
 
 
-@pytest.fixture
-def browser(tmp_path):
-    driver = headless_chrome(tmp_path / "profile", "--hide-scrollbars", browser_log=True)
-    yield driver
-    driver.quit()
-
-
 def _shoot(driver, width: int, name: str) -> dict:
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900,
                                                                   "deviceScaleFactor": 1, "mobile": False})
@@ -78,7 +72,7 @@ def _drawn(measured: dict, width: int) -> None:
     assert {"Valence", "Annecy"} <= set(measured["names"]), measured["names"]
 
 
-def test_the_share_page_draws_the_map_at_every_width_and_in_print(site, shared_code, browser):
+def test_the_share_page_draws_the_map_at_every_width_and_in_print(site, shared_code, browser):  # noqa: F811
     browser.get(f"{site.url}/s/{shared_code}")
     phone = _shoot(browser, 390, "390")
     _drawn(phone, 390)
