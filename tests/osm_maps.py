@@ -109,6 +109,22 @@ class MapBuilder:
         return path
 
 
+def scatter(m: MapBuilder, rnd, around, kinds, nodes: int, ways: int, ferries: int, spread: float) -> None:
+    """Random map data near the points of `around` ((lat, lon) pairs), drawn from `rnd` in a fixed order (one seed, one
+    map): `nodes` points of `kinds` within `spread` degrees, `ways` short roads (2–5 vertices, gravel) within 0.01°,
+    `ferries` ferry lines 0.02° long."""
+    for _ in range(nodes):
+        lat, lon = rnd.choice(around)
+        m.node(lat + rnd.uniform(-spread, spread), lon + rnd.uniform(-spread, spread), dict(rnd.choice(kinds)))
+    for _ in range(ways):
+        lat, lon = rnd.choice(around)
+        pts = [(lat + rnd.uniform(-0.01, 0.01), lon + rnd.uniform(-0.01, 0.01)) for _ in range(rnd.randint(2, 5))]
+        m.way(pts, {"highway": rnd.choice(["track", "primary", "residential"]), "surface": "gravel"})
+    for _ in range(ferries):
+        lat, lon = rnd.choice(around)
+        m.way([(lat - 0.01, lon - 0.01), (lat + 0.01, lon + 0.01)], {"route": "ferry", "name": "F"})
+
+
 def map_support_or_skip(engine) -> None:
     """Skip on a PostgreSQL that has no PostGIS to offer (the map needs it; .ci/run installs it)."""
     import pytest

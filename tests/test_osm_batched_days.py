@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.enrich_helpers import bounds_around, engine, import_map, trip_east
-from tests.osm_maps import MapBuilder, per_box_select
+from tests.osm_maps import MapBuilder, per_box_select, scatter
 from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, ferries, fords,
                           health_services, labels, pois, railway_stations, terrain, water_points)
 from trips.osm import index
@@ -39,16 +39,7 @@ def _map(rnd: random.Random, days) -> MapBuilder:
     every = [p for line in days for p in line]
     m = MapBuilder(bounds=(min(p[0] for p in every) - 0.3, min(p[1] for p in every) - 0.3,
                            max(p[0] for p in every) + 0.3, max(p[1] for p in every) + 0.3))
-    for _ in range(900):
-        lat, lon = rnd.choice(every)
-        m.node(lat + rnd.uniform(-0.03, 0.03), lon + rnd.uniform(-0.03, 0.03), dict(rnd.choice(KINDS)))
-    for _ in range(250):
-        lat, lon = rnd.choice(every)
-        pts = [(lat + rnd.uniform(-0.01, 0.01), lon + rnd.uniform(-0.01, 0.01)) for _ in range(rnd.randint(2, 5))]
-        m.way(pts, {"highway": rnd.choice(["track", "primary", "residential"]), "surface": "gravel"})
-    for _ in range(40):
-        lat, lon = rnd.choice(every)
-        m.way([(lat - 0.01, lon - 0.01), (lat + 0.01, lon + 0.01)], {"route": "ferry", "name": "F"})
+    scatter(m, rnd, every, KINDS, nodes=900, ways=250, ferries=40, spread=0.03)
     for i in range(0, len(every), 25):
         lat, lon = every[i]
         m.node(lat + rnd.uniform(-0.02, 0.02), lon + rnd.uniform(-0.02, 0.02),

@@ -6,7 +6,7 @@ import math
 import pytest
 import sqlalchemy as sa
 
-from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north, per_box_select
+from tests.osm_maps import MapBuilder, line_east, map_support_or_skip, offset_north, per_box_select, scatter
 from trips.core.db import db
 from trips.route.geo import distance_m
 from trips.osm import index
@@ -234,16 +234,7 @@ def test_batched_chunk_queries_answer_as_one_query_per_chunk_did(imported, monke
     m = MapBuilder()
     kinds = [{"amenity": "drinking_water"}, {"shop": "bakery"}, {"tourism": "hotel", "name": "H"},
              {"shop": "bicycle"}, {"amenity": "pharmacy"}]
-    for _ in range(600):
-        lat, lon = rnd.choice(line)
-        m.node(lat + rnd.uniform(-0.02, 0.02), lon + rnd.uniform(-0.02, 0.02), dict(rnd.choice(kinds)))
-    for _ in range(150):
-        lat, lon = rnd.choice(line)
-        pts = [(lat + rnd.uniform(-0.01, 0.01), lon + rnd.uniform(-0.01, 0.01)) for _ in range(rnd.randint(2, 5))]
-        m.way(pts, {"highway": rnd.choice(["track", "primary", "residential"]), "surface": "gravel"})
-    for _ in range(10):
-        lat, lon = rnd.choice(line)
-        m.way([(lat - 0.01, lon - 0.01), (lat + 0.01, lon + 0.01)], {"route": "ferry", "name": "F"})
+    scatter(m, rnd, line, kinds, nodes=600, ways=150, ferries=10, spread=0.02)
     imported(m)
 
     def answers():

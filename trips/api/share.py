@@ -126,10 +126,7 @@ def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
     for kind, found in services.day_services(day).items():
         label, table = _SERVICE_WORDS[kind]
         if found["state"] == "listed":
-            items = [i18n.t("share.item_at_km", locale, what=p["name"] or i18n.osm_word(table, p["kind"], locale)
-                            or i18n.t("share.unnamed", locale), km=i18n.number(p["km"], locale))
-                     if p["km"] is not None else (p["name"] or i18n.osm_word(table, p["kind"], locale)
-                                                  or i18n.t("share.unnamed", locale)) for p in found["items"]]
+            items = [_place(p, table, locale) for p in found["items"]]
             words = ", ".join(items) + (" " + i18n.tn("share.and_more", found["more"], locale) if found["more"] else "")
         else:
             said = _STATE_WORDS[found["state"]]
@@ -138,6 +135,14 @@ def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
             words += " " + i18n.t("share.services_partial", locale)
         out.append((kind, i18n.t(label, locale), words))
     return out
+
+
+def _place(place: dict, table: str, locale: str) -> str:
+    """A place by its name, else its kind in words (pages.po `osm.<table>.<kind>`), at its km when known."""
+    what = place["name"] or i18n.osm_word(table, place["kind"], locale) or i18n.t("share.unnamed", locale)
+    if place["km"] is None:
+        return what
+    return i18n.t("share.item_at_km", locale, what=what, km=i18n.number(place["km"], locale))
 
 
 def _owner_locale(trip) -> str | None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from trips.core.lru import LRU
 from trips.osm import geometry as G
-from trips.osm.index import engine_of, _postgis_schema
+from trips.osm.index import _postgis_schema, engine_of, without_jit
 from trips.osm.tables import osm_area
 from trips.route import geo
 
@@ -67,6 +67,7 @@ def base_map(box, engine=None) -> BaseMap:
         key = (engine.url.render_as_string(hide_password=True), tuple(round(float(b), 6) for b in box), areas)
         kept = _KEPT.get(key)
         if kept is None:
+            without_jit(conn)
             kept = _read(conn, box)
             _KEPT.put(key, kept)
         return kept

@@ -167,15 +167,21 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
             f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
             f'WHERE "{s}".ST_Intersects(t.geom, "{s}".ST_MakeEnvelope(q.b, q.a, q.d, q.c, 4326)) {where} '
             "OFFSET 0) x ORDER BY q.k, x.id")
-        # No JIT: the planner prices each box's probe as if it read hundreds of rows, so a trip's boxes pass
-        # jit_above_cost and the statement spent 0.2-0.3 s compiling (EXPLAIN ANALYZE) to run probes of a few
-        # rows each. SET LOCAL ends with the connection's transaction, which the caller's `connect()` rolls back.
-        conn.exec_driver_sql("SET LOCAL jit = off")
+        without_jit(conn)
         args = {"qk": list(range(len(boxes))), **{f"q{n}": [float(b[i]) for b in boxes] for i, n in enumerate("abcd")},
                 **params}
     if "kinds" in args:
         sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
     return conn.execute(sql, args).mappings().all()
+
+
+def without_jit(conn) -> None:
+    """PostgreSQL: no JIT for the map queries of this transaction. The planner prices each box's probe as if it read
+    hundreds of rows, so a trip's boxes (or one wide view) pass jit_above_cost and a statement spent 0.2-0.3 s
+    compiling (EXPLAIN ANALYZE) to run probes of a few rows each. SET LOCAL ends with the connection's transaction,
+    which the caller's `connect()` rolls back."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET LOCAL jit = off")
 
 
 _SCHEMAS: dict[str, str] = {}
