@@ -36,6 +36,8 @@ def shared(rider):
     with atomic():
         days = db.session.query(Stage).filter_by(trip_id=trip.id).order_by(Stage.position).all()
         assert len(days) >= 2
+        for later in days[1:]:  # on a map, not looked up yet (the fixture has no map: say the days are on one)
+            later.enrichment = {**(later.enrichment or {}), "mapCoverage": {"share": 1.0, "offMapKm": []}}
         first = days[0]
         first.enrichment = {**(first.enrichment or {}), "resupply": FOOD, "waterPoints": [],
                             "mapCoverage": {"share": 1.0, "offMapKm": []},
@@ -86,6 +88,8 @@ def test_what_a_day_offers_by_state():
     assert found["bikeShops"]["items"] == [{"name": "Cycles", "kind": "repair", "km": 2.0}]
     assert day_services({**day, "groups": {}})["bikeShops"]["state"] == "unknown"  # data without a status: unknown
     assert day_services({**day, "isRestDay": True}) == {}
+    off = day_services({**day, "mapCoverage": {"share": 0, "offMapKm": [[0, 20]]}})
+    assert {k: v["state"] for k, v in off.items()} == {"food": "off_map", "water": "off_map", "bikeShops": "off_map"}
 
 
 def test_the_page_links_the_gpx_and_the_fit_course(client, shared):
@@ -95,3 +99,19 @@ def test_the_page_links_the_gpx_and_the_fit_course(client, shared):
     assert f"/s/{code}.gpx" in links and f"/s/{code}.fit" in links
     fit = client.get(f"/s/{code}.fit")
     assert fit.status_code == 200 and fit.data[8:12] == b".FIT"  # the FIT header's signature
+
+
+def test_a_day_off_every_imported_map_says_so(client, shared):
+    """No imported map touches the day (its stored coverage 0): the lookups failed for that reason, and the page says
+    what to do rather than "could not be looked up"."""
+    _, trip_id, code = shared
+    with atomic():
+        second = db.session.query(Stage).filter_by(trip_id=trip_id, position=1).one()
+        second.enrichment = {**(second.enrichment or {}), "mapCoverage": {"share": 0, "offMapKm": [[0.0, 80.0]]}}
+        for c in db.session.query(Computation).filter_by(trip_id=trip_id):
+            c.status = "failed"
+    day = services_of(client.get(f"/s/{code}").get_data(as_text=True))[2]
+    assert day["services food"] == "Food: no map data here: import this region to look"
+    assert day["stay unknown"] == "Night: no map data here: import this region to look"
+    first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
+    assert "no map data" not in " ".join(first.values())  # the first day is on the map

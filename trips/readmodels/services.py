@@ -9,8 +9,15 @@ from trips.enrich.pois import rank
 # kind → (the day read model's field, the alert group whose computation writes it, at most so many listed)
 KINDS = {"food": ("resupply", "pois", 4), "water": ("waterPoints", "water_point", 6),
          "bikeShops": ("bikeShops", "bike_shop", 3)}
-# What the reader is told, by state: listed (the items), none (looked up, nothing found), running, failed, unknown.
-STATES = ("listed", "none", "running", "failed", "unknown")
+# What the reader is told, by state: listed (the items), none (looked up, nothing found), running, failed, off_map
+# (no imported map touches the day: nothing could be looked up), unknown.
+STATES = ("listed", "none", "running", "failed", "off_map", "unknown")
+
+
+def off_map(day: dict) -> bool:
+    """True when the day's stored map coverage says no imported map touches it (docs/RULES.md "Map coverage")."""
+    cover = day.get("mapCoverage")
+    return isinstance(cover, dict) and cover.get("share") == 0
 
 
 def day_services(day: dict) -> dict:
@@ -25,6 +32,8 @@ def day_services(day: dict) -> dict:
         status, items = groups.get(group), day.get(field)
         if status == "running":
             state = "running"
+        elif off_map(day):
+            state = "off_map"
         elif status == "failed":
             state = "failed"
         elif status not in ("done", "partial") or items is None:
