@@ -13,6 +13,7 @@ import signal
 import socket
 import struct
 import subprocess
+import threading
 import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs
@@ -609,3 +610,29 @@ def test_the_serving_worker_reads_each_setting_once_and_the_same_value():
         settled.no_such_setting  # noqa: B018
     with pytest.raises(AttributeError):
         settled.keepalive = 1  # read-only once the worker serves
+
+
+def test_the_heartbeat_is_fresh_again_as_soon_as_the_request_it_was_dated_from_ends():
+    """A beat dated from a request under way must not outlive the request: the arbiter would kill the worker up to
+    BEAT_S after a request that ended within `timeout` (seen in CI: a worker killed 0.5 s into a new request)."""
+    beats: list[float] = []
+    crew = Crew(2, None, beats.append, None)
+    busy = Member()
+    busy.started = time.monotonic() - 2.5  # a request 2.5 s old, still under way
+    crew.members.append(busy)
+    watcher = threading.Thread(target=crew._watch, daemon=True)
+    watcher.start()
+    try:
+        deadline = time.monotonic() + 2
+        while not beats:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert beats[-1] == busy.started  # dated from the oldest request under way
+        crew.finish(busy)
+        ended = time.monotonic()
+        while beats[-1] < ended - 0.05:
+            assert time.monotonic() - ended < 0.2, "the stale beat stayed on record"
+            time.sleep(0.005)
+    finally:
+        crew.stop()
+        watcher.join(2)

@@ -105,7 +105,7 @@ class Crew:
             self.stop()
 
     def _watch(self) -> None:
-        next_beat = 0.0
+        next_beat = posted = 0.0
         while not self.done:
             time.sleep(WATCH_S)
             now = time.monotonic()
@@ -116,9 +116,12 @@ class Crew:
                     self._promote(leader, started, now)
                 except Exception:  # a thread could not start: the leader goes on alone
                     self.log.exception("Could not hand the loop to another thread")
-            if now >= next_beat:
-                next_beat = now + BEAT_S
-                self.beat(self.oldest() or now)
+            dated = self.oldest() or now
+            # every BEAT_S, and at once when the beat on record is older than it should be (it was dated from a
+            # request that is over now): else the arbiter could kill the worker for a request that ended in time
+            if now >= next_beat or dated - posted >= BEAT_S:
+                next_beat, posted = now + BEAT_S, dated
+                self.beat(dated)
 
     def _promote(self, leader: Member, started: float, now: float) -> None:
         with self.lock:
