@@ -23,7 +23,7 @@ from trips.route.pacing import TooLarge
 from trips.services.routing import reroute
 from trips.route.source_formats import FetchError
 from trips.route.sources import UnsupportedSource, parse_source_url
-from trips.services import pipeline
+from trips.services import pipeline, planned
 from trips.services.waypoints import apply_reroute
 
 log = logging.getLogger(__name__)
@@ -57,16 +57,23 @@ def app_context():
 
 
 def fetch_route(trip_id: str, generation: int) -> None:
-    """Fetch and parse the trip's route link, store it, then dispatch the cutting into days."""
+    """Fetch and parse the trip's route link (or draw the route through its points: trips/services/planned.py),
+    store it, then dispatch the cutting into days."""
     with app_context():
         with atomic():
             if not computations.transition(trip_id, "route", generation, "running"):
                 return
-            source_url = db.session.get(Trip, trip_id).source_url
+            trip = db.session.get(Trip, trip_id)
+            source_url, points = trip.source_url, trip.source_points
+        legs, kind = None, planned.SOURCE_TYPE
         try:
-            ref = parse_source_url(source_url)
-            parsed = fetch(ref, configs().routes, get_redis())
-        except (FetchError, UnsupportedSource) as exc:
+            if points is not None:  # a trip planned from places: BTP draws the route
+                drawn = planned.plan_route(points)
+                parsed, legs = drawn.parsed, drawn.legs
+            else:
+                ref = parse_source_url(source_url)
+                parsed, kind = fetch(ref, configs().routes, get_redis()), ref.kind
+        except (FetchError, UnsupportedSource, RoutingError) as exc:
             reason = getattr(exc, "reason", None) or "The route could not be fetched."
             with atomic(lock=trip_lock(trip_id)):
                 trip = db.session.get(Trip, trip_id)
@@ -78,7 +85,7 @@ def fetch_route(trip_id: str, generation: int) -> None:
             if trip is None or not computations.transition(trip_id, "route", generation, "done"):
                 return
             pipeline.store_route(trip, parsed)
-            trip.source_type = ref.kind
+            trip.source_type, trip.route_legs = kind, legs
             if not trip.title and parsed.title:
                 trip.title = parsed.title[:255]
             after_commit(enqueue, "jobs.tasks.generate_stages", trip_id, trip.generation)

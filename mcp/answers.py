@@ -7,7 +7,7 @@ from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
-from trips.readmodels.trip import elevation_totals, next_action, partial, settings, trip_list_item
+from trips.readmodels.trip import elevation_totals, next_action, partial, routing, settings, trip_list_item
 from trips.route.elevation import rounded
 from trips.services.trip_reads import load_day_json
 
@@ -104,8 +104,14 @@ def trip_digest(trip: Trip, line=None) -> dict:
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": registry.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
-        **_climbing(stages), "stages": [line(trip, s, locale) for s in stages],
+        **_climbing(stages), **_routing(trip), "stages": [line(trip, s, locale) for s in stages],
     }
+
+
+def _routing(trip: Trip) -> dict:
+    """{"routing": legs} for a trip planned from places (trips/readmodels/trip.py routing), else nothing."""
+    legs = routing(trip)
+    return {"routing": legs} if legs is not None else {}
 
 
 def _climbing(stages) -> dict:

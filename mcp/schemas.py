@@ -109,7 +109,7 @@ def in_words(description: str, *, null: bool = False, many: bool = False) -> dic
 
 TRIP_ID = string("From list_trips.")
 STAGE_ID = string("From get_trip's stages.")
-VERSION = integer("From get_trip or the last edit; a stale one writes nothing.", minimum=1)
+VERSION = integer("From get_trip or the last edit (a stale one is refused).", minimum=1)
 CONFIRMATION_TOKEN = string("Omit at first; the answer's token is not the user's consent: ask them, then send "
                             "it.")
 
@@ -139,7 +139,7 @@ DAYS = integer("Days.")
 
 def category_status(states: str) -> dict:
     """Where each family of computations stands (get_trip, get_stage); `states` lists the statuses."""
-    return in_words(f"Per family of computations: category, status ({states}), reason (why it failed, else null).",
+    return in_words(f"Per computation family: category, status ({states}), reason (why it failed, else null).",
                     many=True)
 
 
@@ -147,9 +147,9 @@ _S = rules_of.TripUpdate
 # The ranges are the keywords beside each description (minimum, maximum, enum …): the words say what the value means.
 SETTINGS = {
     "title": string("The trip's.", **rules(_S, "title")),
-    "startDate": string("First day; a trip that has started is locked.", format="date"),
-    "endDate": string("Last day, after startDate; with both dates, one day per date.", format="date"),
-    "fatigueFactor": number("Each day is this fraction of the previous one (default 0.9).",
+    "startDate": string("First day; a started trip is locked.", format="date"),
+    "endDate": string("Last day; with startDate, one day per date.", format="date"),
+    "fatigueFactor": number("Each day's share of the one before (default 0.9).",
                             **rules(_S, "fatigueFactor")),
     "elevationPenalty": number("Metres of climbing counted as 1 km less (default 50).",
                                **rules(_S, "elevationPenalty")),
@@ -158,7 +158,7 @@ SETTINGS = {
     "maxDistancePerDay": number("Km (default 80).", **rules(_S, "maxDistancePerDay")),
     "averageSpeed": number("km/h (default 15).", **rules(_S, "averageSpeed")),
     "enabledAccommodationTypes": {
-        "type": "array", "description": "Places to sleep to look for (default all).",
+        "type": "array", "description": "Places to sleep sought (default all).",
         **rules(_S, "enabledAccommodationTypes"),
         "items": {"type": "string", **rules(_S, "enabledAccommodationTypes")["items"]},
     },
@@ -179,7 +179,7 @@ ACK = obj({"result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION}, requi
 
 CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing was done yet."),
-    "confirmationToken": string("Send it back in the same call (once, within 5 min)."),
+    "confirmationToken": string("Send it back, once, within 5 min."),
     "action": string("What confirming will do."),
     "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
                        "shareUrl."),

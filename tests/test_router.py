@@ -147,8 +147,10 @@ def test_points_in_the_sea_the_same_point_twice_and_too_many_points(tmp_path, se
     assert sea.approximate and len(sea.line) == 2 and "no road within 500 m of the start" in sea.legs[0].why
     same = go(search, (500, 0), (500, 0))
     assert not same.approximate and same.distance_km == 0.0 and len(same.line) == 2  # a line, still
-    with pytest.raises(ValueError, match="points: between 2 and 25"):
-        go(search, *[(i * 20, 0) for i in range(50)])
+    fifty = go(search, *[(i * 20, 0) for i in range(50)])  # 50 points in a line: answered, along the street
+    assert not fifty.approximate and len(fifty.legs) == 49 and abs(fifty.distance_km - 0.98) < 0.01
+    with pytest.raises(ValueError, match="points: between 2 and 50"):
+        go(search, *[(i * 20, 0) for i in range(51)])
     for bad in ([(45.0, 5.0)], [(45.0, 5.0), (float("nan"), 5.0)], [(45.0, 5.0), (95.0, 5.0)], [(45.0, 5.0), "ab"]):
         with pytest.raises(ValueError, match="points"):
             router.route(db.engine, bad)

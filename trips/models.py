@@ -24,6 +24,11 @@ class Trip(db.Model):
     user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
     source_url: Mapped[str | None] = mapped_column(sa.String(2048))
     source_type: Mapped[str | None] = mapped_column(sa.String(50))
+    # A trip planned from places (create_trip `waypoints`): its [[lat, lon], ...] points, routed by BTP; else None.
+    source_points: Mapped[list | None] = mapped_column(sa.JSON)
+    # The route BTP drew through them: each leg, routed on the map or joined straight and why ({"from", "to",
+    # "fromKm", "toKm", "routed", "why"}, trips/services/planned.py); None for a route fetched or uploaded as drawn.
+    route_legs: Mapped[list | None] = mapped_column(sa.JSON)
     title: Mapped[str | None] = mapped_column(sa.String(255))
     start_date: Mapped[date | None] = mapped_column(sa.Date)
     end_date: Mapped[date | None] = mapped_column(sa.Date)

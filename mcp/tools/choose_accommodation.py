@@ -20,7 +20,7 @@ TOOL = Tool(
     name="choose_accommodation", title="Choose where to sleep", scope="trips:write", run=run,
     locked_trip="tripId",
     description="Choose one of a day's accommodations by its coordinates (from get_stage), or leave both "
-                "coordinates out to clear the choice. Needs the trip's version; answers the new one.",
+                "out to clear the choice. Needs the trip's version; answers the new one.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID, "version": s.VERSION,
                         "selectedAccommodationLat": s.number("The place's latitude.", **s.rules(AccommodationChoice, "lat")),
                         "selectedAccommodationLon": s.number("The place's longitude.", **s.rules(AccommodationChoice, "lon"))},

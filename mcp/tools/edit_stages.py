@@ -85,7 +85,7 @@ def moved(summary: dict | None) -> str:
 TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
     locked_trip="tripId",
-    description="Change a trip's days with one `action` (each argument says which use it): add, update (or cut "
+    description="Change a trip's days with one `action`: add, update (or cut "
                 "at `distance`), move, delete (merges into the neighbour), rest_day (after stageId). A moved point "
                 "within 200 m of the route cuts it there, the neighbour taking the rest; further off it is routed, "
                 "or joined straight (approximate). Needs the trip's version; answers the new one and what moved.",

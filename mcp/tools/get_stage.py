@@ -9,7 +9,7 @@ from trips.services import stages
 # are what choose_accommodation takes.
 PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max} € a night, "
                 "estimate: false if its own; or null), distance (km from the day's end), possibleClosed (may be "
-                "closed that day), phone, website, address (if mapped)")
+                "closed that day), phone, website, address")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
     "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.nullable(s.integer("Metres up.")),
@@ -18,8 +18,8 @@ OUTPUT = s.obj({
     "isRestDay": s.REST_DAY, "label": s.nullable(s.string("The day's.")), "startLabel": s.DAY_START,
     "endLabel": s.DAY_END,
     "ridingHours": s.number("Hours."), "estimatedArrival": s.nullable(s.string("HH:MM local.")),
-    "approximate": s.boolean("A straight line, not routed."),
-    "accommodations": s.in_words(f"Up to five places to sleep near the day's end, best first: {PLACE_FIELDS}.",
+    "approximate": s.boolean("Partly straight, not routed."),
+    "accommodations": s.in_words(f"Up to five places to sleep, best first: {PLACE_FIELDS}.",
                                  many=True),
     "selectedAccommodation": s.in_words("The chosen place, or null: name, type, lat, lon, price (min, max, "
                                         "estimate), distance, possibleClosed, phone, website, address.", null=True),
@@ -29,7 +29,7 @@ OUTPUT = s.obj({
                          "as maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
     "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
-                         "failed or not computed (says nothing of the day)."),
+                         "failed or not computed."),
     "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
     "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the start), "
@@ -44,7 +44,7 @@ OUTPUT = s.obj({
                           null=True),
     "weather": s.in_words("Over the riding hours: date, description, icon, weatherCode (WMO), tempMin/tempMax, "
                           "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from; "
-                          "O = west), relativeWindDirection (headwind, tailwind, crosswind, unknown), "
+                          "O = west), relativeWindDirection (headwind…), "
                           "precipitationProbability, humidity (%), precipitationMm, uvIndex, comfortIndex (0–100, "
                           "≤ 40 poor); null: see weatherAvailability.", null=True),
     "weatherAvailability": s.nullable(s.string(

@@ -14,10 +14,11 @@ DAY = s.obj({
 OUTPUT = s.obj({
     "id": s.string("Trip id."), "version": s.integer("For the edits."), **s.SETTINGS_OUT,
     "sourceUrl": s.nullable(s.string("The route link.")),
-    "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps or "
-                                      "gpx_upload.")),
+    "sourceType": s.nullable(s.string("komoot_tour, komoot_collection, strava_route, ride_with_gps, "
+                                      "gpx_upload or waypoints.")),
+    "routing": s.in_words("Per leg: from, to (point numbers), km, how (routed, or straight: why).", many=True),
     "status": s.string("ready, or draft with fewer than two riding days."),
-    "partial": s.boolean("Ask again in a few seconds; false once all settled, failures included."),
+    "partial": s.boolean("True while work runs: ask again in a few seconds."),
     "nextAction": s.nullable(s.string("Wait, or how to recover; null: nothing to do.")),
     "isLocked": s.boolean("The trip has started: no more edits."),
     "outOfZone": s.boolean("Partly off the imported map: see nextAction."),

@@ -12,7 +12,7 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="search_places", title="Find a place", scope="trips:read", run=run,
-    description="Find a town, pass or landmark by name, for coordinates to use in the edits." +
+    description="Find a town, pass or landmark by name: coordinates for the edits and create_trip." +
                 s.data_note("Names"),
     input_schema=s.obj({"q": s.string("What to look for.", minLength=1, maxLength=200),
                         "limit": s.integer("How many results (default 5).", minimum=1, maximum=10)},

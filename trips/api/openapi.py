@@ -142,7 +142,8 @@ class Op:
 
 WRITE_ERRORS = (400, 404, 409, 412, 413, 422, 423, 428)
 OPERATIONS = {
-    "trips_api.create_trip": Op("Create a trip from a route link (Komoot, Strava, RideWithGPS)", WRITE, {
+    "trips_api.create_trip": Op("Create a trip from a route link (Komoot, Strava, RideWithGPS) or from waypoints",
+                                WRITE, {
         202: trip("Made: its route is being fetched, the days follow (partial until then).", LOCATION),
         200: trip("A replay of an earlier request with this Idempotency-Key.", LOCATION)},
         (400, 409, 413, 422, 429), body=schemas.TripCreate, headers=("IdempotencyKey",)),
@@ -293,8 +294,8 @@ def build(app: Flask) -> dict:
                        "each operation names the scope it needs: trips:read or trips:write."})
     for name, schema in {**api_schemas.RESPONSES, **rider_schemas.RESPONSES}.items():
         spec.components.schema(name, schema=schema)
-    for name in ("PointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
-                 "AccommodationChoice", "WaypointIn"):
+    for name in ("PointIn", "WaypointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
+                 "AccommodationChoice"):  # WaypointIn before TripCreate, which nests it
         spec.components.schema(name, schema=getattr(schemas, name))
     spec.components.schema("AccountUpdate", schema=AccountUpdate)
     spec.components.schema("ManualAccommodation", schema=ManualAccommodation)

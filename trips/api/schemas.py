@@ -204,11 +204,31 @@ class CategoryStatusOut(Answer):
 
 
 @answer
+class WaypointOut(Answer):
+    lat = fields.Float()
+    lon = fields.Float()
+
+
+@answer
+class RouteLegOut(Answer):
+    from_ = fields.Integer(data_key="from", metadata={"description": "The leg's first point (1-based)."})
+    to = fields.Integer(metadata={"description": "Its last point."})
+    km = fields.Float()
+    how = fields.String(metadata={"description": "routed (on the imported map, or by the routing service), or "
+                                                "\"straight, approximate: why\" where the map cannot route it."})
+
+
+@answer
 class TripDetailOut(Answer):
     id = fields.String(metadata={"format": "uuid"})
     title = nullable(fields.String())
     sourceUrl = nullable(fields.String(metadata={"description": "Null for a GPX upload."}))
-    sourceType = nullable(fields.String())
+    sourceType = nullable(fields.String(metadata={"description": "komoot_tour, komoot_collection, strava_route, "
+                                                                 "ride_with_gps, gpx_upload or waypoints."}))
+    waypoints = nullable(fields.List(fields.Nested(WaypointOut), metadata={
+        "description": "The points a trip planned from places was created from; null for a route link or a file."}))
+    routing = nullable(fields.List(fields.Nested(RouteLegOut), metadata={
+        "description": "How BTP drew the route through the waypoints, leg by leg; null for any other route."}))
     startDate = nullable(fields.Date())
     endDate = nullable(fields.Date())
     fatigueFactor = fields.Float()

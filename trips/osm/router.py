@@ -24,7 +24,7 @@ from trips.route.geo import total_distance_km
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
 MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
 CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
-MAX_POINTS = 25  # points of one route (start, waypoints, end)
+MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
 

@@ -86,7 +86,7 @@ def decode_polyline6(encoded: str) -> list[tuple[float, float]]:
 # --- the answer ---------------------------------------------------------------------------------------------
 
 def route_through(points: list[Point], config: RoutingConfig) -> tuple[list[Point], float]:
-    """The bicycle route through `points` (start, through, end) from Valhalla: (geometry, length in km).
+    """The bicycle route through `points` (start, the points to pass, end) from Valhalla: (geometry, length in km).
 
     Raises RoutingError when the service cannot be reached, times out, answers with a redirect, an error
     (no route: error codes 170/171/442), a body over MAX_RESPONSE_BYTES or an answer that cannot be read."""
@@ -94,7 +94,7 @@ def route_through(points: list[Point], config: RoutingConfig) -> tuple[list[Poin
         client = http.HttpClient(config.valhalla_url or "", config.policy())
     except http.HttpFailure:
         raise RoutingError(MISCONFIGURED) from None
-    kinds = ("break", "through", "break")
+    kinds = ("break", *["through"] * (len(points) - 2), "break")  # stops only at the two ends
     body = {
         "locations": [{"lat": lat, "lon": lon, "type": kind} for (lat, lon, _), kind in zip(points, kinds)],
         "costing": "bicycle",

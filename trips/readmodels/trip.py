@@ -36,6 +36,7 @@ def partial(trip: Trip) -> bool:
 RETRY = "Call analyze_trip to try again."
 ROUTE_FIXES = (" If the link is wrong, create a new trip from the corrected link with create_trip, or have the "
                "rider import the route as a GPX file (POST /api/trips/gpx-upload).")
+POINT_FIXES = " If a point is wrong, create a new trip with create_trip and the corrected waypoints."
 
 
 def next_action(trip: Trip) -> str | None:
@@ -44,7 +45,8 @@ def next_action(trip: Trip) -> str | None:
         return "The trip is still being worked out: ask again in a few seconds."
     failed = {c.name: c.reason for c in trip.computations if c.status == "failed"}
     if "route" in failed:
-        return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{ROUTE_FIXES}"
+        fixes = POINT_FIXES if trip.source_points is not None else ROUTE_FIXES
+        return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{fixes}"
     if "stages" in failed:
         return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
     if failed:
@@ -99,10 +101,26 @@ def elevation_totals(stages) -> dict:
             "totalElevationLoss": round(sum(s.elevation_loss or 0.0 for s in riding)), "elevationReason": None}
 
 
+def routing(trip: Trip) -> list[dict] | None:
+    """How BTP drew the route of a trip planned from places, leg by leg (trips/services/planned.py): the points it
+    joins (1-based), its km, and "routed", or "joined straight, approximate: <why>"; None for any other route."""
+    if trip.route_legs is None:
+        return None
+    return [{"from": leg["from"], "to": leg["to"], "km": round(leg["toKm"] - leg["fromKm"], 1),
+             "how": "routed" if leg["routed"] else f"straight, approximate: {leg['why']}"}
+            for leg in trip.route_legs]
+
+
+def waypoints(trip: Trip) -> list[dict] | None:
+    """The points a trip planned from places was created from, else None."""
+    return None if trip.source_points is None else [{"lat": lat, "lon": lon} for lat, lon in trip.source_points]
+
+
 def trip_detail(trip: Trip) -> dict:
     stages = list(trip.stages)
     return {
-        "id": trip.id, **settings(trip), "status": trip.status,
+        "id": trip.id, **settings(trip), "waypoints": waypoints(trip), "routing": routing(trip),
+        "status": trip.status,
         "partial": partial(trip), "nextAction": next_action(trip),
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": round(sum(s.distance for s in stages), 1),

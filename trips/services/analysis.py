@@ -18,7 +18,7 @@ from trips.models import Trip
 def _structural_retry(trip: Trip) -> tuple[str, ...] | None:
     """The structural computations to run again when the days never came (a failed fetch or cut), else None."""
     route, stages = computations.status_of(trip, "route"), computations.status_of(trip, "stages")
-    if route == "failed" and trip.source_url:
+    if route == "failed" and (trip.source_url or trip.source_points):  # a link to fetch, or points to route
         return computations.STRUCTURAL
     if stages == "failed" and route == "done":
         return ("stages",)

@@ -86,12 +86,21 @@ def plan_days(trip: Trip, tracks: list[np.ndarray] | None = None) -> list[StageP
     return plan_stages(points, pacing_settings(trip))
 
 
+def _straight_km(trip: Trip) -> list[tuple[float, float]]:
+    """The [from, to] km of a drawn route (a trip planned from places) that its legs joined straight."""
+    return [(leg["fromKm"], leg["toKm"]) for leg in trip.route_legs or [] if not leg["routed"]]
+
+
 def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
     """Regenerate the days: new rows with new ids (ids survive edits, not regenerations)."""
     trip.stages.clear()
     db.session.flush()
+    straight, at = _straight_km(trip), 0.0
     for position, plan in enumerate(plans):
         stage = Stage(position=position, accommodations=[])
+        # a day over a stretch BTP's router joined straight (trips/services/planned.py) is approximate
+        stage.approximate = any(a < at + plan.distance_km - 0.01 and b > at + 0.01 for a, b in straight)
+        at += float(plan.distance_km)
         set_geometry(stage, plan.geometry)
         # Distance and climbing were measured on the full-resolution points, not the simplified line.
         stage.distance = float(plan.distance_km)
@@ -131,7 +140,7 @@ def copy_days(original: Trip, trip: Trip) -> None:
         trip.route = TripRoute(points=r.points, point_count=r.point_count, track_ends=list(r.track_ends),
                                distance_km=r.distance_km, elevation_gain=r.elevation_gain,
                                elevation_loss=r.elevation_loss)
-    trip.source_type = original.source_type
+    trip.source_type, trip.route_legs = original.source_type, original.route_legs
     for stage in original.stages:
         copy = Stage(**{c.key: getattr(stage, c.key) for c in Stage.__table__.columns
                         if c.key not in ("id", "trip_id", "waypoint")})

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates, validates_schema
 
 from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
@@ -50,8 +50,25 @@ class _Settings(Schema):
         check_dates(data.get("start_date"), data.get("end_date"))
 
 
+MIN_WAYPOINTS, MAX_WAYPOINTS = 2, 50  # a trip planned from places (trips/osm/router.py MAX_POINTS holds as many)
+
+
+class WaypointIn(Schema):
+    """A point to pass: add_waypoint's, and each of a trip planned from places (`TripCreate.waypoints`)."""
+
+    class Meta:
+        unknown = RAISE
+
+    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+
+
 class TripCreate(_Settings):
-    source_url = fields.String(data_key="sourceUrl", required=True, validate=validate.Length(min=1, max=2048))
+    """A route link (`sourceUrl`), or the places to ride through in order (`waypoints`), never both."""
+
+    source_url = fields.String(data_key="sourceUrl", validate=validate.Length(min=1, max=2048))
+    source_points = fields.List(fields.Nested(WaypointIn), data_key="waypoints",
+                                validate=validate.Length(min=MIN_WAYPOINTS, max=MAX_WAYPOINTS))
 
     @validates("source_url")
     def _source(self, value, **_):
@@ -59,6 +76,18 @@ class TripCreate(_Settings):
             parse_source_url(value)
         except UnsupportedSource as exc:
             raise ValidationError(str(exc)) from None
+
+    @validates_schema
+    def _one_source(self, data, **_):
+        if ("source_url" in data) == ("source_points" in data):
+            raise ValidationError("give either sourceUrl (a route link) or waypoints (2 to 50 points), not both",
+                                  "sourceUrl" if "source_url" in data else "body")
+
+    @post_load
+    def _pairs(self, data, **_):
+        if "source_points" in data:
+            data["source_points"] = [[p["lat"], p["lon"]] for p in data["source_points"]]
+        return data
 
 
 class TripUpdate(_Settings):
@@ -186,11 +215,3 @@ class AccommodationScan(Schema):
     radius_km = fields.Float(data_key="radiusKm", load_default=DEFAULT_RADIUS_KM, allow_nan=False,
                              validate=validate.Range(MIN_RADIUS_KM, MAX_RADIUS_KM))
     stage_id = fields.String(data_key="stageId", validate=validate.Length(min=1, max=36))
-
-
-class WaypointIn(Schema):
-    class Meta:
-        unknown = RAISE
-
-    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)

@@ -12,7 +12,7 @@ from trips.core.redis_client import get_redis
 from oauth.models import User
 from trips import computations
 from trips.services import analysis
-from trips.services import pipeline
+from trips.services import pipeline, planned
 from trips.core.db import after_commit, atomic, db, new_id
 from trips.errors import Conflict, Invalid
 from trips.route.gpx import GpxError, parse_gpx
@@ -26,13 +26,17 @@ from trips.services.schemas import (
 )
 
 def create_trip(actor: User, data, idempotency_key: str | None, operation: str = "create_trip") -> tuple[Trip, bool]:
-    """Create a trip from a route link and dispatch the route fetch. Returns (trip, created).
+    """Create a trip from a route link, or from the points to ride through (trips/services/planned.py), and dispatch
+    the route fetch (or drawing). Returns (trip, created).
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
     or for a trip since deleted), RateLimited (10 new trips a minute).
     """
     fields = load(TripCreate(), data)
+    if "source_points" in fields:  # a trip planned from places: refused here when the map cannot route it
+        planned.check_covered(fields["source_points"])
+        fields["source_type"] = planned.SOURCE_TYPE
 
     def build() -> Trip:
         trip = new_trip(actor, fields)
@@ -53,7 +57,7 @@ def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tu
         if computations.status_of(original, "stages") != "done":
             raise Conflict("The trip's days are not ready yet; duplicate it once they are.")
         trip = new_trip(actor, {attr: getattr(original, attr) for attr in WRITABLE.values()}
-                        | {"title": _copy_title(original.title)})
+                        | {"title": _copy_title(original.title), "source_points": original.source_points})
         pipeline.copy_days(original, trip)
         return trip
 

@@ -1,0 +1,90 @@
+"""Trips planned from places (create_trip and POST /api/trips `waypoints`, docs/RULES.md "Trips from places").
+
+The 2 to 50 points are checked when the trip is created: each must lie in an imported map area (unless a Valhalla
+service is configured, which routes anywhere), else the request is refused naming the point. The route job then
+draws the route through them (`plan_route`): by Valhalla when it is configured, else by BTP's bicycle router on the
+imported map (trips/osm/router.py), a leg the map cannot route joined straight and said so in `legs`. From there on
+the route is paced and analysed like any other.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.core.db import db
+from trips.errors import Invalid
+from trips.osm import router
+from trips.osm.areas import ready_areas
+from trips.osm.queries import nearest_place_each
+from trips.providers.settings import configs
+from trips.providers.valhalla import RoutingError, route_through
+from trips.route.geo import total_distance_km
+from trips.route.gpx import ParsedRoute
+from trips.services.routing import map_engine
+
+SOURCE_TYPE = "waypoints"
+NOT_COVERED = "no map data covers this point: import a region that holds it (flask osm import) or give a route link"
+NO_NETWORK = ("the imported map holds no road network to route on: re-import its region (flask osm import), or give "
+              "a route link")
+NO_MAP_NOW = "No imported map with roads covers these points any more: import their region, then call analyze_trip."
+TITLE_PLACE_M = 15_000.0  # a place this close to the first or last point names the trip
+
+
+@dataclass
+class Planned:
+    parsed: ParsedRoute
+    legs: list[dict]
+
+
+def check_covered(points: list[list[float]]) -> None:
+    """Raises Invalid naming the first point (`waypoints[i]`) no ready imported area holds, or `waypoints` when the
+    map has no road network to route on. Nothing to check when a Valhalla service is configured."""
+    if configs().valhalla.valhalla_url:
+        return
+    areas = ready_areas(db.engine)
+    for i, (lat, lon) in enumerate(points):
+        inside = ((lat >= areas[:, 0]) & (lat <= areas[:, 2]) & (lon >= areas[:, 1]) & (lon <= areas[:, 3])).any()
+        if not inside:
+            raise Invalid({f"waypoints[{i}]": NOT_COVERED})
+    if map_engine() is None:
+        raise Invalid({"waypoints": NO_NETWORK})
+
+
+def plan_route(points: list[list[float]]) -> Planned:
+    """The route through `points`, with each leg's account. Raises RoutingError (a sentence for the user) when
+    Valhalla fails or no imported map with roads is left to route on."""
+    config = configs().valhalla
+    if config.valhalla_url:
+        geometry, length = route_through([(lat, lon, 0.0) for lat, lon in points], config)
+        line = np.array([(p[0], p[1], np.nan) for p in geometry], dtype=float)  # Valhalla gives no elevation
+        legs = [_leg(1, len(points), 0.0, length, True, None)]
+    else:
+        engine = map_engine()
+        if engine is None:
+            raise RoutingError(NO_MAP_NOW)
+        found = router.route(engine, points)
+        line, legs, at = found.line, [], 0.0
+        for i, leg in enumerate(found.legs):
+            km = total_distance_km(leg.line) if len(leg.line) > 1 else 0.0
+            legs.append(_leg(i + 1, i + 2, at, at + km, leg.routed, leg.why))
+            at += km
+    return Planned(ParsedRoute(title=_title(points), tracks=[line]), legs)
+
+
+def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: str | None) -> dict:
+    return {"from": first, "to": last, "fromKm": round(from_km, 2), "toKm": round(to_km, 2), "routed": routed,
+            "why": why}
+
+
+def _title(points: list[list[float]]) -> str | None:
+    """"First place → last place" from the local gazetteer, one name for a loop; None when it knows neither."""
+    try:
+        first, last = nearest_place_each([points[0], points[-1]], TITLE_PLACE_M, engine=db.engine)
+    except sa.exc.SQLAlchemyError:  # a title is a courtesy: a map query that fails must not fail the route
+        return None
+    names = [p.name for p in (first, last) if p is not None and p.name]
+    if not names:
+        return None
+    return names[0] if len(set(names)) == 1 else f"{names[0]} → {names[1]}"
