@@ -145,7 +145,7 @@ def reroute_stage(trip_id: str, stage_id: str, request_id: str) -> None:
         with atomic(lock=trip_lock(trip_id)):
             stage = _current_waypoint(stage_id, request_id)
             if stage is not None and computations.transition(trip_id, "route_segment", generation, "done"):
-                apply_reroute(stage, result.geometry, result.approximate)
+                apply_reroute(stage, result.geometry, result.approximate, result.stretches)
 
 
 def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, radius_km=None) -> None:

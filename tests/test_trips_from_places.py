@@ -144,3 +144,22 @@ def test_fifty_points_in_a_line_and_the_same_point_twice_are_answered_never_a_50
     # nothing to ride: the route is drawn (0 km) and the cutting says why there are no days, as for any route
     assert states["route"][0] == "done" and states["stages"][0] in ("done", "failed")
     assert client.get(f"/api/trips/{same.id}", headers=headers).status_code == 200
+
+
+def test_with_valhalla_configured_any_points_are_routed_by_it_through_every_point(app, client, rider,
+                                                                                  fake_valhalla, monkeypatch):
+    """BTP_VALHALLA_URL still wins: no imported map is needed, the service routes through each point in order."""
+    _, headers = rider
+    monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
+    road = [(46.0, 6.0, 0.0), (46.2, 6.1, 0.0), (46.4, 6.3, 0.0), (46.6, 6.5, 0.0)]
+    fake_valhalla.set_route(road, length_km=77.0)
+    points = [{"lat": 46.0, "lon": 6.0}, {"lat": 46.3, "lon": 6.2}, {"lat": 46.6, "lon": 6.5}]
+    body = create(client, headers, {"waypoints": points, "maxDistancePerDay": 40})
+    run_jobs(app)
+    trip = reload(body["id"])
+    assert [loc["type"] for loc in fake_valhalla.bodies[0]["locations"]] == ["break", "through", "break"]
+    assert [(loc["lat"], loc["lon"]) for loc in fake_valhalla.bodies[0]["locations"]] == [(46.0, 6.0), (46.3, 6.2),
+                                                                                           (46.6, 6.5)]
+    assert trip.route_legs == [{"from": 1, "to": 3, "fromKm": 0.0, "toKm": 77.0, "routed": True, "why": None}]
+    assert trip.route.elevation_gain is None  # the service gives no elevation: unknown, never 0
+    assert len(trip.stages) >= 2 and not any(s.approximate for s in trip.stages)

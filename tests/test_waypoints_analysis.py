@@ -52,6 +52,8 @@ def test_without_a_router_the_detour_is_straight_and_approximate(app, client, ri
     assert day.distance > 0 and fresh.version == 1
     detail = client.get(f"/api/trips/{trip.id}/stages/{day.id}", headers=headers).get_json()
     assert detail["approximate"] is True
+    assert detail["routing"] == ["start → waypoint: joined straight: approximate (no map to route on)",
+                                 "waypoint → end: joined straight: approximate (no map to route on)"]
 
 
 def test_with_valhalla_the_day_follows_the_route(app, client, rider, trip, fake_valhalla, monkeypatch):
@@ -71,6 +73,8 @@ def test_with_valhalla_the_day_follows_the_route(app, client, rider, trip, fake_
     assert day.geometry[2][:2] == [lat, lon]
     assert day.elevation == before["elevation"] > 0  # the router gives no elevation: climbing is kept
     assert [loc["type"] for loc in fake_valhalla.bodies[0]["locations"]] == ["break", "through", "break"]
+    assert day.waypoint["stretches"] == ["start → waypoint: routed by the routing service",
+                                         "waypoint → end: routed by the routing service"]
 
 
 def test_a_router_failure_is_a_readable_failed_status(app, client, rider, trip, fake_valhalla, monkeypatch):
@@ -236,3 +240,6 @@ def test_a_day_the_map_covers_in_part_is_routed_in_part_and_approximate(app, cli
     run_jobs(app)
     day = reload(trip.id).stages[0]
     assert day.approximate and [lat, lon] in [p[:2] for p in day.geometry] and len(day.geometry) > 10  # not 3: routed in part
+    detail = client.get(f"/api/trips/{trip.id}/stages/{day.id}", headers=headers).get_json()
+    assert detail["routing"][0] == "start → waypoint: routed on the map"  # the answer says which stretch is which
+    assert detail["routing"][1].startswith("waypoint → end: joined straight: approximate (no road within 500 m")

@@ -186,6 +186,10 @@ class StageDetailOut(StageSummaryOut):
     version = fields.Integer(validate=validate.Range(min=1))
     outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas."})
     categoryStatus = fields.List(fields.Nested("CategoryStatusOut"))
+    routing = nullable(fields.List(fields.String(), metadata={
+        "description": "How the day's line was drawn through its waypoint, stretch by stretch (\"start → waypoint: "
+                       "routed on the map\", or \"…: joined straight: approximate (why)\"); null for a day that "
+                       "follows its route as planned."}))
 
 
 @answer

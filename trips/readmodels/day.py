@@ -194,4 +194,5 @@ def _clock(hour: float) -> str:
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
-            "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True)}
+            "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True),
+            "routing": (stage.waypoint or {}).get("stretches")}  # a waypoint's reroute, said stretch by stretch

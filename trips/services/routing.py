@@ -77,7 +77,8 @@ def reroute(start: Sequence[float], waypoint: Sequence[float], end: Sequence[flo
     points = [_point(start, "start"), _point(waypoint, "waypoint"), _point(end, "end")]
     if config.valhalla_url:
         geometry, length = route_through(points, config)
-        return Reroute(geometry=geometry, distance_km=length, approximate=False, stretches=["routed"])
+        return Reroute(geometry=geometry, distance_km=length, approximate=False,
+                       stretches=["routed by the routing service"] * 2)
     engine = map_engine()
     if engine is None:
         return Reroute(geometry=points, distance_km=total_distance_km(points), approximate=True,

@@ -44,7 +44,7 @@ def add_waypoint(actor: User, trip_id: str, stage_id: str, data) -> tuple[Trip, 
     return trip, stage
 
 
-def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
+def apply_reroute(stage: Stage, geometry, approximate: bool, stretches: list[str] | None = None) -> None:
     """The day follows the new line; its start and end markers stay. Climbing is kept when the new line
     carries no elevation (the routing provider gives none). The GEOMETRY enrichments are dispatched again:
     call under the trip lock, in the job's unit of work."""
@@ -66,4 +66,7 @@ def apply_reroute(stage: Stage, geometry, approximate: bool) -> None:
     if not has_elevation:
         stage.elevation, stage.elevation_loss = climbing
     stage.approximate = approximate
+    if stretches and stage.waypoint is not None:  # which stretch is routed, which straight (REST stage `routing`)
+        names = ("start → waypoint", "waypoint → end")
+        stage.waypoint = {**stage.waypoint, "stretches": [f"{name}: {how}" for name, how in zip(names, stretches)]}
     analysis.redispatch(stage.trip, triggers=("GEOMETRY",))  # the line moved (docs/RULES.md "What an edit invalidates")
