@@ -126,7 +126,7 @@ def _resolve(world, arguments):
 
 def resolve_coords(arguments: dict, trip, stage_id=None) -> dict:
     """DayCoord values replaced by a coordinate near the end of the named day (or the trip's first), nested objects
-    too (a REST body's `point: {lat, lon}`)."""
+    and lists of them too (a REST body's `point: {lat, lon}`, `waypoints: [{lat, lon}, …]`)."""
     stages = list(trip.stages) if trip is not None else []
     wanted = stage_id or arguments.get("stageId")
     day = next((s for s in stages if s.id == wanted), stages[0] if stages else None)
@@ -137,6 +137,8 @@ def resolve_coords(arguments: dict, trip, stage_id=None) -> dict:
             value = base + value.jitter
         elif isinstance(value, dict):
             value = resolve_coords(value, trip, wanted)
+        elif isinstance(value, list):  # a list of points (POST /api/trips `waypoints`)
+            value = [resolve_coords(v, trip, wanted) if isinstance(v, dict) else v for v in value]
         out[key] = value
     return out
 
