@@ -27,6 +27,10 @@ CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km
 MAX_POINTS = 25  # points of one route (start, waypoints, end)
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
+_SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost"  # written by the import (trips/osm/network.py)
+# An import's rows are read only once it is ready (trips/osm/tables.py): a per-row test, not a join, which led
+# PostgreSQL to read the whole table by its area index instead of the band by its spatial one.
+_READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
 
 
 @dataclass
@@ -101,6 +105,11 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = True) -> Route:
     legs = []
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
+        if conn.dialect.name == "postgresql":
+            # The band through the spatial index: the planner's guess for a band of a small map (a third of its
+            # rows) is a sequential scan, which tests every row against every box and takes twice as long. For
+            # this transaction only (SET LOCAL; the rollback at the connection's close ends it).
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
         for a, b in zip(pts[:-1], pts[1:]):
             legs.append(_leg(conn, a[:2], b[:2], pgr or None))
     rows = [pts[0]]
@@ -262,8 +271,7 @@ def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
 
 def _read(conn, boxes, cols: str):
     where, args = _spatial(conn, boxes)
-    return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t JOIN osm_area r ON r.id = t.area_id "
-                                f"AND r.status = 'ready' WHERE {where}"), args).all()
+    return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
 
 
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
@@ -290,20 +298,18 @@ def _search_scipy(conn, boxes, starts, ends):
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
-    rows = _read(conn, boxes, _EDGE_COLS)
+    rows = _read(conn, boxes, _SEARCH_COLS)
     if not rows:
         return None
-    ids = np.array([r.id for r in rows], dtype=np.int64)
-    src = np.array([r.source for r in rows], dtype=np.int64)
-    dst = np.array([r.target for r in rows], dtype=np.int64)
-    factor = np.array([COST_PER_METRE.get(r.kind, COST_PER_METRE["other"]) for r in rows])
-    cost = np.array([r.length_m for r in rows]) * factor + 1e-9  # csgraph reads a 0 as no edge
-    fwd, bwd = np.array([r.forward for r in rows], bool), np.array([r.backward for r in rows], bool)
+    table = np.array(rows, dtype=float)  # id, source, target, cost, reverse cost (node ids < 2**53: exact)
+    ids, src, dst = (table[:, k].astype(np.int64) for k in range(3))
+    fwd, bwd = table[:, 3] >= 0, table[:, 4] >= 0
+    cost, back = table[:, 3] + 1e-9, table[:, 4] + 1e-9  # csgraph reads a 0 as no edge
     nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
     si, di = index[:len(rows)], index[len(rows):2 * len(rows)]
     a = np.concatenate((si[fwd], di[bwd]))
     b = np.concatenate((di[fwd], si[bwd]))
-    c = np.concatenate((cost[fwd], cost[bwd]))
+    c = np.concatenate((cost[fwd], back[bwd]))
     e = np.concatenate((ids[fwd], ids[bwd]))
     order = np.lexsort((c, b, a))  # the cheapest of parallel edges first, kept by unique
     a, b, c, e = a[order], b[order], c[order], e[order]
@@ -334,11 +340,6 @@ def _search_scipy(conn, boxes, starts, ends):
     return cost_total, s, t, [int(nodes[p]) for p in path[:-1]], edges
 
 
-def _cost_sql() -> str:
-    cases = " ".join(f"WHEN '{k}' THEN {v!r}" for k, v in COST_PER_METRE.items())
-    return f"t.length_m * CASE t.kind {cases} ELSE {COST_PER_METRE['other']!r} END"
-
-
 PGR_FUNCTION = "pgr_bdDijkstra"  # bidirectional: from both ends at once, about half the graph settled
 
 
@@ -346,15 +347,12 @@ def _search_pgr(conn, pgr: str, boxes, starts, ends):
     """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
     the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
     where, _ = _spatial(conn, boxes, inline=True)
-    cost = _cost_sql()
     virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]
     virtual += [(-21 - i, n, -2, c) for i, (n, (c, _)) in enumerate(ends.items())]
     values = ", ".join(f"({i}::bigint, {a}::bigint, {b}::bigint, {float(c)!r}::float8, -1::float8)"
                        for i, a, b, c in virtual)
     edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
-                 f"SELECT t.id, t.source, t.target, CASE WHEN t.forward THEN {cost} ELSE -1 END, "
-                 f"CASE WHEN t.backward THEN {cost} ELSE -1 END FROM osm_edge t "
-                 f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE {where}")
+                 f"SELECT {_SEARCH_COLS} FROM osm_edge t WHERE {_READY} AND {where}")
     # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
     # connection's own, for this transaction only (SET LOCAL opens one: trips/core/db.py; the rollback at the
     # connection's close ends it).
