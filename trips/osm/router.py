@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from trips.osm import geometry
 from trips.osm.network import COST_PER_METRE
+from trips.osm.index import without_jit
 from trips.osm.store import postgis_schema
 from trips.route.geo import total_distance_km
 
@@ -108,8 +109,10 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = True) -> Route:
         if conn.dialect.name == "postgresql":
             # The band through the spatial index: the planner's guess for a band of a small map (a third of its
             # rows) is a sequential scan, which tests every row against every box and takes twice as long. For
-            # this transaction only (SET LOCAL; the rollback at the connection's close ends it).
+            # this transaction only (SET LOCAL; the rollback at the connection's close ends it); without JIT, which
+            # the price of a disabled scan (1e10) would otherwise call in to compile for 0.2 s (EXPLAIN ANALYZE).
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            without_jit(conn)
         for a, b in zip(pts[:-1], pts[1:]):
             legs.append(_leg(conn, a[:2], b[:2], pgr or None))
     rows = [pts[0]]
@@ -274,6 +277,29 @@ def _read(conn, boxes, cols: str):
     return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
 
 
+_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost")
+_BAND_ROW = np.dtype([(c, ">i8" if c in _BAND_COLS[:3] else ">f8") for c in _BAND_COLS])  # big-endian: *send()'s
+
+
+def _band(conn, boxes) -> tuple[np.ndarray, ...]:
+    """The search columns of the edges in `boxes` as arrays (id, source, target, cost, reverse cost). PostgreSQL
+    sends them as one binary value (every row's 5 numbers packed by int8send / float8send, in binary result format),
+    read by one numpy call: rows fetched one by one took 1.5 s for 126 000 edges, a binary COPY (a message a row)
+    0.2 s, this 0.12 s (bench/README.md "bench_router.py")."""
+    if conn.dialect.name != "postgresql":
+        rows = _read(conn, boxes, _SEARCH_COLS)
+        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 5)  # node ids < 2**53: exact
+        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4])
+    where, _ = _spatial(conn, boxes, inline=True)
+    packed = " || ".join(f"{'int8' if c in _BAND_COLS[:3] else 'float8'}send(t.{c}{'::int8' if c == 'id' else ''})"
+                         for c in _BAND_COLS)
+    with conn.connection.driver_connection.cursor(binary=True) as cur:
+        cur.execute(f"SELECT string_agg({packed}, ''::bytea) FROM osm_edge t WHERE {_READY} AND {where}")
+        data = cur.fetchone()[0] or b""  # null: no edge
+    rows = np.frombuffer(data, dtype=_BAND_ROW)
+    return tuple(rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_BAND_COLS))
+
+
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
     if not ids:
         return {}
@@ -298,25 +324,24 @@ def _search_scipy(conn, boxes, starts, ends):
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
-    rows = _read(conn, boxes, _SEARCH_COLS)
-    if not rows:
+    ids, src, dst, cost, back = _band(conn, boxes)
+    if not len(ids):
         return None
-    table = np.array(rows, dtype=float)  # id, source, target, cost, reverse cost (node ids < 2**53: exact)
-    ids, src, dst = (table[:, k].astype(np.int64) for k in range(3))
-    fwd, bwd = table[:, 3] >= 0, table[:, 4] >= 0
-    cost, back = table[:, 3] + 1e-9, table[:, 4] + 1e-9  # csgraph reads a 0 as no edge
+    fwd, bwd = cost >= 0, back >= 0
+    cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
     nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
-    si, di = index[:len(rows)], index[len(rows):2 * len(rows)]
+    si, di = index[:len(ids)], index[len(ids):2 * len(ids)]
     a = np.concatenate((si[fwd], di[bwd]))
     b = np.concatenate((di[fwd], si[bwd]))
     c = np.concatenate((cost[fwd], back[bwd]))
     e = np.concatenate((ids[fwd], ids[bwd]))
-    order = np.lexsort((c, b, a))  # the cheapest of parallel edges first, kept by unique
-    a, b, c, e = a[order], b[order], c[order], e[order]
-    first = np.unique(a * len(nodes) + b, return_index=True)[1]
-    a, b, c, e = a[first], b[first], c[first], e[first]
+    key = a * len(nodes) + b
+    order = np.lexsort((c, key))  # by node pair, the cheapest of parallel edges first: the one kept
+    key, a, b, c, e = key[order], a[order], b[order], c[order], e[order]
+    first = np.concatenate(([True], key[1:] != key[:-1]))
+    key, a, b, c, e = key[first], a[first], b[first], c[first], e[first]
     graph = csr_matrix((c, (a, b)), shape=(len(nodes),) * 2)
-    pos = {int(n): i for i, n in enumerate(nodes) if int(n) in starts or int(n) in ends}
+    pos = dict(zip(list(starts) + list(ends), np.searchsorted(nodes, list(starts) + list(ends)).tolist()))
     start_list = list(starts)
     dist, pred = dijkstra(graph, directed=True, indices=[pos[s] for s in start_list], return_predecessors=True)
     row_of = {s: k for k, s in enumerate(start_list)}
@@ -335,8 +360,8 @@ def _search_scipy(conn, boxes, starts, ends):
         k = pred[row_of[s], k]
     path.append(pos[s])
     path.reverse()
-    edge_of = dict(zip(zip(a.tolist(), b.tolist()), e.tolist()))
-    edges = [edge_of[(u, v)] for u, v in zip(path[:-1], path[1:])] if s != t else []
+    steps = np.array(path[:-1], dtype=np.int64) * len(nodes) + np.array(path[1:], dtype=np.int64)
+    edges = e[np.searchsorted(key, steps)].tolist() if s != t else []
     return cost_total, s, t, [int(nodes[p]) for p in path[:-1]], edges
 
 
