@@ -3,10 +3,11 @@
 Each leg between two consecutive points: both ends are snapped to the nearest routable edge within SNAP_M (the
 foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
 along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
-of a wider box (`_box`): with pgRouting's pgr_dijkstra on PostgreSQL where the extension is installed, else with
-scipy's csgraph Dijkstra over the same edges read from the database. The answer follows the edges' real shape. A
-leg whose end has no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight
-and marked approximate; the `Leg` says why.
+of a wider box (`_box`): with scipy's csgraph Dijkstra over the edges' costs the import wrote (on PostgreSQL read
+as one binary value, `_band`), or on request with pgRouting's pgr_bdDijkstra where the extension is installed
+(measured slower: bench/README.md "bench_router.py"). The answer follows the edges' real shape. A leg whose end has
+no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight and marked
+approximate; the `Leg` says why.
 """
 from __future__ import annotations
 
@@ -96,11 +97,11 @@ def has_network(engine: sa.Engine) -> bool:
                                     "AND r.status = 'ready' LIMIT 1")).first() is not None
 
 
-def route(engine: sa.Engine, points, use_pgrouting: bool = True) -> Route:
+def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
     """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
 
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
-    a finite latitude and longitude in range. `use_pgrouting=False` searches with scipy on PostgreSQL too.
+    a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed.
     """
     pts = _points(points)
     legs = []
