@@ -4,7 +4,7 @@ Each leg between two consecutive points: both ends are snapped to the nearest ro
 foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
 along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
 of a wider box (`_box`): with scipy's csgraph Dijkstra over the edges' costs the import wrote (on PostgreSQL read
-as one binary value, `_band`), or on request with pgRouting's pgr_bdDijkstra where the extension is installed
+as one binary value, `_band`), or on request with pgRouting's pgr_dijkstra where the extension is installed
 (measured slower: bench/README.md "bench_router.py"). The answer follows the edges' real shape. A leg whose end has
 no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight and marked
 approximate; the `Leg` says why.
@@ -309,19 +309,9 @@ def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
     return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
 
 
-def _best(starts, ends, reach) -> tuple | None:
-    """The cheapest (cost, start, end) over every pair `reach(start, end)` (a cost or None) joins."""
-    best = None
-    for s, (sc, _) in starts.items():
-        for e, (ec, _) in ends.items():
-            mid = 0.0 if s == e else reach(s, e)
-            if mid is not None and (best is None or sc + mid + ec < best[0]):
-                best = (sc + mid + ec, s, e)
-    return best
-
-
 def _search_scipy(conn, boxes, starts, ends):
-    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra."""
+    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra, once,
+    from a virtual vertex joined to the start's exits at their costs (as _search_pgr), to every end's entry."""
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
@@ -332,41 +322,37 @@ def _search_scipy(conn, boxes, starts, ends):
     cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
     nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
     si, di = index[:len(ids)], index[len(ids):2 * len(ids)]
+    n = len(nodes)  # the virtual start's index
     a = np.concatenate((si[fwd], di[bwd]))
     b = np.concatenate((di[fwd], si[bwd]))
     c = np.concatenate((cost[fwd], back[bwd]))
     e = np.concatenate((ids[fwd], ids[bwd]))
-    key = a * len(nodes) + b
+    key = a * (n + 1) + b
     order = np.lexsort((c, key))  # by node pair, the cheapest of parallel edges first: the one kept
     key, a, b, c, e = key[order], a[order], b[order], c[order], e[order]
     first = np.concatenate(([True], key[1:] != key[:-1]))
     key, a, b, c, e = key[first], a[first], b[first], c[first], e[first]
-    graph = csr_matrix((c, (a, b)), shape=(len(nodes),) * 2)
-    pos = dict(zip(list(starts) + list(ends), np.searchsorted(nodes, list(starts) + list(ends)).tolist()))
-    start_list = list(starts)
-    dist, pred = dijkstra(graph, directed=True, indices=[pos[s] for s in start_list], return_predecessors=True)
-    row_of = {s: k for k, s in enumerate(start_list)}
-
-    def reach(s, t):
-        d = dist[row_of[s], pos[t]]
-        return float(d) if np.isfinite(d) else None
-
-    best = _best(starts, ends, reach)
-    if best is None:
+    exits = np.searchsorted(nodes, list(starts))
+    entries = np.searchsorted(nodes, list(ends))
+    graph = csr_matrix((np.concatenate((c, [sc + 1e-9 for sc, _ in starts.values()])),
+                        (np.concatenate((a, np.full(len(exits), n))), np.concatenate((b, exits)))), shape=(n + 1,) * 2)
+    dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
+    totals = dist[entries] + [ec for ec, _ in ends.values()]
+    if not np.isfinite(totals).any():
         return None
-    cost_total, s, t = best
-    path, k = [], pos[t]
-    while k != pos[s] and k >= 0:
+    path, k = [], int(entries[np.argmin(totals)])
+    while k != n:  # back to the virtual start
         path.append(k)
-        k = pred[row_of[s], k]
-    path.append(pos[s])
+        k = int(pred[k])
     path.reverse()
-    steps = np.array(path[:-1], dtype=np.int64) * len(nodes) + np.array(path[1:], dtype=np.int64)
-    edges = e[np.searchsorted(key, steps)].tolist() if s != t else []
-    return cost_total, s, t, [int(nodes[p]) for p in path[:-1]], edges
+    steps = np.array(path[:-1], dtype=np.int64) * (n + 1) + np.array(path[1:], dtype=np.int64)
+    edges = e[np.searchsorted(key, steps)].tolist()
+    return float(totals.min()), int(nodes[path[0]]), int(nodes[path[-1]]), [int(nodes[p]) for p in path[:-1]], edges
 
 
-PGR_FUNCTION = "pgr_bdDijkstra"  # bidirectional: from both ends at once, about half the graph settled
+# Not pgr_bdDijkstra: on the 150 m bench grid it returned a dearer path than pgr_dijkstra and scipy (which agree) on
+# 17 legs of 25 drawn at random, by up to 0.02 % (bench/README.md "bench_router.py"); both took the same time.
+PGR_FUNCTION = "pgr_dijkstra"
 
 
 def _search_pgr(conn, pgr: str, boxes, starts, ends):
