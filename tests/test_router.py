@@ -307,8 +307,8 @@ def test_an_import_not_ready_is_not_routed_on(tmp_path, search):
         assert go(search, (0, 0), (1000, 0)).approximate is approximate
 
 
-def test_migration_0016_costs_the_edges_imported_before_it(tmp_path, redis_server):
-    """Edges written before 0016 get their costs from COST_PER_METRE; the downgrade removes the two columns."""
+def test_migration_0017_costs_the_edges_imported_before_it(tmp_path, redis_server):
+    """Edges written before 0017 get their costs from COST_PER_METRE; the downgrade removes the two columns."""
     import os
 
     from flask_migrate import downgrade, upgrade
@@ -325,7 +325,7 @@ def test_migration_0016_costs_the_edges_imported_before_it(tmp_path, redis_serve
     app = create_app({"DATABASE_URL": url, "REDIS_URL": redis_server, "BTP_INSTANCE_DIR": str(tmp_path),
                       "BTP_SECRET_KEY": "x"}, environ={})
     with app.app_context():
-        upgrade(revision="0015")
+        upgrade(revision="0016")
         edge = ("INSERT INTO osm_edge (area_id, osm_type, osm_id, source, target, kind, forward, backward, length_m, "
                 "line, min_lat, min_lon, max_lat, max_lon) VALUES (1, 'w', {0}, 1, 2, '{1}', {2}, {3}, 100, '', 0, 0, "
                 "0, 0)")
@@ -335,11 +335,11 @@ def test_migration_0016_costs_the_edges_imported_before_it(tmp_path, redis_serve
             for osm_id, kind, fwd, bwd in ((1, "cycleway", "TRUE", "TRUE"), (2, "trunk", "FALSE", "TRUE"),
                                            (3, "no such class", "TRUE", "FALSE")):
                 conn.execute(sa.text(edge.format(osm_id, kind, fwd, bwd)))
-        upgrade(revision="0016")
+        upgrade(revision="0017")
         with db.engine.connect() as conn:
             got = conn.execute(sa.text("SELECT osm_id, cost, reverse_cost FROM osm_edge ORDER BY osm_id")).all()
         assert [tuple(r) for r in got] == [(1, 80.0, 80.0), (2, -1.0, 300.0), (3, 150.0, -1.0)]
-        downgrade(revision="0015")
+        downgrade(revision="0016")
         with db.engine.connect() as conn, pytest.raises(sa.exc.DBAPIError, match="cost"):
             conn.execute(sa.text("SELECT cost FROM osm_edge"))
         downgrade(revision="base")

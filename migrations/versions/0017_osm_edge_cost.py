@@ -1,7 +1,7 @@
 """osm: the router's cost of each edge each way, written at import (osm_edge.cost, osm_edge.reverse_cost)
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0017
+Revises: 0016
 Create Date: 2026-12-02 23:50:00
 
 The router's search read every edge of its band with a cost expression evaluated per row (length × the class's cost
@@ -15,8 +15,8 @@ from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0016'
-down_revision = '0015'
+revision = '0017'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 
