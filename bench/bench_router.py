@@ -10,7 +10,8 @@ with `flask osm import`'s code (trips/osm/importer.py) into a temporary SQLite d
 PostgreSQL + PostGIS (+ pgRouting) database, then each route is searched `--runs` times after one warm-up
 (trips/osm/router.py route), with pgRouting and with scipy on PostgreSQL, with scipy on SQLite. Reported: the median
 and the slowest wall time, the routed km and the edges the search box held. Target: a 50 km route in ≤ 200 ms on
-PostgreSQL + PostGIS.
+PostgreSQL + PostGIS (the router's own search, scipy; pgRouting only when asked). Give PostgreSQL a fresh database:
+the rows of a region an earlier run replaced stay dead until VACUUM, and the band's index scan visits their pages.
 """
 from __future__ import annotations
 

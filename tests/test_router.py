@@ -3,6 +3,7 @@ path is known (one-ways, a contraflow, a motorway and a road closed to bicycles 
 ferry as a last resort, a gap the map does not cover), on SQLite (scipy) and PostgreSQL (pgRouting, and scipy over
 the same edges), and hostile input."""
 import math
+import random
 
 import numpy as np
 import pytest
@@ -259,3 +260,122 @@ def test_a_way_the_extract_cut_keeps_its_located_nodes(tmp_path, search):
     assert summary["counts"]["network"] == {"edges": 1}
     r = go(search, (0, 0), (1000, 0))
     assert not r.approximate and r.distance_km == pytest.approx(1.0, abs=0.01)
+
+
+def test_the_import_writes_each_edges_cost_each_way(tmp_path, ctx):
+    """docs/RULES.md "Bicycle routing": cost = length × the class's cost of a metre, -1 the way a bicycle may not ride."""
+    map_support_or_skip(db.engine)
+    m = MapBuilder()
+    m.way(line((0, 0), (1000, 0)), {"highway": "cycleway"})
+    m.way(line((0, 500), (1000, 500)), {"highway": "primary", "oneway": "yes"})
+    m.way(line((0, 900), (1000, 900)), {"highway": "residential", "oneway": "-1"})
+    build(tmp_path, m)
+    with db.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT kind, length_m, cost, reverse_cost FROM osm_edge ORDER BY kind")).all()
+    assert [r.kind for r in rows] == ["cycleway", "primary", "quiet"]
+    assert all(r.length_m == pytest.approx(1000, abs=2) for r in rows)
+    per_metre = [(r.cost / r.length_m, r.reverse_cost / r.length_m) for r in rows]
+    assert per_metre == [pytest.approx((0.8, 0.8)), pytest.approx((2.2, -1 / rows[1].length_m)),
+                         pytest.approx((-1 / rows[2].length_m, 1.0))]
+
+
+def test_the_band_read_in_one_binary_value_is_the_rows(tmp_path, ctx):
+    """PostgreSQL sends the band packed (router._band): the same ids, nodes and costs as the rows, in the same order
+    on both engines; an empty band is empty arrays, not an error."""
+    map_support_or_skip(db.engine)
+    m = MapBuilder()
+    corner = {(i, j): m.node(*p(i * 300, j * 300)) for i in range(4) for j in range(4)}
+    for i in range(4):
+        m.way([corner[k, i] for k in range(4)], {"highway": "residential", "oneway": "yes" if i % 2 else "no"})
+        m.way([corner[i, k] for k in range(4)], {"highway": "tertiary"})
+    build(tmp_path, m)
+    box = (*p(-100, -100), *p(1000, 1000))
+    with db.engine.connect() as conn:
+        packed = router._band(conn, [box])
+        rows = sorted(tuple(r) for r in router._read(conn, [box], router._SEARCH_COLS))
+        empty = router._band(conn, [(*p(5000, 5000), *p(6000, 6000))])
+    got = sorted(zip(*(a.tolist() for a in packed)))
+    assert len(got) == 24 and got == [tuple(float(v) if k > 2 else int(v) for k, v in enumerate(r)) for r in rows]
+    assert any(r[4] == -1 for r in got) and all(len(a) == 0 for a in empty)
+
+
+def test_an_import_not_ready_is_not_routed_on(tmp_path, search):
+    m = MapBuilder()
+    m.way(line((0, 0), (1000, 0)), {"highway": "residential"})
+    area = build(tmp_path, m)["area_id"]
+    for status, approximate in (("loading", True), ("ready", False)):
+        with db.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE osm_area SET status = :s WHERE id = :a"), {"s": status, "a": area})
+        assert go(search, (0, 0), (1000, 0)).approximate is approximate
+
+
+def test_migration_0017_costs_the_edges_imported_before_it(tmp_path, redis_server):
+    """Edges written before 0017 get their costs from COST_PER_METRE; the downgrade removes the two columns."""
+    import os
+
+    from flask_migrate import downgrade, upgrade
+
+    from app import create_app
+    from tests.conftest import PG_TEST_SCHEMA, pg_url_with_schema, reset_pg_schema
+
+    url = os.environ.get("DATABASE_URL") or ""
+    if url.startswith("postgresql"):
+        reset_pg_schema(url, f"{PG_TEST_SCHEMA}_m16")
+        url = pg_url_with_schema(url, f"{PG_TEST_SCHEMA}_m16")
+    else:
+        url = f"sqlite:///{tmp_path / 'm16.sqlite3'}"
+    app = create_app({"DATABASE_URL": url, "REDIS_URL": redis_server, "BTP_INSTANCE_DIR": str(tmp_path),
+                      "BTP_SECRET_KEY": "x"}, environ={})
+    with app.app_context():
+        upgrade(revision="0016")
+        edge = ("INSERT INTO osm_edge (area_id, osm_type, osm_id, source, target, kind, forward, backward, length_m, "
+                "line, min_lat, min_lon, max_lat, max_lon) VALUES (1, 'w', {0}, 1, 2, '{1}', {2}, {3}, 100, '', 0, 0, "
+                "0, 0)")
+        with db.engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO osm_area (id, name, source_file, status, started_at) "
+                                 "VALUES (1, 'r', 'r.pbf', 'ready', CURRENT_TIMESTAMP)"))
+            for osm_id, kind, fwd, bwd in ((1, "cycleway", "TRUE", "TRUE"), (2, "trunk", "FALSE", "TRUE"),
+                                           (3, "no such class", "TRUE", "FALSE")):
+                conn.execute(sa.text(edge.format(osm_id, kind, fwd, bwd)))
+        upgrade(revision="0017")
+        with db.engine.connect() as conn:
+            got = conn.execute(sa.text("SELECT osm_id, cost, reverse_cost FROM osm_edge ORDER BY osm_id")).all()
+        assert [tuple(r) for r in got] == [(1, 80.0, 80.0), (2, -1.0, 300.0), (3, 150.0, -1.0)]
+        downgrade(revision="0016")
+        with db.engine.connect() as conn, pytest.raises(sa.exc.DBAPIError, match="cost"):
+            conn.execute(sa.text("SELECT cost FROM osm_edge"))
+        downgrade(revision="base")
+        db.engine.dispose()
+
+
+def test_pgrouting_finds_the_cheapest_path_scipy_finds_on_a_grid(tmp_path, ctx, monkeypatch):
+    """pgRouting and scipy find paths of the same cost on 30 random legs of a 30 × 30 grid of classes and one-ways:
+    pgr_bdDijkstra, used before, returned a dearer one (2 381 against 2 366) on one of them (router.PGR_FUNCTION)."""
+    engine = db.engine
+    map_support_or_skip(engine)
+    if engine.dialect.name != "postgresql":
+        pytest.skip("pgRouting is PostgreSQL's")
+    with engine.begin() as conn:
+        if not router.install_pgrouting(conn):
+            pytest.skip("this PostgreSQL has no pgRouting")
+    m, n = MapBuilder(), 30
+    corner = {(i, j): m.node(*p(i * 150, j * 150)) for i in range(n) for j in range(n)}
+    kinds = ["residential", "tertiary", "residential", "cycleway", "residential", "primary", "residential"]
+    for i in range(n):
+        for k in range(n - 1):  # one edge per block side, each way its own class and one-way every 5th
+            tags = {"highway": kinds[(i + k) % 7], **({"oneway": "yes"} if (i * 3 + k) % 5 == 0 else {})}
+            m.way([corner[k, i], corner[k + 1, i]], tags)
+            m.way([corner[i, k], corner[i, k + 1]], {**tags, "highway": kinds[(i * 2 + k) % 7]})
+    build(tmp_path, m)
+    costs = {}
+    for name in ("_search_scipy", "_search_pgr"):
+        def keep(*args, _f=getattr(router, name), _n=name):
+            found = _f(*args)
+            costs[_n] = found[0]
+            return found
+        monkeypatch.setattr(router, name, keep)
+    rng = random.Random(3)
+    for a, b in [((rng.uniform(0, 4300), rng.uniform(0, 4300)), (rng.uniform(0, 4300), rng.uniform(0, 4300)))
+                 for _ in range(30)]:
+        go(False, a, b), go(True, a, b)
+        assert costs["_search_pgr"] == pytest.approx(costs["_search_scipy"], rel=1e-9), (a, b)

@@ -4,8 +4,9 @@ The import (trips/osm/importer.py) hands every road and ferry way to `Network.ad
 their locations; once the whole file is read, `Network.rows` counts how many times each node appears and cuts
 every way at its ends and at each node another way (or the same way again) passes through. Each piece becomes one
 row of `osm_edge` (trips/osm/tables.py) with the node ids of its two ends, its real shape, its length, its routing
-class and whether a bicycle may ride it each way (docs/RULES.md "Bicycle routing"). Ways closed to bicycles are
-not kept at all, so no search can use them.
+class, whether a bicycle may ride it each way and the search's cost each way (`cost`, `reverse_cost`: the length
+times the class's `COST_PER_METRE`, -1 where it may not; docs/RULES.md "Bicycle routing"). Ways closed to bicycles
+are not kept at all, so no search can use them.
 
 The ways are held in memory until the end of the file (node ids and locations: 16 bytes a node of a routable way).
 """
@@ -18,7 +19,7 @@ import numpy as np
 from trips.osm import geometry
 
 EDGE_COLS = ("area_id", "osm_type", "osm_id", "source", "target", "kind", "forward", "backward", "length_m",
-             "line", "min_lat", "min_lon", "max_lat", "max_lon")
+             "line", "min_lat", "min_lon", "max_lat", "max_lon", "cost", "reverse_cost")
 
 # docs/RULES.md "Bicycle routing": the cost of a metre by routing class (a metre of cycleway is the cheapest).
 COST_PER_METRE = {
@@ -149,8 +150,10 @@ class Network:
         mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
         rows = []
         for i, ((way_id, kind, fwd, bwd), line, source, target) in enumerate(pieces):
+            cost = float(metres[i]) * COST_PER_METRE[kind]  # the search's cost each way, -1 where closed
             row = (area_id, "w", way_id, source, target, kind, fwd, bwd, float(metres[i]), encoded[i],
-                   float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]), float(maxs[i, 1]))
+                   float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]), float(maxs[i, 1]),
+                   cost if fwd else -1.0, cost if bwd else -1.0)
             rows.append(row + (ewkb_line(line),) if pg else row)
         return rows
 

@@ -3,10 +3,11 @@
 Each leg between two consecutive points: both ends are snapped to the nearest routable edge within SNAP_M (the
 foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
 along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
-of a wider box (`_box`): with pgRouting's pgr_dijkstra on PostgreSQL where the extension is installed, else with
-scipy's csgraph Dijkstra over the same edges read from the database. The answer follows the edges' real shape. A
-leg whose end has no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight
-and marked approximate; the `Leg` says why.
+of a wider box (`_box`): with scipy's csgraph Dijkstra over the edges' costs the import wrote (on PostgreSQL read
+as one binary value, `_band`), or on request with pgRouting's pgr_dijkstra where the extension is installed
+(measured slower: bench/README.md "bench_router.py"). The answer follows the edges' real shape. A leg whose end has
+no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight and marked
+approximate; the `Leg` says why.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 
 from trips.osm import geometry
 from trips.osm.network import COST_PER_METRE
+from trips.osm.index import without_jit
 from trips.osm.store import postgis_schema
 from trips.route.geo import total_distance_km
 
@@ -27,6 +29,10 @@ CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
+_SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost"  # written by the import (trips/osm/network.py)
+# An import's rows are read only once it is ready (trips/osm/tables.py): a per-row test, not a join, which led
+# PostgreSQL to read the whole table by its area index instead of the band by its spatial one.
+_READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
 
 
 @dataclass
@@ -91,16 +97,23 @@ def has_network(engine: sa.Engine) -> bool:
                                     "AND r.status = 'ready' LIMIT 1")).first() is not None
 
 
-def route(engine: sa.Engine, points, use_pgrouting: bool = True) -> Route:
+def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
     """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
 
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
-    a finite latitude and longitude in range. `use_pgrouting=False` searches with scipy on PostgreSQL too.
+    a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed.
     """
     pts = _points(points)
     legs = []
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
+        if conn.dialect.name == "postgresql":
+            # The band through the spatial index: the planner's guess for a band of a small map (a third of its
+            # rows) is a sequential scan, which tests every row against every box and takes twice as long. For
+            # this transaction only (SET LOCAL; the rollback at the connection's close ends it); without JIT, which
+            # the price of a disabled scan (1e10) would otherwise call in to compile for 0.2 s (EXPLAIN ANALYZE).
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            without_jit(conn)
         for a, b in zip(pts[:-1], pts[1:]):
             legs.append(_leg(conn, a[:2], b[:2], pgr or None))
     rows = [pts[0]]
@@ -262,8 +275,30 @@ def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
 
 def _read(conn, boxes, cols: str):
     where, args = _spatial(conn, boxes)
-    return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t JOIN osm_area r ON r.id = t.area_id "
-                                f"AND r.status = 'ready' WHERE {where}"), args).all()
+    return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
+
+
+_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost")
+_BAND_ROW = np.dtype([(c, ">i8" if c in _BAND_COLS[:3] else ">f8") for c in _BAND_COLS])  # big-endian: *send()'s
+
+
+def _band(conn, boxes) -> tuple[np.ndarray, ...]:
+    """The search columns of the edges in `boxes` as arrays (id, source, target, cost, reverse cost). PostgreSQL
+    sends them as one binary value (every row's 5 numbers packed by int8send / float8send, in binary result format),
+    read by one numpy call: rows fetched one by one took 1.5 s for 126 000 edges, a binary COPY (a message a row)
+    0.2 s, this 0.12 s (bench/README.md "bench_router.py")."""
+    if conn.dialect.name != "postgresql":
+        rows = _read(conn, boxes, _SEARCH_COLS)
+        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 5)  # node ids < 2**53: exact
+        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4])
+    where, _ = _spatial(conn, boxes, inline=True)
+    packed = " || ".join(f"{'int8' if c in _BAND_COLS[:3] else 'float8'}send(t.{c}{'::int8' if c == 'id' else ''})"
+                         for c in _BAND_COLS)
+    with conn.connection.driver_connection.cursor(binary=True) as cur:
+        cur.execute(f"SELECT string_agg({packed}, ''::bytea) FROM osm_edge t WHERE {_READY} AND {where}")
+        data = cur.fetchone()[0] or b""  # null: no edge
+    rows = np.frombuffer(data, dtype=_BAND_ROW)
+    return tuple(rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_BAND_COLS))
 
 
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
@@ -274,87 +309,62 @@ def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
     return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
 
 
-def _best(starts, ends, reach) -> tuple | None:
-    """The cheapest (cost, start, end) over every pair `reach(start, end)` (a cost or None) joins."""
-    best = None
-    for s, (sc, _) in starts.items():
-        for e, (ec, _) in ends.items():
-            mid = 0.0 if s == e else reach(s, e)
-            if mid is not None and (best is None or sc + mid + ec < best[0]):
-                best = (sc + mid + ec, s, e)
-    return best
-
-
 def _search_scipy(conn, boxes, starts, ends):
-    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra."""
+    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra, once,
+    from a virtual vertex joined to the start's exits at their costs (as _search_pgr), to every end's entry."""
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
-    rows = _read(conn, boxes, _EDGE_COLS)
-    if not rows:
+    ids, src, dst, cost, back = _band(conn, boxes)
+    if not len(ids):
         return None
-    ids = np.array([r.id for r in rows], dtype=np.int64)
-    src = np.array([r.source for r in rows], dtype=np.int64)
-    dst = np.array([r.target for r in rows], dtype=np.int64)
-    factor = np.array([COST_PER_METRE.get(r.kind, COST_PER_METRE["other"]) for r in rows])
-    cost = np.array([r.length_m for r in rows]) * factor + 1e-9  # csgraph reads a 0 as no edge
-    fwd, bwd = np.array([r.forward for r in rows], bool), np.array([r.backward for r in rows], bool)
+    fwd, bwd = cost >= 0, back >= 0
+    cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
     nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
-    si, di = index[:len(rows)], index[len(rows):2 * len(rows)]
+    si, di = index[:len(ids)], index[len(ids):2 * len(ids)]
+    n = len(nodes)  # the virtual start's index
     a = np.concatenate((si[fwd], di[bwd]))
     b = np.concatenate((di[fwd], si[bwd]))
-    c = np.concatenate((cost[fwd], cost[bwd]))
+    c = np.concatenate((cost[fwd], back[bwd]))
     e = np.concatenate((ids[fwd], ids[bwd]))
-    order = np.lexsort((c, b, a))  # the cheapest of parallel edges first, kept by unique
-    a, b, c, e = a[order], b[order], c[order], e[order]
-    first = np.unique(a * len(nodes) + b, return_index=True)[1]
-    a, b, c, e = a[first], b[first], c[first], e[first]
-    graph = csr_matrix((c, (a, b)), shape=(len(nodes),) * 2)
-    pos = {int(n): i for i, n in enumerate(nodes) if int(n) in starts or int(n) in ends}
-    start_list = list(starts)
-    dist, pred = dijkstra(graph, directed=True, indices=[pos[s] for s in start_list], return_predecessors=True)
-    row_of = {s: k for k, s in enumerate(start_list)}
-
-    def reach(s, t):
-        d = dist[row_of[s], pos[t]]
-        return float(d) if np.isfinite(d) else None
-
-    best = _best(starts, ends, reach)
-    if best is None:
+    key = a * (n + 1) + b
+    order = np.lexsort((c, key))  # by node pair, the cheapest of parallel edges first: the one kept
+    key, a, b, c, e = key[order], a[order], b[order], c[order], e[order]
+    first = np.concatenate(([True], key[1:] != key[:-1]))
+    key, a, b, c, e = key[first], a[first], b[first], c[first], e[first]
+    exits = np.searchsorted(nodes, list(starts))
+    entries = np.searchsorted(nodes, list(ends))
+    graph = csr_matrix((np.concatenate((c, [sc + 1e-9 for sc, _ in starts.values()])),
+                        (np.concatenate((a, np.full(len(exits), n))), np.concatenate((b, exits)))), shape=(n + 1,) * 2)
+    dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
+    totals = dist[entries] + [ec for ec, _ in ends.values()]
+    if not np.isfinite(totals).any():
         return None
-    cost_total, s, t = best
-    path, k = [], pos[t]
-    while k != pos[s] and k >= 0:
+    path, k = [], int(entries[np.argmin(totals)])
+    while k != n:  # back to the virtual start
         path.append(k)
-        k = pred[row_of[s], k]
-    path.append(pos[s])
+        k = int(pred[k])
     path.reverse()
-    edge_of = dict(zip(zip(a.tolist(), b.tolist()), e.tolist()))
-    edges = [edge_of[(u, v)] for u, v in zip(path[:-1], path[1:])] if s != t else []
-    return cost_total, s, t, [int(nodes[p]) for p in path[:-1]], edges
+    steps = np.array(path[:-1], dtype=np.int64) * (n + 1) + np.array(path[1:], dtype=np.int64)
+    edges = e[np.searchsorted(key, steps)].tolist()
+    return float(totals.min()), int(nodes[path[0]]), int(nodes[path[-1]]), [int(nodes[p]) for p in path[:-1]], edges
 
 
-def _cost_sql() -> str:
-    cases = " ".join(f"WHEN '{k}' THEN {v!r}" for k, v in COST_PER_METRE.items())
-    return f"t.length_m * CASE t.kind {cases} ELSE {COST_PER_METRE['other']!r} END"
-
-
-PGR_FUNCTION = "pgr_bdDijkstra"  # bidirectional: from both ends at once, about half the graph settled
+# Not pgr_bdDijkstra: on the 150 m bench grid it returned a dearer path than pgr_dijkstra and scipy (which agree) on
+# 17 legs of 25 drawn at random, by up to 0.02 % (bench/README.md "bench_router.py"); both took the same time.
+PGR_FUNCTION = "pgr_dijkstra"
 
 
 def _search_pgr(conn, pgr: str, boxes, starts, ends):
     """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
     the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
     where, _ = _spatial(conn, boxes, inline=True)
-    cost = _cost_sql()
     virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]
     virtual += [(-21 - i, n, -2, c) for i, (n, (c, _)) in enumerate(ends.items())]
     values = ", ".join(f"({i}::bigint, {a}::bigint, {b}::bigint, {float(c)!r}::float8, -1::float8)"
                        for i, a, b, c in virtual)
     edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
-                 f"SELECT t.id, t.source, t.target, CASE WHEN t.forward THEN {cost} ELSE -1 END, "
-                 f"CASE WHEN t.backward THEN {cost} ELSE -1 END FROM osm_edge t "
-                 f"JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' WHERE {where}")
+                 f"SELECT {_SEARCH_COLS} FROM osm_edge t WHERE {_READY} AND {where}")
     # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
     # connection's own, for this transaction only (SET LOCAL opens one: trips/core/db.py; the rollback at the
     # connection's close ends it).

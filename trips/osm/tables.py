@@ -129,6 +129,10 @@ osm_edge = _common(
     sa.Column("length_m", sa.Float, nullable=False),
     sa.Column("line", sa.Text, nullable=False),  # encoded polyline, precision 1e-6 (trips/osm/geometry.py)
     *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
+    # The search's costs, written by the import (length × the class's cost of a metre; -1: not that way), so the
+    # router reads plain columns (migration 0017; pgRouting's names).
+    sa.Column("cost", sa.Float, nullable=False),  # source → target
+    sa.Column("reverse_cost", sa.Float, nullable=False),  # target → source
 )
 
 # The tables with a spatial index, and the shape PostGIS stores for each.
