@@ -16,8 +16,12 @@ the rows of a region an earlier run replaced stay dead until VACUUM, and the ban
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -96,7 +100,13 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--span", type=float, nargs=2, default=(SPAN_LAT, SPAN_LON), metavar=("LAT", "LON"))
     parser.add_argument("--routes", type=int, nargs="+", default=ROUTES_KM, help="straight km of each route")
+    parser.add_argument("--valhalla-venv", default=None, help="a venv with pyvalhalla-weekly (default: "
+                        ".cache/bench-valhalla, installed from bench/peers/valhalla-requirements.txt): Valhalla "
+                        "routes the same points on tiles built from the same map, the peer")
+    parser.add_argument("--no-peer", action="store_true", help="skip Valhalla")
     args = parser.parse_args(argv)
+    if not args.no_peer and not args.valhalla_venv:
+        args.valhalla_venv = ensure_valhalla_venv()
     import logging
 
     logging.getLogger("alembic").setLevel(logging.WARNING)
@@ -130,6 +140,10 @@ def main(argv=None) -> None:
                 pgr = pg and router.install_pgrouting(conn)
             modes = ([("pgRouting", True)] if pgr else []) + [("scipy", False)]
             lat0, lon0 = MIN_LAT + 0.15, MIN_LON + 0.15
+            ends = {km: GEOD.fwd(lon0, lat0, 40.0, km * 1000.0)[:2] for km in args.routes}
+            peer = valhalla_peer(args.valhalla_venv, Path(tmp), [[(lat0, lon0), (ends[km][1], ends[km][0])]
+                                                                 for km in args.routes], args.runs, notes)
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
             for km in args.routes:
                 lon1, lat1, _ = GEOD.fwd(lon0, lat0, 40.0, km * 1000.0)
                 for name, use in modes:
@@ -146,10 +160,60 @@ def main(argv=None) -> None:
                                     met=None if target is None else median <= target))
                     print(f"{km:>4} km ({found.distance_km:6.1f} km routed, approximate={found.approximate}) "
                           f"{engine:<22} median {median:8.1f} ms, slowest {max(times):8.1f} ms")
+                    if peer and name == modes[-1][0]:
+                        theirs = peer[args.routes.index(km)]
+                        ratio = found.distance_km / theirs["km"]
+                        rows.append(row(f"{km} km route: length, BTP / Valhalla", "ratio", round(ratio, 3),
+                                        target=1.10, met=abs(ratio - 1.0) <= 0.10))
+                        print(f"{'':>4}    Valhalla {theirs['km']:6.1f} km in {theirs['ms']:.1f} ms (median): "
+                              f"BTP's length / Valhalla's = {ratio:.3f}")
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            notes.append(f"peak RSS of the bench process: {rss_before:.0f} MB after the import, {rss:.0f} MB after "
+                         f"the routes (+{rss - rss_before:.0f} MB for the searches)")
+            print(notes[-1])
     finally:
         stop_embedded_redis(redis_url)
     name = "router-postgresql" if args.database_url else "router"
     print(write_result(name, rows, notes))
+
+
+def ensure_valhalla_venv() -> str | None:
+    """The peer's venv (.cache/bench-valhalla), installed once per requirements; None when pip cannot install it."""
+    venv, requirements = ROOT / ".cache" / "bench-valhalla", ROOT / "bench" / "peers" / "valhalla-requirements.txt"
+    stamp = venv / (".installed-" + hashlib.sha256(requirements.read_bytes()).hexdigest()[:12])
+    if stamp.exists():
+        return str(venv)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                        "--only-binary=:all:", "-r", str(requirements)], check=True)
+    except subprocess.CalledProcessError as exc:
+        print(f"peer: Valhalla could not be installed ({exc}); routes measured without it")
+        return None
+    stamp.touch()
+    return str(venv)
+
+
+def valhalla_peer(venv: str | None, tmp: Path, pairs: list, runs: int, notes: list) -> list | None:
+    """Valhalla's answers for `pairs` ([{"km", "ms"}]), on tiles built from the bench's map; None without a venv."""
+    if not venv:
+        return None
+    binaries = next(Path(venv).glob("lib/python*/site-packages/valhalla/bin"))
+    for exe in binaries.iterdir():
+        exe.chmod(exe.stat().st_mode | 0o111)  # pip leaves the wheel's executables without the x bit
+    python = str(Path(venv) / "bin" / "python")
+    config = tmp / "valhalla.json"
+    config.write_text(subprocess.run(
+        [python, "-m", "valhalla.valhalla_build_config", "--mjolnir-tile-dir", str(tmp / "tiles"),
+         "--mjolnir-tile-extract", str(tmp / "tiles.tar")], check=True, capture_output=True, text=True).stdout)
+    t = time.perf_counter()
+    subprocess.run([str(binaries / "valhalla_build_tiles"), "-c", str(config), str(tmp / "grid.osm.pbf")],
+                   check=True, capture_output=True)
+    notes.append(f"peer: Valhalla (pyvalhalla-weekly), tiles built from the same map in {time.perf_counter() - t:.1f} s")
+    print(notes[-1])
+    subprocess.run([python, str(ROOT / "bench" / "peers" / "valhalla_route.py"), str(config), str(runs),
+                    str(tmp / "valhalla.out.json")], input=json.dumps(pairs), check=True, capture_output=True, text=True)
+    return json.loads((tmp / "valhalla.out.json").read_text())
 
 
 if __name__ == "__main__":
