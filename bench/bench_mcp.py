@@ -407,11 +407,13 @@ class Beside:
     other's backends idle). A backend that ends within a point takes its CPU with it (the pools keep theirs)."""
 
     def __init__(self, redis_port: int, db_name: str):
-        self.redis = _cmdlines(lambda c: c.startswith("redis-server") and c.split()[1:2] == [f"127.0.0.1:{redis_port}"])
-        self.db_name = db_name
+        self.redis_port, self.redis, self.db_name = redis_port, [], db_name
 
     def seconds(self) -> tuple[float, float]:
         """(Redis, PostgreSQL backends) CPU seconds so far."""
+        if not self.redis:  # found once it has renamed itself "redis-server 127.0.0.1:PORT" (or by its arguments)
+            self.redis = _cmdlines(lambda c: c.startswith("redis-server") and (
+                c.split()[1:2] == [f"127.0.0.1:{self.redis_port}"] or f"--port {self.redis_port} " in c))
         backends = _cmdlines(lambda c: c.startswith("postgres: ") and f" {self.db_name} " in c)
         tick = os.sysconf("SC_CLK_TCK")
         return sum(map(_stat_cpu, self.redis)) / tick, sum(map(_stat_cpu, backends)) / tick
