@@ -381,6 +381,44 @@ def cpu_seconds(master: subprocess.Popen | None, reaped: bool = False) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def _stat_cpu(pid: int) -> int:
+    try:
+        return sum(int(f) for f in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+    except OSError:
+        return 0
+
+
+def _cmdlines(match) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if match(cmdline):
+                out.append(int(entry.name))
+    return out
+
+
+class Beside:
+    """The CPU the stores spend for the servers: this run's redis-server (BTP's alone: the peer uses none) and the
+    PostgreSQL backends connected to this run's database (both servers': a point loads one server at a time, the
+    other's backends idle). A backend that ends within a point takes its CPU with it (the pools keep theirs)."""
+
+    def __init__(self, redis_port: int, db_name: str):
+        self.redis_port, self.redis, self.db_name = redis_port, [], db_name
+
+    def seconds(self) -> tuple[float, float]:
+        """(Redis, PostgreSQL backends) CPU seconds so far."""
+        if not self.redis:  # found once it has renamed itself "redis-server 127.0.0.1:PORT" (or by its arguments)
+            self.redis = _cmdlines(lambda c: c.startswith("redis-server") and (
+                c.split()[1:2] == [f"127.0.0.1:{self.redis_port}"] or f"--port {self.redis_port} " in c))
+        backends = _cmdlines(lambda c: c.startswith("postgres: ") and f" {self.db_name} " in c)
+        tick = os.sysconf("SC_CLK_TCK")
+        return sum(map(_stat_cpu, self.redis)) / tick, sum(map(_stat_cpu, backends)) / tick
+
+
 def wait_idle(server: subprocess.Popen | None, timeout: float = 90.0, below: float = 0.05) -> float:
     """Wait until the server's processes spend under `below` CPU seconds per second (a worker's start-up work,
     such as a background index build, would otherwise land in the first load point). Returns the seconds waited."""
@@ -418,7 +456,7 @@ def wait_quiet(timeout: float = 60.0, below: float = 0.15) -> float:
 
 # --- load ------------------------------------------------------------------------------------------------------
 def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
-        timeout_s: int = 10, server: subprocess.Popen | None = None) -> dict:
+        timeout_s: int = 10, server: subprocess.Popen | None = None, beside: Beside | None = None) -> dict:
     """One wrk run with bench/lua/mcp_call.lua; returns its WRKJSON figures plus calls_s, and with `server` the
     CPU milliseconds that server's processes spent per call (cpu_ms)."""
     env = {**os.environ, "MCP_TOKEN": token}
@@ -430,9 +468,10 @@ def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, 
         threads = threads or min(connections, 2)
     cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{max(1, round(seconds))}s",
            "--timeout", f"{timeout_s}s", "-s", str(LUA), f"http://127.0.0.1:{port}/mcp"]
-    cpu_before = cpu_seconds(server)
+    cpu_before, stores_before = cpu_seconds(server), beside.seconds() if beside else None
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
     cpu = cpu_seconds(server) - cpu_before
+    stores = [b - a for a, b in zip(stores_before, beside.seconds())] if beside else None
     line = next((ln for ln in done.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
     if line is None:
         raise RuntimeError(f"wrk gave no figures (rc {done.returncode}): {done.stderr[-500:]} {done.stdout[-500:]}")
@@ -440,6 +479,9 @@ def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, 
     out["calls_s"] = round(out["requests"] / (out["duration_us"] / 1e6), 1)
     out["errors_total"] = out["errors"] + out["socket_errors"]
     out["cpu_ms"] = round(1000 * cpu / out["requests"], 2) if server is not None and out["requests"] else None
+    if stores is not None and out["requests"]:  # the stores' CPU per call, and the whole server side's
+        out["redis_cpu_ms"], out["pg_cpu_ms"] = (round(1000 * v / out["requests"], 3) for v in stores)
+        out["total_cpu_ms"] = round(out["cpu_ms"] + out["redis_cpu_ms"] + out["pg_cpu_ms"], 2)
     return out
 
 
@@ -602,6 +644,7 @@ class Servers:
         self.db_name = create_database(stack, keep, db_prefix)
         self.db_url = f"postgresql+psycopg://{PG['user']}@{PG['host']}:5432/{self.db_name}"
         redis_port = start_redis(stack, self.tmp)
+        self.beside = Beside(redis_port, self.db_name)
         self.btp_port, self.peer_port = free_port(), free_port()
         self.env = {"DATABASE_URL": self.db_url, "REDIS_URL": f"redis://127.0.0.1:{redis_port}/0",
                     "BTP_BASE_URL": f"http://127.0.0.1:{self.btp_port}", "BTP_SECRET_KEY": "bench-secret-key",
@@ -654,7 +697,7 @@ def median_point(points: list[dict]) -> dict:
     from statistics import median
 
     out = dict(points[0])
-    for key in ("calls_s", "p50_us", "p90_us", "p99_us", "cpu_ms"):
+    for key in ("calls_s", "p50_us", "p90_us", "p99_us", "cpu_ms", "redis_cpu_ms", "pg_cpu_ms", "total_cpu_ms"):
         values = [p[key] for p in points if p.get(key) is not None]
         out[key] = round(median(values), 2) if values else None
     for key in ("requests", "errors", "socket_errors", "errors_total"):
@@ -732,10 +775,11 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     def load(who: str, tool: str, c: int) -> dict:
         port, server = (s.btp_port, s.btp) if who == "btp" else (s.peer_port, s.peer)
         if tool != "edit_stages":
-            return wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server)
+            return wrk(port, s.token, args.seconds, c, calls=calls[tool], server=server, beside=s.beside)
         # each server renames its own half of the edit trips, the version read again before every point
         mine = s.info["edits"][:EDIT_TRIPS] if who == "btp" else s.info["edits"][EDIT_TRIPS:2 * EDIT_TRIPS]
-        return wrk(port, s.token, args.seconds, c, edits=edit_versions(s.db_url, mine)[:c], server=server)
+        return wrk(port, s.token, args.seconds, c, edits=edit_versions(s.db_url, mine)[:c], server=server,
+                   beside=s.beside)
 
     # Round by round over every point, not a point's rounds one after the other: a point's rounds are minutes
     # apart, so one slow phase of this VM (its speed moves by half for minutes at a time) reaches at most one of them
@@ -755,9 +799,11 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
             ours, theirs = per_round[(tool, c)][-1]
             log(f"{tool} c={c} round {n + 1}/{args.rounds} (quiet after {'/'.join(map(str, waited))} s): BTP "
                 f"{ours['calls_s']} calls/s p50 {_ms(ours['p50_us'])} ms p99 {_ms(ours['p99_us'])} ms CPU/call "
-                f"{ours['cpu_ms']} ms errors {ours['errors_total']}"
+                f"{ours['cpu_ms']} ms (+ Redis {ours.get('redis_cpu_ms')} + PostgreSQL {ours.get('pg_cpu_ms')} = "
+                f"{ours.get('total_cpu_ms')}) errors {ours['errors_total']}"
                 + (f" | peer {theirs['calls_s']} calls/s p50 {_ms(theirs['p50_us'])} ms p99 "
-                   f"{_ms(theirs['p99_us'])} ms CPU/call {theirs['cpu_ms']} ms errors {theirs['errors_total']}"
+                   f"{_ms(theirs['p99_us'])} ms CPU/call {theirs['cpu_ms']} ms (+ Redis {theirs.get('redis_cpu_ms')} + "
+                   f"PostgreSQL {theirs.get('pg_cpu_ms')} = {theirs.get('total_cpu_ms')}) errors {theirs['errors_total']}"
                    if theirs else ""))
     for key, rounds in per_round.items():
         results[key] = (median_point([r[0] for r in rounds]), median_point([r[1] for r in rounds]) if peer else None)
@@ -801,6 +847,8 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
                         _ms(ours["p99_us"]) < 50 if p99_target else None))
         rows.append(row(f"{tool} server CPU per call, {c} client{'s' if c > 1 else ''}", "ms", ours["cpu_ms"],
                         base("cpu_ms"), peer_name))
+        rows.append(row(f"{tool} server + Redis + PostgreSQL CPU per call, {c} client{'s' if c > 1 else ''}", "ms",
+                        ours.get("total_cpu_ms"), base("total_cpu_ms"), peer_name))
         rows.append(row(f"{tool} errors, {c} client{'s' if c > 1 else ''}", "calls", ours["errors_total"],
                         base("errors_total"), peer_name, "= 0", ours["errors_total"] == 0))
         total_errors += ours["errors_total"]
@@ -833,9 +881,11 @@ def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
                  "'server CPU per call' (user + system CPU of the server's master and workers over the point, per "
                  "call; PostgreSQL, Redis and wrk not counted) depends least on what else runs.")
     for (tool, c), rounds in per_round.items():
-        notes.append(f"{tool} c={c}, each round (BTP / peer calls/s, BTP p50 ms): " + "; ".join(
-            f"{ours['calls_s']:g} / {theirs['calls_s'] if theirs else '-'}, {_ms(ours['p50_us']):g}"
-            for ours, theirs in rounds))
+        notes.append(f"{tool} c={c}, each round (BTP / peer calls/s, BTP p50 ms, BTP / peer server + Redis + "
+                     "PostgreSQL CPU ms per call): " + "; ".join(
+                         f"{ours['calls_s']:g} / {theirs['calls_s'] if theirs else '-'}, {_ms(ours['p50_us']):g}, "
+                         f"{ours.get('total_cpu_ms')} / {theirs.get('total_cpu_ms') if theirs else '-'}"
+                         for ours, theirs in rounds))
     if total_errors:
         notes.append("gunicorn log tail: " + s.log_tail("gunicorn.log", 2000).replace("\n", " | "))
     path = write_result("mcp", rows, notes)

@@ -207,3 +207,23 @@ def test_a_rename_commits_by_itself_and_leaves_no_transaction_open(app, client, 
     with psycopg.connect(url.render_as_string(hide_password=False)) as other:
         label, = other.execute("SELECT label FROM stage WHERE id = %s", (stage_id,)).fetchone()
     assert label == "Committed"
+
+
+def test_a_plain_rename_is_judged_without_jsonschema(client, trip, monkeypatch):
+    """The label is new on every call, so check_arguments would run jsonschema on every rename: its plain arguments
+    are judged by hand (mcp/arguments.py plain_checked). One whose version is a string still goes through
+    check_arguments (parse_version reads it) and lands the same way."""
+    from mcp import arguments
+
+    token, trip_id, version = trip
+    stage_id = days(trip_id)[3].id
+    judged = []
+    real = arguments._judge
+    monkeypatch.setattr(arguments, "_judge", lambda tool, args: judged.append(tool.name) or real(tool, args))
+    assert payload(rename(client, token, trip_id, version, stage_id, "By hand"))["version"] == version + 1
+    assert "edit_stages" not in judged
+    assert payload(rename(client, token, trip_id, str(version + 1), stage_id, "By jsonschema"))["version"] == version + 2
+    assert "edit_stages" in judged
+    assert days(trip_id)[3].label == "By jsonschema"
+    long = rename(client, token, trip_id, version + 2, stage_id, "x" * 256)  # refused in check_arguments' words
+    assert long["isError"] and "label" in long["content"][0]["text"] and stored(trip_id).version == version + 2

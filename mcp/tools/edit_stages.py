@@ -4,7 +4,7 @@ from trips.core.text import quote
 from mcp.tools.base import Tool
 from trips.services.schemas import StageAdd, StageUpdate
 from trips.services import rename as renaming, stages as stage_ops
-from mcp.arguments import check_arguments
+from mcp.arguments import check_arguments, plain_checked
 from trips.errors import DomainError, Invalid
 from trips.guards import Precondition
 
@@ -50,10 +50,12 @@ def rename(ctx, arguments) -> dict | None:
         return None
     if ctx.read_values is None:  # the budgets' round trip found no Redis: the epochs could not be replaced after the
         return None  # write, so the whole path answers (its trip lock refuses while Redis is away: "unavailable")
-    try:
-        args = check_arguments(TOOL, arguments)
-    except DomainError:
-        return None
+    args = plain_checked(TOOL, arguments)  # the label is new on every call: judged by hand, not by jsonschema
+    if args is None:
+        try:
+            args = check_arguments(TOOL, arguments)
+        except DomainError:
+            return None
     version = renaming.rename_stage(ctx.principal.user_id, args["tripId"], args["stageId"],
                                     Precondition.exact(args["version"]), args["label"])
     if version is None:
