@@ -1,7 +1,7 @@
 """Benchmark: the bicycle router on an imported map (issue 24 item 4): routes of 5, 50 and 200 km.
 
 Run from the repository root:  .venv/bin/python bench/bench_router.py [--database-url URL] [--spacing-m 400]
-    [--runs 5] [--span 2.0 2.6] [--routes 5 50 200]
+    [--runs 5] [--span 2.0 2.6] [--routes 5 50 200] [--valhalla-venv DIR | --no-peer]
 
 The map is generated: a 2.0° × 2.6° region (about 220 × 205 km; `--span LAT LON` degrees) of streets on a grid `--spacing-m` apart, every
 crossing a shared node and every block side bent by one shape vertex; a primary road every 40th line, a tertiary
@@ -12,6 +12,12 @@ PostgreSQL + PostGIS (+ pgRouting) database, then each route is searched `--runs
 and the slowest wall time, the routed km and the edges the search box held. Target: a 50 km route in ≤ 200 ms on
 PostgreSQL + PostGIS (the router's own search, scipy; pgRouting only when asked). Give PostgreSQL a fresh database:
 the rows of a region an earlier run replaced stay dead until VACUUM, and the band's index scan visits their pages.
+
+The peer is a real routing engine: Valhalla (the pyvalhalla-weekly wheel, in its own venv .cache/bench-valhalla made
+from bench/peers/valhalla-requirements.txt on first use) builds its tiles from the same generated map and routes the
+same points by bicycle (bench/peers/valhalla_route.py): its length and median time are reported beside BTP's, with
+BTP's length / Valhalla's (issue 24: within 10 %). Also reported: the bench process's peak RSS after the import and
+after the routes.
 """
 from __future__ import annotations
 
@@ -208,7 +214,7 @@ def valhalla_peer(venv: str | None, tmp: Path, pairs: list, runs: int, notes: li
          "--mjolnir-tile-extract", str(tmp / "tiles.tar")], check=True, capture_output=True, text=True).stdout)
     t = time.perf_counter()
     subprocess.run([str(binaries / "valhalla_build_tiles"), "-c", str(config), str(tmp / "grid.osm.pbf")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, cwd=tmp)  # it writes duplicateways.txt where it runs
     notes.append(f"peer: Valhalla (pyvalhalla-weekly), tiles built from the same map in {time.perf_counter() - t:.1f} s")
     print(notes[-1])
     subprocess.run([python, str(ROOT / "bench" / "peers" / "valhalla_route.py"), str(config), str(runs),
