@@ -166,14 +166,19 @@ def test_both_ends_on_one_edge_and_a_one_way_turned_back(tmp_path, search):
     assert back.distance_km == pytest.approx(3.5, abs=0.05) and passes(back, (500, 1000))
 
 
-def test_pgrouting_and_scipy_agree(tmp_path, ctx):
+def pgrouting_or_skip() -> None:
+    """Skip unless the test database is PostgreSQL with pgRouting installed (or installable)."""
     engine = db.engine
     map_support_or_skip(engine)
     if engine.dialect.name != "postgresql":
         pytest.skip("pgRouting is PostgreSQL's")
     with engine.begin() as conn:
         if not router.install_pgrouting(conn):
-            pytest.skip("this PostgreSQL has no pgRouting (apt-get install postgresql-15-postgis-3 pgrouting)")
+            pytest.skip("this PostgreSQL has no pgRouting (apt-get install postgresql-15-pgrouting)")
+
+
+def test_pgrouting_and_scipy_agree(tmp_path, ctx):
+    pgrouting_or_skip()
     m = MapBuilder()
     corner = {(i, j): m.node(*p(i * 300, j * 300)) for i in range(6) for j in range(6)}
     for i in range(6):  # a grid of crossing streets (sharing their corner nodes), one-ways on alternate ones
@@ -351,13 +356,7 @@ def test_migration_0017_costs_the_edges_imported_before_it(tmp_path, redis_serve
 def test_pgrouting_finds_the_cheapest_path_scipy_finds_on_a_grid(tmp_path, ctx, monkeypatch):
     """pgRouting and scipy find paths of the same cost on 30 random legs of a 30 × 30 grid of classes and one-ways:
     pgr_bdDijkstra, used before, returned a dearer one (2 381 against 2 366) on one of them (router.PGR_FUNCTION)."""
-    engine = db.engine
-    map_support_or_skip(engine)
-    if engine.dialect.name != "postgresql":
-        pytest.skip("pgRouting is PostgreSQL's")
-    with engine.begin() as conn:
-        if not router.install_pgrouting(conn):
-            pytest.skip("this PostgreSQL has no pgRouting")
+    pgrouting_or_skip()
     m, n = MapBuilder(), 30
     corner = {(i, j): m.node(*p(i * 150, j * 150)) for i in range(n) for j in range(n)}
     kinds = ["residential", "tertiary", "residential", "cycleway", "residential", "primary", "residential"]
