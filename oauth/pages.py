@@ -1,6 +1,8 @@
 """The humans' pages: sign in by e-mail link, sign out, the account with its connected agents."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from babel import Locale
 from flask import Blueprint, redirect, render_template, request, url_for
 
@@ -20,8 +22,13 @@ NO_ADDRESS = N_("login.no_address")
 TOO_MANY = N_("login.too_many")
 LINK_INVALID = (N_("login.link_invalid_title"), N_("login.link_invalid"))
 UNCONFIRMED = N_("delete.unconfirmed")
-# The languages offered on /account, each named in itself by CLDR ("English", "Français").
-LANGUAGES = tuple((code, Locale.parse(code).display_name.capitalize()) for code in LOCALES)
+
+
+@lru_cache(maxsize=1)
+def languages() -> tuple[tuple[str, str], ...]:
+    """The languages offered on /account, each named in itself by CLDR ("English", "Français"). Made on the first
+    /account page, not at import: Babel's locale data costs a worker megabytes an API call never needs."""
+    return tuple((code, Locale.parse(code).display_name.capitalize()) for code in LOCALES)
 
 
 @bp.after_request
@@ -103,7 +110,7 @@ def account():
               for grant, client in accounts.connected_agents(user)]
     tokens = [(row, audience_name(row.audience)) for row in personal_tokens(user)]
     return render_template("account.html", user=user, agents=agents, tokens=tokens, csrf=csrf_token(),
-                           scope_words=SCOPE_WORDS, languages=LANGUAGES)
+                           scope_words=SCOPE_WORDS, languages=languages())
 
 
 @bp.post("/account/locale")
