@@ -23,13 +23,16 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 import certifi
-import urllib3
 
 from oauth.redirects import check_redirect_uri
 from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+
+if TYPE_CHECKING:
+    import urllib3
 
 MAX_CLIENT_ID_LENGTH = 2048
 MAX_CLIENT_NAME_LENGTH = 128
@@ -212,6 +215,8 @@ def parse_document(client_id: str, body: bytes, cache_control: str | None) -> Cl
 
 def _open_pool(scheme: str, ip: str, port: int, host: str, timeout: urllib3.Timeout,
                ca_certs: str | None) -> urllib3.HTTPConnectionPool:
+    import urllib3  # only when a client's document is fetched: a web worker does not load it at start-up
+
     if scheme == "http":
         return urllib3.HTTPConnectionPool(ip, port, timeout=timeout, retries=False, maxsize=1)
     return urllib3.HTTPSConnectionPool(
@@ -224,6 +229,8 @@ def fetch_from(client_id: str, ip: str, *, timeout: float = 5.0, max_bytes: int 
     """Fetch and validate `client_id`'s document from the already-vetted address `ip`. TLS SNI, the
     certificate check and the Host header use the URL's hostname. `ca_certs` (tests only) replaces the
     certifi bundle. Raises CimdError (network failure, timeout, non-200, redirect, non-JSON, too large, invalid)."""
+    import urllib3  # only when a client's document is fetched: a web worker does not load it at start-up
+
     parts = urlsplit(client_id)
     scheme, host = parts.scheme, parts.hostname or ""
     port = parts.port or (443 if scheme == "https" else 80)

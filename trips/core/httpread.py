@@ -6,9 +6,10 @@ past its deadline, and a body over the cap is abandoned as soon as it crosses it
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-import requests
-import urllib3
+if TYPE_CHECKING:
+    import requests
 
 
 class BodyTooLarge(Exception):
@@ -29,6 +30,8 @@ def read_capped(response: requests.Response, limit: int, deadline: float) -> byt
     Raises BodyTooLarge (declared or actual size over `limit`), BodyTooSlow (deadline passed, or a socket
     read timed out), BodyUnreadable (the connection failed mid-body).
     """
+    import urllib3  # loaded by the caller's client already; not at start-up (tests/test_worker_imports.py)
+
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge()

@@ -12,12 +12,13 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 from urllib.parse import urljoin, urlsplit
 
-import requests
-
 from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+
+if TYPE_CHECKING:
+    import requests
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,8 @@ class HttpClient:
 
     def request(self, method: str, path: str, *, params: dict | None = None, json: dict | None = None) -> Answer:
         """The final answer to `method` base+path. Raises HttpFailure (see the kinds above)."""
+        import requests  # only where a call goes out: a web worker that never calls a provider keeps it unloaded
+
         url = self.base + path
         with requests.Session() as session:
             session.trust_env = False  # no proxy or netrc from the environment: the base URL is the whole truth
@@ -118,6 +121,8 @@ class HttpClient:
         return target
 
     def _send(self, session: requests.Session, method: str, url: str, params, json) -> requests.Response:
+        import requests  # loaded by `request` already: the name, for the exceptions below
+
         timeout = (self.policy.timeout, self.policy.timeout)
         for attempt in range(self.policy.retries + 1):
             last = attempt == self.policy.retries
