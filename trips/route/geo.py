@@ -77,16 +77,23 @@ def segment_lengths_m(points) -> np.ndarray:
     pts = as_points(points)
     if len(pts) < 2:
         return np.zeros(0)
-    lat, lon = np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1])
     out = np.empty(len(pts) - 1)
+    _lengths_into(pts, out)
+    return out
+
+
+def _lengths_into(pts: np.ndarray, out: np.ndarray) -> None:
+    """segment_lengths_m of `pts` (n >= 2) written into `out` (n - 1). The latitudes and longitudes are copied a
+    block at a time, never whole: no column copies of a long route are held beside it."""
     for start in range(0, len(out), _BLOCK):  # blocks keep the temporaries small (and in cache)
         stop = min(start + _BLOCK, len(out))
-        out[start:stop] = _short_lengths_m(lat[start:stop + 1], lon[start:stop + 1])
+        out[start:stop] = _short_lengths_m(np.ascontiguousarray(pts[start:stop + 1, 0]),
+                                           np.ascontiguousarray(pts[start:stop + 1, 1]))
     long = np.flatnonzero(~(out < SHORT_SEGMENT_M))  # NaN too
     if long.size:
+        lat, lon = pts[:, 0], pts[:, 1]
         out[long] = np.asarray(_GEOD.inv(lon[long], lat[long], lon[long + 1], lat[long + 1])[2],
                                dtype=np.float64).reshape(-1)
-    return out
 
 
 def _short_lengths_m(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
@@ -118,12 +125,14 @@ def _short_lengths_m(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
 
 def cumulative_km(points) -> np.ndarray:
     """Accumulated distance in km at each point (first entry 0.0); length n (0 for an empty array)."""
-    seg = segment_lengths_m(points)
-    if len(as_points(points)) == 0:
+    pts = as_points(points)
+    if len(pts) == 0:
         return np.zeros(0)
-    out = np.empty(len(seg) + 1)
+    out = np.empty(len(pts))
     out[0] = 0.0
-    np.cumsum(seg, out=out[1:])
+    if len(pts) > 1:
+        _lengths_into(pts, out[1:])  # the lengths summed where they lie: no second array of the route's length
+        np.cumsum(out[1:], out=out[1:])
     out[1:] /= 1000.0
     return out
 
@@ -227,8 +236,8 @@ def _dp_level(lat, lon, unit, starts, ends, tol):
     alpha = np.radians(np.asarray(az, dtype=np.float64).reshape(-1))
     scale = 1.0 / np.sqrt((np.cos(alpha) / n_rad) ** 2 + (np.sin(alpha) / m_rad) ** 2)
 
-    pts_u = unit[idx]
-    diff = pts_u - np.repeat(s_u, counts, axis=0)
+    diff = unit[idx]
+    diff -= np.repeat(s_u, counts, axis=0)  # in place: the points' vectors are not kept beside their differences
     dist_s = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     approx = np.abs(np.einsum("ij,ij->i", diff, np.repeat(normal, counts, axis=0)))
     np.minimum(approx, 1.0, out=approx)

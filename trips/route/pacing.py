@@ -216,6 +216,7 @@ def _stages(lines) -> list[StagePlan]:
             elevation_loss_m=loss, start=_endpoint(points[0]), end=_endpoint(points[-1]),
             geometry=fit_points(points, MAX_STAGE_POINTS, geo.TOLERANCE_M),
         ))
+        del points  # before the next day's line is made
     tolerance = geo.TOLERANCE_M
     while sum(len(s.geometry) for s in stages) > MAX_TRIP_POINTS and tolerance < _MAX_TOLERANCE_M:
         tolerance *= 2
@@ -254,27 +255,38 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
     n_days = day_count(total_km, settings)
     targets = daily_targets(n_days, total_km, ascent, settings.fatigue_factor, settings.elevation_penalty,
                             settings.max_distance_per_day)
-    return _stages(_cut_days(raw, cum, targets))
+    cuts = _cuts(raw, cum, targets)
+    del cum  # the days are measured and simplified without it: its memory is not held beside theirs
+    return _stages(_day_lines(raw, cuts))
 
 
-def _cut_days(raw: np.ndarray, cum: np.ndarray, targets: list[float]):
-    """Yield each day's line: every day but the last ends exactly on its target, at a point interpolated
-    between the two raw points around it, which starts the next day. What is left of the route is never
-    copied: it is `first` (the last cut, or the route's start), then raw[s:], beginning `offset` km in."""
-    first, s, offset = raw[0], 1, 0.0
+def _cuts(raw: np.ndarray, cum: np.ndarray, targets: list[float]) -> list[tuple[np.ndarray, int, int]]:
+    """Where each day but the last ends, exactly on its target: (the cut, a point interpolated between the two raw
+    points around it, which starts the next day; how many raw points the day has after its first; where the next
+    day's raw points start). What is left of the route is never copied: it is the last cut (or the route's start),
+    then raw[s:], beginning `offset` km in."""
+    cuts, s, offset = [], 1, 0.0
     for target in targets[:-1]:
-        rest_km = np.empty(len(raw) - s + 1)  # km from `first` at each point of what is left
+        rest_km = np.empty(len(raw) - s + 1)  # km from the day's first point at each point of what is left
         rest_km[0] = 0.0
         np.subtract(cum[s:], offset, out=rest_km[1:])
         if rest_km[-1] <= target:
             break  # the route ends within this day
         j = int(np.searchsorted(rest_km, target, side="left"))  # rest_km[j - 1] < target <= rest_km[j]
-        before = first if j == 1 else raw[s + j - 2]
+        before = (cuts[-1][0] if cuts else raw[0]) if j == 1 else raw[s + j - 2]
         f = (target - rest_km[j - 1]) / (rest_km[j] - rest_km[j - 1])
-        cut = before + f * (raw[s + j - 1] - before)
-        yield np.vstack((first, raw[s:s + j - 1], cut))
-        first, s = cut, (s + j if f >= 1.0 else s + j - 1)
+        cuts.append((before + f * (raw[s + j - 1] - before), j - 1, s + j if f >= 1.0 else s + j - 1))
+        s = cuts[-1][2]
         offset += target
+    return cuts
+
+
+def _day_lines(raw: np.ndarray, cuts: list[tuple[np.ndarray, int, int]]):
+    """Yield each day's line (`_cuts`), one at a time: a day's copy of its points is let go before the next is made."""
+    first, s = raw[0], 1
+    for cut, inner, after in cuts:
+        yield np.vstack((first, raw[s:s + inner], cut))
+        first, s = cut, after
     yield np.vstack((first, raw[s:]))
 
 

@@ -40,12 +40,12 @@ def store_route(trip: Trip, parsed: ParsedRoute) -> TripRoute:
     """Attach the parsed route to the trip (replacing any previous one) with its totals (the climbing None
     when a track's elevation is unknown)."""
     settle(parsed)
-    blob, ends = pack_tracks(parsed.tracks)
     distance = sum(total_distance_km(t) for t in parsed.tracks)
     gain = loss = 0.0
     for track in parsed.tracks:
         g, lo = elevation_gain_loss(track[:, 2])
         gain, loss = elevation.add(gain, g), elevation.add(loss, lo)
+    blob, ends = pack_tracks(parsed.tracks)  # after the totals: their temporaries and the blob never meet
     route = TripRoute(points=blob, point_count=ends[-1], track_ends=ends, distance_km=float(distance),
                       elevation_gain=gain, elevation_loss=loss)
     trip.route = route
@@ -111,11 +111,13 @@ def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
 
 
 def build_from_gpx(trip: Trip, parsed: ParsedRoute) -> None:
-    """The synchronous path of a GPX upload: route stored, days cut, both computations done. Raises
-    TooLarge (the caller's transaction is then rolled back: nothing is kept)."""
+    """The synchronous path of a GPX upload: route stored, days cut, both computations done. `parsed`'s points
+    are let go once packed (its tracks emptied): the rows are written without them. Raises TooLarge (the
+    caller's transaction is then rolled back: nothing is kept)."""
     trip.source_type = "gpx_upload"
     plans = plan_days(trip, settle(parsed).tracks)  # before the route is packed: pacing's peak and the blob never meet
     store_route(trip, parsed)
+    parsed.tracks = []  # the blob holds them now: the flush below copies the blob, never beside the points too
     if not trip.title and parsed.title:
         trip.title = parsed.title
     initialize(trip, ("route", "stages"), trip.generation)
