@@ -23,7 +23,7 @@ NOISE_THRESHOLD_M = 3.0  # elevation runs must exceed this to count (docs/RULES.
 TOLERANCE_M = 20.0  # Douglas–Peucker tolerance (docs/RULES.md "Geodesy")
 _COINCIDENT_M = 0.001  # a chord shorter than this is "coincident ends" (docs/RULES.md "Geodesy")
 SHORT_SEGMENT_M = 1000.0  # segment_lengths_m measures shorter segments from their chord
-_BLOCK = 16_384  # segments measured at a time
+_BLOCK = 4_096  # segments measured at a time: some twenty temporaries of this size each (32 KB)
 
 # Ellipsoid constants for the fast approximate cross-track distance used as a filter in `simplify`.
 _A = _GEOD.a
