@@ -160,11 +160,14 @@ def cut_at_km(points, goal_km: float, cum_km=None) -> tuple[np.ndarray, np.ndarr
     return np.vstack((pts[:j], cut)), np.vstack((cut, rest))
 
 
+_NO_RUN = np.zeros(1, dtype=np.int8)
+
+
 def _run_total(diffs: np.ndarray, mask: np.ndarray, threshold: float) -> float:
     """Sum of the maximal runs of `diffs` where `mask` is set, counting only runs whose sum is > threshold."""
     if not mask.any():
         return 0.0
-    edges = np.diff(np.concatenate(([0], mask.view(np.int8), [0])))
+    edges = np.diff(np.concatenate((_NO_RUN, mask.view(np.int8), _NO_RUN)))  # int8: a byte a point, not 8
     starts = np.flatnonzero(edges == 1)
     # reduceat sums each run from its own start (zeros between runs change nothing), like the sequential loop.
     sums = np.add.reduceat(np.where(mask, diffs, 0.0), starts)
@@ -183,7 +186,9 @@ def elevation_gain_loss(ele, threshold_m: float = NOISE_THRESHOLD_M) -> tuple[fl
     if len(e) < 2:
         return 0.0, 0.0
     d = np.diff(e)
-    return _run_total(d, d > 0, threshold_m), _run_total(-d, d < 0, threshold_m)
+    gain = _run_total(d, d > 0, threshold_m)
+    np.negative(d, out=d)  # the descents, in place: no second array of the route's length
+    return gain, _run_total(d, d > 0, threshold_m)
 
 
 # --------------------------------------------------------------------------- Douglas–Peucker
