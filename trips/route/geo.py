@@ -245,6 +245,7 @@ def _dp_level(lat, lon, unit, starts, ends, tol):
     diff -= np.repeat(s_u, counts, axis=0)  # in place: the points' vectors are not kept beside their differences
     dist_s = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     approx = np.abs(np.einsum("ij,ij->i", diff, np.repeat(normal, counts, axis=0)))
+    del diff  # three floats a point, let go before the bounds below are made
     np.minimum(approx, 1.0, out=approx)
     np.arcsin(approx, out=approx)
     approx *= np.repeat(scale, counts)
