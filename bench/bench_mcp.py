@@ -1,4 +1,4 @@
-"""Benchmark: MCP tools/call under load, BTP (gunicorn -w 4, gunicorn.conf.py) against a FastMCP 4 peer (uvicorn ×2), same database.
+"""Benchmark: MCP tools/call under load, BTP (gunicorn, one worker per core) against a FastMCP 4 peer (uvicorn ×2), same database.
 
 Run from the repository root:  .venv/bin/python bench/bench_mcp.py [--seconds 10] [--keep]
 
@@ -8,8 +8,9 @@ bench/bench_analysis.py imported; one user, one OAuth access token (trips:read t
 the 14-day trip on that map uploaded as GPX (dated, analysed to the end by an in-process RQ worker: its digest
 carries alerts, lodgings and labels) and 20 small trips beside it for list_trips, 16 of them the days renamed by
 the edit runs (8 for BTP, 8 for the peer). Budgets are lifted with BTP_LIMIT_* (trips/core/limits.py); nothing in
-the guard chain is switched off. Then BTP under `gunicorn -w 4 wsgi:app` (gunicorn.conf.py, as in production) and
-the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
+the guard chain is switched off. Then BTP under `gunicorn -w N wsgi:app` (gunicorn.conf.py, as in production; N is
+--btp-workers, by default one per core as README "Workers per core" advises where PostgreSQL and Redis share the
+machine: 2 on the 2-core bench machine) and the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
 
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
@@ -231,12 +232,20 @@ def peer_catalogue() -> dict:
     from trips.readmodels import day, words  # noqa: F401  (registers every alert code)
 
     return {
-        "alerts": {code: [k.severity, k.group, i18n.template(code, "en") or k.message] for code, k in CATALOGUE.items()},
+        # the English template, or its plural forms [one, other] when the message counts (the peer picks by `count`)
+        "alerts": {code: [k.severity, k.group, _english(i18n, code, k)] for code, k in CATALOGUE.items()},
         "groups": list(GROUPS), "severities": list(SEVERITIES), "counters": sorted(COUNTERS),
         "categories": {c: list(names) for c, names in registry.categories().items()},
         "weather_words": {str(row[0]): words.describe({"weatherCode": row[0]}, "en") for row in weather._WMO},
         "no_map_data": NO_MAP_DATA,
     }
+
+
+def _english(i18n, code: str, kind):
+    one, other = i18n.template(code, "en", 1), i18n.template(code, "en", 2)
+    if one is None:
+        return kind.message if isinstance(kind.message, str) else list(kind.message)
+    return one if one == other else [one, other]
 
 
 def edit_versions(db_url: str, edits: list) -> list[tuple[str, str, int]]:
@@ -725,6 +734,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-seconds", type=float, default=None,
                     help="the reads-beside-slow-requests point's duration (default: --seconds; 0: skip it)")
     ap.add_argument("--no-peer", action="store_true", help="BTP alone (no ratios)")
+    ap.add_argument("--btp-workers", type=int, default=os.cpu_count() or 2,
+                    help="BTP's gunicorn workers (default one per core; the peer runs 2)")
     ap.add_argument("--keep", action="store_true", help="keep the database and the temporary directory")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
@@ -742,7 +753,8 @@ def main(argv=None) -> int:
 
 def run(stack: Stack, args, reads: list[int], writes: list[int]) -> int:
     slow_seconds = args.seconds if args.slow_seconds is None else args.slow_seconds
-    s = Servers(stack, keep=args.keep, peer=not args.no_peer, slow_upstream_s=SLOW_UPSTREAM_S if slow_seconds else 0)
+    s = Servers(stack, keep=args.keep, peer=not args.no_peer, btp_workers=args.btp_workers,
+                slow_upstream_s=SLOW_UPSTREAM_S if slow_seconds else 0)
     peer = not args.no_peer
     notes, rows = [], []
     equal = {}

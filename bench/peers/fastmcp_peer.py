@@ -38,7 +38,7 @@ DATABASE_URL = os.environ["PEER_DATABASE_URL"]
 AUDIENCE = os.environ["PEER_AUDIENCE"]
 with open(os.environ["PEER_CATALOGUE"], encoding="utf-8") as f:
     CAT = json.load(f)
-ALERTS: dict[str, list] = CAT["alerts"]  # code -> [severity, group, English template]
+ALERTS: dict[str, list] = CAT["alerts"]  # code -> [severity, group, English template or its forms [one, other]]
 GROUP_RANK = {g: i for i, g in enumerate(CAT["groups"])}
 SEVERITY_RANK = {s: i for i, s in enumerate(CAT["severities"])}
 CATEGORIES: dict[str, list] = CAT["categories"]
@@ -97,7 +97,10 @@ def label(text: str | None, limit: int = 200) -> str | None:
     cleaned = _SPACES.sub(" ", floor(text)).strip()
     if not cleaned:
         return None
-    return cleaned if len(cleaned) <= limit else cleaned[:limit] + "…"
+    if len(cleaned) <= limit:
+        return cleaned
+    at = max(cleaned.rfind(" ", 0, limit + 1), cleaned.rfind("-", 0, limit + 1))  # BTP's cut: at a word
+    return (cleaned[:at].rstrip(" -") if at >= limit // 2 else cleaned[:limit]) + "…"
 
 
 def _iso(value) -> str | None:
@@ -129,11 +132,15 @@ def _alerts(alerts_by_group: dict, day_number: int) -> tuple[int, list[str]]:
     critical = []
     for _, kind, fact in rendered:
         if kind and kind[0] == "critical":
-            values = {k: _param(k, v) for k, v in (fact.get("params") or {}).items()}
+            params = fact.get("params") or {}
+            values = {k: _param(k, v) for k, v in params.items()}
+            text = kind[2]
+            if isinstance(text, list):  # plural forms [one, other]: English's rule, by the fact's count
+                text = text[0] if params.get("count") == 1 else text[-1]
             try:
-                critical.append(kind[2].format(**values, stage=day_number))
+                critical.append(text.format(**values, stage=day_number))
             except (KeyError, IndexError, ValueError):
-                critical.append(kind[2])
+                critical.append(text)
     return len(rendered), critical
 
 
