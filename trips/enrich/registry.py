@@ -249,8 +249,10 @@ def day_map_coverage(stage) -> dict | None:
 
 def warm() -> None:
     """Load once, in a worker before it forks its work horses, what each horse would otherwise load for itself: the
-    time-zone finder (0.26 s on first use; its data is memory-mapped read-only, so the horses share it safely)."""
+    time-zone finder (0.26 s on first use; its data is memory-mapped read-only, so the horses share it safely) and
+    the HTTP client every provider call uses (requests, about 0.1 s to import; a web worker loads it lazily)."""
     clock.zone_name(0.0, 0.0)
+    import requests  # noqa: F401  (lazy for the web worker, tests/test_worker_imports.py; here once for every horse)
 
 
 def snapshot(trip) -> TripSnap:
