@@ -19,6 +19,7 @@ from rq.scheduler import RQScheduler
 
 log = logging.getLogger(__name__)
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
 
 def stop_with_parent(parent_pid: int) -> bool:
@@ -40,11 +41,22 @@ class BTPScheduler(RQScheduler):
 
     def start(self):
         self._parent_pid = os.getpid()  # the worker, before the fork
-        return super().start()
+        # SIGTERM and SIGINT held back across the fork: until the scheduler has its own handlers, the forked process
+        # would run the worker's (inherited), which stops a worker through the worker's Redis connection, shared
+        # with the parent, and hung a worker told to stop just after it forked (its join waited for ever). Held in
+        # the worker for the fork only: one sent meanwhile arrives right after, to the worker's own handler.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            return super().start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def work(self):
-        # In the forked process. PR_SET_PDEATHSIG follows the thread that forked: the worker's main thread, where
-        # RQ starts the scheduler (at start-up and from its maintenance).
+        # In the forked process, its stop signals still held (`start`): RQ's handlers first, then let them in.
+        self._install_signal_handlers()
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        # PR_SET_PDEATHSIG follows the thread that forked: the worker's main thread, where RQ starts the scheduler
+        # (at start-up and from its maintenance).
         if self._parent_pid and stop_with_parent(self._parent_pid):
             self.request_stop()
         super().work()
