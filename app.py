@@ -23,7 +23,7 @@ from trips.providers.settings import init_app as init_providers
 from trips.api.web import init_app as init_rest
 from trips.cli.osm import osm_cli
 from trips.cli.trips import purge_command, trips_cli
-from trips.core import limits, observability, problems
+from trips.core import epochs, limits, observability, problems
 from trips.core.db import configure_engine_options, db
 from trips.core.jsonio import StrictJSONProvider
 
@@ -250,6 +250,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     app.config.setdefault("BTP_READ_CACHE_S", 60.0)
     observability.configure_logging(logging.INFO)
     observability.init_app(app)
+    epochs.init_app(app)  # a write's new epochs are read as its request ends (Redis works while the answer is made)
     if conf["BTP_TRUSTED_PROXIES"]:
         # The client address, scheme and host the proxy saw (X-Forwarded-For / -Proto / -Host), from as many
         # proxies as are trusted. The host is only checked (App above): URLs come from BTP_BASE_URL, never the request.

@@ -15,7 +15,8 @@ process kept an answer under.
 
 Why a change shows at once, on every process and instance sharing the Redis:
 - the keys are replaced *after* the writing transaction commits (`_after_checkin`: its connection is back in the
-  pool) and before the writing request answers, so any request that starts later reads the new values;
+  pool) and before the writing request answers (in a request the replacement is sent there and its answer read as
+  the request ends: `settle`), so any request that starts later reads the new values;
 - an answer is kept under the values read *before* the reads that made it: a write committed after those reads
   replaces the values after them too, so the answer is made again;
 - with Redis unreachable nothing kept is believed (its readers read the database), a replacement that could not be
@@ -241,8 +242,43 @@ def _after_checkin(dbapi_connection, record):
     for key in keys:
         for reset in _local_resets.get(key, ()):
             reset()
-    if redis is not False and not _replace(redis, keys):
+    if redis is False:
+        return
+    sent = _send_replace(redis, keys)
+    deferred = _deferred.get()
+    if sent is not None and deferred is not None:  # a request: its answer is read as the request ends
+        deferred.append((redis, keys, max_age_s, sent))
+    elif not _replaced(sent):
         _retry_later(redis, keys, max_age_s)
+
+
+# A request's replacements are sent as its connection comes back and their answers read as it ends (`settle`, a
+# teardown_request hook: Flask runs it before the WSGI server is handed the answer), so Redis works while the request
+# builds and logs its answer; the answer still leaves only once every new epoch is written. Outside a request
+# (a job, the CLI) each is read at once.
+_deferred: contextvars.ContextVar[list | None] = contextvars.ContextVar("btp_epochs_deferred", default=None)
+
+
+def defer() -> None:
+    """A request starts (a before_request hook): its replacements are read by `settle`."""
+    _deferred.set([])
+
+
+def settle(_exc=None) -> None:
+    """A request ends (a teardown_request hook, also after an error): read what its writes replaced; one not
+    written is retried as any (`_retry_later`)."""
+    pending = _deferred.get()
+    if pending is None:
+        return
+    _deferred.set(None)
+    for redis, keys, max_age_s, sent in pending:
+        if not _replaced(sent):
+            _retry_later(redis, keys, max_age_s)
+
+
+def init_app(app) -> None:
+    app.before_request_funcs.setdefault(None, []).insert(0, defer)
+    app.teardown_request(settle)
 
 
 # KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: one script, sent on the writing
@@ -251,17 +287,32 @@ _REPLACE_LUA = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', AR
 _REPLACE_ATTR = "_btp_epochs_replace_script"
 
 
-def _replace(redis, keys) -> bool:
+def _send_replace(redis, keys):
+    """The replacement of `keys` sent (a redisline.Pending), or None when it could not be sent."""
     keys = list(keys)
     try:
         script = getattr(redis, _REPLACE_ATTR, None)
         if script is None:
             script = redis.register_script(_REPLACE_LUA)
             setattr(redis, _REPLACE_ATTR, script)
-        redisline.send(redis, script, keys, [*(new_epoch() for _ in keys), READ_KEY_TTL_S]).reply()
+        return redisline.send(redis, script, keys, [*(new_epoch() for _ in keys), READ_KEY_TTL_S])
+    except (redis_lib.RedisError, OSError):
+        return None
+
+
+def _replaced(sent) -> bool:
+    """True once the replacement `sent` is written (its answer read, exactly once)."""
+    if sent is None:
+        return False
+    try:
+        sent.reply()
         return True
     except (redis_lib.RedisError, OSError):
         return False
+
+
+def _replace(redis, keys) -> bool:
+    return _replaced(_send_replace(redis, keys))
 
 
 _retry: dict = {}  # Redis client -> (keys not replaced yet, until when to try: time.monotonic())
