@@ -9,8 +9,8 @@ the 14-day trip on that map uploaded as GPX (dated, analysed to the end by an in
 carries alerts, lodgings and labels) and 20 small trips beside it for list_trips, 16 of them the days renamed by
 the edit runs (8 for BTP, 8 for the peer). Budgets are lifted with BTP_LIMIT_* (trips/core/limits.py); nothing in
 the guard chain is switched off. Then BTP under `gunicorn -w N wsgi:app` (gunicorn.conf.py, as in production; N is
---btp-workers, by default one per core as README "Workers per core" advises where PostgreSQL and Redis share the
-machine: 2 on the 2-core bench machine) and the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
+--btp-workers, by default one per core plus one as README "Workers per core" advises where PostgreSQL and Redis share
+the machine: 3 on the 2-core bench machine) and the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
 
 Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
 reported in the notes with both sizes).
@@ -734,8 +734,8 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-seconds", type=float, default=None,
                     help="the reads-beside-slow-requests point's duration (default: --seconds; 0: skip it)")
     ap.add_argument("--no-peer", action="store_true", help="BTP alone (no ratios)")
-    ap.add_argument("--btp-workers", type=int, default=os.cpu_count() or 2,
-                    help="BTP's gunicorn workers (default one per core; the peer runs 2)")
+    ap.add_argument("--btp-workers", type=int, default=(os.cpu_count() or 2) + 1,
+                    help="BTP's gunicorn workers (default one per core plus one; the peer runs 2)")
     ap.add_argument("--keep", action="store_true", help="keep the database and the temporary directory")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:

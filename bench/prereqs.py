@@ -2,11 +2,11 @@
 
 Run from the repository root:  .venv/bin/python bench/prereqs.py [--install]
 
-bench_mcp.py, bench_mixed.py and soak.py run BTP as in production: a PostgreSQL database of their own on
-127.0.0.1:5432 (made with `createdb`, the user `postgres` without a password) with PostGIS (the map), a
-`redis-server` of their own, and `wrk` for the load. Each piece missing is named with the Debian package that
-brings it. With --install, run as root where apt-get exists, the missing packages are installed first (what `make
-bench` does); a PostgreSQL server that is not running or refuses the user is only reported: that is the machine's
+bench_mcp.py, bench_mixed.py, bench_workers.py and soak.py run BTP as in production: a PostgreSQL database of their
+own on 127.0.0.1:5432 (made with `createdb`, the user `postgres` without a password) with PostGIS (the map), a
+`redis-server` of their own, and `wrk` for the load. Each piece missing is named with the Debian package that brings
+it. With --install, run as root where apt-get exists, the missing packages are installed first (what `make bench`
+does); a PostgreSQL server that is not running or refuses the user is only reported: that is the machine's
 own set-up. Exit status 1 when something is still missing.
 """
 from __future__ import annotations
