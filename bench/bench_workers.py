@@ -9,7 +9,8 @@ The set-up of bench/bench_mcp.py (a fresh PostgreSQL database with the generated
 load only idles). Each round runs one `--seconds` point at `--connections` on every server in turn (the order
 reversed every other round), so a slow phase of the machine lands on all of them alike; an edit point renames a day
 per connection, the version chained, as bench_mcp does. Reported: each server's calls/s and server CPU per call
-(gunicorn's master and workers; with Redis and PostgreSQL beside it) per round, then the medians and each worker
+(gunicorn's master and workers; with Redis and PostgreSQL beside it) and the share of the machine's CPU time left idle
+(/proc/stat: idle and iowait; wrk's own threads run meanwhile) per round, then the medians and each worker
 count's ratio to the peer round by round (median, lowest, highest), and the errors. Writes bench/out/workers.json.
 """
 from __future__ import annotations
@@ -26,12 +27,24 @@ import bench_mcp as mcp  # noqa: E402
 from common import row, write_result  # noqa: E402
 
 
+def cpu_times() -> tuple[int, int]:
+    """(idle + iowait, all) jiffies of the machine so far (/proc/stat)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return fields[3] + fields[4], sum(fields)
+
+
 def point(s, server, tool: str, seconds: float, connections: int, calls: dict) -> dict:
+    """One wrk point on `server`; with `idle`, the share of the machine's CPU time left idle meanwhile."""
     port, proc, trips = server
+    before = cpu_times()
     if tool == "edit_stages":
-        return mcp.wrk(port, s.token, seconds, connections, edits=mcp.edit_versions(s.db_url, trips)[:connections],
-                       server=proc, beside=s.beside)
-    return mcp.wrk(port, s.token, seconds, connections, calls=calls[tool], server=proc, beside=s.beside)
+        out = mcp.wrk(port, s.token, seconds, connections, edits=mcp.edit_versions(s.db_url, trips)[:connections],
+                      server=proc, beside=s.beside)
+    else:
+        out = mcp.wrk(port, s.token, seconds, connections, calls=calls[tool], server=proc, beside=s.beside)
+    after = cpu_times()
+    out["idle"] = round((after[0] - before[0]) / max(1, after[1] - before[1]), 3)
+    return out
 
 
 def main(argv=None) -> int:
@@ -71,7 +84,8 @@ def main(argv=None) -> int:
             for name in names if n % 2 == 0 else names[::-1]:
                 out = point(s, servers[name], args.tool, args.seconds, args.connections, calls)
                 per[name].append(out)
-                said.append(f"{name} {out['calls_s']:.0f}/s ({out['cpu_ms']} ms, {out.get('total_cpu_ms')} ms)")
+                said.append(f"{name} {out['calls_s']:.0f}/s ({out['cpu_ms']} ms, {out.get('total_cpu_ms')} ms; "
+                            f"idle {out['idle']:.0%})")
             mcp.log(f"round {n + 1}/{args.rounds}: " + " | ".join(said))
         summary, rows = {}, []
         for name in names:
@@ -81,11 +95,13 @@ def main(argv=None) -> int:
                 "calls_s": round(statistics.median(p["calls_s"] for p in points), 1),
                 "cpu_ms": round(statistics.median(p["cpu_ms"] for p in points), 2),
                 "total_cpu_ms": round(statistics.median(p.get("total_cpu_ms") or 0 for p in points), 2),
+                "idle": round(statistics.median(p["idle"] for p in points), 3),
                 "ratio_median": round(statistics.median(ratios), 2), "ratio_min": round(min(ratios), 2),
                 "ratio_max": round(max(ratios), 2), "errors": sum(p["errors_total"] for p in points),
                 "rounds": [p["calls_s"] for p in points]}
             mcp.log(f"{name}: median {summary[name]['calls_s']} calls/s, CPU {summary[name]['cpu_ms']} ms a call "
-                    f"({summary[name]['total_cpu_ms']} with Redis and PostgreSQL); against the peer round by round "
+                    f"({summary[name]['total_cpu_ms']} with Redis and PostgreSQL), the machine {summary[name]['idle']:.0%} "
+                    f"idle; against the peer round by round "
                     f"median {summary[name]['ratio_median']}, {summary[name]['ratio_min']}–{summary[name]['ratio_max']};"
                     f" errors {summary[name]['errors']}")
         for name in names[:-1]:  # the peer is last
