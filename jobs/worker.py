@@ -32,6 +32,7 @@ import time
 from redis import Redis
 from rq import Worker, worker_registration
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
+from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
 from rq.utils import now
 
@@ -220,6 +221,9 @@ class BTPWorker(Worker):
             self.run_maintenance_tasks()
 
     def run_maintenance_tasks(self):
+        # RQ stops an idle worker by raising StopRequested from its SIGTERM/SIGINT handler, wherever the signal
+        # lands: a catch-all below must let it through, else the stop is lost and the worker runs on (the fault
+        # suite's SIGTERM test timed out when the signal landed in the reconciler's query).
         try:  # before RQ's maintenance, which takes a free scheduler lock (its scheduler runs the retries)
             freed = [q.name for q in self.queues if free_stale_scheduler_lock(self.connection, q.name)]
             if freed:
@@ -227,16 +231,22 @@ class BTPWorker(Worker):
                 running = self.scheduler and self.scheduler._process and self.scheduler._process.is_alive()
                 if self.scheduler and not running:  # RQ would take it only at the next maintenance
                     self.scheduler.acquire_locks(auto_start=True)
+        except StopRequested:
+            raise
         except Exception:
             log.exception("worker %s: checking the scheduler lock failed", self.name)
         try:
             super().run_maintenance_tasks()
+        except StopRequested:
+            raise
         except Exception:  # a maintenance hiccup must not stop the worker; it runs again in MAINTENANCE_S
             log.exception("worker %s: registry maintenance failed", self.name)
             self.last_cleaned_at = now()
         try:
             prune(self.connection)
             reconcile.sweep(self.connection, self.queues[0])
+        except StopRequested:
+            raise
         except Exception:
             log.exception("worker %s: reconciling computations failed", self.name)
 

@@ -4,7 +4,9 @@ and it loads neither again. A real BTPWorker runs a real job in a forked horse, 
 import gc
 import sys
 
+import pytest
 from rq import Queue
+from rq.exceptions import StopRequested
 
 from jobs.worker import BTPWorker
 from trips.core.queue import get_queue
@@ -36,3 +38,16 @@ def test_a_work_horse_starts_with_the_worker_heap_frozen(app, ctx):
         sys.modules.update(http)  # the modules every other test imported, not the copies made here
         gc.unfreeze()
         redis.delete(KEY)
+
+
+@pytest.mark.parametrize("step", ["jobs.worker.reconcile.sweep", "jobs.worker.prune", "rq.Worker.run_maintenance_tasks"])
+def test_a_stop_that_lands_in_the_maintenance_stops_the_worker(app, ctx, monkeypatch, step):
+    """RQ stops an idle worker by raising StopRequested from its signal handler wherever the signal lands; the
+    maintenance's catch-alls let it through (one swallowed it and a SIGTERMed worker ran on)."""
+    def stopped(*args, **kwargs):
+        raise StopRequested()
+
+    monkeypatch.setattr(step, stopped)
+    worker = BTPWorker([get_queue()], connection=get_redis())
+    with pytest.raises(StopRequested):
+        worker.run_maintenance_tasks()
