@@ -12,13 +12,13 @@ from flask import Flask, Response
 from werkzeug.exceptions import SecurityError
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-import oauth.models  # noqa: F401  (the tables migrations know)
+import oauth.kernel.models  # noqa: F401  (the tables migrations know)
 import trips.models  # noqa: F401
 import trips.osm.tables  # noqa: F401
 from jobs.cli import serve_command, worker_command
 from mcp.endpoint import init_app as serve_mcp
 from mcp.tools import PRODUCT as MCP_TOOLS
-from oauth.web import init_app as init_oauth
+from oauth.web.wiring import init_app as init_oauth
 from trips.providers.settings import init_app as init_providers
 from trips.api.web import init_app as init_rest
 from trips.cli.osm import osm_cli
@@ -241,7 +241,7 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     app.config.update({k: v for k, v in (overrides or {}).items() if k not in conf})
     # A served web worker sums its request counters in process for up to a second (trips/core/metrics.py _Pending)
     app.config.setdefault("BTP_METRICS_DEFER_S", 1.0 if serving else 0.0)
-    # How long the MCP endpoint may believe a token it found live without looking it up again (oauth/live_tokens.py:
+    # How long the MCP endpoint may believe a token it found live without looking it up again (oauth/services/live_tokens.py:
     # a revocation holds at once through the token epoch in Redis; this bounds a change made outside BTP). 0: off.
     app.config.setdefault("BTP_TOKEN_CACHE_S", 60.0)
     # How long the MCP endpoint may give a get_trip or list_trips answer again without reading the database

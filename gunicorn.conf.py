@@ -6,17 +6,17 @@ import threading
 # worker's heartbeat is dated from the start of its oldest request under way, whatever its other threads do.
 timeout = 120
 
-# BTP's own worker (trips/core/httpworker.py), with keep-alive: a client's connection stays open between requests
+# BTP's own worker (httpworker/worker.py), with keep-alive: a client's connection stays open between requests
 # (an agent's run of tool calls, nginx's upstream keep-alive). It reads every connection without blocking and runs
 # no app code before a request is whole (a client sending slowly holds no thread; a head is due within 10 s, a body
-# at 32 KB/s after that, else 408; a body over 32 MB is refused with 413 unread: trips/core/httpframe.py). The thread
+# at 32 KB/s after that, else 408; a body over 32 MB is refused with 413 unread: httpworker/frame.py). The thread
 # that reads a request serves it at once, without a handoff between threads (gthread's costs about 40 % of a
 # get_trip's CPU, bench/bench_mcp.py); when a request takes longer than 25 ms (a slow upstream), another of the
 # worker's `threads` takes over the loop, so no request waits behind it while a thread is free
-# (trips/core/httpcrew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s. The bounds are
+# (httpworker/crew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s. The bounds are
 # HTTPWORKER_HEAD_TIMEOUT_S (10), HTTPWORKER_MIN_RATE (32768 bytes/s) and HTTPWORKER_MAX_BODY (33554432, app.py's
 # MAX_CONTENT_LENGTH) in the environment, or here as raw_env = ["HTTPWORKER_MAX_BODY=..."].
-worker_class = "trips.core.httpworker.KeepAliveWorker"
+worker_class = "httpworker.worker.KeepAliveWorker"
 keepalive = 5
 # Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
 # pool holds as many connections as threads, and as many again for a burst (trips/core/db.py POOL), and each thread

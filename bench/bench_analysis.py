@@ -152,7 +152,7 @@ def main(argv=None) -> None:
     from trips.core.redis_client import get_redis
     from trips.core.embedded_redis import ensure_embedded_redis, socket_path, stop_embedded_redis
     from jobs.tasks import bind_app
-    from oauth.tokens import create_user
+    from oauth.kernel.tokens import create_user
     from trips.services.analysis import analyze_trip
     from trips.core.db import db
     from trips.models import Trip

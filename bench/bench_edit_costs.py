@@ -18,7 +18,7 @@ no socket, no HTTP server (what a gunicorn worker adds is not here); the version
 client. First the pipeline's floor: a get_trip answered from what the process keeps (no SQL; the budgets' round
 trip). Then per action (update label = rename, update distance = cut, add, delete, move, rest_day): wall p50/p99
 (perf_counter), CPU ms per call (process_time: the Python process; PostgreSQL's own CPU is not in it, SQLite's is),
-SQL statements per call (before_cursor_execute; transaction control left out, as tests/test_edit_costs.py counts
+SQL statements per call (before_cursor_execute; transaction control left out, as tests/trips/services/test_edit_costs.py counts
 them) and the time spent in them, Redis round trips per call (redis-py's send_packed_command: a pipeline or a
 script is one) and the time waiting on them, and the Redis commands run (INFO commandstats deltas, scripts' inner
 calls included). Then a cProfile of --profile-calls renames and a tenth as many moves:
@@ -399,9 +399,9 @@ def setup(config: dict):
 
     import bench_analysis
     from app import create_app
-    from oauth.tokens import create_user, issue_token
+    from oauth.kernel.tokens import create_user, issue_token
     from tests.fakes.thirdparty import gpx_from_points
-    from tests.test_readmodels_enriched import fill, settle
+    from tests.trips.readmodels.test_readmodels_enriched import fill, settle
     from trips.core.db import atomic, db
     from trips.services.trips import import_gpx
 

@@ -82,7 +82,7 @@ def prepare_btp_upload(path: str | os.PathLike, tmp: str):
     from werkzeug.test import stream_encode_multipart
 
     from app import create_app
-    from oauth.tokens import API_AUDIENCE, create_user, issue_token
+    from oauth.kernel.tokens import API_AUDIENCE, create_user, issue_token
     from trips.core.db import atomic
 
     from trips.core.embedded_redis import ensure_embedded_redis

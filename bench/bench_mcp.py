@@ -172,7 +172,7 @@ def setup_data(env: dict, others_n: int = OTHER_TRIPS, edits_n: int = 2 * EDIT_T
     from trips.core.queue import get_queue
     from trips.core.redis_client import get_redis
     from jobs.tasks import bind_app
-    from oauth.tokens import create_user, issue_token
+    from oauth.kernel.tokens import create_user, issue_token
     from tests.fakes.thirdparty import gpx_from_points
     from trips.core.db import atomic, db
     from trips.models import Trip

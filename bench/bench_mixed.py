@@ -54,7 +54,7 @@ def log(*parts) -> None:
     print("[bench_mixed]", *parts, flush=True)
 
 
-# --- pure helpers (tests/test_bench_mixed.py) ------------------------------------------------------------------
+# --- pure helpers (tests/project/test_bench_mixed.py) ------------------------------------------------------------------
 def schedule(seed: int, connection: int, weights=WEIGHTS):
     """The endless, deterministic sequence of call kinds of one connection: each drawn from `weights` (KINDS'
     order) by an RNG seeded with (seed, connection), so a run replays the same calls on both servers."""

@@ -248,7 +248,7 @@ def _tokens(env: dict) -> dict:
     from flask_migrate import upgrade
 
     from app import create_app
-    from oauth.tokens import API_AUDIENCE, create_user, issue_token
+    from oauth.kernel.tokens import API_AUDIENCE, create_user, issue_token
     from trips.core.db import atomic, db
 
     app = create_app({}, environ=env)

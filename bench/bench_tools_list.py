@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "9df19ea"
-TARGET_KB = 24  # tests/test_mcp_tools.py holds it, on every leg
+TARGET_KB = 24  # tests/mcp/test_mcp_tools.py holds it, on every leg
 AIM_KB = 23.5  # the lead's aim on the 2026-07-28 leg (a margin for the next field)
 LEGACY_LEGS = ("2025-11-25", "2025-06-18", "2025-03-26")
 KB = 1024

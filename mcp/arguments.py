@@ -110,7 +110,7 @@ def plain_checked(tool, arguments) -> dict | None:
     minimum, at most 2**31 - 1. None when anything is not so plain (a value of another shape, a name the schema
     does not list, a required one missing, a schema keyword other than type, description, minimum, maxLength):
     the caller then runs `check_arguments`, which judges it and words any refusal. Never accepts what
-    `check_arguments` refuses (tests/test_mcp_argument_rules.py compares them)."""
+    `check_arguments` refuses (tests/mcp/test_mcp_argument_rules.py compares them)."""
     rules = tool.__dict__.get("_plain_rules", _UNSEEN)
     if rules is _UNSEEN:
         rules = tool.__dict__["_plain_rules"] = _plain_rules(tool.input_schema)

@@ -22,8 +22,8 @@ from mcp.protocol import (
 )
 from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
-from mcp.confirm import ConfirmationRequired, InputRequired
-from oauth.resource import McpUnauthorized, confirm, epoch_to_read, touch_grant
+from mcp.confirmation import ConfirmationRequired, InputRequired
+from oauth.services.resource import McpUnauthorized, confirm, epoch_to_read, touch_grant
 from trips.core.db import db
 from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
@@ -204,7 +204,7 @@ def _budget_pairs(ex, tool) -> list[tuple[str, str]]:
 def _spend_budget(ex, tool, reads=()) -> tuple | None:
     """The client address's hit when the endpoint left it for here (mcp/endpoint.py Exchange.address), then the
     agent's budgets (trips/core/limits.py, BTP_LIMIT_MCP_CALLS / _WRITES), the token epoch while the caller's
-    token is a remembered one (oauth/resource.py confirm) and the tool's own `reads`: one Redis round trip, before
+    token is a remembered one (oauth/services/resource.py confirm) and the tool's own `reads`: one Redis round trip, before
     the tool runs. Returns the values of `reads` (None when Redis could not be asked). Raises AddressRefused,
     RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
     return _settle_budget(ex, _start_budget(ex, tool, reads))

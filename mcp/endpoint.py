@@ -21,8 +21,8 @@ from mcp.protocol import (
     META_VERSION, MODERN_VERSIONS, PARSE_ERROR, UNSUPPORTED_VERSION, Message, RpcError, encode, encode_batch,
     error_envelope, parse_message,
 )
-from oauth.principal import Principal
-from oauth.resource import (
+from oauth.kernel.principal import Principal
+from oauth.services.resource import (
     McpInsufficientScope, McpUnauthorized, challenge, confirm, confirm_now, epoch_to_read, mcp_principal,
 )
 from trips.core import jsonio
@@ -89,7 +89,7 @@ def limit_address(ex: Exchange) -> None:
 
 def settle_address(ex: Exchange) -> None:
     """Count the client address's hit now, unless it was counted already, reading the token epoch in the same
-    round trip while the caller's token is a remembered one (oauth/resource.py confirm). Raises _HttpAnswer (429)
+    round trip while the caller's token is a remembered one (oauth/services/resource.py confirm). Raises _HttpAnswer (429)
     when the address is over its limit, McpUnauthorized when the remembered token is no longer live."""
     address, ex.address = ex.address, None
     reads = epoch_to_read()

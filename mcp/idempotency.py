@@ -12,7 +12,7 @@ import json
 import re
 import time
 
-from mcp.confirmation import canonical
+from mcp.confirmation_tokens import canonical
 from trips.errors import Invalid
 
 __all__ = ["derived_keys", "check_explicit_key", "CONTROL_ARGUMENTS", "WINDOW"]

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from flask import current_app
 
 from mcp.answers import list_item, stage_digest, trip_digest
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.core import epochs, i18n
 from trips.core.lru import LRU
 from trips.core.text import Floored, floored

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import secrets
 
-from oauth.tokens import API_AUDIENCE, create_user, issue_token
+from oauth.kernel.tokens import API_AUDIENCE, create_user, issue_token
 from trips.core.db import atomic
 
 BOTH = "trips:read trips:write"

@@ -10,7 +10,7 @@ _ids = itertools.count(1)
 
 
 def mcp_token(app, user, scope="trips:read trips:write", client_id="test-client") -> str:
-    from oauth.tokens import issue_token
+    from oauth.kernel.tokens import issue_token
     from trips.core.db import atomic
 
     with atomic():

@@ -139,7 +139,7 @@ def map_support_or_skip(engine) -> None:
 
 def per_box_select(conn, table, boxes, where="", params=None):
     """trips.osm.index.select_boxes as it was before batching: one statement per box (R*Tree IN, or the
-    PostGIS envelope): the reference tests/test_osm_queries.py and bench/bench_analysis.py compare with."""
+    PostGIS envelope): the reference tests/trips/osm/test_osm_queries.py and bench/bench_analysis.py compare with."""
     import sqlalchemy as sa
 
     from trips.osm.store import postgis_schema

@@ -1,4 +1,4 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
 from trips.services.analysis import analyze_trip

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from oauth.principal import Principal
+from oauth.kernel.principal import Principal
 
 ANNOTATION_KEYS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
 # The revisions whose Tool has no top-level `title` (it came with 2025-06-18): their clients show

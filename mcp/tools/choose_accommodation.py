@@ -1,7 +1,7 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
-from trips.services.schemas import AccommodationChoice
+from trips.services.inputs import AccommodationChoice
 from trips.services import accommodations
 from trips.guards import Precondition
 

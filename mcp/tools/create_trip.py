@@ -1,7 +1,7 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.idempotency import check_explicit_key, derived_keys
 from mcp.tools.base import Tool
-from trips.services.schemas import TripCreate
+from trips.services.inputs import TripCreate
 from trips.services import idempotency, trips as services
 
 RESULT = "The trip has been created. Its route is being fetched and its days worked out."

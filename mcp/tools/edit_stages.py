@@ -1,8 +1,8 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.answers import ack
 from trips.core.text import quote
 from mcp.tools.base import Tool
-from trips.services.schemas import StageAdd, StageUpdate
+from trips.services.inputs import StageAdd, StageUpdate
 from trips.services import rename as renaming, stages as stage_ops
 from mcp.arguments import check_arguments, plain_checked
 from trips.errors import DomainError, Invalid

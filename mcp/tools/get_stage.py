@@ -1,10 +1,10 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.answers import stage_detail
 from mcp.tools.base import Tool
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.services import stages
 
-# Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/schemas.py
+# Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/tool_schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
 PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max} € a night, "

@@ -1,4 +1,4 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.kept import kept_answer, kept_reads, read_trip_digest
 from mcp.tools.base import Tool
 

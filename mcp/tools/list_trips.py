@@ -1,7 +1,7 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.kept import kept_answer, kept_reads, list_page
 from mcp.tools.base import Tool
-from trips.services.schemas import TripListQuery
+from trips.services.inputs import TripListQuery
 from trips.services import trip_reads
 
 ITEM = s.obj({

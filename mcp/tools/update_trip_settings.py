@@ -1,6 +1,6 @@
-from mcp import schemas as s
+from mcp import tool_schemas as s
 from mcp.answers import ack
-from mcp.confirm import confirmer
+from mcp.confirmation import confirmer
 from mcp.tools.base import Tool
 from trips.services import trips as services
 from trips.guards import Precondition

@@ -16,7 +16,7 @@ import wave
 
 from flask import current_app
 
-from mcp.confirm import InputRequired
+from mcp.confirmation import InputRequired
 from mcp.protocol import INVALID_PARAMS, MISSING_CAPABILITY, RpcError
 from mcp.tools.base import Content, Tool
 

@@ -13,8 +13,8 @@ from tests.fakes.thirdparty import make_points
 from tests.live import gunicorn
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.procs import wait_for, worker_running
-from tests.test_pipeline import reload, structural
-from tests.test_trips_api import seed_trip
+from tests.trips.services.test_pipeline import reload, structural
+from tests.trips.api.test_trips_api import seed_trip
 from trips.core.db import db
 
 pytestmark = pytest.mark.slow

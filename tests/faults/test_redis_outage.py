@@ -18,8 +18,8 @@ from tests.faults.stack import HttpClient
 from tests.fakes.thirdparty import make_points
 from tests.live import gunicorn
 from tests.procs import kill, start_worker, wait_for, worker_running
-from tests.test_pipeline import reload, structural
-from tests.test_trips_api import seed_trip
+from tests.trips.services.test_pipeline import reload, structural
+from tests.trips.api.test_trips_api import seed_trip
 
 pytestmark = pytest.mark.slow
 BRIEFLY = "BTP is briefly unavailable, try again in a few seconds."

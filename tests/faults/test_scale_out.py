@@ -18,9 +18,9 @@ from tests.faults.stack import HttpClient, nodes
 from tests.live import free_port
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.procs import horse_of, kill, wait_for, worker_running
-from tests.test_nginx import nginx_running, prepared, render_site
-from tests.test_pipeline import reload, structural
-from tests.test_trips_api import seed_trip
+from tests.clients.test_nginx import nginx_running, prepared, render_site
+from tests.trips.services.test_pipeline import reload, structural
+from tests.trips.api.test_trips_api import seed_trip
 from trips.computations import ACTIVE
 from trips.core.db import db
 from trips.core.queue import BEAT_S, live_workers

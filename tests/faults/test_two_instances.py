@@ -4,14 +4,14 @@ very next request there is refused, whatever either instance remembers of the to
 import pytest
 import sqlalchemy as sa
 
-from mcp.confirmation import TOKEN_PREFIX
-from oauth.models import AccessToken, Grant, OAuthClient
-from oauth.tokens import hash_token
+from mcp.confirmation_tokens import TOKEN_PREFIX
+from oauth.kernel.models import AccessToken, Grant, OAuthClient
+from oauth.kernel.tokens import hash_token
 from tests.factories import auth, make_token, make_user
 from tests.faults.stack import HttpClient, nodes
 from tests.mcp_helpers import call, mcp_token, modern, payload
-from tests.test_pipeline import reload
-from tests.test_trips_api import seed_trip
+from tests.trips.services.test_pipeline import reload
+from tests.trips.api.test_trips_api import seed_trip
 from trips.core.db import atomic, db
 
 pytestmark = pytest.mark.slow

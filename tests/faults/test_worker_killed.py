@@ -19,7 +19,7 @@ from trips.core.queue import LIVENESS_TTL
 from tests.factories import auth, idem, make_token, make_user
 from tests.fakes.thirdparty import make_points
 from tests.procs import horse_of, kill, start_worker, wait_for, worker_running
-from tests.test_pipeline import reload, statuses, structural
+from tests.trips.services.test_pipeline import reload, statuses, structural
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def test_a_job_over_its_timeout_on_the_last_attempt_is_failed(app, client, rider
     from rq import SimpleWorker
 
     from jobs.tasks import bind_app
-    from tests.test_pipeline import post
+    from tests.trips.services.test_pipeline import post
 
     fake_thirdparty.add_komoot_tour("41", "Timed tour", make_points(300))
     trip_id = post(client, rider[1], {"sourceUrl": "https://www.komoot.com/tour/41"})

@@ -75,7 +75,7 @@ def _is_challenge(answer) -> bool:
     if result.get("resultType") == "input_required":
         return True
     structured = result.get("structuredContent") or {}
-    declined = str(structured.get("result", "")).startswith("Nothing was done")  # mcp/confirm.py DECLINED
+    declined = str(structured.get("result", "")).startswith("Nothing was done")  # mcp/confirmation.py DECLINED
     return "confirmationToken" in structured or declined
 
 

@@ -1,10 +1,10 @@
 """What the fuzzing found, kept as plain tests that run on every CI pass (the fuzz modules run once).
 
-1. mcp/confirm.py: the second call of an elicitation, with a genuine requestState and an inputResponses that
+1. mcp/confirmation.py: the second call of an elicitation, with a genuine requestState and an inputResponses that
    is not an object (or whose "confirm" answer or its content is not an object), answered -32603
    (AttributeError on .get). Now: a non-object inputResponses is refused by name before the state is used up;
    any other shape of answer is "declined"; nothing is written either way.
-2. oauth/registration.py: POST /oauth/register with a list or an object among grant_types answered 500
+2. oauth/services/registration.py: POST /oauth/register with a list or an object among grant_types answered 500
    (TypeError: unhashable type, from set()). Now 400 invalid_client_metadata."""
 from __future__ import annotations
 

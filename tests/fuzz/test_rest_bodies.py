@@ -1,5 +1,5 @@
 """The JSON bodies of the REST API, fuzzed from the request schemas /api/openapi.json publishes, against the
-owner's trips and days and another user's trip (complementing tests/test_openapi_fuzz.py, which runs
+owner's trips and days and another user's trip (complementing tests/clients/test_openapi_fuzz.py, which runs
 schemathesis over every operation of the document under gunicorn: here, in process and many more cases per
 body, each body is an admitted one with one edge value or wrong type, a required member dropped or an unknown
 one added, or no object at all; or raw bytes that are not JSON; the If-Match header current, stale, `*`,

@@ -236,7 +236,7 @@ def _elicit(client, world, name: str, arguments: dict, params: dict | None = Non
 
 @given(name=st.sampled_from(["update_trip_settings", "unshare_trip", "delete_trip"]), answer=ANSWERS,
        state=STATES, junk=json_values(2))
-@example(name="update_trip_settings", answer=["x"], state="genuine", junk=None)  # found: -32603 (mcp/confirm.py)
+@example(name="update_trip_settings", answer=["x"], state="genuine", junk=None)  # found: -32603 (mcp/confirmation.py)
 @example(name="update_trip_settings", answer={"confirm": {"action": "accept", "content": "x"}}, state="genuine",
          junk=None)
 @fuzz_settings(150)

@@ -1,6 +1,6 @@
 """What the TypeScript-client tests share: Node 22 and the npm clients, BTP under gunicorn, a rider with an open
-and a started trip, and one way to run a Node program. Imported as fixtures by tests/test_mcp_ts_client.py and
-tests/test_inspector_cli.py (each module gets its own gunicorn)."""
+and a started trip, and one way to run a Node program. Imported as fixtures by tests/clients/test_mcp_ts_client.py and
+tests/clients/test_inspector_cli.py (each module gets its own gunicorn)."""
 from __future__ import annotations
 
 import io
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from oauth.tokens import issue_token
+from oauth.kernel.tokens import issue_token
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.live import gunicorn

@@ -1,9 +1,9 @@
 """The OpenAPI 3.1 document of /api, served at GET /api/openapi.json (public, cacheable).
 
 Built by apispec (+ its marshmallow plugin) from the schemas the code runs: request bodies and query strings
-from trips/services/schemas.py (the very schemas the services load with), answers from trips/api/schemas.py, paths and
+from trips/services/inputs.py (the very schemas the services load with), answers from trips/api/responses.py, paths and
 path parameters from the Flask url_map. `OPERATIONS` says, per view, what the url_map cannot: summary, scope,
-headers, answers and refusals. tests/test_openapi.py fails when an /api route has no entry here, and checks
+headers, answers and refusals. tests/trips/api/test_openapi.py fails when an /api route has no entry here, and checks
 real answers of every operation against the document.
 """
 from __future__ import annotations
@@ -19,13 +19,12 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, current_app, request
 from marshmallow import validate
 
-from oauth.accounts import AccountUpdate, EmailChange
-from trips.services import schemas
+from oauth.services.accounts import AccountUpdate, EmailChange
+from trips.services import inputs
 from trips.services.manual_accommodation import ManualAccommodation
 from trips.services.nearby import NearbyQuery
 
-from trips.api import rider_schemas
-from trips.api import schemas as api_schemas
+from trips.api import responses, rider_responses
 from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
 
 log = logging.getLogger(__name__)
@@ -111,16 +110,16 @@ EMPTY = {"description": "Done; no content."}
 
 # A realistic body per JSON request schema: shown to readers, and sent as is by schemathesis' examples phase.
 EXAMPLES = {
-    schemas.TripCreate: {"sourceUrl": "https://www.komoot.com/tour/123456", "title": "Across the Alps",
+    inputs.TripCreate: {"sourceUrl": "https://www.komoot.com/tour/123456", "title": "Across the Alps",
                          "startDate": "2031-06-01", "endDate": "2031-06-05"},
-    schemas.TripUpdate: {"title": "Across the Alps", "maxDistancePerDay": 90},
-    schemas.StageAdd: {"startPoint": {"lat": 45.19, "lon": 5.72}, "endPoint": {"lat": 45.3, "lon": 5.9, "ele": 400},
+    inputs.TripUpdate: {"title": "Across the Alps", "maxDistancePerDay": 90},
+    inputs.StageAdd: {"startPoint": {"lat": 45.19, "lon": 5.72}, "endPoint": {"lat": 45.3, "lon": 5.9, "ele": 400},
                        "label": "Lake day"},
-    schemas.StageUpdate: {"label": "Over the pass"},
-    schemas.StageMove: {"toIndex": 0},
-    schemas.AccommodationChoice: {"lat": None, "lon": None},
-    schemas.WaypointIn: {"lat": 45.19, "lon": 5.72},
-    schemas.AccommodationScan: {"radiusKm": 10},
+    inputs.StageUpdate: {"label": "Over the pass"},
+    inputs.StageMove: {"toIndex": 0},
+    inputs.AccommodationChoice: {"lat": None, "lon": None},
+    inputs.WaypointIn: {"lat": 45.19, "lon": 5.72},
+    inputs.AccommodationScan: {"radiusKm": 10},
     AccountUpdate: {"locale": "fr"},
     ManualAccommodation: {"name": "Chez Paulette", "point": {"lat": 45.9, "lon": 6.13}, "price": 35,
                           "phone": "+33 4 50 00 00 00"},
@@ -146,14 +145,14 @@ OPERATIONS = {
                                 WRITE, {
         202: trip("Made: its route is being fetched, the days follow (partial until then).", LOCATION),
         200: trip("A replay of an earlier request with this Idempotency-Key.", LOCATION)},
-        (400, 409, 413, 422, 429), body=schemas.TripCreate, headers=("IdempotencyKey",)),
+        (400, 409, 413, 422, 429), body=inputs.TripCreate, headers=("IdempotencyKey",)),
     "trips_api.upload_gpx": Op("Create a trip from a GPX file (multipart), cut into days at once", WRITE, {
-        201: trip("Made, with its days.", LOCATION)}, (400, 413, 422, 429), body=schemas.GpxUploadSettings),
+        201: trip("Made, with its days.", LOCATION)}, (400, 413, 422, 429), body=inputs.GpxUploadSettings),
     "trips_api.list_trips": Op("List my trips, newest first", READ, {200: body("TripList", "A page of trips.")},
-                               (400,), query=schemas.TripListQuery),
+                               (400,), query=inputs.TripListQuery),
     "trips_api.get_trip": Op("Read a trip with its days", READ, {200: trip("The trip.")}, (404,)),
     "trips_api.update_trip": Op("Change a trip's settings (a pacing change cuts the days again)", WRITE, {
-        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.TripUpdate, headers=("IfMatch",)),
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=inputs.TripUpdate, headers=("IfMatch",)),
     "trips_api.delete_trip": Op("Delete a trip (allowed on a started one)", WRITE, {204: EMPTY}, (404, 409)),
     "trips_api.get_route": Op("Every day's line (lat, lon, ele)", READ, {
         200: body("TripRoute", "The lines; ETag of the content."), 304: NOT_MODIFIED}, (404,),
@@ -162,7 +161,7 @@ OPERATIONS = {
         202: trip("Dispatched.")}, (404, 409, 422, 423)),
     "trips_api.scan_accommodations": Op("Look for places to sleep again, wider (every day, or one)", WRITE, {
         202: trip("Dispatched: the accommodations computation runs; the days' candidates are kept and new "
-                  "ones added.")}, (400, 404, 409, 413, 422, 423), body=schemas.AccommodationScan),
+                  "ones added.")}, (400, 404, 409, 413, 422, 423), body=inputs.AccommodationScan),
     "trips_api.duplicate": Op("Copy a trip with its days", WRITE, {
         201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
         (400, 404, 409, 429), headers=("IdempotencyKey",)),
@@ -171,24 +170,24 @@ OPERATIONS = {
     "trips_api.geocode": Op("Look places up by name", READ, {200: body("PlaceList", "The places found.")},
                             (400, 429, 502), query=GEOCODE_QUERY, tag="places"),
     "stages_api.add": Op("Add a day", WRITE, {200: trip("The trip with the new day.")}, WRITE_ERRORS,
-                         body=schemas.StageAdd, headers=("IfMatch",), tag="days"),
+                         body=inputs.StageAdd, headers=("IfMatch",), tag="days"),
     "stages_api.read": Op("Read one day", READ, {200: {**body("StageDetail", "The day."), "headers": ETAG}},
                           (404,), tag="days"),
     "stages_api.update": Op("Change a day's points or label, or cut it at a distance", WRITE, {
-        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.StageUpdate, headers=("IfMatch",),
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=inputs.StageUpdate, headers=("IfMatch",),
         tag="days"),
     "stages_api.move": Op("Move a day to another place", WRITE, {200: trip("The trip as changed.")}, WRITE_ERRORS,
-                          body=schemas.StageMove, headers=("IfMatch",), tag="days"),
+                          body=inputs.StageMove, headers=("IfMatch",), tag="days"),
     "stages_api.delete": Op("Delete a day (merged with a neighbour)", WRITE, {200: trip("The trip as changed.")},
                             tuple(s for s in WRITE_ERRORS if s != 413), headers=("IfMatch",), tag="days"),
     "stages_api.rest_day": Op("Insert a rest day after this day", WRITE, {200: trip("The trip as changed.")},
                               tuple(s for s in WRITE_ERRORS if s != 413), headers=("IfMatch",), tag="days"),
     "stages_api.accommodation": Op("Choose one of the day's accommodations (both null: none)", WRITE, {
-        200: trip("The trip as changed.")}, WRITE_ERRORS, body=schemas.AccommodationChoice, headers=("IfMatch",),
+        200: trip("The trip as changed.")}, WRITE_ERRORS, body=inputs.AccommodationChoice, headers=("IfMatch",),
         tag="days"),
     "stages_api.waypoint": Op("Reroute the day through a point (computed by a job)", WRITE, {
         202: trip("Asked: the day's route_segment computation runs.", LOCATION)},
-        (400, 404, 409, 413, 422, 423), body=schemas.WaypointIn, tag="days"),
+        (400, 404, 409, 413, 422, 423), body=inputs.WaypointIn, tag="days"),
     "rider_api.manual_accommodation": Op("Enter the day's lodging by hand: the day ends there, as a chosen one",
                                          WRITE, {200: trip("The trip as changed.")}, WRITE_ERRORS,
                                          body=ManualAccommodation, headers=("IfMatch",), tag="days"),
@@ -265,13 +264,13 @@ def _operation(op: Op, path: str) -> dict:
     statuses = {*op.errors} | ({401, 403, 503} if op.scope else set())
     if "{" in path:
         statuses.add(404)
-    responses = {str(status): answer for status, answer in op.answers.items()}
-    responses.update({str(s): {"$ref": f"#/components/responses/{PROBLEMS[s][0]}"} for s in sorted(statuses)})
-    doc = {"summary": op.summary, "tags": [op.tag], "responses": responses,
+    answers = {str(status): answer for status, answer in op.answers.items()}
+    answers.update({str(s): {"$ref": f"#/components/responses/{PROBLEMS[s][0]}"} for s in sorted(statuses)})
+    doc = {"summary": op.summary, "tags": [op.tag], "responses": answers,
            "security": [{"bearer": [op.scope]}] if op.scope else []}
     if parameters:
         doc["parameters"] = parameters
-    if op.body is schemas.GpxUploadSettings:
+    if op.body is inputs.GpxUploadSettings:
         doc["requestBody"] = {"required": True, "content": {"multipart/form-data": {"schema": "GpxUpload"}}}
     elif op.body is not None:
         media = {"schema": op.body, **({"example": EXAMPLES[op.body]} if op.body in EXAMPLES else {})}
@@ -281,7 +280,7 @@ def _operation(op: Op, path: str) -> dict:
 
 def build(app: Flask) -> dict:
     """The document for `app`'s routes. An /api route without an entry in OPERATIONS is left out (logged);
-    tests/test_openapi.py fails on it."""
+    tests/trips/api/test_openapi.py fails on it."""
     marshmallow = MarshmallowPlugin()
     spec = APISpec(title="BTP REST API", version="1", openapi_version="3.1.0", plugins=[marshmallow],
                    info={"description": "Trips cut into days, under /api. Errors are RFC 9457 problem documents. "
@@ -292,17 +291,17 @@ def build(app: Flask) -> dict:
         "type": "http", "scheme": "bearer",
         "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
                        "each operation names the scope it needs: trips:read or trips:write."})
-    for name, schema in {**api_schemas.RESPONSES, **rider_schemas.RESPONSES}.items():
+    for name, schema in {**responses.RESPONSES, **rider_responses.RESPONSES}.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "WaypointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
                  "AccommodationChoice"):  # WaypointIn before TripCreate, which nests it
-        spec.components.schema(name, schema=getattr(schemas, name))
+        spec.components.schema(name, schema=getattr(inputs, name))
     spec.components.schema("AccountUpdate", schema=AccountUpdate)
     spec.components.schema("ManualAccommodation", schema=ManualAccommodation)
     spec.components.schema("EmailChange", schema=EmailChange)
     # The upload's form: the file, and the settings as GpxUploadSettings loads them (one flat object: multipart
     # fields are named properties, OpenAPI 3.1 §4.8.14.4).
-    form = marshmallow.converter.schema2jsonschema(schemas.GpxUploadSettings)
+    form = marshmallow.converter.schema2jsonschema(inputs.GpxUploadSettings)
     spec.components.schema("GpxUpload", {**form, "required": ["gpxFile"],
                                          "properties": {**GPX_UPLOAD_FILE, **form["properties"]}})
     for name, parameter in HEADERS.items():

@@ -10,8 +10,8 @@ from rq.registry import FailedJobRegistry, ScheduledJobRegistry, StartedJobRegis
 
 from trips.core.queue import get_queue, live_workers
 from trips.core.redis_client import get_redis
-from oauth.models import User
-from oauth.principal import bearer_token
+from oauth.kernel.models import User
+from oauth.kernel.principal import bearer_token
 from trips.core import metrics as observed
 from trips.core.db import db
 from trips.models import Computation, Trip

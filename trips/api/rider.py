@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, g, jsonify, request
 
-from oauth import accounts
-from oauth.principal import require_api_scope
+from oauth.services import accounts
+from oauth.kernel.principal import require_api_scope
 from trips.api.exports import filename
 from trips.api.trips import READ, WRITE, if_match, trip_answer
 from trips.core.problems import json_body
@@ -14,7 +14,7 @@ from trips.services import sharing
 from trips.services import trip_reads as reads
 from trips.services.fit_files import fit_file
 from trips.services.manual_accommodation import add_manual_accommodation
-from trips.services.schemas import load
+from trips.services.inputs import load
 from trips.services.nearby import nearby_points
 from trips.services.stages import find_stage, get_stage
 

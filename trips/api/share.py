@@ -6,12 +6,13 @@ from datetime import timedelta
 from babel.dates import format_date
 from flask import Blueprint, g, jsonify, render_template
 
-from oauth.models import User
-from oauth.principal import require_api_scope
+from oauth.kernel.models import User
+from oauth.kernel.principal import require_api_scope
 from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
-from trips.readmodels import pictures, services
+from trips.readmodels import pictures
+from trips.readmodels import amenities
 from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
@@ -74,7 +75,7 @@ def shared_page(code):
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
                                services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
-                               off_map=services.off_map,
+                               off_map=amenities.off_map,
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
@@ -122,10 +123,10 @@ _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services
 
 
 def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
-    """(kind, label, words) of the day's food, water and bike shops (trips/readmodels/services.py): each place by its
+    """(kind, label, words) of the day's food, water and bike shops (trips/readmodels/amenities.py): each place by its
     name, else its kind in words, at its km; what is not known said so (docs/RULES.md "Map coverage")."""
     out = []
-    for kind, found in services.day_services(day).items():
+    for kind, found in amenities.day_services(day).items():
         label, table = _SERVICE_WORDS[kind]
         if found["state"] == "listed":
             items = [_place(p, table, locale) for p in found["items"]]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, g, url_for
 
-from oauth.principal import require_api_scope
+from oauth.kernel.principal import require_api_scope
 from trips.readmodels.day import stage_detail
 from trips.services import stages as stage_ops
 from trips.api.trips import READ, WRITE, if_match, trip_answer, versioned

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, g, jsonify, request, url_for
 from marshmallow import fields
 
-from oauth.principal import require_api_scope
+from oauth.kernel.principal import require_api_scope
 from trips.readmodels import trip as readmodels
 from trips.services import trip_reads as reads
 from trips.services import trips as services
@@ -16,7 +16,7 @@ from trips.errors import Invalid
 from trips.api.exports import gpx_download
 from trips.guards import Precondition
 from trips.core.problems import conditional_json, json_body
-from trips.services.schemas import GpxUploadSettings
+from trips.services.inputs import GpxUploadSettings
 
 bp = Blueprint("trips_api", __name__, url_prefix="/api")
 READ, WRITE = "trips:read", "trips:write"

@@ -5,10 +5,10 @@ import click
 import sqlalchemy as sa
 from flask.cli import AppGroup, with_appcontext
 
-from oauth.models import AccessToken, AuthorizationCode, LoginLink, RefreshToken
+from oauth.kernel.models import AccessToken, AuthorizationCode, LoginLink, RefreshToken
 
 from trips.core.db import utcnow
-from oauth.tokens import user_by_email_or_404
+from oauth.kernel.tokens import user_by_email_or_404
 from trips.core.db import atomic, db
 from trips.errors import DomainError, Invalid
 from trips.models import IdempotencyRecord

@@ -3,7 +3,7 @@ process may keep an answer it computed under an epoch and give it again, with no
 same. Two families:
 
 - the token epoch (`TOKEN_KEY`): replaced after any UPDATE or DELETE of `access_token` or `user_account`
-  (oauth/live_tokens.py: the remembered live tokens);
+  (oauth/services/live_tokens.py: the remembered live tokens);
 - the trips epochs: one per account (`user_key`: one of its trips, their days or computations changed) and one for
   all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/kept.py keeps
   get_trip's and list_trips' answers under them.

@@ -30,7 +30,7 @@ def read_capped(response: requests.Response, limit: int, deadline: float) -> byt
     Raises BodyTooLarge (declared or actual size over `limit`), BodyTooSlow (deadline passed, or a socket
     read timed out), BodyUnreadable (the connection failed mid-body).
     """
-    import urllib3  # loaded by the caller's client already; not at start-up (tests/test_worker_imports.py)
+    import urllib3  # loaded by the caller's client already; not at start-up (tests/jobs/test_worker_imports.py)
 
     declared = response.headers.get("Content-Length", "")
     if declared.isdigit() and int(declared) > limit:

@@ -4,11 +4,11 @@ and locale-aware numbers and country names, all from Babel.
 Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to
 `.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
 the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
-completeness is a set comparison of codes (tests/test_i18n.py). A second domain, `pages.po`, holds the words of
+completeness is a set comparison of codes (tests/trips/core/test_i18n.py). A second domain, `pages.po`, holds the words of
 every page and e-mail a person sees (sign-in, consent, the account, the errors, the share page, the sign-in
 mail) and of the read models (the weather words), read through `t`, and through `tn` for an entry with plural
 forms (`msgid_plural`: the form of a count is chosen by the language's gettext Plural-Forms, which
-tests/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
+tests/trips/core/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
 `t`, `tn`, `num`, `date`, `osm` and `lang`. The keys are extracted by pybabel (babel.cfg, `make messages`): the
 first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered); the keys made from data are
 listed in trips/readmodels/words.py. A `.mo` that is missing or older than its

@@ -10,7 +10,7 @@ malformed body (REST 400, JSON-RPC -32700), naming where in the body they are.
 
 What the loader keeps from `json.loads`: the NaN, Infinity and -Infinity literals are read as floats, so
 that a numeric field or tool argument refuses them by name, like any other out-of-range value
-(trips/services/schemas.py, mcp/arguments.py); an integer longer than Python's 4 300-digit limit and nesting
+(trips/services/inputs.py, mcp/arguments.py); an integer longer than Python's 4 300-digit limit and nesting
 deeper than the parser goes are errors.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A bounded map kept in a process, its least recently used entries dropped first, safe across threads (a web worker
-serves a slow request in a thread of its own: trips/core/httpworker.py). The caches that use it, what each keeps,
+serves a slow request in a thread of its own: httpworker/worker.py). The caches that use it, what each keeps,
 its key and what invalidates it: docs/CACHES.md."""
 from __future__ import annotations
 

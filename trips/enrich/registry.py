@@ -252,7 +252,7 @@ def warm() -> None:
     time-zone finder (0.26 s on first use; its data is memory-mapped read-only, so the horses share it safely) and
     the HTTP client every provider call uses (requests, about 0.1 s to import; a web worker loads it lazily)."""
     clock.zone_name(0.0, 0.0)
-    import requests  # noqa: F401  (lazy for the web worker, tests/test_worker_imports.py; here once for every horse)
+    import requests  # noqa: F401  (lazy for the web worker, tests/jobs/test_worker_imports.py; here once for every horse)
 
 
 def snapshot(trip) -> TripSnap:

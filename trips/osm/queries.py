@@ -253,7 +253,7 @@ def _measure_pairs(chunks: list[np.ndarray], pairs: list[tuple[int, list]]) -> N
     from: for every (chunk, entry) pair at once, in the chunk's local plane (trips.osm.geometry.LocalPlane),
     the distance of the entry's vertices to the chunk's segments, of the chunk's vertices to the entry's
     segments, and whether they cross (G.segment_distances and G.segments_cross element for element, chunks
-    padded to the longest; tests/test_osm_batched_days.py holds the chunk-by-chunk form it answers as)."""
+    padded to the longest; tests/trips/osm/test_osm_batched_days.py holds the chunk-by-chunk form it answers as)."""
     k_count = len(chunks)
     sizes = [max(len(c), 2) for c in chunks]  # a one-vertex chunk is a zero-length segment
     width = max(sizes)

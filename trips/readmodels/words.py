@@ -1,6 +1,6 @@
 """The page keys no extraction can see (translations/<locale>/LC_MESSAGES/pages.po, read with `i18n.t`): keys
 made from data rather than written in a call. Every other key is the first argument of a `t`, `tn` or `N_` call
-in the code or the templates, found by pybabel's extraction (babel.cfg); tests/test_i18n.py holds each catalogue
+in the code or the templates, found by pybabel's extraction (babel.cfg); tests/trips/core/test_i18n.py holds each catalogue
 to exactly the extracted keys and these (none missing, none unused).
 
 The weather words are the WMO code table's (trips/enrich/weather.py): the stored forecast keeps its code and
@@ -23,7 +23,7 @@ WIND_KEYS = ("wind.headwind", "wind.tailwind", "wind.crosswind", "wind.wind")
 OSM_VALUES = {"surface": sorted(ROUGH_SURFACES | ROUGH_TRACKTYPES | ROUGH_SMOOTHNESS), "culture": sorted(CULTURE_TOURISM | CULTURE_HISTORIC),
               "tourism": list(ACCOMMODATION_TYPES), "resupply": sorted(RESUPPLY_AMENITY | RESUPPLY_SHOP),
               "water": ["drinking_water", "water_point", "water_tap", "fountain", "spring"],  # trips/osm/tags.py _water
-              "bike_shop": ["repair", "shop", "repair_station"]}  # the share page's services (trips/readmodels/services.py)
+              "bike_shop": ["repair", "shop", "repair_station"]}  # the share page's services (trips/readmodels/amenities.py)
 OSM_KEYS = tuple(f"osm.{tag}.{v}" for tag, values in OSM_VALUES.items() for v in values) + (
     "osm.surface.other", "osm.culture.other")
 UNKNOWN = "unknown"

@@ -72,7 +72,7 @@ def segment_lengths_m(points) -> np.ndarray:
     A segment shorter than SHORT_SEGMENT_M (every step of a recorded or planned track) is measured as its
     chord between the two points on the ellipsoid (ECEF), lengthened by the arc-over-chord term
     c³ / (24 R²) with R the radius of curvature of the normal section in the segment's direction: within
-    10 nm of the geodesic (tests/test_geo.py measures it against pyproj over the globe), 15 times faster than
+    10 nm of the geodesic (tests/trips/route/test_geo.py measures it against pyproj over the globe), 15 times faster than
     pyproj's per-segment iteration. Longer segments go to pyproj.Geod."""
     pts = as_points(points)
     if len(pts) < 2:

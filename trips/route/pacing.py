@@ -4,7 +4,7 @@ Distances are kept at full precision; rounding for display is the caller's job.
 
 A trip has a bounded size, whatever its input (a 30 KB file alternating two points near the poles made
 98 656 days). Every plan here refuses, with TooLarge and a sentence naming the fix:
-- more than MAX_TRIP_DAYS (90) days: the date range is capped at 90 days (trips/services/schemas.py), and so is a
+- more than MAX_TRIP_DAYS (90) days: the date range is capped at 90 days (trips/services/inputs.py), and so is a
   paced trip's day count, ceil(length / maxDistancePerDay), and a collection's tour count;
 - a step longer than MAX_STEP_KM (300 km) between consecutive points. Real tracks step metres; route
   planners' track exports follow the road every few tens of metres; even a route sketched with straight

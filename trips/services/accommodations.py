@@ -1,14 +1,14 @@
 """Where a day ends: choosing one of its accommodation candidates (or none), and looking for more."""
 from __future__ import annotations
 
-from oauth.models import User
+from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
 from trips.enrich import registry
 from trips.errors import Conflict, Invalid
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
-from trips.services.schemas import AccommodationChoice, AccommodationScan, load
+from trips.services.inputs import AccommodationChoice, AccommodationScan, load
 from trips.services.stages import find_stage, write_days
 
 ACCOMMODATION_MATCH_DEG = 1e-6

@@ -6,7 +6,7 @@ writes nothing.
 from __future__ import annotations
 
 from trips.core.queue import enqueue
-from oauth.models import User
+from oauth.kernel.models import User
 from trips import computations
 from trips.core.db import after_commit
 from trips.enrich import registry

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from trips.core.redis_client import get_redis
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.core.db import atomic, db, utcnow
 from trips.core.ratelimit import limit
 from trips.errors import BadRequest, Conflict

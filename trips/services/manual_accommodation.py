@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.enrich.accommodations import MAX_RADIUS_KM
 from trips.errors import DomainError, Invalid
 from trips.guards import Precondition, load_owned_trip
@@ -22,7 +22,7 @@ from trips.models import Stage, Trip
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line
 from trips.services import day_points
 from trips.services.accommodations import end_day_at
-from trips.services.schemas import load
+from trips.services.inputs import load
 from trips.services.stages import move_point, find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"

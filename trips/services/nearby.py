@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.core.db import db
 from trips.enrich.accommodations import OSM_TYPES
 from trips.errors import Invalid, InvalidQuery
@@ -21,7 +21,7 @@ from trips.guards import load_owned_trip
 from trips.osm import geometry as G
 from trips.osm import queries as Q
 from trips.osm.tags import KINDS
-from trips.services.schemas import load
+from trips.services.inputs import load
 
 DEFAULT_RADIUS_M, MIN_RADIUS_M, MAX_RADIUS_M = 2000, 50, 20_000
 DEFAULT_LIMIT, MAX_LIMIT = 20, Q.MAX_MATCHES

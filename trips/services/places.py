@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from trips.core.redis_client import get_redis
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.core.db import db
 from trips.core.text import bounded
 from trips.errors import Invalid, InvalidQuery

@@ -7,7 +7,7 @@ import secrets
 import sqlalchemy as sa
 from flask import current_app
 
-from oauth.models import User
+from oauth.kernel.models import User
 
 from trips.core.db import utcnow
 from trips.core.db import atomic, db

@@ -10,12 +10,12 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by, array_agg
 from sqlalchemy.orm import defer, joinedload, load_only
 from sqlalchemy.orm.attributes import set_committed_value
 
-from oauth.models import User
+from oauth.kernel.models import User
 from trips.core.db import db
 from trips.errors import Invalid, InvalidQuery, NotFound
 from trips.guards import NOT_FOUND, load_owned_trip, trip_key
 from trips.models import Computation, Stage, Trip
-from trips.services.schemas import TripListQuery, load
+from trips.services.inputs import TripListQuery, load
 
 
 _LIST_QUERY = TripListQuery()  # marshmallow schemas keep no state between loads: made once

@@ -9,7 +9,7 @@ from marshmallow import ValidationError
 
 from trips.core.queue import enqueue
 from trips.core.redis_client import get_redis
-from oauth.models import User
+from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
 from trips.services import pipeline, planned
@@ -21,7 +21,7 @@ from trips.guards import Precondition, WriteContext, guarded_write, load_owned_t
 from trips.models import Trip
 from trips.route.pacing import TooLarge
 from trips.services.idempotency import digest, idempotent
-from trips.services.schemas import (
+from trips.services.inputs import (
     PACING, WRITABLE, GpxUploadSettings, TripCreate, TripUpdate, check_dates, load,
 )
 

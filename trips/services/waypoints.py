@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from trips.core.queue import enqueue
-from oauth.models import User
+from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
 from trips.core.db import after_commit, new_id
@@ -13,7 +13,7 @@ from trips.errors import Invalid
 from trips.route.geo import haversine_m
 from trips.guards import WriteContext, guarded_write
 from trips.models import Stage, Trip
-from trips.services.schemas import WaypointIn, load
+from trips.services.inputs import WaypointIn, load
 from trips.services.stages import find_stage, set_geometry
 
 MAX_DETOUR_KM = 30.0

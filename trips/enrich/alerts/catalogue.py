@@ -4,7 +4,7 @@ A duplicate code is refused when its module is imported (the manner of Sentry's 
 store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
 catalogues under translations/, keyed `alert.<code>`, trips/core/i18n.py), injecting `stage` (the day number) from
 the owning day. `message` here is the English source text: the en catalogue must say the same, and a new
-code needs its `alert.<code>` entry in translations/en and translations/fr (tests/test_i18n.py fails on a
+code needs its `alert.<code>` entry in translations/en and translations/fr (tests/trips/core/test_i18n.py fails on a
 code without one, or an entry without a code).
 """
 from __future__ import annotations

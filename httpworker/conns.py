@@ -1,0 +1,128 @@
+"""The connections of BTP's gunicorn worker (httpworker/worker.py): taking clients from the listening sockets
+(one per round, up to `worker_connections`), registering them with the selector, and closing them: at once when
+nothing was answered, else lingering (our FIN first, then whatever the client still sends is read and dropped for at
+most LINGER_S, without holding a thread: closing at once could reset the connection and cut the answer short,
+RFC 9112 §9.6). Only the thread that runs the worker's loop calls these. Stdlib and gunicorn only.
+"""
+from __future__ import annotations
+
+import errno
+import select
+import selectors
+import socket
+import time
+
+from gunicorn import util
+
+from httpworker.frame import Incoming
+from httpworker.wire import _stall_bound
+
+LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side
+ACCEPT, CONN, WAKE, LINGER = "accept", "conn", "wake", "linger"  # what a selector key is
+
+
+def _readable(sock: socket.socket) -> bool:
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
+class _Conn:
+    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed")
+
+    def __init__(self, sock, addr, server, incoming: Incoming):
+        self.sock, self.addr, self.server, self.incoming = sock, addr, server, incoming
+        self.deadline = 0.0
+        self.busy = False  # a thread serves its request: the leader reads nothing of it meanwhile
+        self.registered = False  # with the selector
+        self.closed = False
+
+
+class Connections:
+    """The worker's connection bookkeeping (a mixin of KeepAliveWorker: self.poller, self.sockets, self.conns,
+    self.lingering, self.accepting, self.cfg, self.limits, self.keepalive, self.alive)."""
+
+    def _accepting(self, on: bool) -> None:
+        if on == self.accepting:
+            return
+        for listener in self.sockets:
+            if on:
+                self.poller.register(listener, selectors.EVENT_READ, (ACCEPT, listener))
+            else:
+                self.poller.unregister(listener)
+        self.accepting = on
+
+    def _accept(self, listener) -> None:
+        """Take one waiting client, if any (the worker's loop takes one per round)."""
+        try:
+            client, addr = listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return  # another worker took it
+        except OSError as exc:
+            if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS,
+                             errno.ENOMEM):
+                return
+            raise
+        util.close_on_exec(client)
+        _stall_bound(client)
+        if client.family != socket.AF_UNIX:
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn = _Conn(client, addr, listener.getsockname(), Incoming(self.cfg, addr, self.limits))
+        conn.deadline = time.monotonic() + self.keepalive
+        self.conns[client.fileno()] = conn
+        self._register(conn)
+        if len(self.conns) >= self.cfg.worker_connections:
+            self._accepting(False)  # full: the backlog waits until a connection closes
+
+    def _register(self, conn: _Conn) -> None:
+        self.poller.register(conn.sock, selectors.EVENT_READ, (CONN, conn))
+        conn.registered = True
+
+    def _close(self, conn: _Conn, after_answer: bool = False) -> None:
+        """Forget the connection and close it: at once when nothing was answered; after an answer, by sending our
+        FIN first and reading whatever the client still sends until it closes too, for at most LINGER_S, without
+        holding the thread (`_drain`): closing at once could reset the connection and cut the answer short."""
+        if conn.closed:
+            return
+        conn.closed = True
+        self.conns.pop(conn.sock.fileno(), None)
+        if conn.registered:
+            conn.registered = False
+            try:
+                self.poller.unregister(conn.sock)
+            except (KeyError, ValueError):
+                pass
+        conn.incoming.discard()
+        if after_answer:
+            self._linger(conn.sock)
+        else:
+            conn.sock.close()
+        if self.alive and not self.accepting and len(self.conns) < self.cfg.worker_connections:
+            self._accepting(True)
+
+    def _linger(self, sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            return
+        self.lingering[sock.fileno()] = (sock, time.monotonic() + LINGER_S)
+        self.poller.register(sock, selectors.EVENT_READ, (LINGER, sock))
+
+    def _drain(self, sock: socket.socket, force: bool = False) -> None:
+        try:
+            while not force:
+                if not sock.recv(65536):
+                    break
+        except (BlockingIOError, InterruptedError):
+            return  # the client has not closed yet: read again when it sends more
+        except OSError:
+            pass
+        self.lingering.pop(sock.fileno(), None)
+        try:
+            self.poller.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        sock.close()

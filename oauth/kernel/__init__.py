@@ -1,0 +1,1 @@
+"""oauth's kernel: its tables, token rules, scopes, redirect rules and the request's principal."""

@@ -1,0 +1,1 @@
+"""oauth's use cases: the authorization server, accounts, sign-in mail, consent, client registration."""

@@ -1,0 +1,155 @@
+"""Changing the account's e-mail address (POST /api/users/me/email-change): a signed, single-use link that expires
+in 30 minutes is mailed to the new address; its page changes the address with one button; the agents' tokens are
+revoked first (their grants stay) and the old address is told. Refused: a taken address, an expired, replayed or
+forged link, a link asked from an address the account no longer has."""
+import re
+import time
+from email import message_from_bytes, policy
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import sqlalchemy as sa
+from itsdangerous import TimestampSigner
+
+from oauth.kernel.models import AccessToken, Grant, OAuthClient, User
+from oauth.kernel.tokens import issue_token
+from tests.factories import auth, make_token, make_user
+from tests.oauth.test_oauth_flow import csrf_of
+from trips.core.db import atomic, db
+
+URL = "/api/users/me/email-change"
+MCP = "http://127.0.0.1:8000/mcp"
+
+
+def mails(app) -> list:
+    folder = Path(app.instance_path) / "outbox"
+    files = sorted(folder.glob("*.eml"), key=lambda p: p.stat().st_mtime_ns) if folder.exists() else []
+    return [message_from_bytes(p.read_bytes(), policy=policy.default) for p in files]
+
+
+def link_path(message) -> str:
+    return urlsplit(re.search(r"http://\S+/account/email/\S+", message.get_content()).group(0)).path
+
+
+def confirm(client, path):
+    page = client.get(path)
+    assert page.status_code == 200, page.get_data(as_text=True)
+    return client.post(path, data={"csrf_token": csrf_of(page.get_data(as_text=True))})
+
+
+def agent_token(user) -> str:
+    client_id = "https://agent.example/client.json"
+    with atomic():
+        db.session.add(OAuthClient(client_id=client_id, kind="metadata", client_name="Agent", redirect_uris=[]))
+        db.session.add(Grant(user_id=user.id, client_id=client_id, scope="trips:read"))
+        return issue_token(user, MCP, "trips:read", client_id=client_id)
+
+
+def email_of(user_id) -> str:
+    db.session.rollback()
+    return db.session.get(User, user_id).email
+
+
+def test_the_new_address_confirms_and_the_old_one_is_told(app, client, rider):
+    user, headers = rider
+    agent = agent_token(user)
+    assert client.post("/mcp", headers=auth(agent), json={}).status_code != 401  # alive before the change
+    asked = client.post(URL, json={"email": "  New.Me@Example.org "}, headers=headers)
+    assert asked.status_code == 202 and asked.get_json() == {"sentTo": "new.me@example.org", "expiresInSeconds": 1800}
+    (mail,) = mails(app)
+    assert mail["To"] == "new.me@example.org" and "30 minutes" in mail.get_content()
+    path = link_path(mail)
+    assert client.get(path).status_code == 200 and email_of(user.id) == "rider@example.org"  # shown, not spent
+    assert app.test_client().post(path).status_code == 400  # another site's form: no CSRF token of this browser
+    done = confirm(client, path)
+    assert done.status_code == 200 and "new.me@example.org" in done.get_data(as_text=True)
+    assert email_of(user.id) == "new.me@example.org"
+    told = mails(app)[-1]
+    assert told["To"] == "rider@example.org" and "n…@example.org" in told.get_content()
+    assert "new.me@example.org" not in told.get_content()
+    # the agent's token is revoked, its grant stays; the rider's own REST token still works
+    row = db.session.scalar(sa.select(AccessToken).where(AccessToken.client_id.is_not(None)))
+    assert row.revoked_at is not None and db.session.scalar(sa.select(sa.func.count()).select_from(Grant)) == 1
+    assert client.post("/mcp", headers=auth(agent), json={}).status_code == 401
+    assert client.get("/api/users/me", headers=headers).get_json()["email"] == "new.me@example.org"
+
+
+def test_a_link_works_once(app, client, rider):
+    user, headers = rider
+    client.post(URL, json={"email": "once@example.org"}, headers=headers)
+    path = link_path(mails(app)[0])
+    assert confirm(client, path).status_code == 200
+    assert client.get(path).status_code == 404
+    # even after changing back, the first link stays spent
+    client.post(URL, json={"email": "rider@example.org"}, headers=auth(make_token(db.session.get(User, user.id))))
+    assert confirm(client, link_path(mails(app)[-1])).status_code == 200 and email_of(user.id) == "rider@example.org"
+    replay = client.get(path)
+    assert replay.status_code == 404 and email_of(user.id) == "rider@example.org"
+
+
+def test_an_expired_link_changes_nothing(app, client, rider, monkeypatch):
+    user, headers = rider
+    real = TimestampSigner.get_timestamp
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", lambda self: int(time.time()) - 31 * 60)
+    client.post(URL, json={"email": "late@example.org"}, headers=headers)
+    monkeypatch.setattr(TimestampSigner, "get_timestamp", real)
+    path = link_path(mails(app)[0])
+    assert client.get(path).status_code == 404 and email_of(user.id) == "rider@example.org"
+
+
+def test_a_forged_or_older_link_is_refused(app, client, rider):
+    user, headers = rider
+    client.post(URL, json={"email": "first@example.org"}, headers=headers)
+    client.post(URL, json={"email": "second@example.org"}, headers=headers)
+    first, second = (link_path(m) for m in mails(app))
+    tampered = first[:-3] + ("AAA" if not first.endswith("AAA") else "BBB")
+    assert client.get(tampered).status_code == 404
+    assert confirm(client, second).status_code == 200
+    assert client.get(first).status_code == 404  # asked from an address the account no longer has
+    assert email_of(user.id) == "second@example.org"
+
+
+def test_a_taken_address_is_told_to_its_owner_not_to_the_asker(app, client, rider):
+    _, headers = rider
+    make_user("taken@example.org")
+    asked = client.post(URL, json={"email": "taken@example.org"}, headers=headers)
+    assert asked.status_code == 202  # the same answer: an app cannot probe who has an account
+    (mail,) = mails(app)
+    assert mail["To"] == "taken@example.org" and "/account/email/" not in mail.get_content()
+
+
+def test_taken_between_the_mail_and_the_click(app, client, rider):
+    user, headers = rider
+    client.post(URL, json={"email": "race@example.org"}, headers=headers)
+    path = link_path(mails(app)[0])
+    page = client.get(path)
+    make_user("race@example.org")
+    refused = client.post(path, data={"csrf_token": csrf_of(page.get_data(as_text=True))})
+    assert refused.status_code == 409 and email_of(user.id) == "rider@example.org"
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"email": "not an address"}, "email"), ({"email": "a@b@c"}, "email"), ({"email": "x" * 250 + "@ex.org"}, "email"),
+    ({"email": "rider@example.org"}, "email"), ({}, "email"), ({"email": "a@ex.org", "name": "x"}, "name"),
+])
+def test_bad_bodies_are_named_and_nothing_is_sent(app, client, rider, body, field):
+    _, headers = rider
+    response = client.post(URL, json=body, headers=headers)
+    assert response.status_code == 422 and field in response.get_json()["errors"]
+    assert "not an address" not in response.get_data(as_text=True) and mails(app) == []
+
+
+def test_a_read_token_cannot_ask_and_the_mails_are_limited(app, client, rider):
+    user, headers = rider
+    assert client.post(URL, json={"email": "x@example.org"}, headers=auth(make_token(user, "trips:read"))).status_code == 403
+    answers = [client.post(URL, json={"email": "flood@example.org"}, headers=headers).status_code for _ in range(6)]
+    assert answers == [202] * 5 + [429] and len(mails(app)) == 5
+
+
+def test_a_mail_server_down_is_said_and_nothing_is_sent(app, client, rider, monkeypatch):
+    _, headers = rider
+    monkeypatch.setitem(app.config, "BTP_MAIL_URL", "smtp://127.0.0.1:9")  # the discard port: nobody listens
+    response = client.post(URL, json={"email": "later@example.org"}, headers=headers)
+    assert response.status_code == 502 and "mail could not be sent" in response.get_json()["detail"]
+    assert mails(app) == []

@@ -1,0 +1,117 @@
+"""Each day of the share page lists its night, food, water and bike shops (issue 23 item 1), by name or kind in
+words at their km, groceries first; what is not known is said in words — being looked up, failed, not looked up
+yet, looked up on part of the day — never an empty list (trips/readmodels/amenities.py, trips/api/share.py)."""
+import io
+import re
+
+import pytest
+from lxml import etree
+
+from oauth.kernel.models import User
+from tests.fakes.thirdparty import gpx_from_points, make_points
+from trips.core.db import atomic, db
+from trips.models import Computation, Stage
+from trips.readmodels.amenities import day_services
+from trips.services.sharing import share_trip
+from trips.services.trips import import_gpx
+
+FOOD = [{"name": "Le Bistrot", "category": "cafe", "km": 3.0}, {"name": "Carrefour", "category": "supermarket", "km": 10.2},
+        {"name": None, "category": "convenience", "km": 25.0}, {"name": "Chez Paul", "category": "bakery", "km": 12.0},
+        {"name": "Le Zinc", "category": "bar", "km": 1.0}, {"name": "Auberge", "category": "restaurant", "km": 30.0}]
+
+
+def services_of(html: str) -> dict:
+    """{day number: {class: visible text}} of the page's service lines."""
+    tree, out = etree.HTML(html), {}
+    for n, li in enumerate(tree.xpath("//ol[@class='days']/li"), start=1):
+        out[n] = {p.get("class"): re.sub(r"[ \t\r\n]+", " ", "".join(p.itertext())).strip()
+                  for p in li.xpath(".//p[contains(@class, 'services') or contains(@class, 'stay')]")}
+    return out
+
+
+@pytest.fixture
+def shared(rider):
+    user, _ = rider
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400, step_m=100.0), name="Services")), {})
+    with atomic():
+        days = db.session.query(Stage).filter_by(trip_id=trip.id).order_by(Stage.position).all()
+        assert len(days) >= 2
+        for later in days[1:]:  # on a map, not looked up yet (the fixture has no map: say the days are on one)
+            later.enrichment = {**(later.enrichment or {}), "mapCoverage": {"share": 1.0, "offMapKm": []}}
+        first = days[0]
+        first.enrichment = {**(first.enrichment or {}), "resupply": FOOD, "waterPoints": [],
+                            "mapCoverage": {"share": 1.0, "offMapKm": []},
+                            "bikeShops": [{"name": None, "kind": "repair_station", "km": 4.5}]}
+        first.alerts_by_group = {"pois": [], "water_point": [], "bike_shop": [], "accommodations": []}
+        for done in db.session.query(Computation).filter_by(trip_id=trip.id):  # the analysis ran
+            done.status = "done"
+        running = db.session.query(Computation).filter_by(trip_id=trip.id, name="bike_shops").one_or_none()
+        if running is None:
+            running = Computation(trip_id=trip.id, name="bike_shops", generation=0)
+            db.session.add(running)
+        running.status = "running"
+    return user, trip.id, share_trip(user, trip.id)[0].short_code
+
+
+def test_a_day_lists_what_it_offers_and_says_what_is_not_known(client, shared):
+    _, trip_id, code = shared
+    days = services_of(client.get(f"/s/{code}").get_data(as_text=True))
+    first, second = days[1], days[2]
+    # groceries first (supermarket, convenience store, bakery), then a café: the four listed in route order
+    assert first["services food"] == ("Food: Le Bistrot (km 3), Carrefour (km 10.2), Chez Paul (km 12), "
+                                      "convenience store (km 25) and 2 more")
+    assert first["services water"] == "Water: nothing found along the day"
+    # the bike shops' computation runs again: being looked up, whatever it found before
+    assert first["services bikeShops"] == "Bike shops: being looked up"
+    assert first["stay unknown"] == "Night: nowhere to sleep found near the day's end"
+    assert second["services food"] == "Food: not looked up yet"
+    assert second["stay unknown"] == "Night: not looked up yet"
+
+
+def test_the_same_in_french(client, shared):
+    user, _, code = shared
+    with atomic():
+        db.session.get(User, user.id).locale = "fr"
+    first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
+    assert first["services food"] == ("Ravitaillement\u00a0: Le Bistrot (km\u00a03), Carrefour (km\u00a010,2), "
+                                      "Chez Paul (km\u00a012), supérette (km\u00a025) et 2 autres")
+    assert first["services water"] == "Eau\u00a0: rien trouvé le long de l'étape"
+    assert first["stay unknown"] == "Nuit\u00a0: aucun hébergement trouvé près de l'arrivée"
+
+
+def test_what_a_day_offers_by_state():
+    day = {"isRestDay": False, "groups": {"pois": "partial", "water_point": "failed", "bike_shop": "done"},
+           "resupply": [], "waterPoints": None, "bikeShops": [{"name": "Cycles", "kind": "repair", "km": 2.0}]}
+    found = day_services(day)
+    assert found["food"] == {"state": "none", "partial": True, "items": [], "more": 0}  # none on the part looked at
+    assert found["water"]["state"] == "failed"
+    assert found["bikeShops"]["items"] == [{"name": "Cycles", "kind": "repair", "km": 2.0}]
+    assert day_services({**day, "groups": {}})["bikeShops"]["state"] == "unknown"  # data without a status: unknown
+    assert day_services({**day, "isRestDay": True}) == {}
+    off = day_services({**day, "mapCoverage": {"share": 0, "offMapKm": [[0, 20]]}})
+    assert {k: v["state"] for k, v in off.items()} == {"food": "off_map", "water": "off_map", "bikeShops": "off_map"}
+
+
+def test_the_page_links_the_gpx_and_the_fit_course(client, shared):
+    _, _, code = shared
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    links = etree.HTML(html).xpath("//a[@class='button']/@href")
+    assert f"/s/{code}.gpx" in links and f"/s/{code}.fit" in links
+    fit = client.get(f"/s/{code}.fit")
+    assert fit.status_code == 200 and fit.data[8:12] == b".FIT"  # the FIT header's signature
+
+
+def test_a_day_off_every_imported_map_says_so(client, shared):
+    """No imported map touches the day (its stored coverage 0): the lookups failed for that reason, and the page says
+    what to do rather than "could not be looked up"."""
+    _, trip_id, code = shared
+    with atomic():
+        second = db.session.query(Stage).filter_by(trip_id=trip_id, position=1).one()
+        second.enrichment = {**(second.enrichment or {}), "mapCoverage": {"share": 0, "offMapKm": [[0.0, 80.0]]}}
+        for c in db.session.query(Computation).filter_by(trip_id=trip_id):
+            c.status = "failed"
+    day = services_of(client.get(f"/s/{code}").get_data(as_text=True))[2]
+    assert day["services food"] == "Food: no map data here: import this region to look"
+    assert day["stay unknown"] == "Night: no map data here: import this region to look"
+    first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
+    assert "no map data" not in " ".join(first.values())  # the first day is on the map
