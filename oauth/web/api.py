@@ -9,7 +9,7 @@ from oauth.kernel.principal import require_api_scope
 from oauth.kernel.tokens import audience_name, personal_tokens, revoke_personal_token
 from trips.core.db import atomic
 from trips.core.problems import json_body
-from trips.services.inputs import load
+from trips.core.validation import load
 
 bp = Blueprint("users_api", __name__, url_prefix="/api/users/me")
 

@@ -14,7 +14,7 @@ from trips.services import sharing
 from trips.services import trip_reads as reads
 from trips.services.fit_files import fit_file
 from trips.services.manual_accommodation import add_manual_accommodation
-from trips.services.inputs import load
+from trips.core.validation import load
 from trips.services.nearby import nearby_points
 from trips.services.stages import find_stage, get_stage
 

@@ -8,7 +8,8 @@ from trips.enrich import registry
 from trips.errors import Conflict, Invalid
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
-from trips.services.inputs import AccommodationChoice, AccommodationScan, load
+from trips.services.inputs import AccommodationChoice, AccommodationScan
+from trips.core.validation import load
 from trips.services.stages import find_stage, write_days
 
 ACCOMMODATION_MATCH_DEG = 1e-6

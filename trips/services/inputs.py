@@ -5,12 +5,9 @@ from datetime import date
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates, validates_schema
 
-from trips.errors import Invalid
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
-from trips.core import jsonio
-from trips.core.text import bounded
 from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RADIUS_KM
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
@@ -119,31 +116,6 @@ def check_dates(start: date | None, end: date | None) -> None:
             raise ValidationError("End date must be after start date.", "endDate")
         if (end - start).days + 1 > MAX_TRIP_DAYS:
             raise ValidationError(f"A trip lasts at most {MAX_TRIP_DAYS} days.", "endDate")
-
-
-def load(schema: Schema, data, *, partial: bool = False) -> dict:
-    """Validate `data` with `schema`. Raises Invalid naming each bad field (names and values quoted safely)."""
-    if not isinstance(data, dict):
-        raise Invalid({"body": "must be a JSON object"})
-    where = jsonio.find_unstorable(data)  # form fields (a GPX upload's title) do not come through the JSON loader
-    if where is not None:
-        raise Invalid({where: "holds a NUL character or a lone UTF-16 surrogate, which is not storable text"})
-    try:
-        return schema.load(data, partial=partial)
-    except ValidationError as exc:
-        raise Invalid(flatten(exc.messages)) from None
-
-
-def flatten(messages, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
-    items = messages.items() if isinstance(messages, dict) else [("", messages)]
-    for key, value in items:
-        name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{bounded(key)}" if prefix else bounded(key))
-        if isinstance(value, dict):
-            out.update(flatten(value, name))
-        else:
-            out[name or "body"] = " ".join(value) if isinstance(value, list) else str(value)
-    return out
 
 
 class PointIn(Schema):

@@ -22,7 +22,7 @@ from trips.models import Stage, Trip
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line
 from trips.services import day_points
 from trips.services.accommodations import end_day_at
-from trips.services.inputs import load
+from trips.core.validation import load
 from trips.services.stages import move_point, find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"

@@ -21,7 +21,7 @@ from trips.guards import load_owned_trip
 from trips.osm import geometry as G
 from trips.osm import queries as Q
 from trips.osm.tags import KINDS
-from trips.services.inputs import load
+from trips.core.validation import load
 
 DEFAULT_RADIUS_M, MIN_RADIUS_M, MAX_RADIUS_M = 2000, 50, 20_000
 DEFAULT_LIMIT, MAX_LIMIT = 20, Q.MAX_MATCHES

@@ -14,7 +14,8 @@ from trips.core import epochs
 from trips.core.db import atomic, db, utcnow
 from trips.errors import DomainError
 from trips.guards import Precondition, trip_key
-from trips.services.inputs import StageUpdate, load
+from trips.services.inputs import StageUpdate
+from trips.core.validation import load
 
 # A rename as one conditional write (`rename_stage`): the trip's version moves only where every guard holds on the
 # row itself — the caller's trip, not started, at the version the caller edits, the day one of its days, its days

@@ -22,7 +22,8 @@ from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_di
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
 from trips.models import Stage, Trip
 from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, fit_points
-from trips.services.inputs import StageAdd, StageMove, StageUpdate, load
+from trips.services.inputs import StageAdd, StageMove, StageUpdate
+from trips.core.validation import load
 
 MIN_RIDING_DAYS = 2
 STAGE_NOT_FOUND = "Stage not found."

@@ -15,7 +15,8 @@ from trips.core.db import db
 from trips.errors import Invalid, InvalidQuery, NotFound
 from trips.guards import NOT_FOUND, load_owned_trip, trip_key
 from trips.models import Computation, Stage, Trip
-from trips.services.inputs import TripListQuery, load
+from trips.services.inputs import TripListQuery
+from trips.core.validation import load
 
 
 _LIST_QUERY = TripListQuery()  # marshmallow schemas keep no state between loads: made once

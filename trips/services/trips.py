@@ -21,9 +21,9 @@ from trips.guards import Precondition, WriteContext, guarded_write, load_owned_t
 from trips.models import Trip
 from trips.route.pacing import TooLarge
 from trips.services.idempotency import digest, idempotent
-from trips.services.inputs import (
-    PACING, WRITABLE, GpxUploadSettings, TripCreate, TripUpdate, check_dates, load,
-)
+from trips.core.validation import load
+from trips.services.inputs import PACING, WRITABLE, GpxUploadSettings, TripCreate, TripUpdate, check_dates
+
 
 def create_trip(actor: User, data, idempotency_key: str | None, operation: str = "create_trip") -> tuple[Trip, bool]:
     """Create a trip from a route link, or from the points to ride through (trips/services/planned.py), and dispatch

@@ -13,7 +13,8 @@ from trips.errors import Invalid
 from trips.route.geo import haversine_m
 from trips.guards import WriteContext, guarded_write
 from trips.models import Stage, Trip
-from trips.services.inputs import WaypointIn, load
+from trips.services.inputs import WaypointIn
+from trips.core.validation import load
 from trips.services.stages import find_stage, set_geometry
 
 MAX_DETOUR_KM = 30.0
