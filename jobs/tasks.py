@@ -17,7 +17,7 @@ from trips.enrich import registry
 from trips.guards import trip_lock
 from trips.models import Stage, Trip
 from trips.providers.settings import configs
-from trips.providers.routes import fetch_route as fetch
+from trips.services.route_links import fetch_route as fetch
 from trips.providers.valhalla import RoutingError
 from trips.route.pacing import TooLarge
 from trips.services.routing import reroute

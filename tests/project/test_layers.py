@@ -29,15 +29,33 @@ def test_the_import_contracts_are_kept():
     assert "0 broken" in done.stdout
 
 
-def test_a_function_local_import_that_breaks_a_floor_is_caught(tmp_path):
-    """The check is not blind to imports inside functions: core importing the jobs edge in a function fails it."""
+def _copy_with_import(tmp_path: Path, module: str, target: str) -> subprocess.CompletedProcess:
+    """lint-imports on a copy of the project where `module` (a path under the root) imports `target` in a function."""
     for name in (*PACKAGES, "pyproject.toml"):
         source = ROOT / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
-    text = tmp_path / "trips" / "core" / "text.py"
-    text.write_text(text.read_text() + "\n\ndef _late():\n    from jobs import tasks  # noqa: F401\n")
-    done = lint_imports(tmp_path)
+    path = tmp_path / module
+    package, _, name = target.rpartition(".")
+    path.write_text(path.read_text() + f"\n\ndef _late():\n    from {package} import {name}  # noqa: F401\n")
+    return lint_imports(tmp_path)
+
+
+def test_a_function_local_import_that_breaks_a_floor_is_caught(tmp_path):
+    """The check is not blind to imports inside functions: core importing the jobs edge in a function fails it."""
+    done = _copy_with_import(tmp_path, "trips/core/text.py", "jobs.tasks")
     assert done.returncode != 0 and "Each floor imports only the floors below it BROKEN" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("module, target", [
+    ("trips/providers/routes.py", "trips.route.gpx"),  # a provider is a leaf client
+    ("trips/route/gpx.py", "trips.providers.http"),  # the route formats fetch nothing
+    ("trips/route/geo.py", "trips.osm.store"),  # the engines stand in order: places, osm, route
+    ("httpworker/worker.py", "trips.core.db"),  # the server imports nothing of the app
+    ("trips/core/db.py", "httpworker.frame"),  # nor the app the server
+])
+def test_an_engine_or_the_server_importing_across_is_caught(tmp_path, module, target):
+    done = _copy_with_import(tmp_path, module, target)
+    assert done.returncode != 0 and "BROKEN" in done.stdout, done.stdout
 
 
 def module_cycles(graph) -> list[list[str]]:

@@ -19,7 +19,7 @@ from tests.fakes.valhalla import get_fake_valhalla
 from trips.errors import Unavailable
 from trips.places.geocode import search_places
 from trips.providers.openmeteo import WeatherUnavailable, day_forecasts
-from trips.providers.routes import fetch_route
+from trips.services.route_links import fetch_route
 from trips.providers.valhalla import MAX_RESPONSE_BYTES, RoutingError
 from trips.services.routing import reroute
 from trips.route.source_formats import FetchError

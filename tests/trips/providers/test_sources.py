@@ -8,7 +8,8 @@ import redis as redis_lib
 
 from tests.fakes.thirdparty import gpx_from_points, komoot_html, make_points
 from trips.route import source_formats, sources
-from trips.providers.routes import SourceConfig, fetch_route
+from trips.providers.routes import SourceConfig
+from trips.services.route_links import fetch_route
 from trips.route.source_formats import FetchError
 from trips.route.sources import SourceRef, UnsupportedSource, parse_source_url
 
