@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlsplit
 import certifi
 
 from oauth.kernel.redirects import check_redirect_uri
-from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.providers.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 
 if TYPE_CHECKING:
     import urllib3

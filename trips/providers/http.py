@@ -2,7 +2,7 @@
 
 Every request goes to the operator-configured base URL plus a fixed path: the caller's data never chooses the
 host. Per provider (`HttpPolicy`): a timeout on connecting and on each read, a deadline over the whole body
-(trips/core/httpread.py), a size cap, bounded retries on 429/5xx and transport errors (Retry-After honoured,
+(trips/providers/httpread.py), a size cap, bounded retries on 429/5xx and transport errors (Retry-After honoured,
 capped: RFC 9110 §10.2.3), redirects followed only on the base URL's own origin and at most `max_redirects`
 times, no proxy or netrc from the environment, and the provider's user agent.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 from urllib.parse import urljoin, urlsplit
 
-from trips.core.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
+from trips.providers.httpread import BodyTooLarge, BodyTooSlow, BodyUnreadable, read_capped
 
 if TYPE_CHECKING:
     import requests
