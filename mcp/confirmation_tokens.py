@@ -4,11 +4,9 @@ A first call without a token gets an impact summary and a token; the token confi
 same user, same OAuth client, same tool, same arguments (key order aside). It proves only that a summary
 was produced and the arguments did not move since, not that a human agreed.
 
-- Tokens: 32 lowercase hex characters, random, kept in Redis for 300 s under `btp:confirm:<token>` with the
-  binding's digest, spent by the first attempt whether it matches or not (GETDEL: of concurrent attempts
-  exactly one sees the token).
-- Sealed states (MCP elicitation, `input_required`): the same binding signed into an opaque string the client
-  hands back; single use through a nonce spent in Redis.
+Tokens are random, kept in Redis for TOKEN_TTL with the binding's digest, and spent by the first attempt whether
+it matches or not (GETDEL: of concurrent attempts exactly one sees it). Sealed states (MCP elicitation) carry the
+same binding signed into an opaque string, single use through a nonce spent in Redis.
 """
 from __future__ import annotations
 
