@@ -1,10 +1,9 @@
 """Redirect URI rules, the same for every client (Client ID Metadata Documents and anything registered later).
 
 Accepted (`check_redirect_uri`): https with a host and no userinfo; loopback `http://127.0.0.1` and `http://[::1]`,
-never `http://localhost` (RFC 8252 §7.3, §8.3); a native app's private-use scheme (RFC 8252 §7.1) that is no web,
-script or document scheme. Always refused: a fragment, an overlong URI, and characters RFC 3986 never allows
-unencoded (a backslash reads as a slash in browsers). Matching (`redirect_matches`) is exact (RFC 9700 §4.1.3), but
-a loopback URI may use any port (RFC 8252 §7.3).
+never `http://localhost` (RFC 8252 §8.3); a native app's private-use scheme that is no web, script or document
+scheme. Refused: a fragment, an overlong URI, characters RFC 3986 never allows unencoded. Matching is exact
+(RFC 9700 §4.1.3), but a loopback URI may use any port (RFC 8252 §7.3).
 """
 from __future__ import annotations
 

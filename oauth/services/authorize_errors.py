@@ -1,10 +1,9 @@
 """Where an authorization-endpoint error goes, and what it says.
 
-Anyone can register a client here, so sending errors back to a client's redirect URI would make the endpoint an
-open redirector (RFC 9700 §4.11.2). An error goes back to the client only when the client is known, the redirect
-URI is exactly one it registered (no loopback port latitude), and the signed-in person's approval of that client is
-in force; everything else is shown on BTP's own page (400, no Location). The wording is ours, fixed per error:
-authlib's quotes the request.
+Anyone can register a client, so sending every error back to the client would make the endpoint an open redirector
+(RFC 9700 §4.11.2). An error goes back only when the redirect URI is exactly one the known client registered and
+the signed-in person's approval of that client is in force; else BTP's own page shows it (400). The wording is
+ours, fixed per error: authlib's quotes the request.
 """
 from __future__ import annotations
 

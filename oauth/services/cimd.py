@@ -2,9 +2,8 @@
 the JSON document it serves describes the client.
 
 The fetch goes to a URL an outsider chose, so it is fenced in: the host is resolved once and refused unless every
-address is public unicast, the connection goes to that vetted address (no DNS-rebinding window), with no redirect or
-proxy, timeouts, a capped body, JSON only. Every refusal raises CimdError, its `reason` for logs only.
-`allow_insecure_loopback` exists for tests alone: production code never sets it.
+address is public unicast, and the connection goes to that vetted address (no DNS-rebinding window), with no
+redirect, timeouts and a capped body. A refusal raises CimdError. `allow_insecure_loopback` is for tests alone.
 """
 from __future__ import annotations
 

