@@ -1,5 +1,5 @@
-"""The write guards, as data: ownership → lock → precondition → validation → confirmation (docs/RULES.md "Write
-guards"), one chain both transports go through (`guarded_write`), its order pinned by a test.
+"""The write guards, as data: ownership → lock → precondition → validation → confirmation, one chain both
+transports go through (`guarded_write`), its order pinned by a test (docs/RULES.md "Write guards").
 
 A fail-fast pass answers strangers, started trips and stale versions without waiting for the lock; the whole chain
 then runs under the trip's write lock on one consistent view, so two edits of the same version cannot both land.

@@ -293,9 +293,9 @@ def run_compute(name: str, snap: TripSnap, engine, stage_ids=None, radius_km=Non
 
 
 def apply(trip, name: str, generation: int, result: Result, *, expand: bool = False, scoped: bool = False) -> bool:
-    """Write `result` on the trip's days (under the trip lock, in the job's unit of work) as docs/RULES.md
-    "Enrichment storage" says; `expand` merges accommodations into the day's. False, writing nothing, when the trip
-    moved past `generation` or the computation is no longer that generation's."""
+    """Write `result` on the trip's days (under the trip lock, in the job's unit of work), as
+    docs/RULES.md "Enrichment storage" says; `expand` merges accommodations into the day's. False, writing nothing,
+    when the trip moved past `generation` or the computation is no longer that generation's."""
     enrichment = ENRICHMENTS[name]
     row = next((c for c in trip.computations if c.name == name), None)
     if trip.generation != generation or row is None or row.generation != generation \

@@ -168,8 +168,8 @@ def _pacing_inputs(trip: Trip, changes: dict | None = None) -> tuple:
 
 
 def recuts(trip: Trip, changes: dict) -> bool:
-    """Whether writing `changes` (attribute name → value) cuts the days again (docs/RULES.md "What an edit
-    invalidates"): only that discards days, their edits and chosen lodgings."""
+    """Whether writing `changes` (attribute name → value) cuts the days again: only that discards days, their edits
+    and chosen lodgings (docs/RULES.md "What an edit invalidates")."""
     return _pacing_inputs(trip, changes) != _pacing_inputs(trip)
 
 
