@@ -184,7 +184,7 @@ def _km(place: dict) -> float:
 
 
 def _timeline(entries: list | None) -> list[str] | None:
-    """The supply timeline as short strings, "12.5 km: bakery, supermarket" (a 24-entry day in ~1 KB)."""
+    """The supply timeline as short strings, "12.5 km: bakery, supermarket"."""
     if entries is None:
         return None
     return [f"{e['km']:g} km: {', '.join(str(c) for c in e.get('categories') or [])}" for e in entries

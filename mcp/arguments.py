@@ -49,7 +49,7 @@ def _message(error) -> str:
     return "is not valid"
 
 
-MAX_PASSED = 4096  # argument sets kept per tool (a set's key is a few hundred bytes at most)
+MAX_PASSED = 4096  # argument sets kept per tool (a set's key is at most MAX_PASSED_CHARS)
 MAX_PASSED_CHARS = 512
 
 
@@ -104,13 +104,10 @@ _PLAIN_INT_MAX = 2**31 - 1  # a plainly whole number: bigger ones are judged by 
 
 
 def plain_checked(tool, arguments) -> dict | None:
-    """What `check_arguments` returns for `arguments` when each value plainly passes its property's schema, judged
-    without jsonschema (a hot path's arguments, such as a rename's, whose label is new on every call so never
-    remembered as passed): a string no longer than its maxLength, or an integer (not a boolean) at or above its
-    minimum, at most 2**31 - 1. None when anything is not so plain (a value of another shape, a name the schema
-    does not list, a required one missing, a schema keyword other than type, description, minimum, maxLength):
-    the caller then runs `check_arguments`, which judges it and words any refusal. Never accepts what
-    `check_arguments` refuses (tests/mcp/test_mcp_argument_rules.py compares them)."""
+    """What `check_arguments` returns for `arguments` when each value plainly passes its property's schema (a string
+    within its maxLength, an integer, not a boolean, from its minimum to 2**31 - 1), judged without jsonschema for
+    arguments new on every call, never remembered as passed. None when anything is less plain: the caller then runs
+    `check_arguments`. Never accepts what it refuses (tests/mcp/test_mcp_argument_rules.py compares them)."""
     rules = tool.__dict__.get("_plain_rules", _UNSEEN)
     if rules is _UNSEEN:
         rules = tool.__dict__["_plain_rules"] = _plain_rules(tool.input_schema)

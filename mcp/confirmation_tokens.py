@@ -1,14 +1,9 @@
 """Confirmation of destructive MCP calls (delete_trip, unshare_trip, update_trip_settings).
 
-A first call without a token gets an impact summary and a token; the token confirms exactly that call:
-same user, same OAuth client, same tool, same arguments (key order aside). It proves only that a summary
-was produced and the arguments did not move since, not that a human agreed.
-
-- Tokens: 32 lowercase hex characters, random, kept in Redis for 300 s under `btp:confirm:<token>` with the
-  binding's digest, spent by the first attempt whether it matches or not (GETDEL: of concurrent attempts
-  exactly one sees the token).
-- Sealed states (MCP elicitation, `input_required`): the same binding signed into an opaque string the client
-  hands back; single use through a nonce spent in Redis.
+A token confirms exactly one call (same user, OAuth client, tool and arguments): it proves that a summary was
+produced and the arguments did not move since, not that a human agreed. Kept in Redis for TOKEN_TTL, it is spent by
+the first attempt, match or not. Sealed states (MCP elicitation) carry the same binding signed, single use through a
+nonce spent in Redis.
 """
 from __future__ import annotations
 

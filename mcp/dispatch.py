@@ -93,10 +93,8 @@ def tools_list(message, ex) -> dict:
 
 def _tool_result(structured: dict, is_error: bool, modern: bool) -> dict:
     """A tool result. A refusal carries its `{"error": …}` JSON in the text block only, never as
-    `structuredContent`: the specification asks structured content to conform to the tool's outputSchema, and
-    clients that validate it (the TypeScript SDK, the Inspector) throw on a refusal shape the schema does not
-    admit, so the agent would never read "Trip not found". Widening every output schema to admit the refusal
-    would double tools/list and blur what a success looks like; the text block is what every client shows."""
+    `structuredContent`: clients that validate structured content against the outputSchema throw on a refusal
+    shape, so the agent would never read "Trip not found"; the text block is what every client shows."""
     structured = clean_answer(structured)
     if is_error:  # small, and read back by the metrics (tool_outcome): a plain result
         result = {"content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False,

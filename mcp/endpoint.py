@@ -227,16 +227,9 @@ def _mirror(header, body_value, name: str) -> None:
 
 def scope_of_single_call(ex: Exchange) -> None:
     """A POST carrying one tools/call whose tool needs a scope the token lacks: HTTP 403 with the step-up
-    challenge (RFC 6750 §3.1; MCP authorization: 403 = insufficient scope), in every era. Raises
-    McpInsufficientScope.
-
-    One message is one HTTP answer, so its refusal can be the HTTP status every OAuth client acts on (the
-    SDKs step up on 403 `insufficient_scope`, never on a JSON-RPC error). That holds for a single 2025-03-26
-    message too: that revision's authorization already maps invalid or insufficient scopes to 403 (OAuth 2.1
-    resource server, RFC 6750 §3.1), and a request without MCP-Protocol-Version is read as 2025-03-26 (the
-    transport's MAY), so a newer client that omits the header would otherwise never see its challenge. Only
-    a 2025-03-26 batch cannot: one status would refuse its allowed siblings, so its elements are judged one
-    by one in the dispatcher (a JSON-RPC error each, docs/RULES.md "MCP answers")."""
+    challenge (RFC 6750 §3.1), in every era, as the SDKs step up on a 403 `insufficient_scope`, never on a JSON-RPC
+    error. Raises McpInsufficientScope. A 2025-03-26 batch is left to the dispatcher: one status would refuse its
+    allowed siblings (docs/RULES.md "MCP answers")."""
     if ex.batch:
         return
     scope = dispatch.required_scope(ex.messages[0])

@@ -1,9 +1,8 @@
 """create_trip over MCP: an explicit `idempotencyKey` argument, or a key derived from the call itself.
 
-The derived key hashes (user, tool, canonical arguments without control arguments, 300 s bucket). Store a new
-trip under the current bucket's key; look a call up under both keys `derived_keys` returns, so a retry just
-past a bucket boundary is still a retry: an identical call is recognised for 5 to 10 minutes, and after
-an hour it is certainly a new intent.
+The derived key hashes (user, tool, canonical arguments without control arguments, a WINDOW-second bucket). A new
+trip is stored under the current bucket's key and a call looked up under the previous one's too, so a retry just
+past a bucket boundary is still a retry.
 """
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What the MCP endpoint keeps between calls, per worker, beside the answers it keeps (docs/CACHES.md says what each
-keeps, its key and what invalidates it):
-
-- LINES: each day's digest line, keyed by every input it is made of;
-- DIGESTS: get_trip's answers, keyed by the trip's fingerprint (one statement reads it);
-- PAGES: list_trips' answers, keyed by every value a page shows;
-- KEPT: a read answer given again with no database read at all while the trips epochs it was made under read the
-  same (trips/core/epochs.py), for at most BTP_READ_CACHE_S.
+"""What the MCP endpoint keeps between calls, per worker (docs/CACHES.md: what each keeps, its key and what
+invalidates it): day lines and get_trip and list_trips answers keyed by every input they are made of, and KEPT, a
+read answer given again with no database read while the epochs it was made under read the same.
 """
 from __future__ import annotations
 
@@ -44,12 +39,12 @@ class _Lines(LRU):
         return line  # shared by the answers that show this day: read, never changed
 
 
-LINES = _Lines(4096)  # ~1 KB a line: a few MB per worker at most
+LINES = _Lines(4096)  # a day's line is small: thousands fit a worker's memory
 # The get_trip digests last answered, keyed by the trip, a hash of every stored value a digest is made of
 # (trips.services.trip_reads.trip_fingerprint), the reader's language and today's date (isLocked): a read whose key
 # is known answers without loading the trip into the ORM or rendering it again; any change, through BTP or behind
 # it, makes another key.
-DIGESTS = LRU(256)  # a digest is a few KB, its day lines shared with LINES
+DIGESTS = LRU(256)  # a digest's day lines are shared with LINES
 
 
 def read_trip_digest(actor: User, trip_id: str) -> Floored:
@@ -64,7 +59,7 @@ def read_trip_digest(actor: User, trip_id: str) -> Floored:
     return answer
 
 
-PAGES = LRU(256)  # list_trips answers, keyed by everything they show (a few KB each)
+PAGES = LRU(256)  # list_trips answers, keyed by everything they show
 
 
 def list_page(page: dict) -> Floored:

@@ -1,5 +1,5 @@
-"""Computation statuses per trip, stored in the `computation` table, and what they add up to (the categories they
-add up to on the wire are trips/readmodels/trip.py `category_statuses`).
+"""Computation statuses per trip, stored in the `computation` table, and what they add up to (per category:
+trips/enrich/registry.py `category_statuses`).
 
 A job carries the generation it was dispatched for; every transition is a conditional UPDATE on that
 generation, so a job the trip has moved past writes nothing.

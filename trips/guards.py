@@ -1,12 +1,8 @@
-"""The write guards, as data: ownership → lock → precondition → validation → confirmation.
+"""The write guards, as data: ownership → lock → precondition → validation → confirmation, one chain both
+transports go through (`guarded_write`), its order pinned by a test (docs/RULES.md "Write guards").
 
-Both transports build a WriteContext and go through `guarded_write` (REST leaves the confirmation slot
-empty; the MCP tools that confirm fill it). The order is pinned by a test. A cheap fail-fast pass
-(`FAIL_FAST_CHAIN`) answers strangers, started trips and stale versions without waiting for the lock; the
-whole chain then runs under the trip's write lock, on one consistent view of the trip, so two edits of the
-same version cannot both land and a stale edit is always told so (never judged on half-new data). Under the lock
-the trip's row is read FOR UPDATE: a rename, which is one conditional UPDATE taking no Redis lock
-(trips/services/rename.py rename_stage), cannot land between the chain's read and its commit either.
+A fail-fast pass answers strangers, started trips and stale versions without waiting for the lock; the whole chain
+then runs under the trip's write lock on one consistent view, so two edits of the same version cannot both land.
 """
 from __future__ import annotations
 
@@ -110,8 +106,8 @@ def _trip_statement(options: tuple, for_update: bool = False):
 
 
 def ownership(ctx: WriteContext) -> None:
-    # Under the lock, the row is locked too: a write that takes no Redis lock (trips/services/stages.py
-    # rename_stage, one conditional UPDATE) waits for this one's commit, then finds the version it moved.
+    # Under the lock, the row is locked too: a write that takes no Redis lock waits for this one's commit, then
+    # finds the version it moved.
     ctx.trip = load_owned_trip(ctx.actor_id, ctx.trip_id, ctx.load_options if ctx.locked else (), ctx.locked)
 
 

@@ -101,7 +101,7 @@ class Stage(db.Model):
     start_label: Mapped[str | None] = mapped_column(sa.String(255))
     end_label: Mapped[str | None] = mapped_column(sa.String(255))
     is_rest_day: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
-    # True when the geometry is a straight detour through a waypoint (no routing provider answered).
+    # True when part of the day's line is joined straight where no router could draw it.
     approximate: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False, server_default=sa.false())
     # Accommodation candidates near the day's end ({name, type, lat, lon, …}) and the rider's choice.
     accommodations: Mapped[list] = mapped_column(sa.JSON, nullable=False, default=list, server_default="[]")
@@ -140,7 +140,7 @@ class TripShare(db.Model):
 
 
 class Computation(db.Model):
-    """One tracked computation of a trip (route, stages, later the enrichments): the status contract."""
+    """One tracked computation of a trip (route, stages, each enrichment): the status contract."""
 
     __tablename__ = "computation"
     _epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)

@@ -136,8 +136,7 @@ def _insufficient_scope(exc: InsufficientScope):
 def _no_store(response):
     # An answer to a bearer token is that account's (trips, tokens, places searched): no cache keeps it, shared or
     # the client's own (RFC 6750 §5.3 and RFC 9111 §5.2.2.5), whatever the view set (a GPX, a route with its ETag:
-    # a client may still send If-None-Match itself). Cost: 2 to 4 µs a request on the loaded 2-core dev machine
-    # (the request proxy and the header), within the noise of a 600 µs test-client /mcp tools/list.
+    # a client may still send If-None-Match itself).
     if request.environ.get("HTTP_AUTHORIZATION", "")[:7].lower() == "bearer ":
         response.headers["Cache-Control"] = "no-store"
     return response

@@ -1,18 +1,9 @@
 """Redirect URI rules, the same for every client (Client ID Metadata Documents and anything registered later).
 
-Accepted (`check_redirect_uri`):
-  * `https://host[:port][/path][?query]` with a host and no userinfo;
-  * loopback `http://127.0.0.1[:port]/…` and `http://[::1][:port]/…` (RFC 8252 §7.3) — never
-    `http://localhost` (it may resolve elsewhere, RFC 8252 §8.3) and no other `http`;
-  * private-use schemes of native apps (RFC 8252 §7.1): `com.example.app:/cb`, `cursor://anysphere.cursor-mcp/…`,
-    `vscode://…`: a scheme matching `^[a-z][a-z0-9+.-]*$` (compared lower-cased) that is not a web, script or
-    document scheme (`_REFUSED_SCHEMES`), followed by something other than slashes.
-Always refused: a fragment (even an empty `#`), more than 2000 characters, whitespace, control, non-ASCII and
-the characters RFC 3986 never allows unencoded (`"<>\\^`{|}`; a backslash reads as a slash in browsers, which
-would make `https://good.example\\@evil.example` mean two different hosts).
-
-Matching (`redirect_matches`) is an exact string comparison (RFC 9700 §4.1.3), with one exception: a loopback
-`http` URI may use any port at request time (RFC 8252 §7.3); everything else must be identical.
+Accepted (`check_redirect_uri`): https with a host and no userinfo; loopback `http://127.0.0.1` and `http://[::1]`,
+never `http://localhost` (RFC 8252 §8.3); a native app's private-use scheme that is no web, script or document
+scheme. Refused: a fragment, an overlong URI, characters RFC 3986 never allows unencoded. Matching is exact
+(RFC 9700 §4.1.3), but a loopback URI may use any port (RFC 8252 §7.3).
 """
 from __future__ import annotations
 

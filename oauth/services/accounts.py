@@ -200,7 +200,7 @@ def _serializer() -> URLSafeTimedSerializer:
 
 def request_email_change(user: User, email) -> str:
     """Mail a link to the new address; following it (and pressing the button there) changes the account's address.
-    The link is signed, works for 30 minutes, once, and only while the account still has the address it was asked
+    The link is signed, works for EMAIL_CHANGE_TTL, once, and only while the account still has the address it was asked
     from. Returns the new address (normalised). When another account already uses it, that address is told so
     instead (no link), and the caller gets the same answer: an app cannot learn who has an account.
 

@@ -1,21 +1,9 @@
 """Where an authorization-endpoint error goes, and what it says.
 
-RFC 6749 §4.1.2.1 sends errors back to the client once its redirect URI is validated; RFC 9700 §4.11.2
-warns that this makes the endpoint an open redirector when anyone can register a client (here anyone can:
-RFC 7591 registration and Client ID Metadata Documents). A crafted link to /oauth/authorize with a bad
-parameter would bounce a signed-in person, with no screen in between, to whatever `https://evil.example/`
-page the crafter registered. So an error goes back to the client only when that redirect can be trusted:
-
-* the client is known,
-* the redirect URI is, character for character, one it registered (no loopback port latitude here), and
-* the signed-in person has approved that client before and the approval is in force
-  (`accounts.has_approved`: the account page lists it).
-
-Everything else is shown on BTP's own page (400, no Location). A person's answer on the consent page is not
-an error of the request: a denial goes back to the client as `access_denied` (with `iss`) through authlib.
-
-The wording is fixed per error: authlib's descriptions quote the request (`response_type` …); only our own
-sentences from oauth.services.server, or the table below, are ever shown or sent.
+Anyone can register a client, so sending every error back to the client would make the endpoint an open redirector
+(RFC 9700 §4.11.2). An error goes back only when the redirect URI is exactly one the known client registered and
+the signed-in person's approval of that client is in force; else BTP's own page shows it (400). The wording is
+ours, fixed per error: authlib's quotes the request.
 """
 from __future__ import annotations
 

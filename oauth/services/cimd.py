@@ -1,17 +1,9 @@
-"""Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): an https URL is the client id,
-and the JSON document it serves describes the client.
+"""Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): an https URL is the client id, and
+the JSON document it serves describes the client.
 
-The fetch is a server-side request to a URL an outsider chose, so it is fenced in:
-  * the host is resolved here, once; if ANY address is not a public unicast address the fetch is refused, and
-    the connection goes to that vetted address (no second lookup, so no DNS-rebinding window) while TLS SNI,
-    the certificate check and the Host header use the hostname;
-  * no redirects, no proxies from the environment, connect/read timeouts, a body of at most 64 KiB read as it
-    streams, JSON only.
-Every refusal raises CimdError; its `reason` is for logs only — callers answer with one generic message.
-
-TEST-ONLY ESCAPE HATCH: `allow_insecure_loopback=True` also accepts `http://127.0.0.1:<port>/…` client ids and
-skips the address vetting for them. It exists so tests can serve documents from a local fake. PRODUCTION CODE
-NEVER SETS IT; the app wires it to a test-only config key.
+The fetch goes to a URL an outsider chose, so it is fenced in: the host is resolved once and refused unless every
+address is public unicast, and the connection goes to that vetted address (no DNS-rebinding window), with no
+redirect, timeouts and a capped body. A refusal raises CimdError. `allow_insecure_loopback` is for tests alone.
 """
 from __future__ import annotations
 
@@ -44,8 +36,8 @@ _HOSTNAME = re.compile(r"(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0
 _INSECURE_PREFIX = re.compile(r"http://127\.0\.0\.1:[0-9]{1,5}/")
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
-# Special-purpose ranges refused explicitly, whatever this Python's ipaddress tables say (they changed in 3.11.10,
-# 3.12.4 and 3.13): IANA special-purpose registries, documentation, benchmarking, CGNAT, local NAT64, 6to4/Teredo.
+# Special-purpose ranges refused explicitly, whatever this Python's ipaddress tables say (they differ between
+# releases): IANA special-purpose registries, documentation, benchmarking, CGNAT, local NAT64, 6to4/Teredo.
 _BLOCKED = tuple(ipaddress.ip_network(n) for n in (
     "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
     "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",

@@ -1,27 +1,9 @@
 """The MCP endpoint's live tokens, remembered per process and still revocable at once.
 
-Looking a bearer token up costs a database round trip on every tool call. A process remembers the tokens it
-found live (by their SHA-256, with the user's row as read then) under the *token epoch*: a random value kept in
-Redis (`EPOCH_KEY`) and replaced after every committed write to the tokens or the accounts. A remembered token is
-believed only once the request has read the epoch, in the round trip that counts its budgets (trips/core/
-ratelimit.py `reads`), and found it unchanged; otherwise the token is looked up again before anything is answered.
-The epoch is one of trips/core/epochs.py's, which replaces it.
-
-Why a revocation holds at once, on every process and instance sharing the Redis:
-- the epoch is replaced *after* the revoking transaction commits (epochs.py: its connection is back in the
-  pool), and the revoking request answers after that, so any request that starts later reads the new value;
-- a remembered token records the epoch read *before* the database lookup that found it live: a revocation
-  committed after that lookup replaces the epoch after it too, so the token is looked up again;
-- values are random (uuid4), never a counter: a Redis restarted empty, or an epoch set again, never reads as a
-  value some process remembered. A missing epoch is created by the reader (the script sets it when absent);
-- with Redis unreachable nothing is believed: every request looks its token up (as before this cache);
-- an epoch that could not be replaced (Redis down at that moment) is retried in the background every half
-  second, and no token is believed longer than BTP_TOKEN_CACHE_S (60 s by default; 0 turns the cache off), which
-  also bounds a change made to the tables by hand, outside BTP.
-
-Which writes replace it: any UPDATE or DELETE on `access_token` or `user_account` (a revocation, an account
-deleted, its language changed), seen on the connection (epochs.py `_note_statement`, a before_cursor_execute
-listener), so a new code path cannot forget it. Issuing a token (INSERT) changes nothing a remembered token says.
+A process remembers the tokens it found live under the *token epoch* (trips/core/epochs.py), replaced after every
+committed UPDATE or DELETE of a token or an account. A remembered token is believed only when the request reads the
+epoch unchanged; read before the lookup and replaced after the revoking commit, it makes a revocation hold at once
+everywhere. Without Redis nothing is believed, and nothing longer than BTP_TOKEN_CACHE_S.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Sending BTP's sign-in mails: over SMTP when BTP_MAIL_URL is set, else into an outbox directory of .eml files.
 
-BTP_MAIL_URL forms (user and password are percent-decoded; percent-encode ``@ : / ? #`` in them):
-
-* ``smtp://[user:pass@]host[:port]`` (default port 587): STARTTLS whenever the server offers it. A server that
-  does not offer it is used in plain text only when the host is loopback (``localhost``, ``127.0.0.0/8``,
-  ``::1``); anywhere else sending fails with MailError rather than leaking the mail or the credentials.
-* ``smtps://[user:pass@]host[:port]`` (default port 465): implicit TLS.
-
-TLS certificates are verified against the system CAs. Every connection has a 10 s timeout.
-An empty BTP_MAIL_URL counts as unset. Without a URL each mail becomes ``<outbox>/<UTC stamp>-<random>.eml``
-(directory 0700, file 0600); the mail body holds a sign-in link, a credential, so it is never logged.
+`smtp://[user:pass@]host[:port]` uses STARTTLS whenever the server offers it, and plain text only to a loopback
+host: anywhere else sending fails with MailError rather than leak the mail or the credentials. `smtps://` is
+implicit TLS. Certificates are verified against the system CAs. The outbox is private (0700, files 0600); a mail
+holds a sign-in link, a credential, so it is never logged.
 """
 from __future__ import annotations
 

@@ -45,8 +45,9 @@ def register_client(body) -> tuple[int, dict]:
         return _error("invalid_client_metadata", "Only public clients are registered: "
                                                  "token_endpoint_auth_method must be none.")
     grant_types = body.get("grant_types", ["authorization_code", "refresh_token"])
+    # items checked as strings first: set() needs them hashable
     if not isinstance(grant_types, list) or not all(isinstance(g, str) for g in grant_types) \
-            or not set(grant_types) <= GRANTS or "authorization_code" not in grant_types:  # an item that is a list was a 500
+            or not set(grant_types) <= GRANTS or "authorization_code" not in grant_types:
         return _error("invalid_client_metadata", "grant_types may only be authorization_code and refresh_token.")
     if body.get("response_types", ["code"]) != ["code"]:
         return _error("invalid_client_metadata", "response_types may only be code.")

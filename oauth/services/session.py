@@ -42,7 +42,7 @@ class SessionCookies(SecureCookieSessionInterface):
 
     def save_session(self, app, session, response):
         # A session nobody read or changed and that holds nothing (every agent's request) has nothing to save: Flask
-        # would read its seven cookie settings first to find that out. Anything else is Flask's own saving.
+        # would read its cookie settings first to find that out. Anything else is Flask's own saving.
         if not session and not session.accessed and not session.modified:
             return
         super().save_session(app, session, response)

@@ -27,7 +27,7 @@ UNCONFIRMED = N_("delete.unconfirmed")
 @lru_cache(maxsize=1)
 def languages() -> tuple[tuple[str, str], ...]:
     """The languages offered on /account, each named in itself by CLDR ("English", "Français"). Made on the first
-    /account page, not at import: Babel's locale data costs a worker megabytes an API call never needs."""
+    /account page, not at import: Babel's locale data weighs on a worker, and an API call never needs it."""
     return tuple((code, Locale.parse(code).display_name.capitalize()) for code in LOCALES)
 
 
@@ -183,7 +183,7 @@ def email_change(token):
             status = 200 if request.method == "GET" else 400
             return render_template("email_change.html", token=token, address=address, csrf=csrf_token()), status
         accounts.confirm_email_change(token)
-    except NotFound:  # invalid, spent or expired: the words of a 404 page (no key of its own yet)
+    except NotFound:  # invalid, spent or expired: the words of a 404 page (it has no key of its own)
         return render_template("error.html", status=404), 404
     except Conflict:  # the address was taken meanwhile
         return render_template("error.html", status=409), 409

@@ -1,10 +1,8 @@
 """The OpenAPI 3.1 document of /api, served at GET /api/openapi.json (public, cacheable).
 
-Built by apispec (+ its marshmallow plugin) from the schemas the code runs: request bodies and query strings
-from trips/services/inputs.py (the very schemas the services load with), answers from trips/api/responses.py, paths and
-path parameters from the Flask url_map. `OPERATIONS` says, per view, what the url_map cannot: summary, scope,
-headers, answers and refusals. tests/trips/api/test_openapi.py fails when an /api route has no entry here, and checks
-real answers of every operation against the document.
+Built by apispec from the schemas the code runs (the services' load schemas, trips/api/responses.py) and the Flask
+url_map; `OPERATIONS` says per view what the url_map cannot (summary, scope, headers, answers, refusals).
+tests/trips/api/test_openapi.py fails when an /api route has no entry here.
 """
 from __future__ import annotations
 

@@ -35,9 +35,9 @@ def _check(probe) -> str:
 def readyz():
     """200 when the database and Redis answer and at least one worker is alive, else 503 naming what fails.
 
-    A worker is alive while its liveness key is: refreshed every beat (5 s), it lapses 15 s after the last one
-    (trips/core/queue.py, written by jobs/worker.py). RQ's own registration would keep a dead worker "live" for minutes, and forget a working
-    one when Redis restarts empty."""
+    A worker is alive while its liveness key is (trips/core/queue.py LIVENESS_TTL, refreshed by jobs/worker.py):
+    RQ's own registration would keep a dead worker "live" long after, and forget a working one when Redis restarts
+    empty."""
     checks = {
         "database": _check(lambda: db.session.execute(sa.text("SELECT 1")).scalar() == 1),
         "redis": _check(lambda: get_redis().ping()),

@@ -1,10 +1,7 @@
 """What the REST answers look like, as marshmallow schemas: the source of the OpenAPI document's responses.
 
-The read models (trips/readmodels/trip.py, oauth/web/api.py) build plain dicts; these schemas describe them key for key.
-Every schema is closed (`unknown = RAISE` becomes `additionalProperties: false`) and every key is required
-(a read model always writes every key, null when empty), so a key added, renamed or dropped in a read model
-without its schema here fails tests/trips/api/test_openapi.py (real answers checked against the document) and the
-schemathesis run (tests/clients/test_openapi_fuzz.py).
+They describe the read models' plain dicts key for key: every schema is closed and every key required, so a key
+added, renamed or dropped in a read model without its schema here fails tests/trips/api/test_openapi.py.
 """
 from __future__ import annotations
 

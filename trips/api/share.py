@@ -62,12 +62,8 @@ def shared_page(code):
     trip = sharing.shared_trip(code)
     locale = i18n.normalize(_owner_locale(trip)) or i18n.DEFAULT
     i18n.pin(locale)  # the alerts and the page's words read in the owner's language, whoever opens the link
-    # The page shows the owner's and third parties' words (titles, place and lodging names) to anyone with
-    # the link: the same text floor as the MCP answers takes out bidi overrides and control characters
-    # (trips/core/text.py). Jinja's escaping keeps markup out; the floor keeps the text from being reshaped.
-    # The days come from the day read model (alerts rendered, critical first); the night is the chosen place,
-    # else the best candidate found. The template writes with every page's words (t, tn, num, date, osm: trips/core/
-    # i18n.py `register`), all in the pinned language, and `day_date` a short day ("Mon 1 Jun" / "lun. 1 juin").
+    # The page shows the owner's and third parties' words to anyone with the link: Jinja's escaping keeps markup
+    # out, and the text floor (trips/core/text.py) keeps bidi overrides and control characters from reshaping it.
     text = clean_answer({
         "title": trip.title, "detail": readmodels.trip_detail(trip),
         "stays": {s.id: _stay(s) for s in trip.stages},

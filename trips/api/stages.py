@@ -1,4 +1,4 @@
-"""REST for days: the five operations, the accommodation choice and the waypoint. Thin adapters."""
+"""REST for days: add, read, update, move, delete, rest day, the accommodation choice and the waypoint."""
 from __future__ import annotations
 
 from flask import Blueprint, g, url_for

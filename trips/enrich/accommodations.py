@@ -1,18 +1,8 @@
 """Accommodation candidates near each day's end (docs/RULES.md "Accommodations"): discovery, dedup, ranking, heuristic
 pricing and seasonality, from the local map (kind `accommodation`, trips/osm/tags.py).
 
-For the days it scans, `compute` looks for lodgings within the radius of each day's end point, keeps the
-types the trip enables (never `shelter`), gives each candidate to the nearest of those end points (an exact
-tie, such as a rest day sharing the end point, gives it to every tied day), drops a second copy of the same
-name within 200 m, ranks by completeness then price with a per-family cap, prices it, and, when the day has a
-date, says whether it may be closed then. `data[stage_id]["accommodations"]` is the day's list (≤ 5).
-
-A day with a `selected_accommodation` is never scanned (docs/RULES.md "Choosing an accommodation": the choice stays):
-it gets neither data nor `ran_on`, so the registry leaves that day's stored group as it is. Nor is a day whose
-end point no imported map area holds (trips/enrich/corridor.py coverage rule: "never ran", not "none found").
-
-The radius is the map query's (a WGS-84 geodesic, as PostGIS' ST_DWithin on geography); the nearest end,
-the 200 m dedup and `distanceToEndPoint` are haversine (docs/RULES.md "Geodesy").
+A day whose lodging the rider chose, or whose end point the map does not hold, is not scanned: it gets neither
+data nor `ran_on`, so the registry leaves its stored group as it is.
 """
 from __future__ import annotations
 
@@ -67,11 +57,9 @@ OSM_TYPES = {"n": "node", "w": "way", "r": "relation"}
 
 
 def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_ids=None) -> Result:
-    """Scan the days of `snap` (only those in `stage_ids` when given; ids not in the snapshot are ignored,
-    a day deleted since the scan was asked for) around their end points within `radius_km`.
-
-    Raises ValueError if radius_km is not a number from 1 to 15.
-    """
+    """Scan the days of `snap` (only those in `stage_ids` when given; ids not in the snapshot, days deleted since,
+    are ignored) around their end points within `radius_km`. Raises ValueError if radius_km is not a number from 1
+    to 15."""
     if isinstance(radius_km, bool) or not isinstance(radius_km, (int, float)) or not math.isfinite(radius_km) \
             or not MIN_RADIUS_KM <= radius_km <= MAX_RADIUS_KM:
         raise ValueError(f"radius_km must be a number from {MIN_RADIUS_KM:g} to {MAX_RADIUS_KM:g}")

@@ -1,10 +1,7 @@
-"""Borders (docs/RULES.md "Crossings"): every day's line is sampled every SAMPLE_M along it; a sample's country is
-the imported admin_level=2 boundary holding it, else the offline lookup (trips/enrich/countries.py country_at:
-time zone polygons and zone.tab), so a trip is checked on or off the map. Where the country changes between two
-samples, or since the previous day's last known country, the day raises `border_crossed` naming both (stored as
-ISO codes, named in the reader's language), navigating to the first point found in the new country: between
-the sample before and the first one in it the crossing is bisected to within LOCATE_M. A sample in no country (the sea) changes
-nothing. Bounded: about one lookup per km of the trip, and a dozen more per crossing."""
+"""Borders (docs/RULES.md "Crossings"): each day's line sampled every SAMPLE_M, a sample's country from the imported
+boundaries else the offline lookup (trips/enrich/countries.py), so a trip is checked on or off the map. A change of
+country raises `border_crossed` on the day, navigating to the crossing bisected to within LOCATE_M; a sample at sea
+changes nothing."""
 from __future__ import annotations
 
 import math

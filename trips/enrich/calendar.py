@@ -1,13 +1,6 @@
-"""Calendar (docs/RULES.md "Calendar"): each day's date (startDate + index) is
-checked against the public holidays of every country the route crosses, for every year the trip spans (the
-`holidays` package, national holidays, no subdivisions); otherwise a Sunday (ISO weekday 7) says so. Rest days
-included: a shop is shut on a holiday whether one rides or not.
-
-The countries: the imported admin boundaries (trips.osm.queries.countries_along) along every day's line; a day
-end (or the first start) no imported boundary covers falls back on the offline reverse geocoder
-(trips/enrich/countries.py). A day's own countries are checked first, then the rest of the route's, in route
-order, so the holiday named is the one where the rider is when there is a choice. Undated trip: nothing (the
-registry withholds it, and a direct call looks at no day). Needs no map: an unmapped trip still has a calendar.
+"""Calendar (docs/RULES.md "Calendar"): each day's date against the public holidays of the countries the route
+crosses, the day's own countries first, else a Sunday. Rest days included: a shop is shut on a holiday whether one
+rides or not. Needs no map: without imported boundaries the countries come from trips/enrich/countries.py.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """The enrichment contract: an immutable snapshot of a trip in, a `Result` out.
 
-`compute(snapshot, maps)` runs in a worker with no ORM session and no trip lock: it reads the snapshot and the
-map (trips.osm.queries, through `maps`) and nothing else. Its `Result` is written afterwards, under the trip's
-lock, by the registry's `apply`, which replaces only the enrichment's own group on each day after a
-generation check. An absent group means "never ran"; an empty one "ran, found nothing".
+`compute(snapshot, engine)` runs in a worker with no ORM session and no trip lock: it reads the snapshot, the map
+(trips.osm.queries, on `engine`) and, for weather, its provider. The registry's `apply` writes its `Result`
+afterwards, under the trip's lock, after a generation check (docs/RULES.md "Enrichment storage").
 """
 from __future__ import annotations
 

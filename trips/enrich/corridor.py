@@ -1,11 +1,6 @@
-"""What the point-based enrichments share: which days the map covers, haversine proximity (docs/RULES.md "Geodesy"),
-positions along a day, assigning a point to one day by geometry, and the `navigate` action.
-
-Coverage rule (docs/RULES.md "Map coverage"): an enrichment runs on the part of a trip the imported areas cover,
-measured as length (trips/osm/queries.py `coverage` clips each segment to the areas). A day no area touches is
-not looked at (its group stays absent: "never ran"); an alert that says something is *missing* (no water, no
-shop, no station…) is raised only on a day the map covers wholly, since a partly covered day would report the
-edge of the extract as a desert. `map_coverage` is what a day says of it (its km off the map).
+"""What the point-based enrichments share: which days the map covers (docs/RULES.md "Map coverage"), haversine
+proximity (docs/RULES.md "Geodesy"), positions along a day, assigning a point to one day by geometry, and the
+`navigate` action.
 """
 from __future__ import annotations
 
@@ -22,13 +17,13 @@ EARTH_RADIUS_M = 6_371_000.0  # haversine for proximity checks (docs/RULES.md "G
 FULL_COVERAGE = 0.999  # a day's share of length inside imported areas that counts as wholly covered
 OFF_MAP_MIN_M = 50.0  # an off-map stretch shorter than this is not named (rounding at an area's edge)
 MAX_OFF_MAP = 5  # off-map stretches named per day
-NAVIGATE_SEARCH_M = 30_000.0
+NAVIGATE_SEARCH_M = 30_000.0  # how far a `navigate` hint looks for the nearest service once a check failed
 # Two days meeting at a point are equally close to what stands there, but stored coordinates are rounded to
 # the microdegree (about 0.1 m): distances within 1 m are a tie.
 TIE_M = 1.0
 # A shop or a castle mapped twice (a node and its building) is one place: the same name and subkind within
 # 200 m, the distance lodgings are deduplicated by (docs/RULES.md "Accommodations").
-DEDUP_M = 200.0  # how far a `navigate` hint looks for the nearest service once a check failed
+DEDUP_M = 200.0
 
 
 def haversine_m(lat1: float, lon1: float, lat2: float, lon2: float) -> float:

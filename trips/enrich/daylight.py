@@ -1,19 +1,6 @@
-"""Daylight (docs/RULES.md "Daylight"): on each riding day of a dated trip, the civil twilight
-end of that day's evening (the first after its solar noon) at the day's end point (`astral`, solar depression 6°), compared as an instant
-with the estimated arrival (departureHour on the day's date at its start point + riding time, trips.route.pacing
-and trips/route/clock.py: docs/RULES.md "Times"), both shown in the end point's local time (`timezonefinder`).
-A twilight end after midnight (Helsinki in June) is the next day's instant, never a clock face compared with the
-arrival's. Its auto-fix is the departure hour that would arrive by twilight, max(5, floor(twilight − riding time))
-on the start point's clock.
-
-Nothing in polar day (the sun never goes 6° below the horizon: no dusk, no "after dark") or polar night (the sun
-never rises: no sunset, and no departure hour would help), nothing without a start date (the original fell back
-on today), rest days skipped (looked at, nothing to say).
-
-Group "daylight", category terrain_security: the original ran this check inside terrain and raised it in the
-terrain group, but every enrichment replaces only its own group (registry.apply), and terrain's inputs (the
-e-bike mode) and this one's (the dates, the end point's sky) differ, so it is its own computation with its
-own group; terrain_security is where BTP puts what bears on the day's riding safety, as terrain is.
+"""Daylight (docs/RULES.md "Daylight"): on each riding day of a dated trip, whether the estimated arrival comes after
+the evening's civil twilight end at the day's end point, compared as instants (docs/RULES.md "Times"), and the
+departure hour that would arrive by it. Its own group: its inputs are not terrain's.
 """
 from __future__ import annotations
 

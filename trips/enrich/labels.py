@@ -1,9 +1,6 @@
-"""Day labels: the nearest imported place (city … hamlet) to each day's start and end.
-
-docs/RULES.md "Day labels": the ends of each day are named from local map data, never a third party. The
-labels land in `stage.enrichment["labels"]` ({"start", "end"}, each a place name or None); the rider's own
-labels (`stage.label`, `start_label`, `end_label`) are other columns the registry never writes, so a label the
-rider set always wins at read time. No alert group: labels raise nothing.
+"""Day labels (docs/RULES.md "Day labels"): the nearest imported place to each day's start and end, stored as
+`stage.enrichment["labels"]`. The rider's own labels are other columns the registry never writes, so they win at
+read time.
 """
 from __future__ import annotations
 

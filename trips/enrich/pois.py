@@ -1,7 +1,5 @@
-"""Resupply along each day (docs/RULES.md "Resupply"): food shops, cafés and restaurants in a 2 km
-corridor, each given to the day whose geometry passes closest; up to 6 of them kept per day as `resupply`, a
-supply timeline in 500 m clusters, and two alerts: nothing to eat on a long day, or every place closed when
-the rider passes it (opening_hours read with opening-hours-py, at the passage time of docs/RULES.md "Rider time").
+"""Resupply along each day (docs/RULES.md "Resupply"): the places to eat kept per day as `resupply`, a supply
+timeline, and two alerts: nothing to eat on a long day, or every place closed when the rider passes it.
 """
 from __future__ import annotations
 
@@ -112,9 +110,8 @@ def time_at(stage: StageSnap, departure_hour: float, average_speed: float, d_km:
 
 class Passage:
     """Per POI (by index): open (True), closed (False) or unknown (None) when the rider passes it; unknown on
-    an undated trip, without opening_hours, when they do not parse or say `unknown`. Evaluated on demand
-    (about 0.7 ms each, the timezone and holidays looked up from the coordinates), so the closed-at-passage
-    check stops at the first place that is not known closed."""
+    an undated trip, without opening_hours, when they do not parse or say `unknown`. Evaluated on demand (each
+    looks the time zone and holidays up), so the closed-at-passage check stops at the first place not known closed."""
 
     def __init__(self, snap: TripSnap, stage: StageSnap, pois: list[MapPoint]):
         self.pois, self.known = pois, {}

@@ -1,15 +1,8 @@
-"""The one registry of enrichments (docs/RULES.md "Enrichments"): what each computes, when it runs, where it writes.
+"""The one registry of enrichments: what each computes, when it runs, where it writes (docs/RULES.md "Enrichments").
 
-Each `Enrichment` declares its computation name, category, alert group (catalogue GROUPS;
-None for one that raises nothing), triggers (GEOMETRY, DATES: the single source of truth for what an
-edit re-dispatches), the computations it needs first, its queue, its `compute(snapshot, engine)` and the
-per-day fields it owns. trips/computations.py derives its categories from here.
-
-The lifecycle of one run (jobs/tasks.py run_enrichment):
-  dispatch (in the caller's write unit of work, under the trip lock) → job: running → `snapshot` (a short
-  read) → `compute` with no session and no lock → `apply` under the lock, after a generation check.
-`apply` replaces only its own group and fields on the days it looked at (docs/RULES.md "Enrichment storage": an absent
-group = never ran, an empty list = ran, found nothing).
+Its triggers are the single source of truth for what an edit re-dispatches. `dispatch` queues runs under the trip
+lock; a run computes on a `snapshot` with no session and no lock; `apply` writes only for the trip's current
+generation (docs/RULES.md "Enrichment storage").
 """
 from __future__ import annotations
 
@@ -35,7 +28,7 @@ from trips.route import clock, elevation
 
 GEOMETRY, DATES = "GEOMETRY", "DATES"
 TRIGGERS = frozenset({GEOMETRY, DATES})
-QUEUE = QUEUE_NAME  # one queue today; the field lets a slow provider-bound family move out
+QUEUE = QUEUE_NAME  # one queue; the field lets a slow provider-bound family have its own
 RUN_JOB = "jobs.tasks.run_enrichment"  # the job that runs one enrichment (trip id, name, generation[, scope])
 # In display order; "route" also holds the structural computations.
 CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_security", "weather", "context")
@@ -84,10 +77,8 @@ def _add(module, category: str, triggers, fields=(), needs=(), dated: bool = Fal
                         module.compute, tuple(fields), requires_start_date=dated))
 
 
-# Triggers: docs/RULES.md "Enrichments". weather (a forecast by date, over a window departure hour and speed set: those
-# two name it in trips/services/trips.py INVALIDATES) is withheld on an undated trip, and so is wind, which
-# reads nothing else; fords are cascaded after weather for their wet/dry part (so the dates make them stale
-# too), and on an undated trip run on the map alone (dry).
+# Triggers, needs and start dates: docs/RULES.md "Enrichments". Fords need weather for their wet/dry part, so the
+# dates make them stale too.
 _add(weather, "weather", (GEOMETRY, DATES), ("weather",), dated=True)
 _add(wind, "weather", (GEOMETRY, DATES), needs=("weather",), dated=True)
 _add(pois, "points_of_interest", (GEOMETRY, DATES), ("resupply", "supplyTimeline"))
@@ -103,8 +94,7 @@ _add(ferries, "terrain_security", (GEOMETRY,))
 _add(fords, "terrain_security", (GEOMETRY, DATES), needs=("weather",))
 # Day names from the map are context: without map data they fail, and the route itself is not what failed.
 _add(labels, "context", (GEOMETRY,), ("labels",))
-# Withheld without a start date. The calendar reads only the dates (DATES only); the
-# daylight check (its own group, see trips/enrich/daylight.py) reads the day's end point and its date.
+# The calendar reads only the dates; daylight reads the day's end point and its date.
 _add(calendar, "context", (DATES,), dated=True)
 _add(daylight, "terrain_security", (GEOMETRY, DATES), ("clockShift",), dated=True)
 
@@ -249,8 +239,8 @@ def day_map_coverage(stage) -> dict | None:
 
 def warm() -> None:
     """Load once, in a worker before it forks its work horses, what each horse would otherwise load for itself: the
-    time-zone finder (0.26 s on first use; its data is memory-mapped read-only, so the horses share it safely) and
-    the HTTP client every provider call uses (requests, about 0.1 s to import; a web worker loads it lazily)."""
+    time-zone finder (its data is memory-mapped read-only, so the horses share it safely) and the HTTP client every
+    provider call uses (a web worker loads it lazily)."""
     clock.zone_name(0.0, 0.0)
     import requests  # noqa: F401  (lazy for the web worker, tests/jobs/test_worker_imports.py; here once for every horse)
 
@@ -303,15 +293,9 @@ def run_compute(name: str, snap: TripSnap, engine, stage_ids=None, radius_km=Non
 
 
 def apply(trip, name: str, generation: int, result: Result, *, expand: bool = False, scoped: bool = False) -> bool:
-    """Write `result` on the trip's days (under the trip lock, in the job's unit of work). False, writing
-    nothing, when the trip moved past `generation` or the computation is no longer that generation's.
-
-    On each day the enrichment looked at, its group is replaced by the facts and its fields by the data (a
-    field it did not return is removed); a day it did not look at (off the map) loses them: "never ran", not an
-    older day's result. Accommodations go to `stage.accommodations` and are never written on a day whose lodging
-    the rider chose; a `scoped` scan (some days, or a radius) leaves the days it did not scan, a full one clears
-    them (candidates of a day that moved off the map are not current); `expand` merges them into the day's.
-    """
+    """Write `result` on the trip's days (under the trip lock, in the job's unit of work), as
+    docs/RULES.md "Enrichment storage" says; `expand` merges accommodations into the day's. False, writing nothing,
+    when the trip moved past `generation` or the computation is no longer that generation's."""
     enrichment = ENRICHMENTS[name]
     row = next((c for c in trip.computations if c.name == name), None)
     if trip.generation != generation or row is None or row.generation != generation \

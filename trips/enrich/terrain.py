@@ -1,24 +1,8 @@
-"""Terrain (docs/RULES.md "Terrain"): the rules of the original's analyzer chain, on
-the stage geometry and the OpenStreetMap ways in a 20 m corridor around it.
+"""Terrain (docs/RULES.md "Terrain"): climbs, rough and busy roads, continuity, e-bike range and rest days, from
+the day's stored line and the OpenStreetMap ways in a corridor around it.
 
-How a way counts toward a day. The original summed the full length of every way intersecting a 20 m buffer
-of the stage, so a road that merely crossed the route counted all its kilometres. Here a way counts by the
-stretch of *route* it accompanies: each of its segments lying wholly inside the corridor (both vertices
-within 20 m of the line) covers the interval of route between the places its two vertices project to. A
-segment crossing the route projects to (almost) one place and covers (almost) nothing; a parallel segment
-covers its own length; two parallel ways (a road and its service road, both carriageways) cover the same
-stretch once, because lengths are the union of those intervals. Rough km and main-road km are such unions;
-a traffic road qualifies on a stretch of ≥ 500 m of route it accompanies, whatever number of OSM ways it is
-drawn as (see `_stretches`). A segment whose two ends project to places further
-apart than it could span (the route folding back on itself) is dropped rather than counted twice over.
-
-Rest days are skipped by riding rules (docs/RULES.md "Alerts"); continuity and rest-day suggestions look at every day.
-
-Map coverage (trips/enrich/corridor.py): a trip no imported area touches is not covered (the registry fails
-the computation). On a partly covered trip every day is looked at: the rules that read the map only raise
-what they find (rough, busy roads), so a day outside the map raises no false alarm, and its rules on the
-geometry alone (continuity, climbs, e-bike range, rest days) still hold; `mapCoverage` in the day's data
-says how much of it the map-based figures saw.
+A way counts by the stretch of route it accompanies, never by its own length. The rules that read the map only
+raise what they find, so a day off the map raises no false alarm; `mapCoverage` says how much of it they saw.
 """
 from __future__ import annotations
 

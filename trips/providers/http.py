@@ -1,10 +1,9 @@
-"""The one hardened HTTP client for every third-party provider (route services, Valhalla, Nominatim).
+"""The one hardened HTTP client for every third-party provider (route services, Valhalla, Nominatim, Open-Meteo).
 
-Every request goes to the operator-configured base URL plus a fixed path: the caller's data never chooses the
-host. Per provider (`HttpPolicy`): a timeout on connecting and on each read, a deadline over the whole body
-(trips/providers/httpread.py), a size cap, bounded retries on 429/5xx and transport errors (Retry-After honoured,
-capped: RFC 9110 §10.2.3), redirects followed only on the base URL's own origin and at most `max_redirects`
-times, no proxy or netrc from the environment, and the provider's user agent.
+Every request goes to the operator-configured base URL plus a fixed path: the caller's data never chooses the host.
+Per provider (`HttpPolicy`): timeouts, a deadline over the whole body, a size cap, bounded retries honouring a
+capped Retry-After (RFC 9110 §10.2.3), redirects only on the base URL's own origin, no proxy or netrc from the
+environment.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""Nominatim place search through the hardened client, cached in Redis for 24 h (`btp:geocode:search:{sha256}`
-of the normalised query and the limit). The per-user rate limit (bucket "geocode", 30 a minute) is spent only
-when the cache misses, just before the upstream call. Refusals and outages raise Unavailable, never an empty
-list: an empty list means "no such place".
+"""Nominatim place search through the hardened client, cached in Redis (docs/CACHES.md). The per-user budget (bucket
+"geocode") is spent only when the cache misses, just before the upstream call. Refusals and outages raise
+Unavailable, never an empty list: an empty list means "no such place".
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Open-Meteo hourly forecasts (docs/RULES.md "Weather") through the hardened client, cached in Redis for 3 h per
 rounded point and date (`btp:weather:{lat 2dp}:{lon 2dp}:{date}`).
 
-One batched GET `{openmeteo_url}/v1/forecast` asks every point the cache misses at once: comma-separated
-`latitude`/`longitude` lists over one `start_date`..`end_date` span, `timezone=auto` (the hours are the
-point's local ones). Open-Meteo answers a list of location objects, in the order asked, when more than one
-point is asked, and a bare object for one. Values may be null ("no fake data": kept as None). An outage
-raises WeatherUnavailable with a sentence for the reader, never a response body.
+One batched GET asks every point the cache misses at once, in the points' local hours. Null values stay None, never
+made up; an outage raises WeatherUnavailable with a sentence for the reader, never a response body.
 """
 from __future__ import annotations
 

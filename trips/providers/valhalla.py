@@ -1,7 +1,6 @@
-"""Valhalla, the bicycle routing service: one POST to `{valhalla_url}/route` (bicycle costing, start and end
-as "break" locations, the waypoint as a "through" location, no directions), the legs' shapes (polyline, 6
-decimals) joined into one geometry. Redirects are not followed, the answer is capped at MAX_RESPONSE_BYTES and
-the exchange at about `timeout` seconds. Valhalla serves no elevation here, so every point has elevation 0.0.
+"""Valhalla, the bicycle routing service: one POST to `{valhalla_url}/route` (bicycle costing, stops only at the two
+ends, no directions), the legs' shapes joined into one geometry. Redirects are not followed, the answer is capped at
+MAX_RESPONSE_BYTES. Valhalla serves no elevation here, so every point has elevation 0.0.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """The day read model: a stage on the wire (camelCase, no geometry), alone or inside its trip.
 
-Built once here; REST answers it as it is, MCP trims it (mcp/answers.py) and the share page floors it. The
-enrichments' facts are rendered when read (docs/RULES.md "Rendering at read time") through the alert catalogue, ordered
-critical → warning → nudge; `groups` says per alert group whether it ran: an absent group was never
-computed, which is not the same as "no alerts" (stage.alerts_by_group, see trips/enrich/contract.py).
+Built once here; REST answers it as it is, MCP trims it (mcp/answers.py) and the share page floors it. Alerts are
+rendered when read (docs/RULES.md "Rendering at read time"); `groups` says per alert group whether it ran, as a group
+never computed is not "no alerts".
 """
 from __future__ import annotations
 

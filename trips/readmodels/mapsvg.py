@@ -1,11 +1,7 @@
-"""The map under the share page's route (trips/readmodels/pictures.py route_svg): how (lat, lon) becomes the picture's
-(x, y), and the layers of the imported map (trips/osm/basemap.py) drawn in SVG — water, coastlines and rivers, the
-main roads, towns and villages with their names, a scale bar.
-
-The projection is equirectangular (x = lon·cos(mean lat), y = −lat) fitted to the route, so the route fills the
-picture and the map shows what lies around it. Every name passes through the text floor and is XML-escaped; the
-colours are presentation attributes (the page's CSP forbids inline style). Labels that would overlap one already
-placed (more important places first) are left out."""
+"""The map under the share page's route (trips/readmodels/pictures.py route_svg): an equirectangular projection
+fitted to the route, and the imported map's layers (trips/osm/basemap.py) drawn in SVG — water, main roads, places
+with their names, a scale bar. Names are floored and XML-escaped; a label overlapping one already placed is left out.
+"""
 from __future__ import annotations
 
 import math

@@ -1,18 +1,9 @@
-"""Pictures for the share page, drawn on the server as inline SVG (no tile server, no JavaScript).
+"""Pictures for the share page, drawn on the server as inline SVG (no tile server, no JavaScript): the route by day,
+elevation profiles, a day's weather icon and wind arrow.
 
-The page's Content-Security-Policy forbids inline `style=` (style-src 'self'), so every colour and line is an
-SVG presentation attribute (fill, stroke…), which CSP does not govern; layout classes live in static/btp.css.
-Every SVG has a viewBox and no width/height: the stylesheet makes it `width: 100%` and it scales (print too).
-
-- The route: an equirectangular projection (x = lon·cos(mean lat), y = −lat) fitted to the viewBox, one
-  polyline per day in a colour-blind-safe palette (Okabe & Ito, 2008, without its yellow: too pale on white)
-  cycling past seven days, a numbered marker at each day's end.
-- The elevation profile of a day or of the trip: an area over distance, axes in km and m, min and max marked.
-- The weather of a day: an icon (sun, part sun, cloud, rain, snow, storm, fog) and a wind arrow in the rider's
-  frame (up = the day's direction of travel, the arrow points where the wind blows).
-
-Every string drawn passes through the text floor (trips/core/text.py) and is XML-escaped; numbers are ours.
-Nothing here raises on an empty, one-point or flat day: it draws less (or returns an empty Markup).
+Colours are SVG presentation attributes, which the page's CSP (no inline `style=`) does not govern; every SVG has a
+viewBox and no size, so it scales. Every string drawn passes the text floor and is XML-escaped. Nothing raises on
+an empty, one-point or flat day: it draws less.
 """
 from __future__ import annotations
 
@@ -25,10 +16,11 @@ from trips.core import i18n
 from trips.core.text import floor
 from trips.readmodels import mapsvg, words
 
+# Okabe and Ito's colour-blind-safe palette without its yellow (too pale on white), cycling past seven days.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
-MAX_POINTS = 300  # per day: far more than a 700 px wide picture can show, a few KB of markup
-# A whole trip shares a budget (a 30-day trip would otherwise draw 9 000 points in 700 px); a day keeps at
-# least MIN_POINTS so its bends still show.
+MAX_POINTS = 300  # per day: more than the picture's width can show
+# A whole trip shares a budget, so a long trip draws no more than a short one; a day keeps at least MIN_POINTS so
+# its bends still show.
 ROUTE_BUDGET, PROFILE_BUDGET, MIN_POINTS = 2400, 1200, 40
 ROUTE_W, ROUTE_PAD = 600, 24
 PROFILE_W, PROFILE_H = 400, 150
@@ -288,8 +280,8 @@ _BY_WORD = {"clear": "sun", "sun": "sun", "sunny": "sun", "partly": "partly", "c
 
 def weather_kind(forecast: dict) -> str | None:
     """sun | partly | cloud | rain | snow | storm | fog from the forecast's WMO weatherCode, else its icon
-    ("10d"), else a word of its icon or description; None when nothing says. A code outside the WMO table
-    gives None, not the "unknown" sun (01d) the original falls back to: no picture of weather nobody forecast."""
+    ("10d"), else a word of its icon or description; None when nothing says, or for a code outside the WMO table:
+    no picture of weather nobody forecast."""
     code = forecast.get("weatherCode")
     if isinstance(code, int) and not isinstance(code, bool):
         for codes, kind in (((0,), "sun"), ((1, 2), "partly"), ((3,), "cloud"), ((45, 48), "fog"),

@@ -1,12 +1,7 @@
-"""The page keys no extraction can see (translations/<locale>/LC_MESSAGES/pages.po, read with `i18n.t`): keys
-made from data rather than written in a call. Every other key is the first argument of a `t`, `tn` or `N_` call
-in the code or the templates, found by pybabel's extraction (babel.cfg); tests/trips/core/test_i18n.py holds each catalogue
-to exactly the extracted keys and these (none missing, none unused).
-
-The weather words are the WMO code table's (trips/enrich/weather.py): the stored forecast keeps its code and
-icon, and a reader sees the word of that code in their own language (docs/RULES.md "Rendering at read time":
-no language stored). The OpenStreetMap values a page or an alert names (a rough surface, a kind of lodging) are
-said in words through `osm.<tag>.<value>` (i18n.osm_word), never shown raw.
+"""The page keys no extraction can see: keys made from data rather than written in a `t`, `tn` or `N_` call
+(tests/trips/core/test_i18n.py holds each catalogue to the extracted keys and these). The weather words of the WMO
+codes, and the OpenStreetMap values a page or an alert names, said in the reader's language, never raw
+(docs/RULES.md "Rendering at read time").
 """
 from __future__ import annotations
 

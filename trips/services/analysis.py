@@ -63,13 +63,12 @@ def _retry_structural(trip: Trip, names: tuple[str, ...]) -> None:
 
 def redispatch(trip: Trip, *, triggers=(), names=(), exclude=(), stage_ids=None, radius_km=None) -> list[str]:
     """Dispatch what an edit invalidates (docs/RULES.md "What an edit invalidates"): those `triggers` select and those
-    `names` names (a name not registered is skipped), less `exclude`. Call in the
-    edit's unit of work, under the trip lock. Returns the names dispatched (none: nothing is touched).
+    `names` names (a name not registered is skipped), less `exclude`. Call in the edit's unit of work, under the trip
+    lock. Returns the names dispatched (none: nothing is touched).
 
-    A dispatch moves the trip to a new generation, whose jobs alone may write: what the previous dispatch had
-    not finished is dispatched again with it rather than lost (superseded), and a scope (`stage_ids`,
-    `radius_km`: an accommodations scan) is then dropped, as a scoped dispatch runs that one enrichment only.
-    Nothing while the days are missing or being cut again: the analysis follows the new days.
+    What the previous dispatch had not finished is dispatched again with it rather than superseded, and a scope
+    (`stage_ids`, `radius_km`) is then dropped, as a scoped dispatch runs one enrichment only. Nothing while the days
+    are missing or being cut again: the analysis follows the new days.
     """
     if not trip.stages or computations.status_of(trip, "stages") in computations.ACTIVE:
         return []

@@ -1,12 +1,8 @@
 """Moving a day's start or end point while keeping the road (docs/RULES.md "Editing a day's points").
 
-The day and the neighbour it shares that point with form a window of the route: the full-resolution stored
-route (TripRoute) when the two days still lie on it, else the days' own lines. A point within ON_ROUTE_M of the
-window cuts it there (the pass nearest the current boundary when the road comes by twice) and the neighbour
-takes over the rest; a point further away is reached by a detour from the nearest point of the window, routed
-by Valhalla when it is configured, else along the imported map's roads (docs/RULES.md "Bicycle routing"), and
-straight (`approximate`) where neither can. Either way the two days still join end to
-start and add up to the window (plus the detour).
+A point on the route cuts the window the day shares with its neighbour, which takes over the rest; a point off it
+is reached by a detour, routed where BTP can route, else straight and `approximate`. Either way the two days still
+join end to start and add up to the window (plus the detour).
 """
 from __future__ import annotations
 

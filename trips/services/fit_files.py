@@ -17,7 +17,7 @@ def fit_file(trip: Trip, stages: list[Stage] | None = None, split: str | None = 
     Raises InvalidQuery (`days`: not one of SPLITS) and Conflict (no riding day with a line yet: nothing to ride)."""
     if split is not None and split not in SPLITS:
         raise InvalidQuery({"days": "must be laps or courses"})
-    from trips.route import fit_export  # fit_tool weighs 32 MB: a web worker loads it at its first FIT download
+    from trips.route import fit_export  # fit_tool is heavy: a web worker loads it at its first FIT download
     start = datetime.combine(trip.start_date or datetime.now(timezone.utc).date(), time(trip.departure_hour or 0),
                              timezone.utc)
     write = fit_export.course_per_day if split == "courses" else fit_export.course

@@ -1,14 +1,7 @@
-"""A lodging the rider enters by hand (a friend's house, a place the map lacks): it becomes the day's chosen
-accommodation (trips/services/accommodations.py `end_day_at`, docs/RULES.md "Choosing an accommodation"), and the day
-ends there with its road (docs/RULES.md "Editing a day's points", as moving the day's end point does): on the route
-(within 200 m) the route is cut there and the next day takes over the rest, so a rider stopping 20 km early rides a
-day 20 km shorter; off the route, a detour out to it (and back the next morning), routed when a router is
-configured, else straight and `approximate`. A chosen candidate only moves the day's end marker; the lodging
-entered by hand is where the rider said the day ends, so the day's length follows.
-
-The original product took an address and geocoded it (nothing saved when it could not be found); a rider's app
-knows the point itself, so BTP takes the point and no third party is asked. A price not given is unknown (no
-price at all), never 0.
+"""A lodging the rider enters by hand (a friend's house, a place the map lacks), by its point: no third party is
+asked. It becomes the day's chosen accommodation (docs/RULES.md "Choosing an accommodation") and, unlike a chosen
+candidate, the day ends there with its road, as moving the day's end does (docs/RULES.md "Editing a day's points").
+A price not given is unknown, never 0.
 """
 from __future__ import annotations
 

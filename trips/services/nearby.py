@@ -1,13 +1,7 @@
 """Places near a GPS fix, from the imported map only (offline): what a rider on the road asks ("water within 2 km").
 
-The categories are the map's kinds, those the enrichments read (trips/osm/tags.py KINDS: water, resupply, bike_shop,
-…). The original product searched its own index the same way (`POST /trips/{id}/nearby-pois`); BTP answers a GET
-(a read: nothing changes) and says how much of the circle its map covers, so that no place found never reads as
-"there is none" where BTP simply has no map (docs/RULES.md "Map coverage"):
-
-- `mapCoverage: "full"`: the circle lies inside an imported area; an empty list means there is none;
-- `"partial"`: part of the circle lies outside every area; what is listed is there, more may be beyond the map;
-- `"none"`: no imported area touches the circle: `pois` is null and `reason` says what to import.
+The answer says how much of the circle the map covers (`full`, `partial`, `none`: then `pois` is null), so no place
+found never reads as "there is none" where BTP has no map (docs/RULES.md "Map coverage").
 """
 from __future__ import annotations
 

@@ -23,9 +23,9 @@ _PACK_PIECE = 1 << 20  # bytes of points compressed at a time
 
 def pack_tracks(tracks: list[np.ndarray]) -> tuple[bytearray, list[int]]:
     """The tracks' points as one zlib stream (level 1: the bytes of zlib.compress(points, 1)) and where each
-    track ends. The stream grows in one buffer, a MiB of points at a time: zlib.compress's own output blocks
-    (up to 1.7 times the result) and their final copy are never held beside the points; a bytearray, which the
-    database drivers and zlib.decompress take as they take bytes."""
+    track ends. The stream grows in one buffer, a piece of points at a time, so zlib.compress's own output blocks
+    and their final copy are never held beside the points; a bytearray, which the database drivers and
+    zlib.decompress take as they take bytes."""
     joined = tracks[0] if len(tracks) == 1 else np.concatenate(tracks)
     joined = np.ascontiguousarray(joined, dtype="<f8")  # no copy when it already is (a parsed route)
     ends = np.cumsum([len(t) for t in tracks]).tolist()

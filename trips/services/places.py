@@ -13,7 +13,7 @@ from trips.providers.settings import configs
 def search_places(actor: User, query) -> dict:
     """Places matching `q` (Nominatim when configured, else the imported map places and the offline gazetteer).
 
-    Raises Invalid (q, limit), RateLimited (30 upstream look-ups a minute), Unavailable (upstream refused
+    Raises Invalid (q, limit), RateLimited (the user's upstream budget), Unavailable (upstream refused
     or is down: never an empty list in that case).
     """
     extra = sorted(set(query) - {"q", "limit"})

@@ -1,10 +1,6 @@
-"""Trips planned from places (create_trip and POST /api/trips `waypoints`, docs/RULES.md "Trips from places").
-
-The 2 to 50 points are checked when the trip is created: each must lie in an imported map area (unless a Valhalla
-service is configured, which routes anywhere), else the request is refused naming the point. The route job then
-draws the route through them (`plan_route`): by Valhalla when it is configured, else by BTP's bicycle router on the
-imported map (trips/osm/router.py), a leg the map cannot route joined straight and said so in `legs`. From there on
-the route is paced and analysed like any other.
+"""Trips planned from places (create_trip and POST /api/trips `waypoints`, docs/RULES.md "Trips from places"): the
+points checked when the trip is created (`check_covered`), the route drawn through them by the route job
+(`plan_route`), a leg no router can draw joined straight and said so.
 """
 from __future__ import annotations
 

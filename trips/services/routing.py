@@ -1,7 +1,6 @@
-"""Rerouting a day through a waypoint: by bicycle with a Valhalla routing service (trips/providers/valhalla.py)
-when one is configured, else along the imported map's roads (trips/osm/router.py, docs/RULES.md "Bicycle routing"),
-and where neither can, as the straight line start → waypoint → end with its WGS-84 geodesic length, flagged
-`approximate`. `stretches` says, leg by leg, which was routed and which joined straight.
+"""Rerouting a day through a waypoint (docs/RULES.md "Bicycle routing"): by Valhalla when it is configured, else along
+the imported map's roads, and where neither can, straight and flagged `approximate`. `stretches` says, leg by leg,
+which was routed and which joined straight.
 """
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ def map_engine() -> sa.Engine | None:
         return None
     try:
         return db.engine if router.has_network(db.engine) else None
-    except sa.exc.SQLAlchemyError:  # a database migrated before the network existed: no map router
+    except sa.exc.SQLAlchemyError:  # a database without the network's tables: no map router
         return None
 
 

@@ -31,7 +31,7 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
-    or for a trip since deleted), RateLimited (10 new trips a minute).
+    or for a trip since deleted), RateLimited (the new-trips budget).
     """
     fields = load(TripCreate(), data)
     if "source_points" in fields:  # a trip planned from places: refused here when the map cannot route it
@@ -168,8 +168,8 @@ def _pacing_inputs(trip: Trip, changes: dict | None = None) -> tuple:
 
 
 def recuts(trip: Trip, changes: dict) -> bool:
-    """Whether writing `changes` (attribute name → value) cuts the days again (docs/RULES.md "What an edit
-    invalidates"): only that discards days, their edits and chosen lodgings."""
+    """Whether writing `changes` (attribute name → value) cuts the days again: only that discards days, their edits
+    and chosen lodgings (docs/RULES.md "What an edit invalidates")."""
     return _pacing_inputs(trip, changes) != _pacing_inputs(trip)
 
 

@@ -1,5 +1,5 @@
-"""Rerouting a day through a waypoint: asked synchronously, computed by a job (Valhalla, or a straight
-detour marked approximate). It does not move the version: the days keep their shape and ids."""
+"""Rerouting a day through a waypoint: asked synchronously, computed by a job (trips/services/routing.py). It does
+not move the version: the days keep their shape and ids."""
 from __future__ import annotations
 
 import numpy as np

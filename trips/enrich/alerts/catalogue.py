@@ -1,11 +1,8 @@
 """The alert catalogue (docs/RULES.md "Alert catalogue"): one registry of codes, each with severity, group and message.
 
-A duplicate code is refused when its module is imported (the manner of Sentry's GroupTypeRegistry). Facts
-store only the code and raw parameters; `render` makes the text at read time in the reader's language (Babel
-catalogues under translations/, keyed `alert.<code>`, trips/core/i18n.py), injecting `stage` (the day number) from
-the owning day. `message` here is the English source text: the en catalogue must say the same, and a new
-code needs its `alert.<code>` entry in translations/en and translations/fr (tests/trips/core/test_i18n.py fails on a
-code without one, or an entry without a code).
+A duplicate code is refused at import. Facts store only the code and raw parameters; `render` makes the text at
+read time in the reader's language (docs/RULES.md "Rendering at read time"). `message` is the English source: a new
+code needs its `alert.<code>` entry in translations/en and translations/fr (tests/trips/core/test_i18n.py).
 """
 from __future__ import annotations
 
@@ -14,8 +11,7 @@ from dataclasses import dataclass
 from trips.core import i18n
 
 SEVERITIES = ("critical", "warning", "nudge")
-# "daylight" is its own group (docs/RULES.md "Daylight"): the original raised the sunset alert inside terrain, but each
-# enrichment replaces only its own group, so two computations cannot share one (trips/enrich/daylight.py).
+# Each enrichment replaces only its own group, so two computations never share one (docs/RULES.md "Daylight").
 GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point",
           "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
 # Parameters that count days or segments: written as plain integers, never grouped ("day 1000", not "1,000").

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from trips.enrich.alerts.catalogue import register
 
-# Stored by the rule before the crossing was located on the line (no country left named); still rendered.
+# No rule raises it: a stored fact naming only the country entered is still rendered.
 BORDER_CROSSING = register(
     "border_crossing", "nudge", "border_crossing",
     "You are entering {country}. Check phone coverage, payment methods, and local regulations.", ("country",))
