@@ -47,7 +47,6 @@ class Missing(RuntimeError):
 
 def extract(name: str) -> Path:
     """The extract's file. Raises Missing when it was not fetched (`make test` fetches them)."""
-    source = EXTRACTS[name]
     path = _path(name)
     if not path.is_file():
         raise Missing(f"{path} is missing: run `make test` (or `.venv/bin/python -m tests.extracts`)")
