@@ -191,6 +191,15 @@ def after_commit(func, *args, **kwargs) -> None:
     pending.append((func, args, kwargs))
 
 
+def _begin_immediate(session) -> None:
+    """BEGIN IMMEDIATE on SQLite (PostgreSQL's begins with the first statement)."""
+    flag = _immediate.set(True)
+    try:
+        transactional(session)
+    finally:
+        _immediate.reset(flag)
+
+
 @contextmanager
 def atomic(lock: str | None = None, lock_timeout: float = 3.0):
     """One unit of work: commit on success, roll back on error, then run the after-commit callbacks.
@@ -212,19 +221,14 @@ def atomic(lock: str | None = None, lock_timeout: float = 3.0):
             raise Conflict("Another change to this trip is in progress; try again in a moment.")
     pending: list = []
     token = _pending_jobs.set(pending)
-    flag = _immediate.set(True)
     try:
-        transactional(session)  # BEGIN (IMMEDIATE on SQLite; PostgreSQL's with the first statement)
-        _immediate.reset(flag)
-        flag = None
+        _begin_immediate(session)
         yield session
         session.commit()
     except BaseException:
         session.rollback()
         raise
     finally:
-        if flag is not None:
-            _immediate.reset(flag)
         _pending_jobs.reset(token)
         if redis_lock is not None:
             try:

@@ -86,7 +86,8 @@ def messages(locale: str, domain: str = DOMAIN) -> dict[str, str | tuple[str, ..
         log.warning("i18n: %s is missing or older than its source: reading %s (run `make`)", mo.name, po)
         with po.open("rb") as handle:
             catalog = read_po(handle, locale=locale)
-    found = {m.id: m.string for m in catalog if m.id and isinstance(m.id, str) and m.string}
+    found: dict[str, str | tuple[str, ...]] = {
+        m.id: m.string for m in catalog if isinstance(m.id, str) and m.id and isinstance(m.string, str) and m.string}
     plural = {m.id[0]: tuple(m.string) for m in catalog
               if isinstance(m.id, (tuple, list)) and m.id[0] and m.string and all(m.string)}
     return found | plural
@@ -142,7 +143,7 @@ def _plural_rule(locale: str):
     return gettext.c2py(get_plural(locale).plural_expr)
 
 
-def plural_index(locale: str, count: int) -> int:
+def plural_index(locale: str, count: float) -> int:
     """Which plural form (msgstr[i]) `count` takes in `locale`: the language's gettext Plural-Forms, from Babel's
     table (the one `pybabel init` writes into a catalogue's header)."""
     return _plural_rule(normalize(locale) or DEFAULT)(abs(int(count)))

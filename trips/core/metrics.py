@@ -38,14 +38,14 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 PAUSE_S = 30.0
 _PAUSED = "_btp_metrics_paused_until"  # kept on the client: each app (and the worker) has its own
 
-# name -> (type, help, label names, buckets)
-METRICS = {
+# name -> (type, help, label names, buckets: none for a counter)
+METRICS: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "btp_http_requests_total": ("counter", "HTTP requests by route rule, method and status.",
-                                ("method", "route", "status"), None),
+                                ("method", "route", "status"), ()),
     "btp_http_request_duration_seconds": ("histogram", "Time to the response headers, by route rule and method.",
                                           ("method", "route"), HTTP_BUCKETS),
     "btp_tool_calls_total": ("counter", "MCP tool calls by tool and outcome (ok, the refusal code, "
-                             "input_required, or error).", ("tool", "outcome"), None),
+                             "input_required, or error).", ("tool", "outcome"), ()),
     "btp_job_duration_seconds": ("histogram", "RQ job durations by kind (the job function) and outcome.",
                                  ("kind", "outcome"), JOB_BUCKETS),
 }
@@ -256,8 +256,8 @@ def counted_tool_calls(known):
                 data = getattr(exc, "data", None)
                 outcome = "error"
                 if hasattr(exc, "code") and hasattr(exc, "http_status"):  # an RpcError: a refusal, not a fault
-                    outcome = data.get("error") if isinstance(data, dict) and _CODE.fullmatch(
-                        str(data.get("error"))) else "rpc_error"
+                    code = str(data.get("error")) if isinstance(data, dict) else ""
+                    outcome = code if _CODE.fullmatch(code) else "rpc_error"
                 record_tool_call(get_redis(), tool, outcome)
                 raise
             record_tool_call(get_redis(), tool, tool_outcome(result))

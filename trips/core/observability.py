@@ -103,7 +103,8 @@ def _user_id(here) -> str | None:
         return str(user_id) if user_id is not None else None
     # A page that read the session. Flask marks a session read as soon as its proxy is touched (even to ask
     # `session.accessed`), which adds Vary: Cookie to the answer: the request context's own is asked instead.
-    opened = getattr(request_ctx._get_current_object(), "_session", None)
+    ctx = request_ctx._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
+    opened = getattr(ctx, "_session", None)
     if opened is not None and opened.accessed:
         return opened.get("uid")
     return None
@@ -119,7 +120,7 @@ def _begin_request() -> None:
 def _end_request(response):
     here, status = g._get_current_object(), response.status_code
     seconds = time.perf_counter() - getattr(here, "request_started", time.perf_counter())
-    req = request._get_current_object()
+    req = request._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
     method, rule = req.method, req.url_rule
     route = rule.rule if rule is not None else "<unmatched>"
     response.headers[HEADER] = getattr(here, "request_id", None) or request_id_from(None)

@@ -70,7 +70,8 @@ def conditional_json(payload: dict) -> Response:
     response = current_app.response_class(body, mimetype="application/json")
     response.set_etag(hashlib.sha256(body.encode()).hexdigest()[:32])
     response.headers["Cache-Control"] = "private, no-cache"
-    return response.make_conditional(request)
+    response.make_conditional(request)  # in place: it returns the response itself
+    return response
 
 
 def _domain_error(exc: errors.DomainError):
@@ -100,8 +101,9 @@ def _redis_down(exc: Exception):
 
 
 def _http_error(exc: HTTPException):
-    detail = {413: "The request body is too large (30 MB at most)."}.get(exc.code, exc.description)
-    return problem(exc.code, exc.name, detail)
+    status = exc.code or 500  # Flask hands an exception without a code to no handler
+    detail = {413: "The request body is too large (30 MB at most)."}.get(status, exc.description or exc.name)
+    return problem(status, exc.name, detail)
 
 
 def _unexpected(exc: Exception):

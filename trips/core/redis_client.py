@@ -33,7 +33,7 @@ def redis_url(app: Flask) -> str:
 
 def get_redis() -> redis.Redis:
     """The current app's client, made on first use."""
-    app = current_app._get_current_object()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
     client = app.extensions.get(_EXTENSION)
     if client is None:
         with _making:
