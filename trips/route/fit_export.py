@@ -141,7 +141,8 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     head = CourseMessage()
     head.course_name, head.sport = _name(name, "BTP trip"), Sport.CYCLING
     w.add(head)
-    plan, offset = [], 0.0  # (day, line, metres along the course, seconds along each point)
+    plan: list[tuple[DayExport, np.ndarray, np.ndarray, np.ndarray, datetime]] = []  # metres, seconds at each point
+    offset = 0.0
     for day, line, along in riding:
         begin = start + timedelta(days=day.day_number - riding[0][0].day_number)
         if plan:  # a day longer than a day's time starts when the one before ends: the times never go back

@@ -80,9 +80,10 @@ def follow(route, lines) -> list[np.ndarray | None]:
     cursor = 0
     for line in lines:
         pts = None if line is None else np.asarray(line, dtype=np.float64).reshape(-1, 3)
-        full = None if index is None or pts is None or len(pts) < 2 else _one(route, index, pts, cursor)
-        if full is not None:
-            full, cursor = full
+        found = None if index is None or pts is None or len(pts) < 2 else _one(route, index, pts, cursor)
+        full = None
+        if found is not None:
+            full, cursor = found
         out.append(full)
     return out
 

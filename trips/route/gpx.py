@@ -96,7 +96,7 @@ def _chunks(source, max_bytes: int):
 
 def _blocks(source, max_bytes: int):
     """Like _chunks, but the first block holds at least _HEAD_BYTES (or the whole document)."""
-    head = b""
+    head: bytes | None = b""
     for chunk in _chunks(source, max_bytes):
         if head is None:
             yield chunk

@@ -41,8 +41,8 @@ def _first_banned(buf: bytes, arr: np.ndarray) -> int:
     if not buf.isascii():
         first = min(first, int(np.argmax(arr[:first] >= 128)))
     low = np.flatnonzero(arr[:first] < 32)  # then only tab, LF and CR may be among them
-    byte = arr[low]
-    control = low[(byte != 10) & (byte != 9) & (byte != 13)]
+    codes = arr[low]
+    control = low[(codes != 10) & (codes != 9) & (codes != 13)]
     return int(control[0]) if len(control) else first
 
 

@@ -265,7 +265,8 @@ def _cuts(raw: np.ndarray, cum: np.ndarray, targets: list[float]) -> list[tuple[
     points around it, which starts the next day; how many raw points the day has after its first; where the next
     day's raw points start). What is left of the route is never copied: it is the last cut (or the route's start),
     then raw[s:], beginning `offset` km in."""
-    cuts, s, offset = [], 1, 0.0
+    cuts: list[tuple[np.ndarray, int, int]] = []
+    s, offset = 1, 0.0
     for target in targets[:-1]:
         rest_km = np.empty(len(raw) - s + 1)  # km from the day's first point at each point of what is left
         rest_km[0] = 0.0
