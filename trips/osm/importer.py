@@ -93,7 +93,7 @@ class _Collector:
         self.pg = not self.loader.sqlite
         self.area_id = area_id
         self.wkb = osmium.geom.WKBFactory()
-        self.rows = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
+        self.rows: dict[str, list[tuple]] = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
         self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": [], "osm_water": []}  # (row head, hex wkb)
         self.seen = {"node": 0, "way": 0, "area": 0}
         self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0, "water": 0}
@@ -127,7 +127,7 @@ class _Collector:
         except (RuntimeError, osmium.InvalidLocationError):
             return  # fewer than two known nodes (the extract cut the way)
         if is_road:
-            head = (self.area_id, "w", w.id, highway[:32], *(T.short(wt.get(k), 64 if k == "surface" else 32)
+            head = (self.area_id, "w", w.id, T.short(highway, 32), *(T.short(wt.get(k), 64 if k == "surface" else 32)
                                                              for k in T.WAY_TAGS), T.short(wt.get("name"), 255))
             self._line("osm_way", head, hexwkb)
         if route == "ferry":
@@ -178,9 +178,9 @@ class _Collector:
                 self._add("osm_point", row + geom, "points", box)
         place, name = taglist.get("place"), taglist.get("name")
         if place in PLACE_RANKS and name:
-            row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place, PLACE_RANKS[place],
-                   _population(taglist.get("population")), lat, lon)
-            self._add("osm_place", row + geom, "places", box)
+            place_row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place,
+                         PLACE_RANKS[place], _population(taglist.get("population")), lat, lon)
+            self._add("osm_place", place_row + geom, "places", box)
 
     def _line(self, table: str, head: tuple, hexwkb: str) -> None:
         self.lines[table].append((head, hexwkb))
@@ -286,22 +286,8 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     try:
         header = _header_box(path, fmt)
         collector = _Collector(engine, area_id, echo)
-        processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
-                     .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
-                     .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
-                     .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
-                     .with_filter(osmium.filter.KeyFilter(*T.NODE_KEYS).enable_for(osmium.osm.NODE))
-                     .with_filter(osmium.filter.KeyFilter(*T.WAY_KEYS).enable_for(osmium.osm.WAY))
-                     .with_filter(osmium.filter.KeyFilter(*T.AREA_KEYS).enable_for(osmium.osm.AREA)))
-        for obj in processor:
-            if obj.is_node():
-                collector.node(obj)
-            elif obj.is_way():
-                collector.way(obj)
-            elif obj.is_area():
-                collector.area(obj)
+        _read(path, fmt, node_cache, collector)  # its node locations are freed before the network is written
         collector.flush(last=True)
-        processor = obj = None  # the node locations go back to the allocator before the network is cut and written
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
@@ -330,6 +316,29 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
             "replaced": replaced, "notes": notes}
+
+
+def _read(path: Path, fmt: str, node_cache: str | None, collector: _Collector) -> None:
+    processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
+                 .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
+                 .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
+                 .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
+                 .with_filter(_key_filter(T.NODE_KEYS, osmium.osm.NODE))
+                 .with_filter(_key_filter(T.WAY_KEYS, osmium.osm.WAY))
+                 .with_filter(_key_filter(T.AREA_KEYS, osmium.osm.AREA)))
+    for obj in processor:
+        if isinstance(obj, osmium.osm.Node):
+            collector.node(obj)
+        elif isinstance(obj, osmium.osm.Way):
+            collector.way(obj)
+        elif isinstance(obj, osmium.osm.Area):
+            collector.area(obj)
+
+
+def _key_filter(keys, entities: osmium.osm.osm_entity_bits) -> osmium.filter.KeyFilter:
+    key_filter = osmium.filter.KeyFilter(*keys)
+    key_filter.enable_for(entities)
+    return key_filter
 
 
 def _osmium_limit(exc: ValueError) -> bool:

@@ -46,7 +46,7 @@ def profile(tags: dict) -> tuple[str, bool, bool] | None:
     (docs/RULES.md "Bicycle routing")."""
     if tags.get("route") == "ferry" and "highway" not in tags:
         return ("ferry", True, True) if tags.get("bicycle") not in CLOSED_VALUES else None
-    highway = tags.get("highway")
+    highway = tags.get("highway", "")
     bicycle = tags.get("bicycle")
     if highway in CLOSED_HIGHWAYS or tags.get("motorroad") == "yes" or bicycle in CLOSED_VALUES:
         return None

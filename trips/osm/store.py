@@ -17,6 +17,7 @@ one in place; its rows are deleted afterwards (`discard`, `purge`).
 from __future__ import annotations
 
 import json
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -115,10 +116,11 @@ class Loader:
         self.engine = engine
         self.sqlite = engine.dialect.name == "sqlite"
         self.raw = engine.raw_connection()
-        self.cache_size = None
+        self.driver = cast(Any, self.raw.driver_connection)  # sqlite3's or psycopg's; None only once closed
+        self.cache_size: int | None = None
         if self.sqlite:  # room for the R*Tree's nodes (32 MB): inserts stop re-reading them from disk
-            self.cache_size = self.raw.driver_connection.execute("PRAGMA cache_size").fetchone()[0]
-            self.raw.driver_connection.execute("PRAGMA cache_size = -32768")
+            self.cache_size = self.driver.execute("PRAGMA cache_size").fetchone()[0]
+            self.driver.execute("PRAGMA cache_size = -32768")
 
     def write(self, batches: dict[str, tuple[tuple[str, ...], list[tuple]]]) -> None:
         """Insert every (columns, rows) batch of `batches` ({table: …}) in one transaction."""
@@ -145,7 +147,7 @@ class Loader:
                 self.raw.commit()
         except BaseException:
             if self.sqlite:
-                if self.raw.driver_connection.in_transaction:
+                if self.driver.in_transaction:
                     cur.execute("ROLLBACK")
             else:
                 self.raw.rollback()
@@ -155,7 +157,7 @@ class Loader:
 
     def close(self) -> None:
         if self.cache_size is not None:  # the connection goes back to the pool as it came
-            self.raw.driver_connection.execute(f"PRAGMA cache_size = {int(self.cache_size)}")
+            self.driver.execute(f"PRAGMA cache_size = {int(self.cache_size)}")
         self.raw.close()
 
 
