@@ -1,15 +1,7 @@
-"""Counters and histograms for /metrics, kept in Redis: requests, tool calls, job durations.
-
-Why Redis and not prometheus-client's in-process registry: BTP runs several gunicorn workers and RQ workers,
-and an RQ worker forks a new work horse for every job. In-process counters would be per process (a scrape
-reaches one gunicorn worker at random); prometheus-client's multiprocess mode fixes that for gunicorn with one
-file per pid, but the RQ horses are a new pid per job (files without end, to be merged at every scrape), and a
-worker on another host cannot share the folder at all. Redis is already shared by every process on every host
-(rate limits, queue): one pipelined round trip of HINCRBY per observation, and every scrape sees the total.
-A Redis flush looks to Prometheus like a counter reset, which `rate()` handles.
-
-Observations fail open: when Redis cannot be reached, nothing is recorded through that client for the next
-30 s (one warning), so a Redis outage never slows requests down by its timeouts.
+"""Counters and histograms for /metrics, kept in Redis (requests, tool calls, job durations): every gunicorn worker,
+RQ work horse and host adds to the same totals, which in-process counters cannot give. Observations fail open: with
+Redis unreachable nothing is recorded through that client for PAUSE_S (one warning), so an outage never slows a
+request down by its timeouts.
 """
 from __future__ import annotations
 
@@ -140,9 +132,8 @@ def record_request(redis, method: str, route: str, status: int, seconds: float, 
 class _Pending:
     """A served worker's request counters not sent yet, summed per field: they go with the first request that has
     a round trip to make anyway (a joined command), with the first one `defer_s` after the oldest, or from a
-    daemon thread for a worker that went quiet, so Redis sees them at most about `defer_s` late. At ~500
-    requests a second, this is one round trip a second in place of one per request. A worker killed loses at
-    most its last `defer_s` of counts; one that exits normally sends them (atexit)."""
+    daemon thread for a worker that went quiet, so Redis sees them at most about `defer_s` late. A worker killed
+    loses at most its last `defer_s` of counts; one that exits normally sends them (atexit)."""
 
     def __init__(self, redis):
         self.redis, self.lock, self.sums, self.since = redis, threading.Lock(), {}, None
@@ -225,7 +216,8 @@ def record_job(redis, kind: str, outcome: str, seconds: float) -> None:
 
 
 def tool_outcome(result: dict) -> str:
-    """ok, input_required, or the refusal's code (read from the refusal JSON of the text block)."""
+    """ok, input_required, or the refusal's code (read from the refusal JSON of the text block); "refused" when
+    that code cannot be read."""
     if result.get("resultType") == "input_required":
         return "input_required"
     if not result.get("isError"):

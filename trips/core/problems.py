@@ -1,4 +1,5 @@
-"""The REST edge: JSON bodies in, RFC 9457 problem documents out, one table from domain errors to statuses."""
+"""Errors answered: RFC 9457 problem documents on the machine endpoints, an HTML page elsewhere, with one table
+from domain errors to statuses; the JSON body reader and the headers every answer carries."""
 from __future__ import annotations
 
 import hashlib
@@ -127,8 +128,8 @@ _SECURITY_ITEMS = tuple((name.lower(), name, value) for name, value in SECURITY_
 
 
 def _security_headers(response: Response) -> Response:
-    # The ones the answer does not set itself. The names it has are read in one pass: a header missing from
-    # werkzeug's Headers costs a KeyError to find out (setdefault: 22 us for the three, this 1 us, measured).
+    # The ones the answer does not set itself, its names read in one pass: werkzeug's Headers finds a missing name
+    # only by raising a KeyError.
     headers = response.headers
     present = {name.lower() for name in headers.keys()}
     for lowered, name, value in _SECURITY_ITEMS:
