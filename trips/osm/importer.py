@@ -1,15 +1,8 @@
-"""`flask osm import FILE`: stream an OpenStreetMap extract into the map tables.
-
-pyosmium reads the file once (twice when it holds country boundaries: the area assembler reads the
-relations first) and keeps node locations in memory so ways get their geometry; osmium drops every
-object without one of the interesting keys before Python sees it (trips/osm/tags.py NODE_KEYS, WAY_KEYS). Rows go
-to the database in batches (executemany on SQLite, COPY on PostgreSQL) under a `loading` area that only
-becomes visible when the whole file has been read (trips/osm/store.py), so a truncated or foreign file is
-refused and the previous import of the region stays as it was.
-
-A region is named by the file's base name (`bretagne-latest.osm.pbf` → `bretagne-latest`) or `--name`; a
-new import of the same name replaces the old one. Imports of other names are kept side by side, even when
-they overlap (neighbouring extracts share a border strip; the queries drop the duplicates).
+"""`flask osm import FILE`: stream an OpenStreetMap extract into the map tables. osmium drops every object without
+one of the keys BTP reads before Python sees it (trips/osm/tags.py) and keeps node locations so ways get their
+geometry. Rows go in batches under a `loading` area, visible only once the whole file is read (trips/osm/store.py),
+so a refused file leaves the region as it was. A new import of a region's name replaces the old one; other names
+stay side by side (the queries drop the duplicates of overlapping extracts).
 """
 from __future__ import annotations
 
@@ -238,7 +231,7 @@ class _Collector:
 
 
     def write_network(self) -> dict:
-        """The routable edges (trips/osm/network.py), once every way has been read; returns their count."""
+        """The routable edges (trips/osm/network.py), once every way has been read; returns {"edges": count}."""
         cols = network.EDGE_COLS + (("geom",) if self.pg else ())
         edges = 0
         for rows in self.network.rows(self.area_id, self.pg, BATCH_ROWS):
@@ -267,8 +260,9 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     file of 8 bytes per node id, deleted afterwards), for extracts whose nodes do not fit in memory.
 
     Raises MapImportError when the file is not an OSM extract (.osm.pbf, .osm, .osm.bz2), is truncated or
-    unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS).
-    Nothing of a refused file stays in the database.
+    unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS); and
+    for a malformed `name` or a `node_cache` file that exists already. Nothing of a refused file stays in the
+    database.
     """
     path = Path(path)
     fmt = file_format(path)
@@ -294,9 +288,8 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         bbox, source = (header, "header") if header else (tuple(collector.box), "data")
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
-        # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob) are RuntimeErrors; a value
-        # over libosmium's limits (a tag key or value, a user name or a role over 256 characters) is a ValueError
-        # "OSM … is too long". Any other ValueError is ours: raised as it is.
+        # osmium's parse and I/O errors are RuntimeErrors, and a string over libosmium's limits a ValueError
+        # "OSM … is too long" (_osmium_limit); any other ValueError is ours, raised as it is.
         _discard(engine, area_id, collector)
         if isinstance(exc, ValueError) and not _osmium_limit(exc):
             raise

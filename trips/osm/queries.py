@@ -1,13 +1,8 @@
-"""What the enrichments ask of the local map. Plain functions over the database engine: no Flask request, no
-ORM session, no lock (an enrichment's `compute` runs them from a worker, inside an app context).
-
-Every query takes its candidates from the spatial index (R*Tree on SQLite, GiST on PostGIS) by bounding box,
-then filters them exactly: point distances are WGS-84 geodesics (pyproj.Geod); the nearest place on a line is
-found in a local plane per chunk of the line (chunks of at most 1 km, where that plane is exact to well under
-a centimetre at corridor distances) and, for points, measured again as a geodesic.
-
-Lines are sequences of (lat, lon[, ele]). Only rows of imported areas in `ready` state are read; an object
-present in two overlapping imports is returned once. Boxes do not wrap around the antimeridian.
+"""What the enrichments ask of the local map: plain functions over the database engine, with no request, session or
+lock. Candidates come from the spatial index by box and are then filtered exactly: geodesic distances, and the
+nearest place on a line found in a local plane per chunk of at most 1 km. Lines are (lat, lon[, ele]) sequences;
+only ready areas are read, an object of two overlapping imports is returned once, and boxes do not wrap around the
+antimeridian.
 """
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""The map store: the spatial index per engine, bulk loading, and the life of an import (`osm_area`).
-
-- SQLite: one R*Tree virtual table per spatial table (https://sqlite.org/rtree.html), filled by the
-  Loader batch by batch; a delete trigger removes a row's box with the row (purges, test clean-ups), so
-  no stale box can stay behind.
-- PostgreSQL: a PostGIS `geom` column with a GiST index. PostGIS is optional for BTP as a whole: the
-  migration skips the column where the extension cannot be created, and an import then refuses with
-  NO_POSTGIS. The extension's schema is looked up and every PostGIS name is qualified with it, so it works
-  whatever the connection's search_path is.
-
-An import writes its rows under a new `osm_area` in `loading` state, in committed batches (short write
-transactions: the server keeps writing meanwhile, SQLite has one writer at a time), and becomes visible
-in one short transaction (`publish`): the previous import of the same name turns `replaced`, the new one
-`ready`. Queries only read rows of `ready` areas, so a failed import is never seen and leaves the previous
-one in place; its rows are deleted afterwards (`discard`, `purge`).
+"""The map store: the spatial index per engine (an R*Tree per table on SQLite, filled by the Loader, emptied by a
+delete trigger; on PostgreSQL a PostGIS `geom` column with a GiST index, every PostGIS name qualified with the
+extension's schema), bulk loading, and the life of an import. An import writes under a `loading` area in committed
+batches and becomes visible in one short transaction (`publish`); queries read only `ready` areas, so a failed
+import is never seen and leaves the previous one in place until it is purged.
 """
 from __future__ import annotations
 
@@ -42,7 +32,7 @@ def _rtree_box(table: str) -> str:
 
 
 def _sqlite_ddl(table: str) -> list[str]:
-    # Loader fills the R*Tree set-wise after each batch (a per-row insert trigger costs 3x the whole
+    # Loader fills the R*Tree set-wise after each batch (a per-row insert trigger would cost more than the
     # insert); deletes go through a trigger so no path can leave a box without its row.
     return [
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon)",
