@@ -1,2 +1,3 @@
-"""App-wide infrastructure: the database and unit of work, rate limits, the text floor, JSON and problem answers,
-health and metrics, logs. What oauth/ and mcp/ may import; it imports no feature code of trips."""
+"""What every floor needs: the database and the unit of work, the Redis client, the job queue, rate limits, epochs,
+the text floor, JSON and problem answers, languages, metrics and logs. It imports nothing of the project but
+trips.errors."""

@@ -64,7 +64,7 @@ def configure_engine_options(app: Flask) -> None:
         pool = POOL if ":memory:" not in uri else {}
         app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {"connect_args": {"timeout": 30}, **pool})
     else:
-        # PostgreSQL (psycopg): pooled connections are checked at checkout without a round trip (see below).
+        # psycopg's pooled connections are checked at checkout without a round trip (_pg_on_checkout)
         app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS",
                               {"pool_pre_ping": not uri.startswith("postgresql+psycopg"), **POOL})
 
@@ -82,12 +82,8 @@ def _sqlite_on_connect(dbapi_connection, _record):
         cur.close()
 
 
-# PostgreSQL: reads outside a unit of work run in autocommit, so a request that only reads (a get_trip, a
-# list_trips, the token lookup of every request) costs its statements and no BEGIN/ROLLBACK round trips. Under
-# READ COMMITTED, BTP's isolation level, every statement takes its own snapshot inside a transaction too, so a
-# read sees what it saw before. Anything that is not a plain SELECT (a write, a lock, a savepoint, DDL, SET)
-# turns the connection transactional first, so psycopg opens the transaction with it; `atomic()` does so at its
-# start. The connection goes back to autocommit when it returns to the pool, after its rollback.
+# PostgreSQL: a read outside a unit of work runs in autocommit, sparing BEGIN and ROLLBACK (under READ COMMITTED
+# each statement has its own snapshot anyway); anything but a plain SELECT turns the connection transactional first.
 _PLAIN_READS: dict[str, bool] = {}
 _PG_IDLE = 0  # psycopg.pq.TransactionStatus.IDLE
 _LOCKING = re.compile(r"\bFOR\s+(UPDATE|SHARE|NO\s+KEY\s+UPDATE|KEY\s+SHARE)\b", re.IGNORECASE)
@@ -122,11 +118,8 @@ def _pg_on_checkin(dbapi_connection, record):
         record.info[_RETURNED] = time.monotonic()
 
 
-# PostgreSQL: instead of SQLAlchemy's pre-ping (a round trip before every request's first statement), a pooled
-# connection is checked where it costs nothing. A server that ended it (pg_terminate_backend, a restart, a
-# failover, an idle timeout) sent its FATAL and closed the socket, so the socket reads as ready while the
-# connection should be idle: the pool drops it and takes another (DisconnectionError, retried by the pool). Only a
-# connection idle for PING_IDLE_S, which a network could have cut without a word, is pinged as before.
+# PostgreSQL, instead of a pre-ping round trip: a server that ended a pooled connection left its socket readable
+# while idle, so the pool drops it; only one idle over PING_IDLE_S (a network may cut it silently) is pinged.
 PING_IDLE_S = 30.0
 _RETURNED = "btp_returned_at"
 
@@ -191,6 +184,15 @@ def after_commit(func, *args, **kwargs) -> None:
     pending.append((func, args, kwargs))
 
 
+def _begin_immediate(session) -> None:
+    """BEGIN IMMEDIATE on SQLite (PostgreSQL's begins with the first statement)."""
+    flag = _immediate.set(True)
+    try:
+        transactional(session)
+    finally:
+        _immediate.reset(flag)
+
+
 @contextmanager
 def atomic(lock: str | None = None, lock_timeout: float = 3.0):
     """One unit of work: commit on success, roll back on error, then run the after-commit callbacks.
@@ -212,19 +214,14 @@ def atomic(lock: str | None = None, lock_timeout: float = 3.0):
             raise Conflict("Another change to this trip is in progress; try again in a moment.")
     pending: list = []
     token = _pending_jobs.set(pending)
-    flag = _immediate.set(True)
     try:
-        transactional(session)  # BEGIN (IMMEDIATE on SQLite; PostgreSQL's with the first statement)
-        _immediate.reset(flag)
-        flag = None
+        _begin_immediate(session)
         yield session
         session.commit()
     except BaseException:
         session.rollback()
         raise
     finally:
-        if flag is not None:
-            _immediate.reset(flag)
         _pending_jobs.reset(token)
         if redis_lock is not None:
             try:

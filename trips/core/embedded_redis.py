@@ -30,7 +30,8 @@ def _alive(sock: Path) -> bool:
 
 
 def ensure_embedded_redis(instance: Path) -> tuple[str, bool]:
-    """Start the embedded server unless one answers already. Returns (url, started_by_us)."""
+    """Start the embedded server unless one answers already. Returns (url, started_by_us); raises RuntimeError
+    when it does not answer within 10 s."""
     instance.mkdir(parents=True, exist_ok=True)
     sock = socket_path(instance)
     url = f"unix://{sock}"

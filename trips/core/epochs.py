@@ -1,32 +1,7 @@
-"""Epochs: random values kept in Redis and replaced after every committed write to what they stand for, so a
-process may keep an answer it computed under an epoch and give it again, with no query, while the epoch reads the
-same. Two families:
-
-- the token epoch (`TOKEN_KEY`): replaced after any UPDATE or DELETE of `access_token` or `user_account`
-  (oauth/services/live_tokens.py: the remembered live tokens);
-- the trips epochs: one per account (`user_key`: one of its trips, their days or computations changed) and one for
-  all (`TRIPS_KEY`: a write to `trip`, `stage` or `computation` nobody said the owner of). mcp/kept.py keeps
-  get_trip's and list_trips' answers under them.
-
-Each is read in the round trip that counts the caller's budgets (trips/core/ratelimit.py `reads`): reading one
-costs no round trip of its own. A missing key is created by its reader with a fresh random value, and a key is
-never set to a value it had before (uuid4): a Redis restarted empty, or a key expired, never reads as a value some
-process kept an answer under.
-
-Why a change shows at once, on every process and instance sharing the Redis:
-- the keys are replaced *after* the writing transaction commits (`_after_checkin`: its connection is back in the
-  pool) and before the writing request answers (in a request the replacement is sent there and its answer read as
-  the request ends: `settle`), so any request that starts later reads the new values;
-- an answer is kept under the values read *before* the reads that made it: a write committed after those reads
-  replaces the values after them too, so the answer is made again;
-- with Redis unreachable nothing kept is believed (its readers read the database), a replacement that could not be
-  written is retried every half second for `max_age_s`, and no answer is kept longer than that (BTP_TOKEN_CACHE_S
-  and BTP_READ_CACHE_S: 60 s by default), which also bounds a change made to the tables by hand, outside BTP.
-
-Which writes replace what is seen on the connection (`_note_statement`, a before_cursor_execute listener), so a new
-code path cannot forget it: a write to `trip`, `stage` or `computation` replaces `TRIPS_KEY` unless it was said
-whose it is, by the ORM (`TrackedSession.flush`: the accounts owning the rows it writes) or by
-`writing_trip(trip_id)` around a statement written by hand.
+"""Epochs: random values in Redis, replaced after every committed write to what they stand for, so a process may
+give again an answer it kept under an epoch while the epoch reads the same. The token epoch stands for tokens and
+accounts; the trips epochs for one account's trips, days and computations, or for every trip's. Which writes
+replace which epoch, and why a change shows at once everywhere: docs/CACHES.md "Epochs".
 """
 from __future__ import annotations
 
@@ -53,10 +28,8 @@ TRIPS_KEY = "btp:trips-epoch"
 DEFAULT_MAX_AGE_S = 60.0
 READ_KEY_TTL_S = 86400  # an epoch key created by its reader lives this long unless written again
 
-# How the epochs are read: in the budgets' round trip (trips/core/ratelimit.py `reads`: the script's KEYS after the
-# budgets' sets), with one MGET; a missing key is set to the call's unique member (128 random bits: never a value the
-# key had before) for ARGV[2 * sets + 3] seconds. The script defines `nread`, `sets` and `member` before this part,
-# which leaves the keys' values in `values`.
+# Part of the budgets' script (trips/core/ratelimit.py `reads`, which defines nread, sets and member): a missing key
+# takes the call's random member, so it never reads as a value it had before.
 READ_KEYS_LUA = """
 local values = {}
 if nread > 0 then
@@ -232,9 +205,8 @@ def _redis_of_app() -> tuple:
 
 @event.listens_for(Engine, "checkin")
 def _after_checkin(dbapi_connection, record):
-    # A connection comes back to the pool after its transaction committed (a session's commit, engine.begin()) or
-    # rolled back (needless new epochs, which only cost their answers being made again): after the commit, never
-    # before, so no reader can keep an answer under a new epoch as the database still showed it before the write.
+    # After the commit, never before: no reader may keep an answer under a new epoch while the database still shows
+    # the old rows. After a rollback the new epochs are needless and only cost answers made again.
     keys = record.info.pop(_WRITTEN, None)
     redis, max_age_s = record.info.pop(_TELL, (False, 0.0))
     if not keys:
@@ -252,10 +224,8 @@ def _after_checkin(dbapi_connection, record):
         _retry_later(redis, keys, max_age_s)
 
 
-# A request's replacements are sent as its connection comes back and their answers read as it ends (`settle`, a
-# teardown_request hook: Flask runs it before the WSGI server is handed the answer), so Redis works while the request
-# builds and logs its answer; the answer still leaves only once every new epoch is written. Outside a request
-# (a job, the CLI) each is read at once.
+# In a request, the replacements' answers are read as it ends (`settle`, before the server has the answer), so Redis
+# works while the request builds its answer; a job or the CLI reads each at once.
 _deferred: contextvars.ContextVar[list | None] = contextvars.ContextVar("btp_epochs_deferred", default=None)
 
 

@@ -1,26 +1,7 @@
-"""The reader's language (docs/RULES.md "Rendering at read time"): a read's locale, the alert catalogues,
-and locale-aware numbers and country names, all from Babel.
-
-Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to
-`.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
-the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
-completeness is a set comparison of codes (tests/trips/core/test_i18n.py). A second domain, `pages.po`, holds the words of
-every page and e-mail a person sees (sign-in, consent, the account, the errors, the share page, the sign-in
-mail) and of the read models (the weather words), read through `t`, and through `tn` for an entry with plural
-forms (`msgid_plural`: the form of a count is chosen by the language's gettext Plural-Forms, which
-tests/trips/core/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
-`t`, `tn`, `num`, `date`, `osm` and `lang`. The keys are extracted by pybabel (babel.cfg, `make messages`): the
-first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered); the keys made from data are
-listed in trips/readmodels/words.py. A `.mo` that is missing or older than its
-`.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
-text shown is the source's, never a stale compile.
-
-App-wide infrastructure (trips/core): the account pages (oauth/) and every reader use it.
-
-Resolution (`current_locale`): a locale pinned for this request (the share page pins the trip owner's), else
-the signed-in account's (REST and MCP: g.principal; the pages: the session's account, through the resolver
-oauth's web edge registers with `account_locale`), else (not on /mcp) the request's Accept-Language negotiated
-among LOCALES (the answer then varies on it, RFC 9110 §12.5.5), else English.
+"""The reader's language (docs/RULES.md "Rendering at read time"): the locale of a read, the catalogues in
+translations/ (`alerts.po`, one `alert.<code>` per alert; `pages.po`, the words of pages, mails and read models,
+through `t` and `tn`) and numbers, dates and country names written the locale's way, all from Babel. `register`
+gives every template the same words.
 """
 from __future__ import annotations
 
@@ -76,8 +57,9 @@ def is_fresh(locale: str, domain: str = DOMAIN) -> bool:
 @lru_cache(maxsize=4 * len(LOCALES))
 def messages(locale: str, domain: str = DOMAIN) -> dict[str, str | tuple[str, ...]]:
     """{msgid: msgstr} of `locale`'s catalogue of `domain` (the alerts unless told), untranslated entries left
-    out; an entry with plural forms is {singular msgid: (form 0, form 1, …)}. Raises FileNotFoundError when the
-    locale has no `.po` source."""
+    out; an entry with plural forms is {singular msgid: (form 0, form 1, …)}. A `.mo` missing or older than its
+    `.po` is replaced by the `.po`, with a warning: never a stale compile. Raises FileNotFoundError when the locale
+    has no `.po` source."""
     po, mo = _paths(locale, domain)
     if is_fresh(locale, domain):
         with mo.open("rb") as handle:
@@ -86,7 +68,8 @@ def messages(locale: str, domain: str = DOMAIN) -> dict[str, str | tuple[str, ..
         log.warning("i18n: %s is missing or older than its source: reading %s (run `make`)", mo.name, po)
         with po.open("rb") as handle:
             catalog = read_po(handle, locale=locale)
-    found = {m.id: m.string for m in catalog if m.id and isinstance(m.id, str) and m.string}
+    found: dict[str, str | tuple[str, ...]] = {
+        m.id: m.string for m in catalog if isinstance(m.id, str) and m.id and isinstance(m.string, str) and m.string}
     plural = {m.id[0]: tuple(m.string) for m in catalog
               if isinstance(m.id, (tuple, list)) and m.id[0] and m.string and all(m.string)}
     return found | plural
@@ -142,7 +125,7 @@ def _plural_rule(locale: str):
     return gettext.c2py(get_plural(locale).plural_expr)
 
 
-def plural_index(locale: str, count: int) -> int:
+def plural_index(locale: str, count: float) -> int:
     """Which plural form (msgstr[i]) `count` takes in `locale`: the language's gettext Plural-Forms, from Babel's
     table (the one `pybabel init` writes into a catalogue's header)."""
     return _plural_rule(normalize(locale) or DEFAULT)(abs(int(count)))
@@ -200,8 +183,8 @@ def number(value, locale: str, digits: int = 1) -> str:
 
 @lru_cache(maxsize=8192, typed=True)
 def _number(value, locale: str, digits: int) -> str:
-    # Babel's format_decimal parses the pattern and looks the locale up on every call (~0.1 ms): a trip's
-    # alerts format the same few hundred numbers on every read, so the words are remembered (a pure function).
+    # Babel parses the pattern and looks the locale up on every call, and a trip's alerts format the same few
+    # hundred numbers on every read: a pure function, remembered.
     pattern = "#,##0" + ("." + "#" * digits if digits else "")
     return format_decimal(value, format=pattern, locale=locale)
 
@@ -241,7 +224,7 @@ def register(app) -> None:
 
 
 def current_locale() -> str:
-    """The locale this read is rendered in (see the module docstring); English outside a request."""
+    """The locale this read is rendered in (docs/RULES.md "Rendering at read time"); English outside a request."""
     if not has_request_context():
         return DEFAULT
     pinned = request.environ.get(_PINNED)

@@ -1,17 +1,7 @@
-"""The one JSON loader for request bodies (REST through Flask's JSON provider, and /mcp): strict on text.
-
-Python's `json.loads` turns a `"\\ud800"` escape, and raw bytes ED A0 80 (it decodes bytes with
-`surrogatepass`), into a str holding a lone UTF-16 surrogate. Such a str cannot be encoded as UTF-8, so it
-broke whatever came next (the database driver, an answer that echoes it) as a 500 or a -32603. RFC 8259
-§8.2 leaves the meaning of such a string unpredictable, and I-JSON (RFC 7493 §2.1) forbids it outright: it
-is not valid Unicode text. A `\u0000` escape is valid JSON and valid Unicode, but PostgreSQL refuses NUL in
-text columns, so it made the same 500 there (never on SQLite). Both are refused here, where they enter, as a
-malformed body (REST 400, JSON-RPC -32700), naming where in the body they are.
-
-What the loader keeps from `json.loads`: the NaN, Infinity and -Infinity literals are read as floats, so
-that a numeric field or tool argument refuses them by name, like any other out-of-range value
-(trips/services/inputs.py, mcp/arguments.py); an integer longer than Python's 4 300-digit limit and nesting
-deeper than the parser goes are errors.
+"""The one JSON loader for request bodies (REST through Flask's JSON provider, and /mcp). A string holding a lone
+UTF-16 surrogate (not Unicode text: I-JSON, RFC 7493 §2.1) or a NUL (no PostgreSQL text column stores it) is
+refused as a malformed body, naming where it is. NaN and Infinity are read as floats, so a numeric field refuses
+them by name like any other out-of-range value.
 """
 from __future__ import annotations
 

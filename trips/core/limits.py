@@ -1,10 +1,6 @@
-"""Every rate limit and per-agent budget of BTP, with its default, and how configuration overrides it.
-
-One registry: `trips.core.ratelimit.limit(redis, bucket, key)` looks the bucket up here, so a call site never
-carries its own numbers. Each bucket is tunable by one environment variable, `BTP_LIMIT_<BUCKET>`, whose value
-is `COUNT/SECONDS` (e.g. `BTP_LIMIT_MCP_ADDRESS=300/60`: 300 requests in any 60 seconds). `create_app`
-validates them all before serving (app.load_config), so a typo stops the process instead of silently keeping
-the default; a benchmark lifts a limit the same way (`BTP_LIMIT_MCP_CALLS=1000000/60`).
+"""Every rate limit and per-agent budget of BTP, with its default: a call site names its bucket, never numbers.
+`BTP_LIMIT_<BUCKET>=COUNT/SECONDS` overrides one (`BTP_LIMIT_MCP_ADDRESS=300/60`: 300 requests in any 60 seconds);
+`create_app` validates them all before serving, so a typo stops the process instead of keeping the default.
 """
 from __future__ import annotations
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any
 
 
 class LRU:
     def __init__(self, size: int):
-        self.size, self.answers, self.lock = size, OrderedDict(), threading.Lock()
+        self.size, self.lock = size, threading.Lock()
+        self.answers: OrderedDict[Hashable, Any] = OrderedDict()
 
     def get(self, key):
         """The value kept under `key` (now the most recently used), else None."""

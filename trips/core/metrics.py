@@ -1,15 +1,7 @@
-"""Counters and histograms for /metrics, kept in Redis: requests, tool calls, job durations.
-
-Why Redis and not prometheus-client's in-process registry: BTP runs several gunicorn workers and RQ workers,
-and an RQ worker forks a new work horse for every job. In-process counters would be per process (a scrape
-reaches one gunicorn worker at random); prometheus-client's multiprocess mode fixes that for gunicorn with one
-file per pid, but the RQ horses are a new pid per job (files without end, to be merged at every scrape), and a
-worker on another host cannot share the folder at all. Redis is already shared by every process on every host
-(rate limits, queue): one pipelined round trip of HINCRBY per observation, and every scrape sees the total.
-A Redis flush looks to Prometheus like a counter reset, which `rate()` handles.
-
-Observations fail open: when Redis cannot be reached, nothing is recorded through that client for the next
-30 s (one warning), so a Redis outage never slows requests down by its timeouts.
+"""Counters and histograms for /metrics, kept in Redis (requests, tool calls, job durations): every gunicorn worker,
+RQ work horse and host adds to the same totals, which in-process counters cannot give. Observations fail open: with
+Redis unreachable nothing is recorded through that client for PAUSE_S (one warning), so an outage never slows a
+request down by its timeouts.
 """
 from __future__ import annotations
 
@@ -38,14 +30,14 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,39}")
 PAUSE_S = 30.0
 _PAUSED = "_btp_metrics_paused_until"  # kept on the client: each app (and the worker) has its own
 
-# name -> (type, help, label names, buckets)
-METRICS = {
+# name -> (type, help, label names, buckets: none for a counter)
+METRICS: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...]]] = {
     "btp_http_requests_total": ("counter", "HTTP requests by route rule, method and status.",
-                                ("method", "route", "status"), None),
+                                ("method", "route", "status"), ()),
     "btp_http_request_duration_seconds": ("histogram", "Time to the response headers, by route rule and method.",
                                           ("method", "route"), HTTP_BUCKETS),
     "btp_tool_calls_total": ("counter", "MCP tool calls by tool and outcome (ok, the refusal code, "
-                             "input_required, or error).", ("tool", "outcome"), None),
+                             "input_required, or error).", ("tool", "outcome"), ()),
     "btp_job_duration_seconds": ("histogram", "RQ job durations by kind (the job function) and outcome.",
                                  ("kind", "outcome"), JOB_BUCKETS),
 }
@@ -140,9 +132,8 @@ def record_request(redis, method: str, route: str, status: int, seconds: float, 
 class _Pending:
     """A served worker's request counters not sent yet, summed per field: they go with the first request that has
     a round trip to make anyway (a joined command), with the first one `defer_s` after the oldest, or from a
-    daemon thread for a worker that went quiet, so Redis sees them at most about `defer_s` late. At ~500
-    requests a second, this is one round trip a second in place of one per request. A worker killed loses at
-    most its last `defer_s` of counts; one that exits normally sends them (atexit)."""
+    daemon thread for a worker that went quiet, so Redis sees them at most about `defer_s` late. A worker killed
+    loses at most its last `defer_s` of counts; one that exits normally sends them (atexit)."""
 
     def __init__(self, redis):
         self.redis, self.lock, self.sums, self.since = redis, threading.Lock(), {}, None
@@ -225,7 +216,8 @@ def record_job(redis, kind: str, outcome: str, seconds: float) -> None:
 
 
 def tool_outcome(result: dict) -> str:
-    """ok, input_required, or the refusal's code (read from the refusal JSON of the text block)."""
+    """ok, input_required, or the refusal's code (read from the refusal JSON of the text block); "refused" when
+    that code cannot be read."""
     if result.get("resultType") == "input_required":
         return "input_required"
     if not result.get("isError"):
@@ -256,8 +248,8 @@ def counted_tool_calls(known):
                 data = getattr(exc, "data", None)
                 outcome = "error"
                 if hasattr(exc, "code") and hasattr(exc, "http_status"):  # an RpcError: a refusal, not a fault
-                    outcome = data.get("error") if isinstance(data, dict) and _CODE.fullmatch(
-                        str(data.get("error"))) else "rpc_error"
+                    code = str(data.get("error")) if isinstance(data, dict) else ""
+                    outcome = code if _CODE.fullmatch(code) else "rpc_error"
                 record_tool_call(get_redis(), tool, outcome)
                 raise
             record_tool_call(get_redis(), tool, tool_outcome(result))

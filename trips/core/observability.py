@@ -1,13 +1,7 @@
-"""JSON logs, one access line per request, and a request id that follows the request into its jobs.
-
-Every log line is one JSON object (ts, level, logger, message, request_id when there is one, and the fields a
-caller passes as `extra={"fields": {...}}`). The request id is the caller's `X-Request-Id` when it is sane
-(1 to 64 of [A-Za-z0-9-]: nginx's `$request_id` is 32 hex digits), else a new one; it is echoed in the answer's
-`X-Request-Id`, stored in the meta of every job the request enqueues (trips/core/queue.py enqueue), and set again while the
-worker runs that job (ObservedJob), so the worker's lines carry it, and so do the jobs that job enqueues.
-
-The access line names the route *rule* (`/s/<code>`), never the path or query: paths carry share codes and
-queries carry place searches, neither belongs in a log.
+"""JSON logs, one access line per request, and a request id that follows the request into its jobs: the caller's
+`X-Request-Id` when sane (nginx's `$request_id` is), else a new one, echoed in the answer, carried in the meta of
+every job the request enqueues and set again while a worker runs that job. The access line names the route rule,
+never the path or query: they carry share codes and place searches.
 """
 from __future__ import annotations
 
@@ -103,7 +97,8 @@ def _user_id(here) -> str | None:
         return str(user_id) if user_id is not None else None
     # A page that read the session. Flask marks a session read as soon as its proxy is touched (even to ask
     # `session.accessed`), which adds Vary: Cookie to the answer: the request context's own is asked instead.
-    opened = getattr(request_ctx._get_current_object(), "_session", None)
+    ctx = request_ctx._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
+    opened = getattr(ctx, "_session", None)
     if opened is not None and opened.accessed:
         return opened.get("uid")
     return None
@@ -119,7 +114,7 @@ def _begin_request() -> None:
 def _end_request(response):
     here, status = g._get_current_object(), response.status_code
     seconds = time.perf_counter() - getattr(here, "request_started", time.perf_counter())
-    req = request._get_current_object()
+    req = request._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
     method, rule = req.method, req.url_rule
     route = rule.rule if rule is not None else "<unmatched>"
     response.headers[HEADER] = getattr(here, "request_id", None) or request_id_from(None)

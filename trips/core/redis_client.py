@@ -33,7 +33,7 @@ def redis_url(app: Flask) -> str:
 
 def get_redis() -> redis.Redis:
     """The current app's client, made on first use."""
-    app = current_app._get_current_object()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
     client = app.extensions.get(_EXTENSION)
     if client is None:
         with _making:
@@ -43,11 +43,8 @@ def get_redis() -> redis.Redis:
 
 
 def _make(app: Flask) -> redis.Redis:
-    # Short timeouts: BTP's commands answer in milliseconds, so a Redis that does not answer within 1 s is away; a
-    # request makes a handful of Redis calls, so it ends within a few seconds, never hangs. One retry, on a broken
-    # connection only (a pooled connection Redis closed by restarting): a timeout is not retried. The worker
-    # lengthens the read timeout of its own client past its blocking dequeue (rq Worker._set_connection). Broken
-    # connections are dropped and re-made: Redis back, BTP is back.
+    # A Redis that does not answer within 1 s is away, so a request ends within seconds instead of hanging. One retry,
+    # on a broken connection only (Redis restarted under a pooled one); a timeout is not retried.
     return redis.Redis.from_url(
         redis_url(app), socket_connect_timeout=1, socket_timeout=1, health_check_interval=30,
         retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 1, supported_errors=(redis.exceptions.ConnectionError,)))

@@ -1,19 +1,6 @@
-"""Text that is not ours: a structural floor, a label cleaner, bounded quoting of caller values.
-
-MCP answers pass every string through the floor; both transports bound and clean the caller values they
-quote back in errors. The floor takes away what could reshape an answer (line structure, invisible and bidi
-controls); it never judges meaning, so a directive sentence goes through word for word. REST answers carry
-the stored text as it is.
-
-- Breaks become one space: TAB, every line boundary of `str.splitlines` (LF, CR, VT, FF, the information
-  separators U+001C–U+001E, NEL U+0085) and every Zl/Zp character (U+2028, U+2029). A run of them, even with
-  removed characters in between, gives a single space. Treating VT, FF, NEL and U+001C–U+001E as breaks
-  (not only CR, LF, TAB) keeps "a<VT>b" from gluing into "ab".
-- Every other Cc (control) and Cf (format: zero-width, bidi, BOM, soft hyphen, ZWJ…) character is removed.
-- A lone UTF-16 surrogate (Cs, U+D800–U+DFFF) becomes U+FFFD. No UTF-8 text holds one, but a Python str can
-  (a JSON `\ud800` escape, bytes decoded with `surrogatepass`), and it cannot be encoded: input refuses it
-  where it enters (trips/core/jsonio.py), and the floor keeps any that slipped through from breaking an answer.
-- Nothing else changes: a clean string is returned as it is (no trim, no cap, the same object).
+"""Text that is not ours: the structural floor every string of an MCP answer passes through, a label cleaner,
+bounded quoting of caller values, and names folded for matching (docs/RULES.md "MCP answers"). The floor takes away
+what could reshape an answer (line structure, invisible and bidi controls); it never judges meaning.
 """
 from __future__ import annotations
 
@@ -27,8 +14,8 @@ ELLIPSIS = "…"
 MAX_DEPTH = 64  # our answers nest a handful of levels; deeper means a bug (or a cycle)
 
 _BREAKS = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x85")
-# Planes 4-13 are unassigned and planes 15-16 are private use (Co) in every Unicode version so far:
-# scanning the others finds every Cc/Cf/Zl/Zp character in a fraction of the time. A test checks a full scan.
+# Planes 4-13 are unassigned and planes 15-16 private use (Co) in every Unicode version so far: not scanned (a test
+# checks a full scan finds the same).
 _PLANES = (range(0x00000, 0x40000), range(0xE0000, 0xF0000))
 
 
@@ -81,7 +68,10 @@ def _mended(match: re.Match) -> str:
 
 
 def floor(text: str) -> str:
-    """The structural floor of one string (see the module docstring). Raises nothing for a `str`."""
+    """The structural floor of one string: TAB, every line boundary of `str.splitlines` and every Zl/Zp character
+    become one space (a run of them, with removed characters between, a single one); every other Cc and Cf
+    character is removed; a lone surrogate becomes U+FFFD. A clean string is returned as it is (the same object).
+    Raises nothing for a `str`."""
     if text.isascii() and text.isprintable():  # the common case, in C: no ASCII character is Cf, Zl or Zp,
         return text  # and every Cc one (U+0000–U+001F, U+007F) is not printable
     text = mend(text)

@@ -1,2 +1,2 @@
-"""Local OpenStreetMap data: the import (`flask osm import`, trips/cli/osm.py), its tables and spatial index, and the
-queries the route-side enrichments call. Nothing here talks to a third party."""
+"""Local OpenStreetMap data: the import (`flask osm import`, trips/cli/osm.py), its tables and spatial index, the
+queries the enrichments call and the bicycle router. Nothing here talks to a third party."""

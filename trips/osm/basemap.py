@@ -1,12 +1,7 @@
-"""What the share page's map draws under the route, read from the imported map (trips/readmodels/mapsvg.py draws it):
-water (coastlines, lakes and riverbanks, rivers and canals), the main roads and the towns and villages with their
-names, for one view box.
-
-What is shown follows the scale, as a printed map does: the wider the view, the fewer road classes and places, and
-the larger a lake or river must be to be drawn; every line is thinned to about a pixel (trips/route/geo.py
-simplify), so a country-wide view stays a few tens of KB of markup. Each layer is capped (`LIMITS`): beyond it the
-longest lines and the most important places are kept. A view the map does not cover answers empty layers, and
-`covered` says so (the page then draws the route alone, as before)."""
+"""What the share page's map draws under the route, read from the imported map for one view box: water, the main
+roads, and the towns and villages with their names (trips/readmodels/mapsvg.py draws it). As on a printed map, the
+wider the view, the fewer road classes and places and the larger a lake or river must be; every line is thinned to
+about a pixel and each layer capped (`LIMITS`). `covered` says whether the imported map meets the view."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,12 +1,7 @@
-"""Geometry for the map tables: compact line storage, WKB from osmium, local distances, point in polygon.
-
-Lines are stored as encoded polylines (the Google polyline algorithm, https://developers.google.com/maps/
-documentation/utilities/polylinealgorithm) at precision 1e-6 degrees (about 0.1 m), encoded for a whole
-batch of lines at once with numpy so the import does not spend Python time per vertex.
-
-Distances to a line: the foot of the perpendicular is found in a local plane (metres east and north of a
-reference point, with the WGS-84 radii of curvature there: exact to well under a metre over the few
-kilometres of one chunk), and the distance from the point to that foot is then the WGS-84 geodesic.
+"""Geometry for the map tables: lines stored as encoded polylines (Google's polyline algorithm at 1e-6 degrees,
+encoded a batch of lines at a time with numpy), WKB from osmium, local distances, point in polygon. The foot of the
+perpendicular on a line is found in a local plane with the WGS-84 radii of curvature there; the distance to it is
+the geodesic.
 """
 from __future__ import annotations
 

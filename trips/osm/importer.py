@@ -1,15 +1,8 @@
-"""`flask osm import FILE`: stream an OpenStreetMap extract into the map tables.
-
-pyosmium reads the file once (twice when it holds country boundaries: the area assembler reads the
-relations first) and keeps node locations in memory so ways get their geometry; osmium drops every
-object without one of the interesting keys before Python sees it (trips/osm/tags.py NODE_KEYS, WAY_KEYS). Rows go
-to the database in batches (executemany on SQLite, COPY on PostgreSQL) under a `loading` area that only
-becomes visible when the whole file has been read (trips/osm/store.py), so a truncated or foreign file is
-refused and the previous import of the region stays as it was.
-
-A region is named by the file's base name (`bretagne-latest.osm.pbf` → `bretagne-latest`) or `--name`; a
-new import of the same name replaces the old one. Imports of other names are kept side by side, even when
-they overlap (neighbouring extracts share a border strip; the queries drop the duplicates).
+"""`flask osm import FILE`: stream an OpenStreetMap extract into the map tables. osmium drops every object without
+one of the keys BTP reads before Python sees it (trips/osm/tags.py) and keeps node locations so ways get their
+geometry. Rows go in batches under a `loading` area, visible only once the whole file is read (trips/osm/store.py),
+so a refused file leaves the region as it was. A new import of a region's name replaces the old one; other names
+stay side by side (the queries drop the duplicates of overlapping extracts).
 """
 from __future__ import annotations
 
@@ -93,7 +86,7 @@ class _Collector:
         self.pg = not self.loader.sqlite
         self.area_id = area_id
         self.wkb = osmium.geom.WKBFactory()
-        self.rows = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
+        self.rows: dict[str, list[tuple]] = {t: [] for t in ("osm_point", "osm_place", "osm_boundary")}
         self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": [], "osm_water": []}  # (row head, hex wkb)
         self.seen = {"node": 0, "way": 0, "area": 0}
         self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0, "water": 0}
@@ -127,7 +120,7 @@ class _Collector:
         except (RuntimeError, osmium.InvalidLocationError):
             return  # fewer than two known nodes (the extract cut the way)
         if is_road:
-            head = (self.area_id, "w", w.id, highway[:32], *(T.short(wt.get(k), 64 if k == "surface" else 32)
+            head = (self.area_id, "w", w.id, T.short(highway, 32), *(T.short(wt.get(k), 64 if k == "surface" else 32)
                                                              for k in T.WAY_TAGS), T.short(wt.get("name"), 255))
             self._line("osm_way", head, hexwkb)
         if route == "ferry":
@@ -178,9 +171,9 @@ class _Collector:
                 self._add("osm_point", row + geom, "points", box)
         place, name = taglist.get("place"), taglist.get("name")
         if place in PLACE_RANKS and name:
-            row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place, PLACE_RANKS[place],
-                   _population(taglist.get("population")), lat, lon)
-            self._add("osm_place", row + geom, "places", box)
+            place_row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place,
+                         PLACE_RANKS[place], _population(taglist.get("population")), lat, lon)
+            self._add("osm_place", place_row + geom, "places", box)
 
     def _line(self, table: str, head: tuple, hexwkb: str) -> None:
         self.lines[table].append((head, hexwkb))
@@ -238,7 +231,7 @@ class _Collector:
 
 
     def write_network(self) -> dict:
-        """The routable edges (trips/osm/network.py), once every way has been read; returns their count."""
+        """The routable edges (trips/osm/network.py), once every way has been read; returns {"edges": count}."""
         cols = network.EDGE_COLS + (("geom",) if self.pg else ())
         edges = 0
         for rows in self.network.rows(self.area_id, self.pg, BATCH_ROWS):
@@ -267,8 +260,9 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     file of 8 bytes per node id, deleted afterwards), for extracts whose nodes do not fit in memory.
 
     Raises MapImportError when the file is not an OSM extract (.osm.pbf, .osm, .osm.bz2), is truncated or
-    unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS).
-    Nothing of a refused file stays in the database.
+    unreadable, holds nothing BTP uses, or the database has no spatial support (PostgreSQL without PostGIS); and
+    for a malformed `name` or a `node_cache` file that exists already. Nothing of a refused file stays in the
+    database.
     """
     path = Path(path)
     fmt = file_format(path)
@@ -286,31 +280,16 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     try:
         header = _header_box(path, fmt)
         collector = _Collector(engine, area_id, echo)
-        processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
-                     .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
-                     .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
-                     .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
-                     .with_filter(osmium.filter.KeyFilter(*T.NODE_KEYS).enable_for(osmium.osm.NODE))
-                     .with_filter(osmium.filter.KeyFilter(*T.WAY_KEYS).enable_for(osmium.osm.WAY))
-                     .with_filter(osmium.filter.KeyFilter(*T.AREA_KEYS).enable_for(osmium.osm.AREA)))
-        for obj in processor:
-            if obj.is_node():
-                collector.node(obj)
-            elif obj.is_way():
-                collector.way(obj)
-            elif obj.is_area():
-                collector.area(obj)
+        _read(path, fmt, node_cache, collector)  # its node locations are freed before the network is written
         collector.flush(last=True)
-        processor = obj = None  # the node locations go back to the allocator before the network is cut and written
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = (header, "header") if header else (tuple(collector.box), "data")
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
-        # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob) are RuntimeErrors; a value
-        # over libosmium's limits (a tag key or value, a user name or a role over 256 characters) is a ValueError
-        # "OSM … is too long". Any other ValueError is ours: raised as it is.
+        # osmium's parse and I/O errors are RuntimeErrors, and a string over libosmium's limits a ValueError
+        # "OSM … is too long" (_osmium_limit); any other ValueError is ours, raised as it is.
         _discard(engine, area_id, collector)
         if isinstance(exc, ValueError) and not _osmium_limit(exc):
             raise
@@ -330,6 +309,29 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
             "replaced": replaced, "notes": notes}
+
+
+def _read(path: Path, fmt: str, node_cache: str | None, collector: _Collector) -> None:
+    processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
+                 .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
+                 .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
+                 .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
+                 .with_filter(_key_filter(T.NODE_KEYS, osmium.osm.NODE))
+                 .with_filter(_key_filter(T.WAY_KEYS, osmium.osm.WAY))
+                 .with_filter(_key_filter(T.AREA_KEYS, osmium.osm.AREA)))
+    for obj in processor:
+        if isinstance(obj, osmium.osm.Node):
+            collector.node(obj)
+        elif isinstance(obj, osmium.osm.Way):
+            collector.way(obj)
+        elif isinstance(obj, osmium.osm.Area):
+            collector.area(obj)
+
+
+def _key_filter(keys, entities: osmium.osm.osm_entity_bits) -> osmium.filter.KeyFilter:
+    key_filter = osmium.filter.KeyFilter(*keys)
+    key_filter.enable_for(entities)
+    return key_filter
 
 
 def _osmium_limit(exc: ValueError) -> bool:

@@ -1,7 +1,7 @@
 """Reading the map tables through their spatial index (R*Tree on SQLite, GiST on PostGIS): rows of ready areas whose
 box meets a query box, many boxes in one statement, and a line cut into the chunks the corridor queries measure
-in (trips/osm/queries.py). A corridor's chunk boxes are asked as fewer merged probes (`select_chunks`): a 2 km
-corridor's boxes overlap about five deep, so one probe per box read most rows five times."""
+in (trips/osm/queries.py). A corridor's chunk boxes overlap, so they are asked as fewer merged probes
+(`select_chunks`) that read the rows they share once."""
 from __future__ import annotations
 
 import json
@@ -71,7 +71,7 @@ BOXES_PER_STATEMENT = 5_000
 
 
 def select_boxes(conn, table: sa.Table, boxes: list, where: str = "", params: dict | None = None) -> list[list]:
-    """`_select` for every box of `boxes`, in one statement (per BOXES_PER_STATEMENT boxes): the boxes are
+    """`select` for every box of `boxes`, in one statement (per BOXES_PER_STATEMENT boxes): the boxes are
     a relation joined to the spatial index, so a line's chunks cost one round trip, not one each. Returns the
     rows per box, in the order of `boxes`, each box's rows by id."""
     out: list[list] = [[] for _ in boxes]
@@ -90,9 +90,9 @@ MERGE_SLACK = 1.5
 def merge_boxes(boxes) -> list[tuple[tuple, list[int]]]:
     """Consecutive boxes (a line's chunks, grown by the corridor) merged into fewer probes: (probe box, indices of
     the boxes it holds), every box in exactly one probe and inside it. A probe grows while its box stays within
-    MERGE_SLACK of the area its boxes cover, so the overlapping boxes of a wide corridor (five deep at 2 km around
-    1 km chunks) become one probe and the rows they share are read once; a narrow corridor's boxes, which
-    barely overlap, stay apart rather than read the empty ground between two bends."""
+    MERGE_SLACK of the area its boxes cover, so the overlapping boxes of a wide corridor become one probe and the
+    rows they share are read once; a narrow corridor's boxes, which barely overlap, stay apart rather than read the
+    empty ground between two bends."""
     out: list[tuple[tuple, list[int]]] = []
     covered, prev = 0.0, (0.0, 0.0, 0.0, 0.0)  # the area the last probe's boxes cover, the box before
     for k, (a, b, c, d) in enumerate(np.asarray(boxes, dtype=np.float64).reshape(-1, 4).tolist()):
@@ -152,11 +152,9 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
         s = _postgis_schema(conn)
         if s is None:
             return []  # no PostGIS, so nothing was ever imported
-        # Each box probes the GiST index in a LATERAL subquery that OFFSET 0 keeps from being flattened into a
-        # join: as a plain join the planner may read every row of the area (ix_osm_point_area) and test each
-        # against every box, which on a country-sized table is the whole table per query.
-        # JSON columns come back as their text, decoded by the caller for the rows it keeps (trips/osm/queries.py
-        # _point), as on SQLite: most rows of a corridor's boxes are dropped as too far or seen twice.
+        # Each box probes the GiST index in a LATERAL subquery that OFFSET 0 keeps from being flattened: as a plain
+        # join the planner may test every row of the area against every box. JSON columns come back as text, decoded
+        # by the caller for the rows it keeps (trips/osm/queries.py _point): most are dropped as too far or seen twice.
         x_cols = ", ".join(f"x.{c.name}" for c in table.columns)
         inner = ", ".join(f"CAST(t.{c.name} AS text) AS {c.name}" if isinstance(c.type, sa.JSON) else f"t.{c.name}"
                           for c in table.columns)
@@ -177,9 +175,8 @@ def select_part(conn, table: sa.Table, boxes: list, where: str, params: dict) ->
 
 def without_jit(conn) -> None:
     """PostgreSQL: no JIT for the map queries of this transaction. The planner prices each box's probe as if it read
-    hundreds of rows, so a trip's boxes (or one wide view) pass jit_above_cost and a statement spent 0.2-0.3 s
-    compiling (EXPLAIN ANALYZE) to run probes of a few rows each. SET LOCAL ends with the connection's transaction,
-    which the caller's `connect()` rolls back."""
+    hundreds of rows, so a trip's boxes pass jit_above_cost and compiling costs more than the probes of a few rows
+    each. SET LOCAL ends with the connection's transaction, which the caller's `connect()` rolls back."""
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql("SET LOCAL jit = off")
 

@@ -1,14 +1,7 @@
-"""The routable network: the imported roads and ferries cut into edges between the nodes ways share.
-
-The import (trips/osm/importer.py) hands every road and ferry way to `Network.add` with its OSM node ids and
-their locations; once the whole file is read, `Network.rows` counts how many times each node appears and cuts
-every way at its ends and at each node another way (or the same way again) passes through. Each piece becomes one
-row of `osm_edge` (trips/osm/tables.py) with the node ids of its two ends, its real shape, its length, its routing
-class, whether a bicycle may ride it each way and the search's cost each way (`cost`, `reverse_cost`: the length
-times the class's `COST_PER_METRE`, -1 where it may not; docs/RULES.md "Bicycle routing"). Ways closed to bicycles
-are not kept at all, so no search can use them.
-
-The ways are held in memory until the end of the file (node ids and locations: 16 bytes a node of a routable way).
+"""The routable network: the imported roads and ferries cut into edges between the nodes ways share. The import
+hands every road and ferry way to `Network.add`; once the file is read, `Network.rows` cuts each way at its ends and
+at every node another way (or the same one again) passes through: one `osm_edge` row a piece, with its ends' node
+ids, shape, length, class and cost each way (docs/RULES.md "Bicycle routing"). Ways closed to bicycles are not kept.
 """
 from __future__ import annotations
 
@@ -46,7 +39,7 @@ def profile(tags: dict) -> tuple[str, bool, bool] | None:
     (docs/RULES.md "Bicycle routing")."""
     if tags.get("route") == "ferry" and "highway" not in tags:
         return ("ferry", True, True) if tags.get("bicycle") not in CLOSED_VALUES else None
-    highway = tags.get("highway")
+    highway = tags.get("highway", "")
     bicycle = tags.get("bicycle")
     if highway in CLOSED_HIGHWAYS or tags.get("motorroad") == "yes" or bicycle in CLOSED_VALUES:
         return None
@@ -160,8 +153,8 @@ class Network:
 
 def _shared(ids: np.ndarray) -> np.ndarray:
     """True where a node id appears more than once (two ways meet there, or one way passes twice). The repeated ids
-    are found in a sorted copy, then looked up by bisection: two arrays of 8 bytes a node at the most, where
-    np.unique's inverse and counts took four."""
+    are found in a sorted copy, then looked up by bisection: two arrays of 8 bytes a node at the most (np.unique's
+    inverse and counts would take four)."""
     ordered = np.sort(ids)
     repeated = np.unique(ordered[1:][ordered[1:] == ordered[:-1]])
     del ordered

@@ -1,13 +1,8 @@
-"""What the enrichments ask of the local map. Plain functions over the database engine: no Flask request, no
-ORM session, no lock (an enrichment's `compute` runs them from a worker, inside an app context).
-
-Every query takes its candidates from the spatial index (R*Tree on SQLite, GiST on PostGIS) by bounding box,
-then filters them exactly: point distances are WGS-84 geodesics (pyproj.Geod); the nearest place on a line is
-found in a local plane per chunk of the line (chunks of at most 1 km, where that plane is exact to well under
-a centimetre at corridor distances) and, for points, measured again as a geodesic.
-
-Lines are sequences of (lat, lon[, ele]). Only rows of imported areas in `ready` state are read; an object
-present in two overlapping imports is returned once. Boxes do not wrap around the antimeridian.
+"""What the enrichments ask of the local map: plain functions over the database engine, with no request, session or
+lock. Candidates come from the spatial index by box and are then filtered exactly: geodesic distances, and the
+nearest place on a line found in a local plane per chunk of at most 1 km. Lines are (lat, lon[, ele]) sequences;
+only ready areas are read, an object of two overlapping imports is returned once, and boxes do not wrap around the
+antimeridian.
 """
 from __future__ import annotations
 
@@ -183,22 +178,22 @@ def _nearest_in_chunks(chunks: list, chunk_of: list[int], lat: np.ndarray, lon: 
             base[k, :m], step[k, :m] = cum[:-1], np.diff(cum)
     seg2 = dx * dx + dy * dy
     safe = np.where(seg2 > 0, seg2, 1.0)
-    chunk_of = np.asarray(chunk_of, dtype=np.int64)
+    chunk_ks = np.asarray(chunk_of, dtype=np.int64)
     dist, along = np.empty(n), np.empty(n)
     for lo in range(0, n, _PAIRS_PER_BLOCK):
         hi = min(lo + _PAIRS_PER_BLOCK, n)
-        k = chunk_of[lo:hi]
-        o = origin[k]
+        ks = chunk_ks[lo:hi]
+        o = origin[ks]
         px, py = (lon[lo:hi] - o[:, 1]) * o[:, 3], (lat[lo:hi] - o[:, 0]) * o[:, 2]
         with np.errstate(invalid="ignore"):  # padding segments: inf - inf; never the nearest
-            t = ((px[:, None] - ax[k]) * dx[k] + (py[:, None] - ay[k]) * dy[k]) / safe[k]
-        t = np.clip(np.where(seg2[k] > 0, t, 0.0), 0.0, 1.0)
-        fx, fy = ax[k] + t * dx[k], ay[k] + t * dy[k]
+            t = ((px[:, None] - ax[ks]) * dx[ks] + (py[:, None] - ay[ks]) * dy[ks]) / safe[ks]
+        t = np.clip(np.where(seg2[ks] > 0, t, 0.0), 0.0, 1.0)
+        fx, fy = ax[ks] + t * dx[ks], ay[ks] + t * dy[ks]
         nearest = np.argmin((px[:, None] - fx) ** 2 + (py[:, None] - fy) ** 2, axis=1)
         rows = np.arange(hi - lo)
         flat, flon = fy[rows, nearest] / o[:, 2] + o[:, 0], fx[rows, nearest] / o[:, 3] + o[:, 1]
         dist[lo:hi] = G.GEOD.inv(lon[lo:hi], lat[lo:hi], flon, flat)[2]
-        along[lo:hi] = base[k, nearest] + t[rows, nearest] * step[k, nearest]
+        along[lo:hi] = base[ks, nearest] + t[rows, nearest] * step[ks, nearest]
     return dist, along
 
 
@@ -227,7 +222,7 @@ def _lines_near(chunks: list, per_chunk: list[list], buffer_m: float) -> list[Ma
         entry[1], entry[2] = way, np.full(len(way), np.inf)
     if pairs:
         _measure_pairs([c for _, c, _ in chunks], pairs)
-    out = []
+    out: list[MapLine] = []
     kept = [entry for entry in found.values() if entry[3] <= buffer_m]
     if not kept:
         return out
@@ -388,7 +383,8 @@ def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
             f"SELECT {cols} FROM osm_place t JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
             f"WHERE {match} ORDER BY CASE WHEN t.name_key = :k THEN 0 ELSE 1 END, t.rank, "
             f"COALESCE(t.population, -1) DESC, t.name LIMIT {limit * 3}"), params).mappings().all()
-    out, seen = [], set()
+    out: list[Place] = []
+    seen = set()
     for row in rows:
         if (row["osm_type"], row["osm_id"]) not in seen and len(out) < limit:
             seen.add((row["osm_type"], row["osm_id"]))

@@ -1,13 +1,8 @@
-"""The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service.
-
-Each leg between two consecutive points: both ends are snapped to the nearest routable edge within SNAP_M (the
-foot of the perpendicular on it); the cheapest path between the two feet is searched over the edges of a band
-along the straight line between them (`_corridor`), and only when the band holds no way through, over the edges
-of a wider box (`_box`): with scipy's csgraph Dijkstra over the edges' costs the import wrote (on PostgreSQL read
-as one binary value, `_band`), or on request with pgRouting's pgr_dijkstra where the extension is installed
-(measured slower: bench/README.md "bench_router.py"). The answer follows the edges' real shape. A leg whose end has
-no road within SNAP_M, or whose ends the roads in the wide box do not join, is joined straight and marked
-approximate; the `Leg` says why.
+"""The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service. Each leg's
+ends are snapped to the nearest routable edge within SNAP_M; the cheapest path between them is searched over the
+edges of a band along the straight line (`_corridor`), else of a wider box (`_box`), with scipy's Dijkstra or, on
+request, pgRouting where installed. A leg the map cannot route is joined straight and marked approximate; the
+`Leg` says why.
 """
 from __future__ import annotations
 
@@ -30,8 +25,8 @@ MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned f
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
 _SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost"  # written by the import (trips/osm/network.py)
-# An import's rows are read only once it is ready (trips/osm/tables.py): a per-row test, not a join, which led
-# PostgreSQL to read the whole table by its area index instead of the band by its spatial one.
+# Only a ready import's rows (trips/osm/tables.py): a per-row test, not a join, so PostgreSQL reads the band by its
+# spatial index rather than the whole table by its area index.
 _READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
 
 
@@ -108,10 +103,8 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
         if conn.dialect.name == "postgresql":
-            # The band through the spatial index: the planner's guess for a band of a small map (a third of its
-            # rows) is a sequential scan, which tests every row against every box and takes twice as long. For
-            # this transaction only (SET LOCAL; the rollback at the connection's close ends it); without JIT, which
-            # the price of a disabled scan (1e10) would otherwise call in to compile for 0.2 s (EXPLAIN ANALYZE).
+            # The band through the spatial index: for a small map the planner guesses a sequential scan, testing every
+            # row against every box. For this transaction only; without JIT, which a disabled scan's price calls in.
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             without_jit(conn)
         for a, b in zip(pts[:-1], pts[1:]):
@@ -285,8 +278,7 @@ _BAND_ROW = np.dtype([(c, ">i8" if c in _BAND_COLS[:3] else ">f8") for c in _BAN
 def _band(conn, boxes) -> tuple[np.ndarray, ...]:
     """The search columns of the edges in `boxes` as arrays (id, source, target, cost, reverse cost). PostgreSQL
     sends them as one binary value (every row's 5 numbers packed by int8send / float8send, in binary result format),
-    read by one numpy call: rows fetched one by one took 1.5 s for 126 000 edges, a binary COPY (a message a row)
-    0.2 s, this 0.12 s (bench/README.md "bench_router.py")."""
+    read by one numpy call: cheaper than rows fetched one by one or a binary COPY's message a row."""
     if conn.dialect.name != "postgresql":
         rows = _read(conn, boxes, _SEARCH_COLS)
         table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 5)  # node ids < 2**53: exact
@@ -350,8 +342,8 @@ def _search_scipy(conn, boxes, starts, ends):
     return float(totals.min()), int(nodes[path[0]]), int(nodes[path[-1]]), [int(nodes[p]) for p in path[:-1]], edges
 
 
-# Not pgr_bdDijkstra: on the 150 m bench grid it returned a dearer path than pgr_dijkstra and scipy (which agree) on
-# 17 legs of 25 drawn at random, by up to 0.02 % (bench/README.md "bench_router.py"); both took the same time.
+# Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and scipy, which agree
+# (bench/README.md "bench_router.py").
 PGR_FUNCTION = "pgr_dijkstra"
 
 
@@ -366,8 +358,7 @@ def _search_pgr(conn, pgr: str, boxes, starts, ends):
     edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
                  f"SELECT {_SEARCH_COLS} FROM osm_edge t WHERE {_READY} AND {where}")
     # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
-    # connection's own, for this transaction only (SET LOCAL opens one: trips/core/db.py; the rollback at the
-    # connection's close ends it).
+    # connection's own, for this transaction only (the rollback at the connection's close ends it).
     current = conn.exec_driver_sql("SHOW search_path").scalar()
     conn.exec_driver_sql(f'SET LOCAL search_path TO {current}, "{pgr}"')
     rows = conn.execute(sa.text(f'SELECT node, edge, agg_cost FROM "{pgr}".{PGR_FUNCTION}(:sql, -1, -2, true) '

@@ -1,22 +1,13 @@
-"""The map store: the spatial index per engine, bulk loading, and the life of an import (`osm_area`).
-
-- SQLite: one R*Tree virtual table per spatial table (https://sqlite.org/rtree.html), filled by the
-  Loader batch by batch; a delete trigger removes a row's box with the row (purges, test clean-ups), so
-  no stale box can stay behind.
-- PostgreSQL: a PostGIS `geom` column with a GiST index. PostGIS is optional for BTP as a whole: the
-  migration skips the column where the extension cannot be created, and an import then refuses with
-  NO_POSTGIS. The extension's schema is looked up and every PostGIS name is qualified with it, so it works
-  whatever the connection's search_path is.
-
-An import writes its rows under a new `osm_area` in `loading` state, in committed batches (short write
-transactions: the server keeps writing meanwhile, SQLite has one writer at a time), and becomes visible
-in one short transaction (`publish`): the previous import of the same name turns `replaced`, the new one
-`ready`. Queries only read rows of `ready` areas, so a failed import is never seen and leaves the previous
-one in place; its rows are deleted afterwards (`discard`, `purge`).
+"""The map store: the spatial index per engine (an R*Tree per table on SQLite, filled by the Loader, emptied by a
+delete trigger; on PostgreSQL a PostGIS `geom` column with a GiST index, every PostGIS name qualified with the
+extension's schema), bulk loading, and the life of an import. An import writes under a `loading` area in committed
+batches and becomes visible in one short transaction (`publish`); queries read only `ready` areas, so a failed
+import is never seen and leaves the previous one in place until it is purged.
 """
 from __future__ import annotations
 
 import json
+from typing import Any, cast
 
 import sqlalchemy as sa
 
@@ -41,7 +32,7 @@ def _rtree_box(table: str) -> str:
 
 
 def _sqlite_ddl(table: str) -> list[str]:
-    # Loader fills the R*Tree set-wise after each batch (a per-row insert trigger costs 3x the whole
+    # Loader fills the R*Tree set-wise after each batch (a per-row insert trigger would cost more than the
     # insert); deletes go through a trigger so no path can leave a box without its row.
     return [
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {table}_rtree USING rtree(id, min_lat, max_lat, min_lon, max_lon)",
@@ -115,10 +106,11 @@ class Loader:
         self.engine = engine
         self.sqlite = engine.dialect.name == "sqlite"
         self.raw = engine.raw_connection()
-        self.cache_size = None
+        self.driver = cast(Any, self.raw.driver_connection)  # sqlite3's or psycopg's; None only once closed
+        self.cache_size: int | None = None
         if self.sqlite:  # room for the R*Tree's nodes (32 MB): inserts stop re-reading them from disk
-            self.cache_size = self.raw.driver_connection.execute("PRAGMA cache_size").fetchone()[0]
-            self.raw.driver_connection.execute("PRAGMA cache_size = -32768")
+            self.cache_size = self.driver.execute("PRAGMA cache_size").fetchone()[0]
+            self.driver.execute("PRAGMA cache_size = -32768")
 
     def write(self, batches: dict[str, tuple[tuple[str, ...], list[tuple]]]) -> None:
         """Insert every (columns, rows) batch of `batches` ({table: …}) in one transaction."""
@@ -145,7 +137,7 @@ class Loader:
                 self.raw.commit()
         except BaseException:
             if self.sqlite:
-                if self.raw.driver_connection.in_transaction:
+                if self.driver.in_transaction:
                     cur.execute("ROLLBACK")
             else:
                 self.raw.rollback()
@@ -155,7 +147,7 @@ class Loader:
 
     def close(self) -> None:
         if self.cache_size is not None:  # the connection goes back to the pool as it came
-            self.raw.driver_connection.execute(f"PRAGMA cache_size = {int(self.cache_size)}")
+            self.driver.execute(f"PRAGMA cache_size = {int(self.cache_size)}")
         self.raw.close()
 
 

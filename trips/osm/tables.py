@@ -1,12 +1,7 @@
-"""The map tables: what an import of an OpenStreetMap extract keeps (the subset the enrichments read).
-
-Every row belongs to one import (`osm_area`). Rows of an import that is still loading, failed or was
-replaced are invisible to the queries (they join `osm_area.status = 'ready'`), which is how an import
-streams in small committed batches without ever exposing half a region (see trips/osm/store.py).
-
-The spatial index is not in these definitions because it differs per engine (trips/osm/store.py):
-SQLite keeps one R*Tree virtual table per spatial table (`<table>_rtree`, filled by the Loader), PostgreSQL
-a PostGIS `geom` column with a GiST index, added only where PostGIS is installed.
+"""The map tables: what an import of an OpenStreetMap extract keeps (the subset the enrichments read). Every row
+belongs to one import (`osm_area`) and the queries read only the rows of a `ready` one, so an import streams in
+committed batches without ever exposing half a region. The spatial index differs per engine: trips/osm/store.py
+makes it.
 """
 from __future__ import annotations
 
@@ -116,9 +111,8 @@ osm_boundary = _common(
     *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
 )
 
-# The routable network (trips/osm/network.py): roads and ferries cut into edges between the OSM nodes ways share,
-# with what a bicycle may do on each (docs/RULES.md "Bicycle routing"). `source` and `target` are the OSM node ids
-# of the line's first and last point; the edges of every ready import join at the same ids.
+# The routable network (trips/osm/network.py, docs/RULES.md "Bicycle routing"): `source` and `target` are the OSM
+# node ids of an edge's ends, so the edges of every ready import join at the same ids.
 osm_edge = _common(
     "osm_edge",
     sa.Column("source", sa.BigInteger, nullable=False),
@@ -129,8 +123,8 @@ osm_edge = _common(
     sa.Column("length_m", sa.Float, nullable=False),
     sa.Column("line", sa.Text, nullable=False),  # encoded polyline, precision 1e-6 (trips/osm/geometry.py)
     *(sa.Column(c, sa.Float, nullable=False) for c in _BBOX),
-    # The search's costs, written by the import (length × the class's cost of a metre; -1: not that way), so the
-    # router reads plain columns (migration 0017; pgRouting's names).
+    # The search's costs, written by the import (length × the class's cost of a metre; -1: not that way): the
+    # router reads plain columns, under pgRouting's names.
     sa.Column("cost", sa.Float, nullable=False),  # source → target
     sa.Column("reverse_cost", sa.Float, nullable=False),  # target → source
 )

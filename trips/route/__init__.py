@@ -1,2 +1,2 @@
-"""The route engine: link recognition, source formats, GPX parse and export, geodesy, pacing, the pipeline that
-cuts a route into days, rerouting through a waypoint."""
+"""The route engine: route links and the route services' formats, GPX parsing, GPX and FIT export, geodesy,
+elevation, pacing and the rider's times."""

@@ -1,26 +1,7 @@
-"""FIT course files of a planned trip (what Garmin and Wahoo bike computers load), written with fit-tool.
-
-A course file holds, in the order of Garmin's course cookbook (FIT SDK, "Course File Type"): file_id (type course),
-course (name, sport cycling), one lap per riding day (its start and end, distance and time), the timer start event,
-one record per point (position, distance along the course, altitude when known, time), a course point at each
-riding day's end (named after its chosen lodging, else its end label), the timer stop event.
-
-- `course(name, days, ...)`: the whole trip as one course, its riding days as laps;
-- `course_per_day(...)`: a ZIP holding one course per riding day (a computer that lists courses shows each day).
-
-Times: a course needs them (the virtual partner rides it); they are the rider's pace (the trip's average speed,
-docs/RULES.md "Rider time") from the first day's departure, each day starting at that hour of its own date; they say
-nothing of when the rider will really be there. A point whose elevation is unknown is written without altitude
-(FIT's invalid value), never 0 m (docs/RULES.md "Elevation").
-
-Size: a course carries each day's line simplified (trips/route/pacing.py `fit_points`, the simplifier of the stored
-days) to at most MAX_COURSE_POINTS over the whole trip (never under MIN_DAY_POINTS a day, never over a stored day's
-MAX_STAGE_POINTS): a full-resolution route of a 30 MiB GPX would otherwise make a file of several MB that takes
-seconds to write and that bike computers load slowly. Distances are measured on the points written.
-
-Speed: fit-tool builds a message object with every field of its profile (84 for a record), about 0.7 ms each, so
-the records are one message re-filled for each point and encoded as it goes (about 30 us a point); every other
-message is built whole. The definitions, the header and the CRC are fit-tool's.
+"""FIT course files of a planned trip (what Garmin and Wahoo bike computers load), written with fit-tool in the
+order of Garmin's course cookbook (FIT SDK, "Course File Type"): `course` makes one course with the riding days as
+laps, `course_per_day` a ZIP of one course per day (docs/RULES.md "GPX export"). The times are the rider's pace
+from the first day's departure (the virtual partner rides it); they say nothing of when the rider will be there.
 """
 from __future__ import annotations
 
@@ -56,7 +37,7 @@ NAME_BYTES = 40  # course and course point names: devices show the first 15-20 c
 MIN_STRING = NAME_BYTES + 1  # one string size for every name: one definition per message type
 RECORD_LOCAL_ID = 1  # the records keep their own local message type: no redefinition between them
 MIN_SPEED_KMH = 5.0
-MAX_COURSE_POINTS = 20_000  # records in one course (the whole trip's), about 0.6 s to write
+MAX_COURSE_POINTS = 20_000  # records in one course (the whole trip's): a computer loads a larger file slowly
 MIN_DAY_POINTS = 500  # a day keeps at least this many, however long the trip
 
 
@@ -141,7 +122,8 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     head = CourseMessage()
     head.course_name, head.sport = _name(name, "BTP trip"), Sport.CYCLING
     w.add(head)
-    plan, offset = [], 0.0  # (day, line, metres along the course, seconds along each point)
+    plan: list[tuple[DayExport, np.ndarray, np.ndarray, np.ndarray, datetime]] = []  # metres, seconds at each point
+    offset = 0.0
     for day, line, along in riding:
         begin = start + timedelta(days=day.day_number - riding[0][0].day_number)
         if plan:  # a day longer than a day's time starts when the one before ends: the times never go back
@@ -159,6 +141,7 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     timer = EventMessage()
     timer.event, timer.event_type, timer.timestamp = Event.TIMER, EventType.START, _ms(plan[0][4])
     w.add(timer)
+    # One record message re-filled for every point: fit-tool builds a message with every field of its profile.
     record = RecordMessage(local_id=RECORD_LOCAL_ID)
     first = True
     for _, line, metres, seconds, begin in plan:

@@ -1,12 +1,8 @@
 """The full-resolution stretch of a stored route that each day's line follows (docs/RULES.md "GPX export").
 
-A day cut by the pacing engine keeps a simplified line (trips/route/pacing.py fit_points): its first and last
-points are the cuts (on a segment of the route, interpolated), every point in between is one of the route's own
-points rounded to 6 decimals (trips/services/stages.py set_geometry). So a day follows the route when its ends lie
-on the route and its inner points are route points in order, after the previous day's; its full line is then the
-cut, the route's points between, and the next cut. A day edited since (moved, rerouted through a waypoint, drawn by
-hand) does not, and keeps its own line. Everything is vectorised over the route; only the day's inner points are
-walked one by one.
+A day cut by the pacing engine keeps its cuts as ends and route points (at 6 decimals) between them: it follows
+the route when its ends lie on the route and its inner points are route points in order, after the day before's.
+A day edited since (moved, rerouted, drawn by hand) does not, and keeps its own line.
 """
 from __future__ import annotations
 
@@ -80,9 +76,10 @@ def follow(route, lines) -> list[np.ndarray | None]:
     cursor = 0
     for line in lines:
         pts = None if line is None else np.asarray(line, dtype=np.float64).reshape(-1, 3)
-        full = None if index is None or pts is None or len(pts) < 2 else _one(route, index, pts, cursor)
-        if full is not None:
-            full, cursor = full
+        found = None if index is None or pts is None or len(pts) < 2 else _one(route, index, pts, cursor)
+        full = None
+        if found is not None:
+            full, cursor = found
         out.append(full)
     return out
 

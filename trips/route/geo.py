@@ -1,8 +1,8 @@
-"""Geodesy on route points: distances, decimation, elevation, splitting.
+"""Geodesy on route points (docs/RULES.md "Geodesy"): distances, decimation, elevation, splitting.
 
-Points are float64 arrays of shape (n, 3): latitude, longitude (degrees) and elevation (metres, NaN when
-unknown: docs/RULES.md "Elevation"). Route distances are WGS-84 geodesics (pyproj.Geod, accurate to nanometres, the Vincenty-equivalent
-of docs/RULES.md "Geodesy"); `haversine_m` is the spherical distance used for proximity checks.
+Points are float64 arrays of shape (n, 3): latitude, longitude (degrees) and elevation (metres, NaN when unknown:
+docs/RULES.md "Elevation"). Route distances are WGS-84 geodesics (pyproj.Geod); `haversine_m` is the spherical
+distance of proximity checks.
 """
 from __future__ import annotations
 
@@ -23,21 +23,17 @@ NOISE_THRESHOLD_M = 3.0  # elevation runs must exceed this to count (docs/RULES.
 TOLERANCE_M = 20.0  # Douglas–Peucker tolerance (docs/RULES.md "Geodesy")
 _COINCIDENT_M = 0.001  # a chord shorter than this is "coincident ends" (docs/RULES.md "Geodesy")
 SHORT_SEGMENT_M = 1000.0  # segment_lengths_m measures shorter segments from their chord
-_BLOCK = 4_096  # segments measured at a time: some twenty temporaries of this size each (32 KB)
+_BLOCK = 4_096  # segments measured at a time: the twenty-odd temporaries stay in cache
 
 # Ellipsoid constants for the fast approximate cross-track distance used as a filter in `simplify`.
 _A = _GEOD.a
 _E2 = _GEOD.es
 _MEAN_R = 6_371_008.8
-# Bound on |exact Heron height - approximate height| (metres): _REL*A + _ABS + _KAPPA*D**2/_MEAN_R, where D
-# bounds the distance from the point to the segment ends. Measured worst cases over random triangles
-# (1 m..1000 km chords, latitudes up to ±85°, points up to 6 chord lengths away) are 5e-5, 2e-3 and 2.7e-3;
-# the constants below carry a safety factor. Coincident ends use a plain 1 % relative bound.
+# Bound on |exact Heron height - approximate height| in metres: _REL*A + _ABS + _KAPPA*D**2/_MEAN_R, D bounding the
+# point's distance to the segment ends (random triangles' worst cases with a margin); coincident ends: 1 % of A.
 _REL, _ABS, _KAPPA, _COINCIDENT_REL = 3e-4, 5e-3, 6e-3, 1e-2
-# Work limits against adversarial shapes (Douglas–Peucker is quadratic in the worst case, e.g. on a regular
-# zig-zag whose equal peaks are peeled one at a time). Past the first budget the open segments are cut into
-# pieces of _CHUNK_POINTS points and finished under a second budget; past that they keep all their points.
-# Either way every dropped point stays within the tolerance. Real tracks use about 15 n evaluations.
+# Work budgets against adversarial shapes (Douglas–Peucker is quadratic on a regular zig-zag): past the first, open
+# segments are cut into _CHUNK_POINTS pieces; past the second they keep every point. Dropped points stay in tolerance.
 _WORK_PER_POINT, _CHUNKED_WORK_PER_POINT, _MAX_LEVELS, _CHUNK_POINTS = 64, 16, 1024, 256
 
 
@@ -72,8 +68,8 @@ def segment_lengths_m(points) -> np.ndarray:
     A segment shorter than SHORT_SEGMENT_M (every step of a recorded or planned track) is measured as its
     chord between the two points on the ellipsoid (ECEF), lengthened by the arc-over-chord term
     c³ / (24 R²) with R the radius of curvature of the normal section in the segment's direction: within
-    10 nm of the geodesic (tests/trips/route/test_geo.py measures it against pyproj over the globe), 15 times faster than
-    pyproj's per-segment iteration. Longer segments go to pyproj.Geod."""
+    10 nm of the geodesic (tests/trips/route/test_geo.py holds it to pyproj over the globe) and much cheaper than
+    pyproj's iteration per segment. Longer segments go to pyproj.Geod."""
     pts = as_points(points)
     if len(pts) < 2:
         return np.zeros(0)

@@ -1,17 +1,7 @@
-"""Hardened, streaming GPX track parser (docs/RULES.md "GPX parsing").
-
-Only `<trkpt lat lon>` with an optional `<ele>` child is read (GPX 1.0, 1.1 or without namespace); routes
-(`rtept`) and waypoints (`wpt`) are ignored. The document is fed to lxml's pull parser in chunks; after each
-chunk the finished points of the open `<trkseg>` are read in bulk (XPath) and every finished element is
-pruned, and the byte count is checked as it streams, so memory stays flat in the document size beyond the
-output arrays. A segment in the plain form most exporters write is read from the bytes instead, with numpy,
-and withheld from lxml (see "fast path" below): the same points, titles and messages, in a fraction of the
-time lxml takes to build and query the elements.
-
-Hostile input: a DOCTYPE is refused before it reaches the XML parser (the raw bytes up to the root element
-are scanned for `<!DOCTYPE`, any case, in ASCII-compatible, UTF-16 and UTF-32 forms, and an encoding
-declaration that could hide it is refused), entities are never resolved, the network is never used, and
-libxml2's size and depth limits stay on.
+"""Hardened, streaming GPX track parser (docs/RULES.md "GPX parsing"). The document is fed to lxml's pull parser in
+chunks and finished elements are pruned, so memory stays flat beyond the output arrays; a segment in the plain form
+most exporters write is read from the bytes with numpy instead (trips/route/gpx_fast.py). A DOCTYPE is refused
+before it reaches the parser, entities are never resolved and the network never used.
 """
 from __future__ import annotations
 
@@ -96,7 +86,7 @@ def _chunks(source, max_bytes: int):
 
 def _blocks(source, max_bytes: int):
     """Like _chunks, but the first block holds at least _HEAD_BYTES (or the whole document)."""
-    head = b""
+    head: bytes | None = b""
     for chunk in _chunks(source, max_bytes):
         if head is None:
             yield chunk

@@ -1,24 +1,7 @@
-"""GPX 1.1 export of a planned trip: one track per riding day, waypoints for day ends and accommodations.
-
-The document follows the GPX 1.1 schema (http://www.topografix.com/GPX/1/1/gpx.xsd): element order inside
-`<gpx>` (metadata, wpt…, trk…) and inside each `<wpt>` (ele, time, name, cmt, desc, src, link, sym, type)
-is the schema's. It is built with lxml, so every text and attribute is escaped; characters XML 1.0 does not
-allow (control characters, lone surrogates, U+FFFE/U+FFFF) are removed from all text first.
-
-Layout:
-- `<metadata>`: `<name>` (the trip title, when given) and `<time>` (the export time, UTC).
-- `<wpt>` per day, in day order: a riding day's end ("Day N end", `<sym>Flag, Blue</sym>`,
-  `<type>day_end</type>`) or a rest day ("Day N: rest day", `<type>rest_day</type>`), each at the day's `end`
-  with the end label (else the day label) in `<desc>`; then the day's chosen accommodation, if any (its name,
-  `<link>` for http(s) URLs only, `<sym>Lodging</sym>`, `<type>accommodation</type>`).
-- `<trk>` per riding day with a geometry: `<name>` "Day N: label", `<number>` N, `<type>cycling</type>`,
-  one `<trkseg>`; coordinates with 7 decimals, elevation with 1 decimal (the track points are formatted
-  numbers written as text; every other text goes through lxml or is escaped).
-
-`iter_gpx` gives the document in chunks (the head, then each track a few thousand points at a time): a
-full-resolution route (trips/services/gpx_days.py) is never held as one tree or one string.
-
-Note that trips.route.gpx.parse_gpx reads the title of the *first track* ("Day 1: …"), not `<metadata><name>`.
+"""GPX 1.1 export of a planned trip, in the schema's element order: `<metadata>` (title, export time), a `<wpt>` per
+day's end or rest day and per chosen accommodation, then a `<trk>` per riding day with a line ("Day N: label",
+coordinates at 7 decimals, elevation at 1). Text is escaped, characters XML 1.0 forbids removed first. `iter_gpx`
+gives the document in chunks: a full-resolution route is never held as one tree or one string.
 """
 from __future__ import annotations
 

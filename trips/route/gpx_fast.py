@@ -13,23 +13,6 @@ BOMS = (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF8, codecs.BOM_UT
 XML_DECL_ENCODING = re.compile(rb"\A\s*<\?xml[^>]*?\bencoding\s*=\s*[\"']([^\"']{0,64})[\"']", re.IGNORECASE)
 
 
-# ------------------------------------------------------------------ fast path
-# A <trkseg> written exactly as most exporters write it (points `<trkpt lat="N" lon="N">` with an optional
-# `<ele>N</ele>` then an optional `<time>…</time>`, whitespace or other text between, ASCII only, no
-# reference, comment, CDATA or other markup) is read straight from the bytes with numpy, a chunk at a time, and cut out of what
-# the XML parser is fed: the parser then sees `<trkseg></trkseg>`. The rest of the document (and any point
-# not in that form, from the first such point to the end of its segment) goes through lxml as before. The
-# cut bytes are a sequence of complete elements, so the document is well-formed exactly when what lxml sees
-# is and the cut part matches that form; the points read are the ones the lxml path reads (the segment's
-# own unprefixed trkpt children, the first direct <ele>), converted with the same float parsing (on the
-# characters allowed here numpy's and Python's float() agree, and any failure is retried with the lxml
-# path's conversion for the same message). Used only for UTF-8 or ASCII documents with no comment,
-# processing instruction or CDATA outside the XML declaration, for a start tag written `<trkseg>` that lxml
-# reports as a segment opened outside any other. (One difference, in documents that are not GPX: points of
-# a <trkseg> nested inside another one's point come in document order, where the lxml path's order
-# depended on where the chunks fell.)
-
-
 def _first_banned(buf: bytes, arr: np.ndarray) -> int:
     """Offset of the first byte never read on the fast path, len(buf) when none: outside printable ASCII,
     tab, LF and CR; '&' (no reference is read); ']' (text never holds "]]>")."""
@@ -41,8 +24,8 @@ def _first_banned(buf: bytes, arr: np.ndarray) -> int:
     if not buf.isascii():
         first = min(first, int(np.argmax(arr[:first] >= 128)))
     low = np.flatnonzero(arr[:first] < 32)  # then only tab, LF and CR may be among them
-    byte = arr[low]
-    control = low[(byte != 10) & (byte != 9) & (byte != 13)]
+    codes = arr[low]
+    control = low[(codes != 10) & (codes != 9) & (codes != 13)]
     return int(control[0]) if len(control) else first
 
 
@@ -175,7 +158,12 @@ def _fast_allowed(head: bytes) -> bool:
 
 
 class Reader:
-    """Feeds the document to the pull parser and handles its events; reads fast-form segments itself."""
+    """Feeds the document to the pull parser and handles its events. A `<trkseg>` in the fast form (points
+    `<trkpt lat="N" lon="N">` with an optional `<ele>` then `<time>`, ASCII text between, no reference or other
+    markup) is read by `_scan_points` and withheld from the parser, which sees `<trkseg></trkseg>`: the cut bytes
+    are complete elements, so the document is well-formed exactly when what lxml sees is, and the points are the
+    ones lxml would read. Only in UTF-8 or ASCII documents with no comment, CDATA or processing instruction past
+    the XML declaration; a point not in the form sends the rest of its segment to lxml."""
 
     def __init__(self, parser, collector: Collector):
         self.parser, self.collector = parser, collector

@@ -1,23 +1,7 @@
-"""Pacing: day count, daily distance targets, slicing a route into stages, rider time (docs/RULES.md "Pacing").
-
-Distances are kept at full precision; rounding for display is the caller's job.
-
-A trip has a bounded size, whatever its input (a 30 KB file alternating two points near the poles made
-98 656 days). Every plan here refuses, with TooLarge and a sentence naming the fix:
-- more than MAX_TRIP_DAYS (90) days: the date range is capped at 90 days (trips/services/inputs.py), and so is a
-  paced trip's day count, ceil(length / maxDistancePerDay), and a collection's tour count;
-- a step longer than MAX_STEP_KM (300 km) between consecutive points. Real tracks step metres; route
-  planners' track exports follow the road every few tens of metres; even a route sketched with straight
-  lines between clicks steps less than the longest day BTP plans (maxDistancePerDay ≤ 300 km). A longer
-  step is a jump (two tracks far apart in one file, a point at the other end of the world, an overnight
-  ferry drawn as one line), and a day cut inside it would be a straight line no one rides;
-- a route longer than MAX_ROUTE_KM, 90 days of 300 km (27 000 km): beyond it no settings fit in 90 days
-  (this bounds a trip with dates too, whose day count does not depend on the length).
-What a trip keeps is bounded too: each day's line is simplified at 20 m, and more coarsely when the whole
-trip would keep more than MAX_TRIP_POINTS points (the days of a legitimate 90-day trip, about 10 kept
-points per km of road, fit); a single stored day keeps at most MAX_STAGE_POINTS (`fit_points`, applied to
-every edit and reroute by trips/stage_ops.set_geometry). So every answer and export of a trip is bounded
-by what a 90-day trip needs.
+"""Pacing (docs/RULES.md "Pacing"): the day count, each day's distance target, the cut of a route into days and the
+rider's time. A trip has a bounded size whatever its input: a plan past docs/RULES.md "Trip limits" is refused with
+TooLarge, a sentence naming what to change, and every day's line is simplified within those limits. Distances are
+kept at full precision; rounding for display is the caller's.
 """
 from __future__ import annotations
 
@@ -41,8 +25,8 @@ MAX_TRIP_DAYS = 90
 MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (docs/RULES.md "Trip settings")
 MAX_STEP_KM = MAX_DAY_KM
 MAX_ROUTE_KM = MAX_TRIP_DAYS * MAX_DAY_KM
-MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at ~10 kept points per km fit; the .gpx stays under ~9 MB
-MAX_STAGE_POINTS = 5_000  # a 300 km day of mountain roads keeps ~3 000 points at 20 m
+MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at about 10 kept points per km fit
+MAX_STAGE_POINTS = 5_000  # above what a 300 km day of mountain roads keeps at 20 m
 _MAX_TOLERANCE_M = 20_000.0
 
 
@@ -238,9 +222,9 @@ def plan_stages(raw_points, settings: PacingSettings | None = None) -> list[Stag
     Distance and ascent are measured on the full-resolution points, and each day but the last ends exactly
     on its target (a point interpolated between the two raw points around it), so even a long straight road,
     which Douglas–Peucker reduces to two points, is cut where it should be. The cut point is shared by both
-    days; the last day takes what remains (with the 30 km floor and the cap, the route may end before the day count is reached). Each
-    stage's geometry is simplified at 20 m. Returns [] for fewer than 2 points. Raises ValueError on a bad
-    points shape or the settings errors of `day_count`; raises TooLarge (before any cutting) for a step over
+    days; the last day takes what remains (with the 30 km floor and the cap, the route may end before the day
+    count is reached). Each stage's geometry is simplified at 20 m. Returns [] for fewer than 2 points. Raises
+    ValueError on a bad points shape or the settings errors of `day_count`; raises TooLarge (before any cutting) for a step over
     MAX_STEP_KM, a length over MAX_ROUTE_KM or more than MAX_TRIP_DAYS days.
     """
     settings = settings or PacingSettings()
@@ -265,7 +249,8 @@ def _cuts(raw: np.ndarray, cum: np.ndarray, targets: list[float]) -> list[tuple[
     points around it, which starts the next day; how many raw points the day has after its first; where the next
     day's raw points start). What is left of the route is never copied: it is the last cut (or the route's start),
     then raw[s:], beginning `offset` km in."""
-    cuts, s, offset = [], 1, 0.0
+    cuts: list[tuple[np.ndarray, int, int]] = []
+    s, offset = 1, 0.0
     for target in targets[:-1]:
         rest_km = np.empty(len(raw) - s + 1)  # km from the day's first point at each point of what is left
         rest_km[0] = 0.0
