@@ -1,12 +1,6 @@
-"""The project carries its own rules: no comment or docstring sends the reader to a document that is not in the
-repository, and every `docs/RULES.md "<heading>"` citation names a heading docs/RULES.md has.
-
-Read: the comments and docstrings of every Python file (tokenize and ast, so code and its strings are left
-alone), and the whole text of the other text files (Markdown, templates, deploy files, scripts) of the
-project's directories. Outside documents are the digests and decision records of the product BTP follows and
-the planning pages that were never part of the repository; a section sign (`§`) in a text that names no public
-standard is a citation of one of them too.
-"""
+"""The project carries its own rules: no comment, docstring or text file sends the reader to a document outside the
+repository (the product's digests and decision records; a section sign that names no public standard), and every
+`docs/RULES.md "<heading>"` citation names a heading of docs/RULES.md."""
 from __future__ import annotations
 
 import ast
