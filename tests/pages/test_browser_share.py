@@ -11,7 +11,7 @@ from tests.factories import make_user
 from pyproj import Geod
 
 from tests.fakes.thirdparty import gpx_from_points
-from tests.chromium import chromium_or_skip, headless_chrome
+from tests.pages.chromium import chromium_or_skip, headless_chrome
 from tests.live import ROOT, gunicorn
 from trips.core.db import db
 from trips.models import Trip

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.chromium import chromium_or_skip
+from tests.pages.chromium import chromium_or_skip
 from tests.enrich_helpers import import_map
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points
