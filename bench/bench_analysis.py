@@ -311,7 +311,7 @@ def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, fl
     """(SQL statements, of them on the map tables, seconds, CPU seconds of this process) of one analysis run in
     this process (a burst SimpleWorker). `form`: "batched" as it is; "per-day" with every per-trip map query
     of trips/osm/queries.py asked one day (one line, one point) at a time; "per-chunk" that and one statement
-    per 1 km chunk of a line (tests/osm_maps.per_box_select)."""
+    per 1 km chunk of a line (tests/osm_maps.py `per_box_select`)."""
     import sqlalchemy as sa
 
     from tests.osm_maps import per_box_select

@@ -1,5 +1,5 @@
-"""The MCP Inspector's CLI drives BTP's /mcp under gunicorn as a person trying BTP would (tools/list and tools/call, both
-protocol eras): it validates every result against the tool's outputSchema and exits 5 on a refusal, printing it.
+"""The MCP Inspector's CLI drives BTP's /mcp under gunicorn as a person trying BTP would (tools/list and tools/call,
+both protocol eras): it validates every result against the tool's outputSchema and exits 5 on a refusal, printing it.
 HOME is a temporary directory and `--stored-auth-only` keeps it from starting an OAuth login."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The official MCP Python SDK client drives BTP's /mcp under gunicorn in its three modes (2026-07-28, legacy, auto), and
-authorizes itself with its own OAuth client (tests/mcp_sdk/). It runs in a virtual environment of its own,
+"""The official MCP Python SDK client drives BTP's /mcp under gunicorn in its three modes (2026-07-28, legacy, auto),
+and authorizes itself with its own OAuth client (tests/mcp_sdk/). It runs in a virtual environment of its own,
 `.venv-mcp-sdk`, because BTP's package `mcp/` would shadow the SDK's."""
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The official TypeScript SDK client (tests/ts_client/client.mjs, Node 22 from tests/node_tools.py) drives BTP's /mcp
-under gunicorn: the tool list, every read tool, and the refusals an agent meets, read through its own `callTool`,
-which validates structuredContent against the outputSchema. SDK 1.x at 2025-11-25 and the 2.x client at 2026-07-28;
-a stand-in server with a refusal in structuredContent is the negative control. Without npm the tests fail, saying why."""
+under gunicorn: the tool list, every read tool, and the refusals an agent meets, read through its own `callTool`, which
+validates structuredContent against the outputSchema. SDK 1.x at 2025-11-25 and the 2.x client at 2026-07-28; a stand-in
+server with a refusal in structuredContent is the negative control. Without npm the tests fail, saying why."""
 from __future__ import annotations
 
 import json

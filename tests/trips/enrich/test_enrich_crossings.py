@@ -1,6 +1,6 @@
-"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries; the offline lookup
-is tests/trips/enrich/test_borders_offline.py), a ferry the day rides (one alert per crossing), a ford within 25 m
-(dry until the forecast says otherwise). Raised, and not just under the threshold, on generated map data."""
+"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries; the offline
+lookup is tests/trips/enrich/test_borders_offline.py), a ferry the day rides (one alert per crossing), a ford within 25
+m (dry until the forecast says otherwise). Raised, and not just under the threshold, on generated map data."""
 import math
 
 import pytest

@@ -1,5 +1,6 @@
-"""Map coverage as length (docs/RULES.md "Map coverage"), end to end: a day that crosses a small extract with none of its
-stored vertices inside reads `partial` with the km not looked at, and the trip's nextAction names them and the fix."""
+"""Map coverage as length (docs/RULES.md "Map coverage"), end to end: a day that crosses a small extract with none of
+its stored vertices inside reads `partial` with the km not looked at, and the trip's nextAction names them and the fix.
+"""
 import io
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Times are instants (docs/RULES.md "Times", "Daylight"): the arrival, the twilight's end and a place's opening hours at
-the passage are compared as timezone-aware datetimes in the day's local zones, never as clock faces (near Helsinki in
+"""Times are instants (docs/RULES.md "Times", "Daylight"): the arrival, the twilight's end and a place's opening hours
+at the passage are compared as timezone-aware datetimes in the day's local zones, never as clock faces (near Helsinki in
 June the twilight ends after midnight)."""
 import io
 from datetime import date, datetime, timedelta
