@@ -1,37 +1,11 @@
-"""Benchmark: the analysis of a 14-day trip on generated map data, from `analyze` to every computation settled.
+"""Benchmark: the analysis of a 14-day trip on generated map data, from `analyze_trip` to every computation settled.
 
-Run from the repository root:  .venv/bin/python bench/bench_analysis.py [--workers 2] [--simple] [--repeat 3]
-    [--database-url postgresql+psycopg://…/DB]
+    .venv/bin/python bench/bench_analysis.py [--workers 2] [--simple] [--repeat 3] [--no-count] [--profile N]
+        [--database-url URL]
 
-Untimed set-up: a fresh SQLite database and embedded Redis in a temporary directory; a generated map
-(a ~1 100 km meandering route's region: a village every 5 km, shops, taps, lodgings, museums, pharmacies,
-stations and bike shops along it, the road it follows in short ways of mixed classes and surfaces, side
-streets, and scattered places off the route) imported through `flask osm import`'s importer; the route
-uploaded as GPX (14 days of ≤ 80 km); `--workers` real RQ workers (`flask worker`, one forked work horse per
-job, as in production) started and registered; the analysis the upload dispatched run to the end (first run:
-the workers' imports and caches warm up).
-
-Timed: `analyze_trip` (the trip's 12 enrichments dispatched, one job each) → the moment the database shows
-every computation of the trip settled (polled every 10 ms). Best and median of `--repeat` runs, with the
-slowest jobs of the last run (RQ's started/ended times). `--simple` runs one in-process burst SimpleWorker
-instead (no fork, one job at a time). Target: < 5 s on the 2-core machine.
-
-`--database-url`: a PostgreSQL database with PostGIS instead of the temporary SQLite one (migrated, not
-emptied): the maps already imported there stay, so the analysis runs beside them on the big tables, e.g. a
-country-sized extract imported first by `bench/bench_osm.py --country --mb 1100 --database-url URL`; the
-route's map is imported as region `bench` (replacing the one of an earlier run), under a new user each run.
-
-Also printed: the CPU of the workers and their work horses per analysis (/proc), and with --database-url that of
-the PostgreSQL backends that ended meanwhile (the server's main process reaps them), the robust figures on a
-loaded machine. `--profile N` instead runs each enrichment's compute N times in this process on the trip's snapshot
-(CPU and wall, best of N, and cProfile's top functions), then one whole analysis in process under cProfile.
-
-Counted runs (unless --no-count; in this process, a burst SimpleWorker, SQL statements counted, the map's
-apart): the analysis as it is (each enrichment asks the map once per kind for all its days), with the map
-queries one day at a time (each `*_each` query of trips/osm/queries.py run once per day, the boundaries read
-per lookup, the PostGIS schema asked per statement: the path before per-trip batching), and one statement per
-1 km chunk as well (tests/osm_maps.per_box_select: before batching per line).
-"""
+Real RQ workers on SQLite, or on PostgreSQL + PostGIS beside the maps already imported there; then, unless
+--no-count, the analysis in process as it is, with the map asked one day at a time, and one statement per 1 km
+chunk. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse
@@ -336,9 +310,8 @@ def stop_workers(workers: list) -> None:
 def counted_analysis(user, trip_id: str, burst, form: str) -> tuple[int, int, float, float]:
     """(SQL statements, of them on the map tables, seconds, CPU seconds of this process) of one analysis run in
     this process (a burst SimpleWorker). `form`: "batched" as it is; "per-day" with every per-trip map query
-    of trips/osm/queries.py asked one day (one line, one point) at a time, as before per-trip batching;
-    "per-chunk" that and one statement per 1 km chunk of a line (tests/osm_maps.per_box_select), as before
-    per-line batching."""
+    of trips/osm/queries.py asked one day (one line, one point) at a time; "per-chunk" that and one statement
+    per 1 km chunk of a line (tests/osm_maps.py `per_box_select`)."""
     import sqlalchemy as sa
 
     from tests.osm_maps import per_box_select
@@ -420,13 +393,13 @@ def explain(engine, points) -> str:
 
 def _write(args, mode: str, first: float, times: list[float], statuses, jobs, counted: dict, tables: dict,
            cpu: tuple[list, list] = ([], [])) -> None:
-    """bench/out/analysis.json (analysis-postgresql.json with --database-url): the time against its target (5 s,
-    issue 10; 2 s on PostgreSQL + PostGIS beside a country-sized map, issue 22), the statements and the
+    """bench/out/analysis.json (analysis-postgresql.json with --database-url): the time against its target (one
+    on SQLite, a tighter one on PostgreSQL + PostGIS beside a country-sized map), the statements and the
     in-process times against the per-day and per-chunk forms."""
     from common import row, write_result
 
     best, median = min(times), statistics.median(times)
-    target, name = (2.0, "target (issue 22)") if args.database_url else (5.0, "target (issue 10)")
+    target, name = (2.0, "target") if args.database_url else (5.0, "target")
     engine = "PostgreSQL + PostGIS" if args.database_url else "SQLite"
     rows = [row(f"analyze → settled, 14 days, {engine}, {mode} (best of {len(times)})", "s", round(best, 3), target,
                 name, f"< {target:g} s", best < target),

@@ -1,30 +1,11 @@
-"""Benchmark: what one edit_stages call costs, per action, in process (issue 22 item 1: measure, a later change optimises).
+"""Benchmark: what one edit_stages call costs, per action, in process (time, CPU, SQL statements, Redis round trips).
 
-Run from the repository root:  .venv/bin/python bench/bench_edit_costs.py [--calls 200] [--recut-calls 60]
-                               [--profile-calls 300] [--database-url postgresql+psycopg://…] [--pg-schema S]
-                               [--redis-url redis://…]
+    .venv/bin/python bench/bench_edit_costs.py [--calls 200] [--recut-calls 60] [--profile-calls 300]
+        [--database-url postgresql+psycopg://…] [--pg-schema S] [--redis-url redis://…]
 
-Set-up (untimed): the app (BTP_ENV=production, budgets lifted with BTP_LIMIT_* as bench/bench_mcp.py lifts them,
-nothing in the guard chain switched off) on a fresh SQLite file, or on PostgreSQL (--database-url, default
-$DATABASE_URL when it is one: its own schema --pg-schema, dropped and created again), and a redis-server of its own
-on a free port (or --redis-url: its database is flushed); one user and one MCP access token (trips:read
-trips:write); the 14-day trip of bench/bench_analysis.py (1 100 km) uploaded as GPX, dated 200 days ahead, its days
-filled with every enrichment and its computations settled by hand (no worker runs: the jobs an edit dispatches stay
-queued, as they are enqueued on a server).
-
-Timed: each call a real 2026-07-28 tools/call POSTed to /mcp through the test client of a web worker's app
-(`create_app(serving=True)`, as wsgi.py builds it: the request counters summed in process, flushed once a second);
-no socket, no HTTP server (what a gunicorn worker adds is not here); the version chained from each answer; one
-client. First the pipeline's floor: a get_trip answered from what the process keeps (no SQL; the budgets' round
-trip). Then per action (update label = rename, update distance = cut, add, delete, move, rest_day): wall p50/p99
-(perf_counter), CPU ms per call (process_time: the Python process; PostgreSQL's own CPU is not in it, SQLite's is),
-SQL statements per call (before_cursor_execute; transaction control left out, as tests/trips/services/test_edit_costs.py counts
-them) and the time spent in them, Redis round trips per call (redis-py's send_packed_command: a pipeline or a
-script is one) and the time waiting on them, and the Redis commands run (INFO commandstats deltas, scripts' inner
-calls included). Then a cProfile of --profile-calls renames and a tenth as many moves:
-bench/out/edit_profile[-postgresql].txt (self time per layer, the top 25 cumulative entries with their layer, key
-functions, the top 40 by self time). Writes bench/out/edit_costs[-postgresql].json.
-"""
+The app a web worker runs, the 14-day trip of bench/bench_analysis.py filled and settled by hand, real tools/calls
+POSTed to /mcp through the test client; then a cProfile of renames and moves by layer. What it reports:
+bench/README.md."""
 from __future__ import annotations
 
 import argparse
@@ -57,7 +38,7 @@ LIFTED = {"BTP_LIMIT_MCP_ADDRESS": "1000000000/60", "BTP_LIMIT_MCP_CALLS": "1000
           "BTP_LIMIT_MCP_WRITES": "1000000000/60", "BTP_LIMIT_TRIP_CREATE": "1000000/60"}
 MODERN = "2026-07-28"
 CONTROL = ("BEGIN", "SAVEPOINT", "RELEASE", "COMMIT", "ROLLBACK")
-PEER_RENAME = {"calls_s": 331, "p50_ms": 2.9}  # issue 22: the FastMCP peer's one-UPDATE rename at 1 client (bench_mcp)
+PEER_RENAME = {"calls_s": 331, "p50_ms": 2.9}  # the FastMCP peer's one-UPDATE rename at 1 client, from bench_mcp.py
 ACTIONS = ("rename", "update_distance", "add", "delete", "move", "rest_day")
 LAYERS = (  # (layer, path fragments), first match wins
     ("JSON", ("/json/", "jsonio.py", "orjson", "protocol.py")),
@@ -480,7 +461,7 @@ def main() -> None:
         OUT.mkdir(parents=True, exist_ok=True)
         profile_path = OUT / f"edit_profile{suffix}.txt"
         layers = bench.profile("rename", args.profile_calls, profile_path) if args.profile_calls else {}
-        if args.profile_calls:  # a recut action beside it: where its time goes (fewer calls: each costs ~10x more)
+        if args.profile_calls:  # a recut action beside it: where its time goes (fewer calls: each costs far more)
             recut_layers = bench.profile("move", max(10, args.profile_calls // 10), profile_path, append=True)
             log("move profile (self ms per call by layer):", recut_layers)
         if layers:
@@ -488,10 +469,10 @@ def main() -> None:
         rows = []
         rename = results["rename"]
         rows.append(row(f"rename calls/s, 1 client, in process ({engine_name})", "calls/s", rename["calls_s"],
-                        PEER_RENAME["calls_s"], "fastmcp peer over HTTP (issue 22)", PEER_RENAME["calls_s"],
+                        PEER_RENAME["calls_s"], "fastmcp peer over HTTP (bench_mcp.py)", PEER_RENAME["calls_s"],
                         rename["calls_s"] >= PEER_RENAME["calls_s"]))
         rows.append(row(f"rename p50, in process ({engine_name})", "ms", rename["p50_ms"], PEER_RENAME["p50_ms"],
-                        "fastmcp peer over HTTP (issue 22)", 3.0, rename["p50_ms"] <= 3.0))
+                        "fastmcp peer over HTTP (bench_mcp.py)", 3.0, rename["p50_ms"] <= 3.0))
         rows.append(row(f"get_trip kept p50, the pipeline's floor ({engine_name})", "ms", floor["p50_ms"]))
         rows.append(row(f"get_trip kept CPU per call ({engine_name})", "ms", floor["cpu_ms"]))
         for action, r in results.items():

@@ -1,16 +1,10 @@
 """Benchmark: GPX upload pipeline (parse -> simplify -> pace) of BTP against a gpxpy baseline.
 
-Run from the repository root:  .venv/bin/python bench/bench_gpx.py [--points 250000] [--repeat 3]
+    .venv/bin/python bench/bench_gpx.py [--points 250000] [--repeat 3]
 
-A ~30 MB GPX (random-walk route of a few hundred km, <ele> and <time> on every point) is written to a
-temporary file. Each pipeline run happens in a fresh subprocess (`--worker NAME PATH`), which reports its
-wall time (time.perf_counter around the pipeline, imports and set-up excluded) and its peak resident memory
-(VmHWM, reset just before the clock; whole process: interpreter, libraries and, for the upload, the app
-included; the RSS at start is reported too). The best time and the largest peak over the repeats are kept,
-and written to bench/out/gpx.json (bench/common.py) with their ratios to the gpxpy pipeline.
-
-`run_btp_pipeline(path)` is the BTP pipeline, meant to be extended (e.g. with database storage).
-"""
+A ~30 MB GPX written to a temporary file; each pipeline run in a fresh subprocess (`--worker NAME PATH`), which
+reports its wall and CPU time around the pipeline and its peak resident memory (VmHWM reset just before the clock).
+What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse

@@ -1,33 +1,11 @@
-"""Benchmark: MCP tools/call under load, BTP (gunicorn, one worker per core) against a FastMCP 4 peer (uvicorn ×2), same database.
+"""Benchmark: MCP tools/call under load, BTP (gunicorn) against a FastMCP peer (uvicorn ×2), same database.
 
-Run from the repository root:  .venv/bin/python bench/bench_mcp.py [--seconds 10] [--keep]
+    .venv/bin/python bench/bench_mcp.py [--seconds 10] [--rounds 3] [--connections 1,8,32] [--edit-connections 1,8]
+        [--btp-workers N] [--no-peer] [--keep]
 
-Untimed set-up (about a minute): a fresh PostgreSQL database `btp_bench_<pid>` (PostGIS, for the map) on
-127.0.0.1 and a redis-server of its own on a free port; the schema migrated; the generated map of
-bench/bench_analysis.py imported; one user, one OAuth access token (trips:read trips:write, the MCP audience);
-the 14-day trip on that map uploaded as GPX (dated, analysed to the end by an in-process RQ worker: its digest
-carries alerts, lodgings and labels) and 20 small trips beside it for list_trips, 16 of them the days renamed by
-the edit runs (8 for BTP, 8 for the peer). Budgets are lifted with BTP_LIMIT_* (trips/core/limits.py); nothing in
-the guard chain is switched off. Then BTP under `gunicorn -w N wsgi:app` (gunicorn.conf.py, as in production; N is
---btp-workers, by default one per core plus one as README "Workers per core" advises where PostgreSQL and Redis share
-the machine: 3 on the 2-core bench machine) and the peer (bench/peers/fastmcp_peer.py, its own venv under .cache/bench-peer) under `uvicorn --workers 2`.
-
-Checked before the load: the peer's get_trip and list_trips structuredContent equal BTP's (a difference is
-reported in the notes with both sizes).
-
-Timed, each point (BTP's and the peer's alike, reads and edits) --rounds times (3), round by round over all the points (a point's
-rounds minutes apart), the two servers taking turns and which goes first alternating, the median of each figure
-reported (every round is in the notes), each once the whole machine is quiet (`wait_quiet`: PostgreSQL's
-autovacuum after the set-up, the previous point's tail): `wrk` (bench/lua/mcp_call.lua: a stateless 2026-07-28 tools/call, its headers and `_meta`; a call is an
-error unless HTTP 200 with a JSON-RPC result that is not a refusal) for --seconds per point: get_trip and
-list_trips at 1, 8 and 32 connections, edit_stages (rename a day, the version chained from each answer, one trip
-per connection) at 1 and 8. Memory: VmRSS of every gunicorn and peer worker after the warm-up and once BTP has
-served at least 10 000 calls. Then reads beside slow requests (--slow-seconds, 0: skipped): get_trip at 8
-connections while 2 other clients keep a search_places call in flight each, on a place search service (a local fake
-Nominatim, BTP_NOMINATIM_URL) that answers after 2 s: the reads' p50/p99 and errors, beside the get_trip point at 8
-connections with nothing slow (same run), and every slow call's duration. Writes bench/out/mcp.json
-(bench/common.py).
-"""
+wrk drives get_trip and list_trips, and edit_stages renames with the version chained, each point in rounds with the
+servers taking turns; then memory per worker and reads beside slow place searches. Its `Servers` set-up is shared
+by bench_mixed.py, bench_workers.py and soak.py. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse

@@ -1,25 +1,9 @@
 """Benchmark: a mixed MCP load, reads, edits and analyses as an agent session makes them, BTP against the FastMCP peer.
 
-Run from the repository root:  .venv/bin/python bench/bench_mixed.py [--seconds 10] [--rounds 2] [--keep]
+    .venv/bin/python bench/bench_mixed.py [--seconds 10] [--rounds 2] [--connections 8,32] [--keep]
 
-Issue 22 item 2. The set-up of bench/bench_mcp.py (its `Servers`: a PostgreSQL + PostGIS database of its own,
-`btp_mixed_<pid>`, a redis-server of its own, the generated map, the analysed 14-day trip, one token, budgets lifted
-with BTP_LIMIT_*, BTP under gunicorn -w 4, the peer under uvicorn ×2), with 40 one-day trips (one per connection
-to rename days of, chained versions) and --pool short trips (4 km, analysed in the set-up) that the analysis kind
-re-analyses. Then 2 RQ workers (`flask worker`, forked work horses, as in production) run beside BTP for the
-whole load.
-
-The load, per point (8 and 32 connections), BTP and the peer taking turns --rounds times (which goes first
-alternates): a Python load client (`--client` mode of this file, 2 processes, one thread and one keep-alive
-http.client connection per connection, time.perf_counter around each call) for --seconds. Each connection draws
-its calls from its own seeded RNG (`schedule`): 50 % get_trip (the 14-day trip), 20 % list_trips, 25 % edit_stages
-(rename the day of its own trip, the version chained from each answer), 5 % analyze_trip (the next trip of its
-own share of the pool, each analysed at most once per point, so no analysis of it is running: never a Conflict).
-The peer has no analysis: it runs the same sequences with the analysis draws skipped (not sent), so its reads and
-edits keep the 70:25 proportion. A call is an error unless HTTP 200 with a JSON-RPC result that is not isError
-(`classify`). After each BTP point: the time until no computation of any trip is pending or running, and how many
-failed. Writes bench/out/mixed.json (bench/common.py).
-"""
+The set-up of bench/bench_mcp.py with RQ workers beside BTP; a Python load client (`--client` mode of this file)
+draws each connection's calls from its own seeded RNG (`schedule`). What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse

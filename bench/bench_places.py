@@ -1,25 +1,10 @@
-"""Benchmark: the offline place search from its SQLite file against the per-process in-memory index it replaced.
+"""Benchmark: the offline place search from its SQLite file against a per-process in-memory index.
 
-Run from the repository root:  .venv/bin/python bench/bench_places.py [--queries 2000] [--http 1000]
-                               [--database-url postgresql+psycopg://…]
+    .venv/bin/python bench/bench_places.py [--queries 2000] [--http 1000] [--database-url postgresql+psycopg://…]
 
-1. The gazetteer file (trips/places/gazetteer.py) is built once into a temporary instance folder, in a child
-   process, as a first start does (timed).
-2. Two fresh interpreters answer the same queries (every city's name cut at random places, plus fixed ones): one
-   opens the file read-only ("disk"), the other builds the index every gunicorn worker used to build in memory
-   (`_OldIndex` below, the code of trips/places/gazetteer.py before the file: dict of whole names, sorted keys
-   with numpy city arrays, one blob of main names for the inside-the-name tier). Reported: the process's RSS
-   growth (numpy and trips.places.gazetteer already imported) to the first answer and after every query, the
-   first search's latency on the fresh
-   process (for the old index: its build plus the search), p50 and p99 per search, and how many answers differ
-   (must be 0: same matching, same ranking).
-3. One gunicorn worker (gunicorn.conf.py, SQLite or --database-url, an embedded Redis): its VmRSS after
-   start, the first REST place search on that fresh worker (client-side latency, after one authenticated
-   GET /api/trips so that the token look-up's first run is not counted), p50 over --http more REST and MCP place
-   searches, and VmRSS after them.
-
-Writes bench/out/places.json (bench/common.py).
-"""
+The file built once as a first start builds it; two fresh interpreters answering the same queries, one from the
+file, one from the in-memory index (`_OldIndex`, the baseline); then one gunicorn worker's memory and first search
+over HTTP. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse
@@ -52,10 +37,11 @@ FIXED = ["Grenoble", "Pari", "s", "a", "saint", "Genève", "noble", "zzzzqq", "n
          "etienne", "los an", "москва", "東京", "berl", "st", "ville", "burg", "Qzxqzxq"]
 
 
-# --- the in-memory index every worker built before (for comparison only) ---------------------------------------
+# --- a per-process in-memory index, the baseline (for comparison only) --------------------------------------------
 
 class _OldIndex:
-    """trips/places/gazetteer.py's Gazetteer before the SQLite file, on the same keys (gazetteer_file.name_keys)."""
+    """The gazetteer held in each process's memory (whole names, sorted keys with numpy city arrays, one blob of
+    main names for the inside-the-name tier), on the same keys as the file (gazetteer_file.name_keys)."""
 
     def __init__(self):
         import numpy as np

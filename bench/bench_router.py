@@ -1,24 +1,11 @@
-"""Benchmark: the bicycle router on an imported map (issue 24 item 4): routes of 5, 50 and 200 km.
+"""Benchmark: the bicycle router on an imported map, routes of 5, 50 and 200 km, against Valhalla on the same map.
 
-Run from the repository root:  .venv/bin/python bench/bench_router.py [--database-url URL] [--spacing-m 400]
-    [--runs 5] [--span 2.0 2.6] [--routes 5 50 200] [--valhalla-venv DIR | --no-peer]
+    .venv/bin/python bench/bench_router.py [--database-url URL] [--spacing-m 400] [--runs 5] [--span 2.0 2.6]
+        [--routes 5 50 200] [--valhalla-venv DIR | --no-peer]
 
-The map is generated: a 2.0° × 2.6° region (about 220 × 205 km; `--span LAT LON` degrees) of streets on a grid `--spacing-m` apart, every
-crossing a shared node and every block side bent by one shape vertex; a primary road every 40th line, a tertiary
-every 8th, a cycleway every 16th column, one street in ten one-way, one block side in thirty missing. It is imported
-with `flask osm import`'s code (trips/osm/importer.py) into a temporary SQLite database (default) or the given
-PostgreSQL + PostGIS (+ pgRouting) database, then each route is searched `--runs` times after one warm-up
-(trips/osm/router.py route), with pgRouting and with scipy on PostgreSQL, with scipy on SQLite. Reported: the median
-and the slowest wall time, the routed km and the edges the search box held. Target: a 50 km route in ≤ 200 ms on
-PostgreSQL + PostGIS (the router's own search, scipy; pgRouting only when asked). Give PostgreSQL a fresh database:
-the rows of a region an earlier run replaced stay dead until VACUUM, and the band's index scan visits their pages.
-
-The peer is a real routing engine: Valhalla (the pyvalhalla-weekly wheel, in its own venv .cache/bench-valhalla made
-from bench/peers/valhalla-requirements.txt on first use) builds its tiles from the same generated map and routes the
-same points by bicycle (bench/peers/valhalla_route.py): its length and median time are reported beside BTP's, with
-BTP's length / Valhalla's (issue 24: within 10 %). Also reported: the bench process's peak RSS after the import and
-after the routes.
-"""
+A generated street grid imported with `flask osm import`'s code into SQLite or PostgreSQL + PostGIS, each route
+searched by trips/osm/router.py (scipy, and pgRouting when the database has it); Valhalla (its own venv,
+.cache/bench-valhalla) routes the same points on tiles built from the same map. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse

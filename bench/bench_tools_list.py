@@ -1,18 +1,10 @@
 """The agent's context: how many bytes BTP's tools/list puts in every conversation before the first call.
 
-Each side runs in a fresh subprocess (`--measure`): an app on a throwaway SQLite database and the embedded
-Redis, a user with a token carrying both scopes (all thirteen tools are listed), then the real tools/list
-through /mcp on every leg: 2026-07-28, and the handshake legs 2025-11-25, 2025-06-18 and 2025-03-26 (whose
-listing alone repeats each title in annotations.title, for clients that read no top-level title). The size
-is the result object encoded as
-compact JSON, `json.dumps(result, separators=(",", ":"), ensure_ascii=False)` in UTF-8 bytes, and again with
-`ensure_ascii=True` (what the wire carries if the JSON is \\u-escaped). 1 KB = 1024 bytes.
-
-The baseline is the same measurement of the tree at BASELINE_REV (9df19ea,
-with the enrichment and weather fields in get_stage), exported with `git archive` into a temporary directory.
-
     .venv/bin/python bench/bench_tools_list.py [--baseline REV]
-"""
+
+Each side (this tree, and the tree at --baseline exported with `git archive`) runs in a fresh subprocess
+(`--measure`) and lists the tools through /mcp on every protocol leg; sizes are compact JSON in UTF-8 bytes,
+1 KB = 1024 bytes. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE_REV = "9df19ea"
 TARGET_KB = 24  # tests/mcp/test_mcp_tools.py holds it, on every leg
-AIM_KB = 23.5  # the lead's aim on the 2026-07-28 leg (a margin for the next field)
+AIM_KB = 23.5  # the aim on the 2026-07-28 leg (a margin for the next field)
 LEGACY_LEGS = ("2025-11-25", "2025-06-18", "2025-03-26")
 KB = 1024
 
@@ -45,7 +37,7 @@ def measure() -> dict:
     from app import create_app
     try:
         from trips.core.embedded_redis import ensure_embedded_redis, stop_embedded_redis
-    except ImportError:  # a baseline checkout from before the floors (the embedded Redis lived in jobs/)
+    except ImportError:  # a baseline checkout whose embedded Redis is in jobs/
         from jobs.embedded import ensure_embedded_redis, stop_embedded_redis
     from tests.factories import make_user
     from tests.mcp_helpers import legacy, mcp_token, modern

@@ -1,18 +1,11 @@
 """Benchmark: gunicorn worker counts side by side with the FastMCP peer, in one rotation (README "Workers per core").
 
-Run from the repository root:  .venv/bin/python bench/bench_workers.py [--workers 2,3] [--rounds 8] [--seconds 8]
-                               [--connections 8] [--tool edit_stages|get_trip|list_trips]
+    .venv/bin/python bench/bench_workers.py [--workers 2,3] [--rounds 8] [--seconds 8] [--connections 8]
+        [--tool edit_stages|get_trip|list_trips]
 
-The set-up of bench/bench_mcp.py (a fresh PostgreSQL database with the generated map, a redis-server of its own, the
-14-day trip analysed and the edit trips, the peer under `uvicorn --workers 2`), then one BTP server per worker count
-(`gunicorn -w N wsgi:app`, the same database, Redis and BTP_BASE_URL, each on its own port; a server that is not under
-load only idles). Each round runs one `--seconds` point at `--connections` on every server in turn (the order
-reversed every other round), so a slow phase of the machine lands on all of them alike; an edit point renames a day
-per connection, the version chained, as bench_mcp does. Reported: each server's calls/s and server CPU per call
-(gunicorn's master and workers; with Redis and PostgreSQL beside it) and the share of the machine's CPU time left idle
-(/proc/stat: idle and iowait; wrk's own threads run meanwhile) per round, then the medians and each worker
-count's ratio to the peer round by round (median, lowest, highest), and the errors. Writes bench/out/workers.json.
-"""
+The set-up of bench/bench_mcp.py, one BTP server per worker count on the same database and Redis, every server
+loaded in turn each round (the order reversed every other round); calls/s, CPU per call and the machine's idle
+share per server. What it reports: bench/README.md."""
 from __future__ import annotations
 
 import argparse

@@ -1,14 +1,10 @@
 """What `make bench` needs beyond `.venv`, checked before any benchmark starts (README "Tests and benchmarks").
 
-Run from the repository root:  .venv/bin/python bench/prereqs.py [--install]
+    .venv/bin/python bench/prereqs.py [--install]
 
-bench_mcp.py, bench_mixed.py, bench_workers.py and soak.py run BTP as in production: a PostgreSQL database of their
-own on 127.0.0.1:5432 (made with `createdb`, the user `postgres` without a password) with PostGIS (the map), a
-`redis-server` of their own, and `wrk` for the load. Each piece missing is named with the Debian package that brings
-it. With --install, run as root where apt-get exists, the missing packages are installed first (what `make bench`
-does); a PostgreSQL server that is not running or refuses the user is only reported: that is the machine's
-own set-up. Exit status 1 when something is still missing.
-"""
+Each piece missing (PostgreSQL on 127.0.0.1:5432 with PostGIS, redis-server, wrk) is named with the Debian package
+that brings it; --install, as root where apt-get exists, installs them first. A PostgreSQL server that is not
+running or refuses the user is only reported. Exit status 1 when something is still missing."""
 from __future__ import annotations
 
 import argparse

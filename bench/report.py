@@ -1,6 +1,6 @@
 """Every bench/out/*.json as one markdown table, printed and written to bench/out/summary.md.
 
-    .venv/bin/python bench/report.py [--out DIR] [--failed "bench/x.py ..."]
+    .venv/bin/python bench/report.py [--out DIR] [--failed "SCRIPT ..."]
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Soak: steady MCP load on BTP for a while, every gunicorn worker's memory sampled, errors counted.
 
-Run from the repository root:  .venv/bin/python bench/soak.py [--seconds 600] [--interval 30]
-(`make soak`, and the end of `make bench`, with SOAK_SECONDS, default 600.)
+    .venv/bin/python bench/soak.py [--seconds 600] [--interval 30]    (`make soak`, and the end of `make bench`)
 
-The set-up of bench/bench_mcp.py (PostgreSQL database of its own, redis-server of its own, the enriched 14-day
-trip and 20 others, BTP under gunicorn -w 4; no peer), then wrk at 8 connections alternating get_trip and
-list_trips, in --interval slices; after each slice the VmRSS of every worker, the calls served and the errors
-(non-2xx, JSON-RPC errors, refusals, socket errors). Verdict: flat when every worker's last sample is within
-+10 MB of its sample after the first minute, and no errors. Writes bench/out/soak.json with the series.
-"""
+The set-up of bench/bench_mcp.py (no peer), then wrk alternating get_trip and list_trips in --interval slices.
+Verdict: flat when every worker's last sample is within +10 MB of its sample after the first minute, and no errors."""
 from __future__ import annotations
 
 import argparse

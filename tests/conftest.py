@@ -10,8 +10,8 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.valhalla", "tests.fakes.nominatim", "tests.fakes.cimd",
-                  "tests.fakes.openmeteo"]
+# The fakes more than one folder uses; a folder's own are in its conftest.py (tests/oauth, tests/trips).
+pytest_plugins = ["tests.fakes.thirdparty", "tests.fakes.nominatim", "tests.fakes.openmeteo"]
 
 # Its own schema on the shared database; BTP_TEST_PG_SCHEMA lets two checkouts run the suite side by side.
 PG_TEST_SCHEMA = os.environ.get("BTP_TEST_PG_SCHEMA", "btp_test")

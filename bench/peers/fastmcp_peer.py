@@ -223,7 +223,7 @@ TRIP_SQL = ("SELECT id, version, title, source_url, source_type, start_date, end
             "elevation_penalty, ebike_mode, departure_hour, max_distance_per_day, average_speed, "
             "enabled_accommodation_types, status, out_of_zone FROM trip WHERE id = %s AND user_id = %s")
 # Only what the digest shows leaves the database: the first lodging candidate and the day's forecast, not every
-# candidate and every enrichment field (decoding those was a third of a call).
+# candidate and every enrichment field (decoding them would slow every call).
 STAGES_SQL = ("SELECT id, position, distance, elevation, is_rest_day, start_label, end_label, "
               "accommodations -> 0 AS first_accommodation, selected_accommodation, alerts_by_group, "
               "enrichment -> 'weather' AS weather, enrichment -> 'labels' AS labels "

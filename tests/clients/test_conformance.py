@@ -1,16 +1,7 @@
-"""The official MCP conformance suite (npm @modelcontextprotocol/conformance 0.2.0-alpha.12) in CI.
-
-Two targets, each at `--requirements 2026-07-28` (stateless wire) and `--requirements 2025-11-25` (handshake):
-- "btp": BTP itself under gunicorn, its thirteen tools, reached through a loopback proxy that adds the bearer
-  token (the suite has no auth option) and is BTP's public address, as nginx would be;
-- "fixtures": the same factory, transport and dispatcher serving the suite's fixture tools
-  (tests/conformance/fixtures.py), for the scenarios that call tools by name.
-
-tests/conformance/expected_failures.json lists every unmet check with its reason. A check that fails and is
-not listed fails the test; a listed check that now passes (or is no longer reported) fails it too, so the list
-only shrinks. The figures (the suite's own: SUCCESS and FAILURE over every check) are printed; reproduce with
-`.venv/bin/python -m pytest -q -p no:cacheprovider -s tests/clients/test_conformance.py`.
-"""
+"""The official MCP conformance suite at 2026-07-28 and 2025-11-25, against BTP under gunicorn (through a loopback proxy
+that adds the token) and against its fixture tools (tests/conformance/fixtures.py).
+tests/conformance/expected_failures.json lists every unmet check with its reason: an unlisted failure, or a listed
+check that passes, fails the test, so the list only shrinks."""
 from __future__ import annotations
 
 import json

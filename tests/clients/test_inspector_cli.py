@@ -1,13 +1,6 @@
-"""The MCP Inspector's CLI (npm `@modelcontextprotocol/inspector`, on Node 22, built on the TypeScript SDK v2
-client) drives BTP's /mcp under gunicorn, as a person trying BTP would: `inspector --cli URL --transport http
---header "Authorization: Bearer …" --method tools/list | tools/call --tool-name … --tool-args-json …`.
-
-It validates every tool result against the tool's outputSchema (a mismatch exits 1 with the validator's
-message) and exits 5 (`tool_is_error`) on a refusal after printing it, so a refusal an agent can read is
-exit 5 with the result on stdout. `--protocol-era modern` takes the 2026-07-28 leg (server/discover, no
-initialize), `legacy` the initialize handshake. `--stored-auth-only` keeps it from ever starting an
-interactive OAuth login; HOME is a temporary directory (the CLI keeps a catalog under ~/.mcp-inspector).
-"""
+"""The MCP Inspector's CLI drives BTP's /mcp under gunicorn as a person trying BTP would (tools/list and tools/call,
+both protocol eras): it validates every result against the tool's outputSchema and exits 5 on a refusal, printing it.
+HOME is a temporary directory and `--stored-auth-only` keeps it from starting an OAuth login."""
 from __future__ import annotations
 
 import json

@@ -1,13 +1,6 @@
-"""The official MCP Python SDK client (`mcp` 2.3.0) drives BTP's /mcp end to end, in its three modes: pinned to
-2026-07-28 (stateless, no probe), legacy (initialize at 2025-11-25) and auto (server/discover, else initialize).
-
-The SDK lives in a virtual environment of its own, `<repo>/.venv-mcp-sdk` (BTP's top-level package `mcp/`
-shadows the SDK's), created on the first run and reused after. tests/mcp_sdk/client_script.py runs in it, as a
-subprocess whose working directory is a temporary one, so /work/main is never on its sys.path. The server is
-gunicorn on the test configuration; the users, tokens and trips are made against the same database.
-tests/mcp_sdk/oauth_script.py starts with no token: the SDK's own OAuth client (OAuthClientProvider) discovers,
-registers and is authorized by a person it plays (e-mail link from the server's outbox, consent approved).
-"""
+"""The official MCP Python SDK client drives BTP's /mcp under gunicorn in its three modes (2026-07-28, legacy, auto),
+and authorizes itself with its own OAuth client (tests/mcp_sdk/). It runs in a virtual environment of its own,
+`.venv-mcp-sdk`, because BTP's package `mcp/` would shadow the SDK's."""
 from __future__ import annotations
 
 import fcntl

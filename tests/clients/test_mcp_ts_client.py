@@ -1,17 +1,7 @@
-"""The official TypeScript SDK client (npm `@modelcontextprotocol/sdk` 1.x, on Node 22) drives BTP's /mcp under
-gunicorn: it lists the thirteen tools, calls every read tool, and reads the refusals an agent meets (an unknown
-trip, a stale version, a started trip) through its own `callTool`, which validates structuredContent against the
-tool's outputSchema. A refusal carried as `structuredContent: {error: …}` makes the SDK throw "Structured
-content does not match the tool's output schema" and the agent never read "Trip not found".
-
-Two legs: SDK 1.x (initialize, 2025-11-25: its newest) and the SDK 2.x client (`@modelcontextprotocol/client`)
-with `versionNegotiation: auto`, which settles on 2026-07-28 (server/discover, Mcp-Method/Mcp-Name headers).
-The 2.x client skips output validation on a refusal, so the negative control (a stand-in server answering the
-old refusal shape) runs on 1.x, the strict one.
-
-Node 22 and the SDK come from tests/node_tools.py (.cache/node-tools); without npm the tests FAIL, naming why,
-so CI notices. tests/ts_client/client.mjs is the client; it prints one JSON report asserted on here.
-"""
+"""The official TypeScript SDK client (tests/ts_client/client.mjs, Node 22 from tests/node_tools.py) drives BTP's /mcp
+under gunicorn: the tool list, every read tool, and the refusals an agent meets, read through its own `callTool`, which
+validates structuredContent against the outputSchema. SDK 1.x at 2025-11-25 and the 2.x client at 2026-07-28; a stand-in
+server with a refusal in structuredContent is the negative control. Without npm the tests fail, saying why."""
 from __future__ import annotations
 
 import json

@@ -1,17 +1,6 @@
-"""Schemathesis against BTP under gunicorn, driven by BTP's own /api/openapi.json: every operation with
-generated requests (valid and invalid), each answer checked: no 5xx, a documented status and content type, a
-body that matches its documented schema.
-
-Seeded (the same requests every run) and bounded (MAX_EXAMPLES per operation and phase). The rider's token
-carries both scopes, and path ids name real records (a three-day trip, its days, its share link, an authorized
-application, a spare token), so the operations get past the 404 and exercise the services; writes that would
-take the records away (deleting the trip, a day, the share; settings that may lock the trip) get records of
-their own. The server's log must hold no traceback either.
-
-The test runs schemathesis' engine (what `schemathesis run` runs: examples, coverage, fuzzing and stateful
-phases) rather than its pytest plugin: `schemathesis.pytest.from_fixture` sets `Function._nodeid`, which
-pytest 9 no longer has (AttributeError at the first test).
-"""
+"""Schemathesis' engine against BTP under gunicorn, from BTP's own /api/openapi.json: every operation, seeded and
+bounded, on real records; no 5xx, a documented status, content type and body, no traceback in the server's log. The
+engine, not the pytest plugin: the plugin sets `Function._nodeid`, which pytest 9 does not have."""
 from __future__ import annotations
 
 import collections

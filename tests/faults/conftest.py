@@ -1,10 +1,6 @@
-"""The fault suite (`make test-faults`): BTP's real processes (gunicorn, `flask worker`) against a PostgreSQL
-database and a redis-server of the run's own, on 127.0.0.1, and faults done to them for real.
-
-It runs only when asked for by path (`pytest tests/faults`, what `make test-faults` does): a plain `pytest` or
-`make test` deselects it, because here the session's database and Redis are not the rest of the suite's.
-Every test is bounded in time (BOUND_S, SIGALRM) besides the deadlines of its own waits.
-"""
+"""The fault suite (`make test-faults`): BTP's real processes (gunicorn, `flask worker`) against a PostgreSQL database
+and a redis-server of the run's own, and faults done to them. It runs only when asked for by path (`pytest
+tests/faults`); every test is bounded in time (BOUND_S, SIGALRM) besides its own waits' deadlines."""
 from __future__ import annotations
 
 import signal

@@ -1,8 +1,6 @@
-"""BTP on more than one machine, as README "Scaling out" tells a sysadmin: two web nodes (gunicorn on two ports)
-and two job workers (`flask worker`) on one PostgreSQL database and one Redis, behind deploy/nginx.conf with an
-upstream of both nodes. An edit through one node is read at once through the other; under a steady load of writes
-through nginx one node and one worker are SIGKILLed: no answered write is lost, and every computation is settled
-(the surviving worker takes the dead one's job back) within README "When something dies"'s bound."""
+"""Two web nodes and two job workers on one PostgreSQL and one Redis behind deploy/nginx.conf (README "Scaling out"): an
+edit through one node is read at once through the other; a node and a worker SIGKILLed under a write load lose no
+answered write, and every computation settles within README "When something dies"'s bound."""
 import threading
 import time
 from pathlib import Path
@@ -28,7 +26,7 @@ from trips.core.redis_client import get_redis
 from trips.models import Computation, Trip
 
 pytestmark = pytest.mark.slow
-EDITS = 40  # the issue's figure: 40 edits through one node, each read at once through the other
+EDITS = 40  # edits through one node, each read at once through the other
 LOAD_S = 10  # seconds of load through nginx; the kills fall in its first third
 # A trip made is a route fetch, a cutting into days and ~15 enrichments for the workers; an analysis ~15: paced so
 # that the one worker left (worker 1 holds the held trip's fetch, then dies) keeps up with them.

@@ -1,12 +1,6 @@
-"""The JSON-RPC envelope of POST /mcp, fuzzed in process: any JSON value as the body, requests with wrong
-types for jsonrpc, id, method and params, batches (empty, over the limit, mixed with notifications and
-junk), unknown methods, notifications, odd and mismatched headers (MCP-Protocol-Version, Mcp-Method,
-Mcp-Name, Content-Type, Accept, Origin, Authorization), and bytes that are not JSON (truncated text, deep
-nesting, huge numbers, big strings, BOMs, UTF-16, lone surrogate escapes, NaN and Infinity literals).
-
-Properties, for every case: never an HTTP 500, never -32603, never a hang (each case under the watchdog);
-a refusal (an HTTP 4xx, a JSON-RPC error, an isError result, a notification) commits nothing, and its
-messages are bounded and never quote the 10 000-character string some cases carry."""
+"""The JSON-RPC envelope of POST /mcp, fuzzed in process: any JSON body, wrong-typed members, batches, odd MCP headers,
+bytes that are not JSON. Every case: no HTTP 500, no -32603, no hang; a refusal commits nothing and its messages are
+bounded."""
 from __future__ import annotations
 
 import base64

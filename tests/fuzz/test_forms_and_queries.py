@@ -1,9 +1,5 @@
-"""The other ways hostile text comes in without a JSON body: the OAuth token and revocation forms (grant types,
-codes, verifiers, refresh tokens, client ids, repeated and missing fields, odd content types) and the query
-strings of the REST reads (GET /api/trips filters and paging, GET /api/geocode/search).
-
-Properties, for every case: never a 5xx, never a hang; a refusal is bounded, never quotes the 10 000-character
-string some cases carry, and commits nothing."""
+"""Hostile text without a JSON body: the OAuth token and revocation forms, and the query strings of the REST reads
+(GET /api/trips, GET /api/geocode/search). Every case: no 5xx, no hang; a refusal is bounded and commits nothing."""
 from __future__ import annotations
 
 import json

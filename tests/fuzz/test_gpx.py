@@ -1,14 +1,6 @@
-"""The GPX parser (trips/route/gpx.py) and the upload endpoint, fuzzed with documents built from hostile
-parts: BOMs and encoding declarations (UTF-16, Latin-1, EBCDIC, UTF-7, unknown), DOCTYPEs (billion laughs,
-external entities naming a local file and a local HTTP listener, parameter entities, any case), namespaces
-(GPX 1.0, 1.1, none, foreign, prefixed), names with entities, CDATA and huge text, huge attributes, lat/lon/ele
-values at and beyond every edge (±90, ±180, NaN, inf, 1e400, blank, comma decimals), missing elements and
-attributes, and truncated or re-encoded bytes.
-
-Properties, for every case: the parser answers a ParsedRoute whose every point is finite and in range and
-whose title is at most 255 characters, or raises GpxError (never anything else, never a hang); nothing is
-fetched (the listener sees no connection) and no local file is read into the answer; the upload endpoint
-answers 201 or a 4xx problem, never a 5xx, and a refused upload commits nothing."""
+"""The GPX parser (trips/route/gpx.py) and the upload, fuzzed with documents built from hostile parts (encodings, BOMs,
+DOCTYPEs and entities, namespaces, edge coordinates, huge text, truncation). Every case: a ParsedRoute in range or a
+GpxError, nothing fetched and no local file read, the upload 201 or a 4xx that commits nothing."""
 from __future__ import annotations
 
 import io

@@ -1,11 +1,6 @@
-"""What the fuzzing found, kept as plain tests that run on every CI pass (the fuzz modules run once).
-
-1. mcp/confirmation.py: the second call of an elicitation, with a genuine requestState and an inputResponses that
-   is not an object (or whose "confirm" answer or its content is not an object), answered -32603
-   (AttributeError on .get). Now: a non-object inputResponses is refused by name before the state is used up;
-   any other shape of answer is "declined"; nothing is written either way.
-2. oauth/services/registration.py: POST /oauth/register with a list or an object among grant_types answered 500
-   (TypeError: unhashable type, from set()). Now 400 invalid_client_metadata."""
+"""What the fuzzing found, as plain tests run on every pass: a confirmation's inputResponses that is not an object
+(mcp/confirmation.py) is refused by name or read as declined, never a -32603; a list or an object in grant_types
+(oauth/services/registration.py) is 400 invalid_client_metadata, never a 500."""
 from __future__ import annotations
 
 import json

@@ -1,13 +1,6 @@
-"""The JSON bodies of the REST API, fuzzed from the request schemas /api/openapi.json publishes, against the
-owner's trips and days and another user's trip (complementing tests/clients/test_openapi_fuzz.py, which runs
-schemathesis over every operation of the document under gunicorn: here, in process and many more cases per
-body, each body is an admitted one with one edge value or wrong type, a required member dropped or an unknown
-one added, or no object at all; or raw bytes that are not JSON; the If-Match header current, stale, `*`,
-malformed or absent).
-
-Properties, for every case: never a 5xx, never a hang; a 4xx is a problem document (or the OAuth error body)
-whose texts are bounded and never quote the 10 000-character string some cases carry, and it commits
-nothing; another user's trip answers 404 like an unknown one."""
+"""The REST JSON bodies, fuzzed in process from /api/openapi.json's request schemas (an edge value, a wrong type, a
+member dropped or added, bytes that are not JSON, any If-Match) against the owner's and another user's trips. Every
+case: no 5xx, a bounded problem document that commits nothing, another user's trip a 404 like an unknown one."""
 from __future__ import annotations
 
 import json

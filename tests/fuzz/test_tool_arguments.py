@@ -1,11 +1,7 @@
-"""Every tool's arguments, generated from the inputSchema tools/list publishes (tests/fuzz/strategies.py):
-admitted values, then one mutation (an edge value or a wrong type for one argument, a required one dropped,
-an unknown one added, or no object at all), sent as tools/call against real trips: the owner's (undated,
-dated, started) and another user's.
-
-Properties, for every case: never an HTTP 500, never -32603, never a hang; a refusal (isError, a JSON-RPC
-error) or a confirmation challenge commits nothing and its messages are bounded; another user's trip is
-refused like an unknown one; a started trip is refused by every tool that carries its lock."""
+"""Every tool's arguments generated from the inputSchema tools/list publishes (tests/fuzz/strategies.py), one mutation
+each, sent against the owner's undated, dated and started trips and another user's. Every case: no 500, no -32603,
+no hang; a refusal commits nothing; another user's trip refused like an unknown one, a started trip by every tool
+that takes its lock."""
 from __future__ import annotations
 
 import json

@@ -1,7 +1,6 @@
-"""The MCP hot path (docs/PERFORMANCE.md): get_trip, list_trips and a day's rename cost a bounded number of SQL statements
-and Redis round trips whatever the trip's size, and nothing in auth, budgets or the floor is skipped for it: the
-answers equal the full read model's, a day changed behind the server's back is read anew, a revoked token is
-refused on the very next request on any instance, spent budgets still refuse."""
+"""The MCP hot path (docs/PERFORMANCE.md): get_trip, list_trips and a rename cost a bounded number of SQL statements and
+Redis round trips whatever the trip's size, and skip nothing of auth, budgets or the floor: the answers equal the
+full read model's, a change behind the server's back is read anew, a revoked token and spent budgets refuse at once."""
 import io
 import json
 from contextlib import contextmanager

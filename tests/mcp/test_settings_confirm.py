@@ -23,7 +23,7 @@ def test_a_change_that_keeps_the_days_is_saved_at_once(app, client, rider, trip,
     token = mcp_token(app, rider[0])
     days = [s.id for s in trip.stages]
     answer = payload(call(client, token, "update_trip_settings", {"id": trip.id, "version": trip.version, **change}))
-    assert "confirmationRequired" not in answer  # was: "every day and chosen accommodation would be discarded"
+    assert "confirmationRequired" not in answer  # not: "every day and chosen accommodation would be discarded"
     assert "no day, edit or chosen accommodation was discarded" in answer["result"]
     db.session.expire_all()
     assert [s.id for s in db.session.get(Trip, trip.id).stages] == days

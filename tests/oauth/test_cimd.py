@@ -8,7 +8,7 @@ import urllib3
 
 import oauth.services.cimd as cimd
 from oauth.services.cimd import CimdError, expires_in_from, fetch_client_metadata, fetch_from, is_metadata_client_id
-from tests.fakes.cimd import TLS_HOSTNAME  # fixtures fake_cimd / fake_cimd_tls come from tests/conftest.py
+from tests.fakes.cimd import TLS_HOSTNAME  # fixtures fake_cimd / fake_cimd_tls come from tests/oauth/conftest.py
 
 OWN = "btp.example.com"
 PUBLIC_ID = "https://agent.example.com/oauth/client.json"

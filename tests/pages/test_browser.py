@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 
-from tests.chromium import chromium_or_skip, headless_chrome
+from tests.pages.chromium import chromium_or_skip, headless_chrome
 from tests.live import free_port, gunicorn
 
 pytestmark = pytest.mark.slow

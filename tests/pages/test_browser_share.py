@@ -1,8 +1,6 @@
-"""The share page in a real browser (headless Chromium): a 14-day trip with every day analysed (alerts, a
-lodging, the weather of the first days) drawn as pictures (trips/readmodels/pictures.py). Screenshots at 390
-and 1200 px wide, full page height, are kept in <repo>/test-artifacts/ (gitignored) for CI to publish and for
-a person to look at; the test asserts what a screenshot cannot be trusted to show: the SVGs have a size, the
-phone width does not scroll sideways, and the strict CSP refused nothing."""
+"""The share page in headless Chromium: a 14-day analysed trip drawn as pictures (trips/readmodels/pictures.py) at 390
+and 1 200 px; the SVGs have a size, the phone does not scroll sideways, the CSP refused nothing. Screenshots go to
+<repo>/test-artifacts/ (gitignored) for a person to look at."""
 import io
 import json
 import math
@@ -13,7 +11,7 @@ from tests.factories import make_user
 from pyproj import Geod
 
 from tests.fakes.thirdparty import gpx_from_points
-from tests.chromium import chromium_or_skip, headless_chrome
+from tests.pages.chromium import chromium_or_skip, headless_chrome
 from tests.live import ROOT, gunicorn
 from trips.core.db import db
 from trips.models import Trip

@@ -1,13 +1,12 @@
-"""The share page's map in a real browser (headless Chromium, issue 23 item 1): the imported map's layers drawn under
-the route at 390 px, 1 200 px and in print. Screenshots go to <repo>/test-artifacts/share-map-*.png (gitignored) for
-CI to publish and a person to look at; the test asserts what the browser laid out: every layer has a size inside
-the picture, the names are drawn, the phone does not scroll sideways and the strict CSP refused nothing."""
+"""The share page's map in headless Chromium: the imported map's layers drawn under the route at 390 px, 1 200 px and in
+print, every layer sized inside the picture, the names drawn, no sideways scroll on a phone, nothing refused by the
+CSP. Screenshots go to <repo>/test-artifacts/share-map-*.png (gitignored) for a person to look at."""
 import io
 import json
 
 import pytest
 
-from tests.chromium import chromium_or_skip
+from tests.pages.chromium import chromium_or_skip
 from tests.enrich_helpers import import_map
 from tests.factories import make_user
 from tests.fakes.thirdparty import gpx_from_points, make_points

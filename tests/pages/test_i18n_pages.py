@@ -1,8 +1,6 @@
-"""Every page and e-mail a person sees, in English and in French (trips/core/i18n.py, pages.po): the language is the
-signed-in account's, else the browser's Accept-Language (the answer varies on it), else English. Each page is
-rendered in both languages and must show no page key (a missing word), no unfilled {field}, no hand-written plural
-"(s)", and in French none of a list of English words; the share page names no raw OSM value. The catalogues' keys
-against the code's are tests/trips/core/test_i18n.py's."""
+"""Every page and e-mail in English and French (trips/core/i18n.py): the account's language, else Accept-Language, else
+English; no page key, no unfilled {field}, no plural written by hand, no English word in French, no raw OSM value.
+The catalogues against the code: tests/trips/core/test_i18n.py."""
 import email
 import re
 from email import policy

@@ -1,4 +1,4 @@
-"""bench/prereqs.py: what `make bench` needs, each missing piece named with how to get it (issue 23 item 3)."""
+"""bench/prereqs.py: what `make bench` needs, each missing piece named with how to get it."""
 import importlib.util
 import io
 import subprocess

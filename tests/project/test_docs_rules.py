@@ -1,12 +1,6 @@
-"""The project carries its own rules: no comment or docstring sends the reader to a document that is not in the
-repository, and every `docs/RULES.md "<heading>"` citation names a heading docs/RULES.md has.
-
-Read: the comments and docstrings of every Python file (tokenize and ast, so code and its strings are left
-alone), and the whole text of the other text files (Markdown, templates, deploy files, scripts) of the
-project's directories. Outside documents are the digests and decision records of the product BTP follows and
-the planning pages that were never part of the repository; a section sign (`§`) in a text that names no public
-standard is a citation of one of them too.
-"""
+"""The project carries its own rules: no comment, docstring or text file sends the reader to a document outside the
+repository (the product's digests and decision records; a section sign that names no public standard), every
+`docs/RULES.md "<heading>"` citation names a heading of docs/RULES.md, and every path the docs name exists."""
 from __future__ import annotations
 
 import ast
@@ -40,6 +34,11 @@ STANDARD = re.compile(r"\bRFC ?\d{3,5}\b|\bOAuth 2\.1\b|\bCSP ?3\b|\bOpenAPI 3\.
                       r"|\b2020-12\b|\bI-JSON\b|\bMCP specification\b|\bJSON Schema\b")
 CITATION = re.compile(r'docs/RULES\.md "([^"\n]+)"')
 BARE = re.compile(r'RULES\.md(?! ")')  # in code comments a citation always names its heading
+# A path into the repository as the docs write it (`trips/core/epochs.py`, tests/oauth/), not followed by a wildcard.
+DOC_PATH = re.compile(r"(?<![\w./<{$-])((?:trips|mcp|oauth|jobs|httpworker|tests|bench|docs|deploy|templates|static"
+                      r"|migrations|translations|\.ci)/[\w./-]*[\w/])(?![\w*])")
+GENERATED = ("bench/out/", "translations/pages.pot")  # made by `make bench` and `make messages`, never committed
+DOCS = ("README.md", "bench/README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
@@ -153,3 +152,23 @@ def test_the_checks_see_what_they_are_meant_to():
     assert CITATION.findall('a day (docs/RULES.md "Rider time") and docs/RULES.md "Pacing"') == ["Rider time", "Pacing"]
     assert BARE.search("see docs/RULES.md\n# \"Pacing\"") and not BARE.search('docs/RULES.md "Pacing"')
     assert rules_headings() >= {"Pacing", "Write guards", "Differences from the original product"}
+
+
+def named_paths(text: str) -> list[str]:
+    """The repository paths a doc names, generated outputs left out."""
+    return [p for m in DOC_PATH.finditer(text) if not (p := m.group(1).rstrip(".")).startswith(GENERATED)]
+
+
+def test_every_path_the_docs_name_exists():
+    missing = [f"{doc}:{number}: {path}" for doc in DOCS
+               for number, line in enumerate((ROOT / doc).read_text(encoding="utf-8").split("\n"), start=1)
+               for path in named_paths(line) if not (ROOT / path).exists()]
+    assert not missing, "a doc names a path the tree does not have:\n" + "\n".join(missing)
+
+
+def test_the_path_check_sees_what_it_is_meant_to():
+    """The negative control: a moved file is caught; outputs, wildcards and placeholders are not paths."""
+    assert named_paths("the worker (trips/core/httpworker.py, `tests/test_x.py`)") == ["trips/core/httpworker.py",
+                                                                                         "tests/test_x.py"]
+    assert named_paths("bench/out/mcp.json, every bench/bench_*.py, tests/trips/<package>/") == ["tests/trips/"]
+    assert not (ROOT / "trips/core/httpworker.py").exists()

@@ -1,8 +1,6 @@
-"""The floors of docs/ARCHITECTURE.md, checked on the code as it is: import-linter's contracts (pyproject.toml: the
-layers, the edges' independence, trips.errors a leaf, no circle between sibling packages), no import circle between
-any two modules of trips, mcp, oauth and jobs, package __init__ files that import nothing, a function-local import
-only with its reason beside it, and no product file over 400 lines. Every import counts, those inside functions
-included (grimp reads them all)."""
+"""The floors of docs/ARCHITECTURE.md on the code as it is: import-linter's contracts (pyproject.toml), no import circle
+between any two modules, package __init__ files that import nothing, a function-local import only with its reason,
+no product file over 400 lines. Every import counts, those inside functions included (grimp reads them all)."""
 import ast
 import shutil
 import subprocess

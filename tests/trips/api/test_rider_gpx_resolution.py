@@ -1,7 +1,6 @@
-"""issue 21 item 9: the GPX export (the owner's /api/trips/{id}.gpx, a day's .gpx and the shared /s/<code>.gpx)
-carries the route at the stored resolution: each day that follows the full-resolution TripRoute gets the route's
-own points between its ends (trips/services/gpx_days.py, trips/route/follow.py); a day edited off the route, or a
-trip without a stored route, keeps its own line. Upload → export → upload gives the same days within 1 %."""
+"""The GPX export (the owner's /api/trips/{id}.gpx, a day's .gpx, the shared /s/<code>.gpx) carries the stored route's
+own points between each day's ends (trips/services/gpx_days.py, trips/route/follow.py); a day edited off the route,
+or a trip without a stored route, keeps its own line. Upload → export → upload gives the same days within 1 %."""
 import io
 import math
 

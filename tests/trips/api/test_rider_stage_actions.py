@@ -1,7 +1,6 @@
-"""issue 21 item 6: get_stage gives what a rider acts on, as REST does, from a generated map run through the real
-enrichments: each place to sleep with its phone, website and address, its price said to be an estimate unless it
-is its own (a 5-star hotel priced as one), food led by groceries (a boutique's café is no food), the day's water
-points with their km, a compact supply timeline; within get_stage's size budget."""
+"""get_stage gives what a rider acts on, as REST does, from a generated map through the real enrichments: lodgings with
+phone, website, address and a price said to be an estimate unless it is their own, groceries before cafés, water
+points with their km, the supply timeline; within get_stage's size budget."""
 import io
 import json
 import math

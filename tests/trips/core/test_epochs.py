@@ -1,9 +1,6 @@
-"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/kept.py kept_answer): a page is
-given again without its statement only while both epochs it was read under (every trip's, its account's) read the
-same in Redis, and every way its rows change replaces one of them after the commit — a write through the ORM (its
-owner's epoch only), a statement written by hand that says its trip, one that does not (every trip's), a job's
-transition — so a change shows on the very next call on any process. Redis down, the cache off and the age limit
-are the fall-backs."""
+"""The trips epochs (trips/core/epochs.py) and list_trips' kept pages (mcp/kept.py): a page is given again only while
+both epochs it was read under stand, and every way its rows change replaces one after the commit, so a change shows
+on the next call on any process. Redis down, the cache off and the age limit are the fall-backs."""
 import time
 from datetime import date, timedelta
 

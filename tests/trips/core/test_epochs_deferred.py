@@ -1,7 +1,6 @@
-"""A request's new epochs (trips/core/epochs.py `defer` and `settle`): the replacement a write makes is sent as its
-connection comes back to the pool and its answer read as the request ends, in Flask's teardown, before the WSGI
-server is handed the answer; outside a request it is read at once. A replacement whose answer cannot be read is
-retried as any, and the thread's own Redis connection is free again for the next request."""
+"""A request's new epochs (trips/core/epochs.py `defer`, `settle`): sent as the write's connection returns to the pool,
+their answer read in Flask's teardown before the server is handed the answer, at once outside a request; an answer
+that cannot be read is retried, and the thread's Redis connection is free again."""
 from datetime import date, timedelta
 
 import pytest

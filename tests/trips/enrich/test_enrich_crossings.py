@@ -1,8 +1,6 @@
-"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries here; the
-offline lookup: tests/trips/enrich/test_borders_offline.py), a
-ferry the day rides (most of its length within 50 m of the line; one alert per crossing however many ways
-draw it), a ford within 25 m (dry only until the
-forecast says so). Raised, and not just under the threshold, on generated map data."""
+"""Crossings (docs/RULES.md "Crossings"): a border where a day's line crosses it (imported boundaries; the offline
+lookup is tests/trips/enrich/test_borders_offline.py), a ferry the day rides (one alert per crossing), a ford within 25
+m (dry until the forecast says otherwise). Raised, and not just under the threshold, on generated map data."""
 import math
 
 import pytest

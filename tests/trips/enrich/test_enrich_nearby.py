@@ -1,7 +1,6 @@
-"""Services near each day (docs/RULES.md "Services near each day"): water gaps over 30 km in a 2 km corridor, a repair-capable bike
-shop within 2 km (haversine) of the midpoint on trips over 5 days, cultural places within 500 m (≤ 3 a day),
-a railway station within 10 km of the start or end, a health service within 15 km of the midpoint. Each code
-raised, and not raised just under its threshold, on generated map data."""
+"""Services near each day (docs/RULES.md "Services near each day"): water gaps, a repair-capable bike shop, cultural
+places, a railway station, a health service, each raised and not raised just under its threshold, on generated map
+data."""
 import math
 
 import pytest

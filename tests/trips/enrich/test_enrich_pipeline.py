@@ -1,10 +1,6 @@
-"""The analysis end to end: a generated map around a generated route, a GPX upload, the worker (burst) runs
-every enrichment the cutting dispatched (docs/RULES.md "Enrichments"), and their groups and fields land on the days.
-
-Also: a trip no imported area touches (map computations failed with the reason, nothing stored), a partly
-covered one (`out_of_zone`, the covered days analysed), a run the trip moved past (superseded, nothing
-written), and a slow compute that holds neither a transaction nor the trip lock.
-"""
+"""The analysis end to end on a generated map (docs/RULES.md "Enrichments"): every enrichment runs and its fields land
+on the days; also a trip off the map, one partly on it, a run the trip moved past (nothing written), and a slow
+compute that holds neither a transaction nor the trip's lock."""
 import io
 import threading
 from dataclasses import replace

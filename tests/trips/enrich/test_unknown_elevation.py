@@ -1,9 +1,6 @@
-"""Unknown is never zero (docs/RULES.md "Elevation"), and a category or a dependent never passes a failure or an
-old forecast for done (docs/RULES.md "Enrichments", "Weather").
-
-A GPX without <ele> used to give 0 m of climbing, a 0 % steepest gradient and a flat 0 m profile; weather failed
-and wind done showed the weather category "done" with no reason; wind and fords read a forecast stored for a date
-the day no longer has."""
+"""Unknown is never zero (docs/RULES.md "Elevation"): a GPX without <ele> has unknown climbing, gradient and profile,
+never 0 m. A category or a dependent never passes a failure, or a forecast stored for another date, for done
+(docs/RULES.md "Enrichments", "Weather")."""
 import io
 import math
 import re

@@ -1,8 +1,6 @@
-"""Map coverage as length (docs/RULES.md "Map coverage"), end to end: a GPX upload whose days are stored simplified
-(a straight line keeps only its ends), a small extract crossed by a day with no stored vertex inside, the worker
-runs the analysis; the day reads `partial` with the km not looked at, the trip's nextAction names them and the fix.
-Before, coverage counted a segment only with both ends inside an area: the trip was "not covered" and every
-map computation failed with "no map data covers this trip"."""
+"""Map coverage as length (docs/RULES.md "Map coverage"), end to end: a day that crosses a small extract with none of
+its stored vertices inside reads `partial` with the km not looked at, and the trip's nextAction names them and the fix.
+"""
 import io
 
 import numpy as np

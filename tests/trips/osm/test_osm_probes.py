@@ -1,7 +1,6 @@
-"""The corridor queries' index probes (trips/osm/index.py `merge_boxes`, `select_chunks`): a trip's overlapping
-chunk boxes are asked as fewer merged probes, every chunk's box inside one probe, every point of every chunk's
-corridor inside a probe, and the answers exactly those of one probe per chunk; a plan that drops a box is seen
-(by the cover check and by the answers). On PostgreSQL the statement runs without JIT, for that statement only."""
+"""The corridor queries' index probes (trips/osm/index.py `merge_boxes`, `select_chunks`): overlapping chunk boxes are
+asked as fewer merged probes covering every chunk's corridor, with exactly one probe per chunk's answers; a plan that
+drops a box is caught. On PostgreSQL the statement runs without JIT."""
 import random
 
 import pytest

@@ -240,7 +240,7 @@ def test_reroute_says_which_stretch_is_routed_and_valhalla_still_wins(tmp_path, 
 @pytest.mark.parametrize("north_m, routed", [(4500, True), (5600, False)])
 def test_the_wide_box_is_searched_when_the_band_holds_no_way_through(tmp_path, search, north_m, routed):
     # Two streets north from the ends of a 2 km leg, joined only by a street `north_m` north: beyond the band (3 km
-    # from the straight line), within the wide box (3 km beyond the ends' edges, which stop 2 km north) or beyond it.
+    # from the straight line), within the wide box (3 km beyond the ends' edges, which end 2 km north) or beyond it.
     m = MapBuilder()
     west, east = m.node(*p(0, 2000)), m.node(*p(2000, 2000))
     m.way([*line((0, 0), (0, 1900)), west], {"highway": "residential"})

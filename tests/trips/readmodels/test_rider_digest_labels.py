@@ -1,6 +1,6 @@
-"""issue 21 item 5: get_trip names every day's start and end from the map's labels (stage.enrichment["labels"],
-trips/enrich/labels.py), the rider's own label first, cut at a word, within the 12 KB digest budget in English and
-French; a labels enrichment writing new names is seen at once through the cached day lines (mcp/kept.py)."""
+"""get_trip names every day's start and end from the map's labels (trips/enrich/labels.py), the rider's own label first,
+cut at a word, within the digest budget in English and French; new labels are seen at once through the kept day
+lines (mcp/kept.py)."""
 import io
 import json
 

@@ -1,6 +1,6 @@
-"""The map under the share page's route (issue 23 item 1): water, coastline, rivers, main roads and named places from
-the imported map, chosen by the view's scale, and a scale bar (trips/osm/basemap.py, trips/readmodels/mapsvg.py).
-Runs on SQLite and on PostgreSQL + PostGIS (skipped where PostGIS is missing)."""
+"""The map under the share page's route (trips/osm/basemap.py, trips/readmodels/mapsvg.py): water, coastline, rivers,
+main roads and named places chosen by the view's scale, and a scale bar. On SQLite and on PostGIS (skipped without
+it)."""
 from __future__ import annotations
 
 import io

@@ -1,11 +1,6 @@
-"""What a GPX upload's parse and pacing allocate, counted by tracemalloc (numpy reports its arrays to it): deterministic,
-unlike the process's RSS or a clock. The upload's peak memory is measured against gpxpy by bench/bench_gpx.py
-(docs/PERFORMANCE.md, "GPX upload: 30 MB GPX → stored days"); these bounds keep the copies it removed from coming
-back: the cumulative km held while the days were simplified, whole-route column copies, a second array of
-lengths, 16 384-point blocks of temporaries.
-
-For a 50 000-point track (1.2 MB of points) on the code of 487fd6e, before that work: parse → paced days
-peaked at 4.21 times the points' bytes, pacing alone at 3.21 times; after it, 2.68 and 1.67."""
+"""What parse → paced days allocates for a GPX track, counted by tracemalloc (deterministic, unlike RSS or a clock):
+bounds relative to the points' bytes that keep whole-route copies from coming back. The upload's peak memory against
+gpxpy is bench/bench_gpx.py's."""
 import tracemalloc
 
 import numpy as np

@@ -33,7 +33,7 @@ def test_domain_check_300_km_flat_3_days():
 
 
 def test_thirty_km_floor():
-    # 3 days of 30 km do not fit 60 km: the days share the route (was 30, 30, then nothing left)
+    # 3 days of 30 km do not fit 60 km: the days share the route (not 30, 30, then nothing left)
     assert pacing.daily_targets(3, 60.0, 0.0, 0.9, 50.0, None) == pytest.approx([20.0, 20.0, 20.0])
     targets = pacing.daily_targets(4, 150.0, 0.0, 0.5, 50.0, None)  # base 80: 80, 40, 20 -> 30, 10 -> 30
     # 180 km of targets for 150: what lies above the floor (50 + 10) shrinks to the 30 km left over it
@@ -151,7 +151,7 @@ def test_plan_stages_more_days_than_route():
     route = zigzag_route(70.0)
     settings = PacingSettings(start_date=date(2026, 6, 1), end_date=date(2026, 6, 5))  # 5 days, 30 km floor
     stages = pacing.plan_stages(route, settings)
-    # the dates' 5 days share the route (was 30, 30, 10 km and two dates without a day)
+    # the dates' 5 days share the route (not 30, 30, 10 km and two dates without a day)
     assert [s.day_number for s in stages] == [1, 2, 3, 4, 5]
     assert [s.distance_km for s in stages] == pytest.approx([14.0] * 5, abs=0.05)
     assert stages[-1].end == tuple(route[-1])
@@ -167,7 +167,7 @@ def test_no_near_zero_day_whatever_the_dates(km, days):
 
 
 def test_no_near_zero_day_from_the_cap():
-    stages = pacing.plan_stages(zigzag_route(61.0), PacingSettings(max_distance_per_day=30.0))  # was 30, 30, 1
+    stages = pacing.plan_stages(zigzag_route(61.0), PacingSettings(max_distance_per_day=30.0))  # not 30, 30, 1
     assert [s.distance_km for s in stages] == pytest.approx([61.0 / 3] * 3, abs=0.05)
 
 

@@ -1,8 +1,6 @@
-"""Times are instants (docs/RULES.md "Times", "Daylight"): the arrival, the twilight end, a place's opening hours
-at the passage are compared as timezone-aware datetimes in the day's local zones, never as clock faces.
-
-Near Helsinki in June a day arriving at 09:53 was told "after twilight end (00:02)": astral's dusk for the date
-is the previous night's, and the clock faces were compared."""
+"""Times are instants (docs/RULES.md "Times", "Daylight"): the arrival, the twilight's end and a place's opening hours
+at the passage are compared as timezone-aware datetimes in the day's local zones, never as clock faces (near Helsinki in
+June the twilight ends after midnight)."""
 import io
 from datetime import date, datetime, timedelta
 

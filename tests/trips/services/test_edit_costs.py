@@ -1,10 +1,7 @@
-"""What one edit_stages call costs (issue 22 item 1, bench/bench_edit_costs.py measures the time): the SQL statements
-(transaction control left out) and the Redis round trips of each action through /mcp, on a dated five-day trip whose
-days carry every enrichment, its analysis settled, the caches warm (the same action once before: the token is
-remembered, the Lua scripts are loaded, the statements compiled).
-
-The pins are the measured values: a LOWER number is progress (an edit made cheaper): update the pin, and the
-table in bench/README.md. A higher one is a regression, unless it buys a rule (say which in the commit)."""
+"""The SQL statements (transaction control left out) and Redis round trips of each edit_stages action through /mcp, on
+a dated five-day trip with every enrichment, its analysis settled and the caches warm (bench/bench_edit_costs.py
+times them). A count below its pin is progress: lower the pin. One above is a regression, unless it buys a rule
+(say which in the commit)."""
 from datetime import date, timedelta
 
 import pytest
@@ -77,24 +74,21 @@ def _rest_day(d, n):
     return {"action": "rest_day", "stageId": d[0].id if n == 0 else d[3].id}
 
 
-# action → (SQL statements, Redis round trips) of one warm call; measured 2026-12-02 (SQLite, PostgreSQL).
+# action → (SQL statements, Redis round trips) of one warm call, on SQLite and PostgreSQL.
 # rename: one conditional write and nothing read (trips/services/rename.py rename_stage): PostgreSQL's one statement
-# (the trip's UPDATE in a CTE, then the day's label), SQLite's two in one BEGIN IMMEDIATE; it was five (the admission's
-# read; under the lock the trip with its computations, then its days; the two UPDATEs). Redis: the budgets' script,
-# the epochs replaced after the commit, the request's counters (a web worker sums those in process); the trip's lock
-# is no longer taken (it was two round trips): the row's own WHERE is the guard.
-# The others (bench/bench_edit_costs.py lists them): the same five or so, plus one SELECT of the trip's computations per
-# dispatch step (trips/computations.py read_again, in redispatch and dispatch: it was 36 one-row SELECTs, the 18 rows
-# expired and refreshed one at a time, twice), one SELECT of every day's stage.enrichment for the map coverage
-# (trips/enrich/registry.py _load_enrichments: it was one per day, a deferred column loaded day by day, 5 here and
-# 14–15 on a 14-day trip), the generation's UPDATEs, the map areas' bounds; Redis: one more, the
-# enrichment jobs queued after the commit in one pipeline (trips/core/queue.py enqueue_many; it was two MULTI/EXEC
-# pipelines a job, 28 for 14 jobs).
+# (the trip's UPDATE in a CTE, then the day's label), SQLite's two in one BEGIN IMMEDIATE. Redis: the budgets' script,
+# the epochs replaced after the commit, the request's counters (a web worker sums those in process); no trip lock:
+# the row's own WHERE is the guard.
+# The others (bench/bench_edit_costs.py lists them): the admission's read, the trip with its computations and its days
+# under the lock, the writes, one SELECT of the trip's computations per dispatch step (trips/computations.py
+# read_again), one SELECT of every day's stage.enrichment for the map coverage (trips/enrich/registry.py
+# _load_enrichments), the generation's UPDATEs, the map areas' bounds; Redis: the trip's lock taken and released, and
+# the enrichment jobs queued after the commit in one pipeline (trips/core/queue.py enqueue_many).
 PINS = {
     "rename": (_rename, {"sqlite": (2, 3), "postgresql": (1, 3)}),
     "update_distance": (_cut, {"sqlite": (19, 6), "postgresql": (19, 6)}),
-    # add: one more since the bicycle router on the imported map (docs/RULES.md "Bicycle routing"): whether a ready
-    # import holds a routable network, asked once as the day is drawn (none here: joined straight).
+    # add: also whether a ready import holds a routable network for the bicycle router (docs/RULES.md "Bicycle
+    # routing"), asked once as the day is drawn (none here: joined straight).
     "add": (_add, {"sqlite": (13, 6), "postgresql": (13, 6)}),
     "delete": (_delete, {"sqlite": (16, 6), "postgresql": (16, 6)}),
     "move": (_move, {"sqlite": (11, 6), "postgresql": (11, 6)}),

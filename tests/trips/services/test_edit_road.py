@@ -189,7 +189,7 @@ def test_a_cut_at_a_distance_measures_the_days_on_the_full_route(ctx, rider):
     trip = update(user, trip, trip.stages[0], trip.version, distance=12.5)
     head = slice_km(pts, cumulative_km(pts), 0.0, 12.5)
     gain, _ = elevation_gain_loss(head[:, 2])
-    # was: the climbing of the simplified stored line, which drops the small rises along the straight legs
+    # not the climbing of the simplified stored line, which drops the small rises along the straight legs
     assert trip.stages[0].distance == pytest.approx(12.5, abs=0.01)
     assert trip.stages[0].elevation == pytest.approx(gain, abs=0.5) and joined(trip)
 
@@ -204,7 +204,7 @@ def test_the_mcp_answer_says_what_moved(app, client, rider):
     answer = payload(call(client, token, "edit_stages", {
         "tripId": trip.id, "action": "update", "stageId": trip.stages[0].id, "version": trip.version,
         "endPoint": {"lat": lat, "lon": lon}}))
-    # was only "The day has been changed."
+    # not only "The day has been changed."
     assert f"day 1 is {d1 - 5.0:.1f} km" in answer["result"] and "End point cut on the route at km" in answer["result"]
     bad = call(client, token, "edit_stages", {"tripId": trip.id, "action": "update", "stageId": trip.stages[0].id,
                                               "version": answer["version"], "endPoint": {"lat": 91, "lon": 5}})
@@ -234,7 +234,7 @@ def test_an_added_day_is_approximate_without_a_router_and_routed_with_one(app, c
     trip = new_trip(user, make_points(2400, step_m=100.0))
     body = {"startPoint": {"lat": 46.0, "lon": 6.0}, "endPoint": {"lat": 46.1, "lon": 6.1}}
     trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
-    assert trip.stages[-1].approximate  # was false: a straight line passed for a road
+    assert trip.stages[-1].approximate  # a straight line does not pass for a road
     assert "New day joined straight: approximate." in moved(trip.edit_summary)
     monkeypatch.setattr(app.extensions["btp_providers"], "valhalla", fake_valhalla.config())
     fake_valhalla.set_route([(46.0, 6.0, 0.0), (46.05, 6.02, 0.0), (46.1, 6.1, 0.0)], length_km=14.0)

@@ -1,6 +1,5 @@
-"""Each day of the share page lists its night, food, water and bike shops (issue 23 item 1), by name or kind in
-words at their km, groceries first; what is not known is said in words — being looked up, failed, not looked up
-yet, looked up on part of the day — never an empty list (trips/readmodels/amenities.py, trips/api/share.py)."""
+"""Each day of the share page lists its night, food, water and bike shops by name or kind at their km, groceries first;
+what is not known is said in words, never an empty list (trips/readmodels/amenities.py, trips/api/share.py)."""
 import io
 import re
 

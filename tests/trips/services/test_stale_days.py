@@ -28,7 +28,7 @@ def test_a_full_analysis_clears_the_old_hotels_of_a_day_off_the_map(app, ctx, ri
     analyze_trip(rider[0], trip.id)
     run_jobs(app)
     trip = reload(trip.id)
-    assert trip.stages[-1].accommodations == []  # was: the old hotel at its old distance, marked done
+    assert trip.stages[-1].accommodations == []  # not the old hotel at its old distance, marked done
     assert trip.stages[0].accommodations  # a day on the map is scanned again
 
 
@@ -61,7 +61,7 @@ def test_a_moved_day_reads_running_not_its_old_facts_and_the_others_keep_theirs(
                  {"endPoint": {"lat": lat, "lon": lon}})
     trip = reload(trip.id)
     first = trip.stages[0]
-    # was: the old day's hotels and alerts, at their old distances
+    # not the old day's hotels and alerts, at their old distances
     assert first.accommodations == [] and first.alerts_by_group == {}
     # what is left is the coverage the edit's dispatch measured on the new line, nothing the enrichments wrote
     assert first.enrichment == {"mapCoverage": {"share": 1.0, "offMapKm": []}}

@@ -1,7 +1,6 @@
-"""Trips planned from places (issue 24 item 3, docs/RULES.md "Trips from places"): create_trip and POST /api/trips
-with `waypoints` instead of a route link, routed on a generated imported map by BTP's bicycle router, then paced
-and analysed like any route; a stretch the map does not route is joined straight and said so; bad input refused by
-name, never a 500. Runs on SQLite (scipy) and on PostgreSQL + PostGIS (pgRouting where installed)."""
+"""Trips planned from places (docs/RULES.md "Trips from places"): create_trip and POST /api/trips with `waypoints`,
+routed on a generated map, paced and analysed like any route; a stretch the map does not route is joined straight and
+said so; bad input is refused by name. On SQLite and on PostGIS (pgRouting where installed)."""
 import math
 
 import pytest

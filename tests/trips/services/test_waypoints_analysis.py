@@ -235,7 +235,7 @@ def test_with_the_imported_map_the_day_follows_its_roads(app, client, rider, tri
 def test_a_day_the_map_covers_in_part_is_routed_in_part_and_approximate(app, client, rider, trip, tmp_path):
     _, headers = rider
     stage = trip.stages[0]
-    lat, lon = _map_of_the_day(tmp_path, stage, until=0.6)  # the map stops 40 % before the day's end
+    lat, lon = _map_of_the_day(tmp_path, stage, until=0.6)  # the map ends 40 % before the day's end
     waypoint(client, headers, trip, stage, lat, lon)
     run_jobs(app)
     day = reload(trip.id).stages[0]

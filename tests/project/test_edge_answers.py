@@ -1,5 +1,5 @@
-"""Issue 23 item 4, the probe's leftovers: registration while Redis is away, Cache-Control on bearer answers, the
-text floor on the public GPX, the Host allow-list."""
+"""Registration while Redis is away, Cache-Control on bearer answers, the text floor on the public GPX, the Host
+allow-list."""
 import io
 
 import pytest
