@@ -3,7 +3,7 @@ requests, connections taking turns on one worker, an idle connection closed afte
 cut off with 408, the connection cap, max_requests, and a prompt graceful stop with idle connections open. And the
 response (_OneSendResponse): a body handed over whole leaves with its head in one send, everything else on the wire
 exactly as gunicorn's own Response puts it (in-process against a socketpair, and served for real by a small WSGI
-app, demo_app, which tests/test_httpworker_*.py serve too). Slow clients, slow upstreams, threads, smuggling and the
+app, demo_app, which tests/httpworker/test_httpworker_*.py serve too). Slow clients, slow upstreams, threads, smuggling and the
 framing: tests/httpworker/test_httpworker_load.py, tests/httpworker/test_httpworker_wire.py, tests/httpworker/test_httpworker_frame.py."""
 import hashlib
 import io

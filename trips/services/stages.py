@@ -43,7 +43,7 @@ def riding_days(trip: Trip) -> int:
 
 def set_geometry(stage: Stage, points) -> None:
     """Make the stage follow `points` ((n, 3) lat, lon, ele; None or NaN: unknown): ends, distance and climbing
-    follow, measured on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/pacing.fit_points), so a
+    follow, measured on every point; the stored line keeps at most MAX_STAGE_POINTS of them (trips/route/pacing.py fit_points), so a
     day's answers and exports stay bounded whatever made the line (a cut, a merge, a router's answer)."""
     pts = np.round(np.asarray(points, dtype=float).reshape(-1, 3), 6)  # ~0.1 m: what is stored and shown
     # A point without elevation (a rider's point, a router's line) is filled along the distance when the line
