@@ -260,10 +260,12 @@ def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> di
 
 
 def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
-                routes: dict | None = None) -> None:
-    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
-    sharing that point takes over the rest, or a new day when there is none."""
-    edit = day_points.plan(trip, stage, side, point, routes)
+               routes: dict | None = None, reach: bool = False,
+               near_km: float | None = None) -> day_points.PointEdit:
+    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py; `reach`: to the point
+    itself, a lodging; `near_km`: see day_points.plan): the neighbour sharing that point takes over the rest, or a
+    new day when there is none. Returns the edit made."""
+    edit = day_points.plan(trip, stage, side, point, routes, reach, near_km)
     set_geometry(stage, edit.line)
     stage.approximate = edit.approximate
     other = edit.other
@@ -283,6 +285,7 @@ def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: l
             set_geometry(rest, [_end(trip.stages[first])])
             rest.distance = rest.elevation = rest.elevation_loss = 0.0
     notes.append(f"{side} point {edit.how}")
+    return edit
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
