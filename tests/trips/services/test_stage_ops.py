@@ -153,24 +153,33 @@ def test_choose_and_clear_an_accommodation(client, rider):
     user, headers = rider
     trip = new_trip(user)
     first, second = trip.stages[0], trip.stages[1]
-    candidates = [{"name": "Camping du lac", "type": "camp_site", "lat": 45.6001, "lon": 5.8002},
-                  {"name": "Hôtel", "type": "hotel", "lat": 45.61, "lon": 5.81}]
+    lengths, end = (first.distance, second.distance), (first.end_lat, first.end_lon)
+    camp = {"name": "Camping du lac", "type": "camp_site", "lat": round(end[0] + 0.0027, 6), "lon": end[1]}  # 300 m
+    candidates = [camp, {"name": "Hôtel", "type": "hotel", "lat": end[0] + 0.01, "lon": end[1] + 0.01}]
     with atomic():
         db.session.get(type(first), first.id).accommodations = candidates
     url = f"/api/trips/{trip.id}/stages/{first.id}/accommodation"
-    response = edit(client, "patch", url, headers, 1, {"lat": 45.6001, "lon": 5.8002})
+    response = edit(client, "patch", url, headers, 1, {"lat": camp["lat"], "lon": camp["lon"]})
     assert response.status_code == 200 and response.headers["ETag"] == '"2"'
     days = response.get_json()["stages"]
-    assert days[0]["endPoint"]["lat"] == 45.6001 and days[1]["startPoint"]["lat"] == 45.6001
-    assert days[0]["distance"] == pytest.approx(first.distance, abs=0.05)  # a marker: the route stays
+    assert days[0]["endPoint"]["lat"] == camp["lat"] and days[1]["startPoint"]["lat"] == camp["lat"]
+    # the road moves: out to the camp site and back the next morning, straight without a map (approximate)
+    grown = days[0]["distance"] + days[1]["distance"] - sum(lengths)  # twice the camp's 150–300 m off the road
+    assert 0.25 < grown < 0.7
+    assert days[0]["approximate"] and days[0]["selectedAccommodation"]["distanceToEndPoint"] == 0
+    assert "road" not in days[0]["selectedAccommodation"]  # the road it keeps to be cleared is not shown
     missing = edit(client, "patch", url, headers, 2, {"lat": 10.0, "lon": 10.0})
     assert missing.status_code == 409
     cleared = edit(client, "patch", url, headers, 2, {"lat": None, "lon": None})
     assert cleared.status_code == 200 and cleared.headers["ETag"] == '"3"'
-    half = edit(client, "patch", url, headers, 3, {"lat": 45.6001, "lon": None})
+    days = cleared.get_json()["stages"]  # the road before the choice, to the metre
+    assert days[0]["selectedAccommodation"] is None and not days[0]["approximate"] and not days[1]["approximate"]
+    assert (days[0]["distance"], days[1]["distance"]) == (round(lengths[0], 1), round(lengths[1], 1))
+    assert (days[0]["endPoint"]["lat"], days[0]["endPoint"]["lon"]) == pytest.approx(end, abs=1e-6)
+    half = edit(client, "patch", url, headers, 3, {"lat": camp["lat"], "lon": None})
     assert half.status_code == 422
     db.session.rollback()
-    assert db.session.get(type(second), second.id).start_lat == 45.6001
+    assert db.session.get(type(second), second.id).start_lat == pytest.approx(end[0], abs=1e-6)
 
 
 def test_stale_missing_and_malformed_versions(client, rider):
