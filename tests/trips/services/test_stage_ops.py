@@ -111,7 +111,7 @@ def test_a_new_point_off_the_route_is_joined_straight_and_labels_change_alone(cl
     assert both.status_code == 422 and "distance" in both.get_json()["errors"]
 
 
-def test_delete_merges_into_the_next_day_and_keeps_two_riding_days(client, rider):
+def test_delete_merges_into_the_next_day_and_keeps_one_riding_day(client, rider):
     user, headers = rider
     trip = new_trip(user)
     stages = trip_json(client, headers, trip.id)["stages"]
@@ -121,8 +121,13 @@ def test_delete_merges_into_the_next_day_and_keeps_two_riding_days(client, rider
     assert merged[0]["stageId"] == stages[1]["stageId"]
     assert merged[0]["startPoint"] == stages[0]["startPoint"]
     assert merged[0]["distance"] == pytest.approx(stages[0]["distance"] + stages[1]["distance"], abs=0.1)
-    refused = edit(client, "delete", f"/api/trips/{trip.id}/stages/{merged[0]['stageId']}", headers, 2)
-    assert refused.status_code == 422 and "2 riding days" in refused.get_json()["errors"]["stageId"]
+    one = edit(client, "delete", f"/api/trips/{trip.id}/stages/{merged[0]['stageId']}", headers, 2)
+    assert one.status_code == 200 and len(one.get_json()["stages"]) == 1  # a one-day trip is a trip
+    assert one.get_json()["status"] == "ready"
+    last = one.get_json()["stages"][0]["stageId"]
+    refused = edit(client, "delete", f"/api/trips/{trip.id}/stages/{last}", headers, 3)
+    assert refused.status_code == 422
+    assert refused.get_json()["errors"]["stageId"] == "a trip keeps at least 1 riding day; delete the trip instead"
 
 
 def test_deleting_the_last_day_merges_into_the_previous_one(client, rider):
