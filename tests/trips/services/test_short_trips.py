@@ -107,3 +107,26 @@ def test_a_paced_route_over_ninety_days_names_a_daily_distance_that_fits(km):
     fits = float(refused.value.message.split("at least ")[1].split(" km")[0])
     assert refused.value.field == "maxDistancePerDay" and 30 <= fits <= 300
     assert day_count(km, PacingSettings(max_distance_per_day=fits)) <= MAX_TRIP_DAYS
+
+
+def test_a_trip_whose_days_could_not_be_cut_says_its_km_and_why_then_is_cut_once_fixed(app, client, rider, road_map):
+    user, headers = rider
+    body = {"waypoints": [east(0), east(0.3), east(1.1)], "startDate": START, "endDate": NEXT}  # 1.1 km, two days
+    created = client.post("/api/trips", json=body, headers={**headers, **idem()}).get_json()
+    run_jobs(app)
+    db.session.rollback()
+    detail = client.get(f"/api/trips/{created['id']}", headers=headers).get_json()
+    assert detail["stages"] == [] and [leg["km"] for leg in detail["routing"]] == [0.3, 0.8]
+    assert detail["totalDistance"] == pytest.approx(1.1, abs=0.05)  # the routed km, not 0
+    assert "could not be cut" in detail["nextAction"] and f"endDate to {START}" in detail["nextAction"]
+    assert "update_trip_settings" in detail["nextAction"]
+    digest = payload(call(client, mcp_token(app, user), "get_trip", {"id": created["id"]}))
+    assert digest["totalDistance"] == pytest.approx(1.1, abs=0.05) and digest["nextAction"] == detail["nextAction"]
+    fixed = client.patch(f"/api/trips/{created['id']}", json={"endDate": START},
+                         headers={**headers, "If-Match": f'"{detail["version"]}"'})
+    assert fixed.status_code == 200, fixed.get_json()
+    run_jobs(app)
+    db.session.rollback()
+    trip = reload(created["id"])
+    assert len(trip.stages) == 1 and trip.status == "ready"
+    assert trip.stages[0].distance == pytest.approx(1.1, abs=0.05)
