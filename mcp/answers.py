@@ -7,7 +7,8 @@ from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
-from trips.readmodels.trip import elevation_totals, next_action, partial, routing, settings, trip_list_item
+from trips.readmodels.trip import (elevation_totals, next_action, partial, routing, settings, total_distance,
+                                   trip_list_item)
 from trips.route.elevation import rounded
 from trips.services.trip_reads import load_day_json
 
@@ -103,7 +104,7 @@ def trip_digest(trip: Trip, line=None) -> dict:
         "partial": partial(trip), "nextAction": next_action(trip),
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": registry.category_statuses(trip),
-        "stageCount": len(stages), "totalDistance": round(sum(s.distance for s in stages if not s.is_rest_day), 1),
+        "stageCount": len(stages), "totalDistance": total_distance(trip, stages),
         **_climbing(stages), **_routing(trip), "stages": [line(trip, s, locale) for s in stages],
     }
 

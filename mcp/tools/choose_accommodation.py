@@ -1,6 +1,7 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
 from mcp.tools.base import Tool
+from mcp.tools.edit_stages import moved
 from trips.services.inputs import AccommodationChoice
 from trips.services import accommodations
 from trips.guards import Precondition
@@ -11,9 +12,9 @@ def run(ctx, args: dict) -> dict:
     trip = accommodations.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
                                           Precondition.exact(args["version"]), body)
     if body["lat"] is None:
-        return ack("The choice has been cleared.", trip.version)
-    return ack("The place has been chosen. The day now ends there, and the next day starts from it.",
-               trip.version, "Call get_stage for this day to see it.")
+        return ack(f"The choice has been cleared. {moved(trip.edit_summary)}".strip(), trip.version)
+    return ack("The place has been chosen. The day now ends there, along the roads, and the next day starts from it. "
+               f"{moved(trip.edit_summary)}".strip(), trip.version, "Call get_stage for this day to see it.")
 
 
 TOOL = Tool(

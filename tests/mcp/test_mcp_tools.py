@@ -537,4 +537,4 @@ def test_partial_means_the_days_are_still_coming(client, owner):
         for computation in db.session.get(Trip, short.id).computations:
             computation.status = "done"  # as the worker leaves them
     digest = payload(call(client, token, "get_trip", {"id": short.id}))
-    assert digest["partial"] is False and digest["stageCount"] == 1 and digest["status"] == "draft"
+    assert digest["partial"] is False and digest["stageCount"] == 1 and digest["status"] == "ready"  # a one-day trip

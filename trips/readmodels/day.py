@@ -19,6 +19,7 @@ from trips.models import Stage, Trip
 from trips.readmodels import words
 from trips.route.elevation import NO_ELEVATION, rounded
 from trips.route.pacing import rider_time
+from trips.services.lodging_road import shown
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
 ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "culturalPois", "terrain")
@@ -141,7 +142,7 @@ def weather_word(trip: Trip, stage: Stage, locale: str | None = None) -> str | N
 def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:
     """(the chosen place to sleep, True), else (the best ranked candidate, False), else (None, False)."""
     if stage.selected_accommodation:
-        return stage.selected_accommodation, True
+        return shown(stage.selected_accommodation), True
     candidates = stage.accommodations or []
     return (candidates[0], False) if candidates else (None, False)
 
@@ -168,7 +169,7 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "endPoint": _point(stage.end_lat, stage.end_lon, stage.end_ele),
         "label": stage.label, "startLabel": start_label, "endLabel": end_label,  # the rider's, else the map's
         "isRestDay": stage.is_rest_day, "approximate": stage.approximate,
-        "accommodations": list(stage.accommodations or []), "selectedAccommodation": stage.selected_accommodation,
+        "accommodations": list(stage.accommodations or []), "selectedAccommodation": shown(stage.selected_accommodation),
         "ridingHours": 0.0 if stage.is_rest_day else round(timing.riding_hours, 2),
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour + _shift(trip, extra)),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),

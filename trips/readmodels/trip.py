@@ -5,11 +5,15 @@ import json
 from types import SimpleNamespace
 
 from trips import computations
+from trips.core import i18n
 from trips.guards import is_locked
 from trips.models import Trip
 from trips.enrich import registry
 from trips.enrich.registry import NO_MAP_DATA
 from trips.readmodels.day import elevation_reason, stage_summary
+from trips.route.pacing import TooLarge, day_count
+from trips.services.pipeline import pacing_settings
+from trips.services.trip_reads import route_km
 
 
 def _iso(value):
@@ -48,6 +52,9 @@ def next_action(trip: Trip) -> str | None:
         fixes = POINT_FIXES if trip.source_points is not None else ROUTE_FIXES
         return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{fixes}"
     if "stages" in failed:
+        fix = _pacing_refusal(trip)
+        if fix is not None:  # the settings make no days of this route: changing them cuts the days again
+            return i18n.t("trip.days_not_cut", i18n.current_locale(), reason=fix, id=trip.id)
         return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
     if failed:
         reasons = {reason for reason in failed.values() if reason}
@@ -57,6 +64,27 @@ def next_action(trip: Trip) -> str | None:
         told = " ".join(_sentence(r) for r in sorted(reasons)[:3])
         return f"Some analyses failed ({', '.join(sorted(failed))}). {told} {RETRY}".replace("  ", " ")
     return _off_map(trip)
+
+
+def _pacing_refusal(trip: Trip) -> str | None:
+    """Why the trip's pacing settings make no days of its stored route, naming the setting and a value that fits
+    (trips/route/pacing.py day_count, in the reader's language); None when they do, or there is no route."""
+    km = route_km(trip)
+    if km is None or trip.source_type == "komoot_collection":  # a collection makes a day per tour, whatever the settings
+        return None
+    try:
+        day_count(km, pacing_settings(trip))
+    except TooLarge as exc:
+        return exc.message if exc.field else None
+    return None
+
+
+def total_distance(trip: Trip, stages) -> float:
+    """The days' km; a trip without days (still to be cut, or that could not be) has its route's once it has one."""
+    if stages:
+        return round(sum(s.distance for s in stages), 1)
+    km = route_km(trip)
+    return round(km, 1) if km is not None else 0.0
 
 
 MAX_OFF_MAP_DAYS = 4  # days named by the off-map next action
@@ -123,7 +151,7 @@ def trip_detail(trip: Trip) -> dict:
         "status": trip.status,
         "partial": partial(trip), "nextAction": next_action(trip),
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
-        "totalDistance": round(sum(s.distance for s in stages), 1),
+        "totalDistance": total_distance(trip, stages),
         **elevation_totals(stages),
         "computations": [{"name": c.name, "status": c.status, "reason": c.reason} for c in trip.computations],
         "categoryStatus": registry.category_statuses(trip),

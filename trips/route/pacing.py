@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import numpy as np
 
+from trips.core import i18n
 from trips.route import clock, geo
 
 __all__ = [
     "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
     "MINIMUM_STAGE_DISTANCE_KM", "PacingSettings", "RiderTime", "StagePlan", "TooLarge", "check_length",
     "check_route", "daily_targets", "day_count", "fit_points", "plan_collection", "plan_stages", "rider_time",
+    "too_many_dated_days",
 ]
 
 MINIMUM_STAGE_DISTANCE_KM = 30.0
@@ -102,23 +104,33 @@ class StagePlan:
     geometry: np.ndarray = field(repr=False)
 
 
+def too_many_dated_days(start: date, days: int) -> str:
+    """Why dates spanning `days` (more than MAX_TRIP_DAYS) from `start` are refused, naming the last end date that
+    fits, in the reader's language."""
+    latest = (start + timedelta(days=MAX_TRIP_DAYS - 1)).isoformat()
+    return i18n.tn("pacing.too_many_dated_days", days, i18n.current_locale(), most=MAX_TRIP_DAYS, end=latest)
+
+
 def day_count(total_km: float, settings: PacingSettings) -> int:
     """(end - start).days + 1 when both dates are set, else max(1, ceil(total_km / max_distance_per_day)).
 
     Raises TooLarge when that is more than MAX_TRIP_DAYS (naming maxDistancePerDay, or endDate, and the
-    value that fits), ValueError when the end date is before the start date, or when the count depends on
-    a max_distance_per_day that is not > 0.
+    value that fits) or when dates leave days under MIN_DATED_DAY_KM on average (naming the end date that fits:
+    a route shorter than that makes one day), ValueError when the end date is before the start date, or when
+    the count depends on a max_distance_per_day that is not > 0.
     """
     if settings.start_date is not None and settings.end_date is not None:
         days = (settings.end_date - settings.start_date).days + 1
         if days < 1:
             raise ValueError("end_date is before start_date")
         if days > MAX_TRIP_DAYS:
-            raise TooLarge(f"These dates make {days} days; BTP plans at most {MAX_TRIP_DAYS}. Move the end "
-                           "date closer.", "endDate")
-        if total_km and total_km / days < MIN_DATED_DAY_KM:
-            raise TooLarge(f"These dates make {days} days for a {_km(total_km)} km route: a day would be under "
-                           f"{MIN_DATED_DAY_KM:g} km. Move the end date closer.", "endDate")
+            raise TooLarge(too_many_dated_days(settings.start_date, days), "endDate")
+        if days > 1 and total_km / days < MIN_DATED_DAY_KM:
+            fits = max(1, math.floor(total_km / MIN_DATED_DAY_KM))
+            locale = i18n.current_locale()
+            raise TooLarge(i18n.tn("pacing.dated_days_too_short", days, locale, km=i18n.number(total_km, locale),
+                                   least=i18n.number(MIN_DATED_DAY_KM, locale),
+                                   end=(settings.start_date + timedelta(days=fits - 1)).isoformat()), "endDate")
         return days
     if not settings.max_distance_per_day or not settings.max_distance_per_day > 0:
         raise ValueError("max_distance_per_day must be > 0")

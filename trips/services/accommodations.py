@@ -3,64 +3,65 @@ from __future__ import annotations
 
 from oauth.kernel.models import User
 from trips import computations
-from trips.services import analysis
 from trips.enrich import registry
+from trips.services import analysis
 from trips.errors import Conflict, Invalid
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
 from trips.services.inputs import AccommodationChoice, AccommodationScan
 from trips.core.validation import load
-from trips.services.stages import find_stage, write_days
+from trips.services import lodging_road
+from trips.services.stages import find_stage, geometry_changed, write_days
 
 ACCOMMODATION_MATCH_DEG = 1e-6
 
 
 def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition: Precondition, data) -> Trip:
-    """Choose one of the day's candidates (by coordinates): the day ends there and the next day starts
-    there. Both coordinates null clears the choice (the end point stays). The choice is the rider's: a
-    later scan keeps it. Raises Conflict when the coordinates match no candidate (the list changed)."""
+    """Choose one of the day's candidates (by coordinates): the day ends there along the roads and the next day
+    starts there (trips/services/lodging_road.py). Both coordinates null clears the choice and gives the days back
+    their road. The choice is the rider's: a later scan keeps it. Raises Conflict when the coordinates match no
+    candidate (the list changed), Invalid for a rest day or a day the lodging would leave under 50 m."""
 
     def validate(trip):
         choice = load(AccommodationChoice(), data)
         stage = find_stage(trip, stage_id)
         if stage.is_rest_day:
             raise Invalid({"stageId": "a rest day has no accommodation of its own"})
-        if choice["lat"] is None:
-            return None
-        for candidate in [*stage.accommodations, stage.selected_accommodation]:
-            if candidate and abs(candidate["lat"] - choice["lat"]) <= ACCOMMODATION_MATCH_DEG \
-                    and abs(candidate["lon"] - choice["lon"]) <= ACCOMMODATION_MATCH_DEG:
-                return candidate
-        raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
-                       "current candidates.")
+        return _candidate(stage, choice)
 
-    return write_days(actor, trip_id, precondition, validate, lambda trip, chosen: end_day_at(trip, stage_id, chosen),
-                      lambda trip, chosen: after_choice(trip, stage_id, chosen))
+    notes: list[str] = []
+    routes = lodging_road.route_before_the_lock(actor, trip_id, stage_id,
+                                                lambda stage: _candidate(stage, load(AccommodationChoice(), data)))
+    moved: list[bool] = []
 
+    def apply(trip, chosen):
+        stage = find_stage(trip, stage_id)
+        if chosen is None:
+            moved.append(lodging_road.leave(trip, stage, notes, routes) is not None)
+        else:
+            lodging_road.reach(trip, stage, chosen, notes, routes)
+            moved.append(True)
 
-def end_day_at(trip: Trip, stage_id: str, chosen: dict | None) -> None:
-    """The day's lodging is `chosen` (None: none): the day ends there, the next day starts there (and a following
-    rest day stays there). Shared by a candidate chosen and a lodging entered by hand
-    (trips/services/manual_accommodation.py)."""
-    stage = find_stage(trip, stage_id)
-    stage.selected_accommodation = chosen
-    if chosen is None:
-        return
-    stage.end_lat, stage.end_lon = chosen["lat"], chosen["lon"]
-    index = trip.stages.index(stage)
-    if index + 1 < len(trip.stages):
-        following = trip.stages[index + 1]
-        following.start_lat, following.start_lon = chosen["lat"], chosen["lon"]
-        if following.is_rest_day:
-            following.end_lat, following.end_lon = chosen["lat"], chosen["lon"]
+    def invalidate(trip, _):
+        if moved[0]:  # the days' lines changed: the GEOMETRY enrichments (a day whose lodging is chosen is not scanned)
+            geometry_changed(trip)
+        else:  # a choice cleared where no road moved: that day's candidates are looked for again
+            analysis.redispatch(trip, names=("accommodations",), stage_ids=[stage_id])
+
+    return write_days(actor, trip_id, precondition, validate, apply, invalidate, notes=notes, forget_facts=True)
 
 
-def after_choice(trip: Trip, stage_id: str, chosen: dict | None) -> None:
-    """What a choice makes stale, dispatched again."""
-    if chosen is None:  # cleared (the end stays): that day's candidates are looked for again
-        analysis.redispatch(trip, names=("accommodations",), stage_ids=[find_stage(trip, stage_id).id])
-    else:  # the day ends elsewhere; a scan would overwrite nothing (docs/RULES.md "Choosing an accommodation")
-        analysis.redispatch(trip, triggers=("GEOMETRY",), exclude=("accommodations",))
+def _candidate(stage, choice: dict) -> dict | None:
+    """The day's candidate (or current choice) at the chosen coordinates; None for a clearing. Raises Conflict when
+    none is there."""
+    if choice["lat"] is None:
+        return None
+    for candidate in [*stage.accommodations, stage.selected_accommodation]:
+        if candidate and abs(candidate["lat"] - choice["lat"]) <= ACCOMMODATION_MATCH_DEG \
+                and abs(candidate["lon"] - choice["lon"]) <= ACCOMMODATION_MATCH_DEG:
+            return candidate
+    raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
+                   "current candidates.")
 
 
 def scan_accommodations(actor: User, trip_id: str, data) -> Trip:

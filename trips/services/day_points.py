@@ -22,6 +22,7 @@ from trips.route.geo import cumulative_km, haversine_m, locate_on_line, slice_km
 ON_ROUTE_M = 200.0  # a point this close to the route cuts it there
 CONTIGUOUS_M = 50.0  # a day continues the previous one when it starts this close to its end
 MIN_PART_KM = 0.05  # a cut leaves at least this much to each side, else the point is past the window
+AT_POINT_M = 10.0  # a place to reach (a lodging) this close to the road: the cut alone ends the day at it
 _MATCH_KM, _MATCH_SHARE = 0.5, 0.02  # the stored route still carries the days when their lengths agree this well
 
 
@@ -37,6 +38,7 @@ class PointEdit:
     how: str  # "cut on the route at km X", "routed", "joined straight: approximate"
     approximate: bool
     lengths: tuple[float, float] | None  # (day, rest) km to keep when the days' own lines were cut
+    via: tuple[float, float] | None = None  # where a detour leaves the window's road (None: a cut, no detour)
 
 
 def contiguous(a: Stage, b: Stage) -> bool:
@@ -124,9 +126,14 @@ def routing() -> bool:
     return bool(configs().valhalla.valhalla_url)
 
 
-def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict | None = None) -> PointEdit:
+def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict | None = None,
+         reach: bool = False, near_km: float | None = None) -> PointEdit:
     """The new lines of `stage` and its neighbour when its `side` ("start" or "end") moves to `point`
-    (`routes`: see `join`). Writes nothing."""
+    (`routes`: see `join`). `reach`: the day must end at the point itself (a lodging), so only a point within
+    AT_POINT_M of the road is a cut; further off, the detour leaves the road where it passes nearest (the pass
+    nearest the boundary), and on a day without a next riding day after the whole day's road. `near_km`: where
+    on the window the point is looked for first when the road passes it more than once (default: the boundary).
+    Writes nothing."""
     other = neighbour(trip, stage, 1 if side == "end" else -1)
     days = [stage, other] if side == "end" else [other, stage]
     days = [d for d in days if d is not None]
@@ -135,7 +142,8 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict |
     total = float(cum[-1])
     p = np.asarray(point, dtype=float)
     ref = boundary if other is not None else (total if side == "end" else 0.0)
-    hit = locate_on_line(line, cum, p[0], p[1], ON_ROUTE_M, ref)
+    ref = ref if near_km is None else near_km
+    hit = locate_on_line(line, cum, p[0], p[1], AT_POINT_M if reach else ON_ROUTE_M, ref)
     old_approx = any(d.approximate for d in days)
     if hit is not None and MIN_PART_KM <= hit[0] <= total - MIN_PART_KM:
         km = hit[0]
@@ -145,8 +153,7 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict |
         how = f"cut on the route at km {on_trip:.1f}"
         return _edit(side, other, head, tail, how, old_approx, lengths)
     # Off the route (or past its ends): a detour from the nearest point of the window, there and back.
-    near = locate_on_line(line, cum, p[0], p[1], None, ref)
-    km = min(max(near[0], 0.0), total)
+    km = _detour_from(line, cum, p, ref, total if reach and other is None and side == "end" else None, reach)
     base = slice_km(line, cum, km, km)[0]
     out, approx_out = join(base, p, routes)
     back, approx_back = join(p, base, routes)
@@ -154,8 +161,21 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict |
     tail = np.vstack((back, slice_km(line, cum, km, total)[1:])) if km < total else back
     approximate = approx_out or approx_back
     how = "joined straight: approximate" if approximate else "routed"
-    return _edit(side, other, head, tail, how, approximate or old_approx, None,
-                 total - km if side == "end" else km)
+    edit = _edit(side, other, head, tail, how, approximate or old_approx, None, total - km if side == "end" else km)
+    edit.via = (float(base[0]), float(base[1]))
+    return edit
+
+
+def _detour_from(line, cum, p, ref: float, fixed: float | None, reach: bool) -> float:
+    """The km of the window where a detour to `p` leaves it: `fixed` when given; else the nearest point, and to
+    reach a place, the nearest point of the passes at most twice as far as that, the one nearest `ref` (a road that
+    comes back by the place later is not where the day leaves it)."""
+    if fixed is not None:
+        return fixed
+    near = locate_on_line(line, cum, p[0], p[1], None, ref)
+    if reach:
+        near = locate_on_line(line, cum, p[0], p[1], max(ON_ROUTE_M, 2.0 * near[1]), ref) or near
+    return min(max(near[0], 0.0), float(cum[-1]))
 
 
 def _scaled(days: list[Stage], km: float, total: float) -> tuple[float, float]:

@@ -7,7 +7,8 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
-from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
+from trips.core import i18n
+from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS, too_many_dated_days  # the one cap on a trip's days
 from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RADIUS_KM
 
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
@@ -110,12 +111,14 @@ class TripListQuery(Schema):
 
 
 def check_dates(start: date | None, end: date | None) -> None:
-    """Raises ValidationError when the end is not after the start or the trip is too long."""
+    """Raises ValidationError (naming endDate, and a date that fits) when the end is before the start (the same
+    date is a one-day trip) or the trip is longer than MAX_TRIP_DAYS."""
     if start and end:
-        if end <= start:
-            raise ValidationError("End date must be after start date.", "endDate")
+        if end < start:
+            raise ValidationError(i18n.t("pacing.end_before_start", i18n.current_locale(), start=start.isoformat()),
+                                  "endDate")
         if (end - start).days + 1 > MAX_TRIP_DAYS:
-            raise ValidationError(f"A trip lasts at most {MAX_TRIP_DAYS} days.", "endDate")
+            raise ValidationError(too_many_dated_days(start, (end - start).days + 1), "endDate")
 
 
 class PointIn(Schema):

@@ -1,7 +1,6 @@
 """A lodging the rider enters by hand (a friend's house, a place the map lacks), by its point: no third party is
-asked. It becomes the day's chosen accommodation (docs/RULES.md "Choosing an accommodation") and, unlike a chosen
-candidate, the day ends there with its road, as moving the day's end does (docs/RULES.md "Editing a day's points").
-A price not given is unknown, never 0.
+asked. It becomes the day's chosen accommodation (docs/RULES.md "Choosing an accommodation") and, as a chosen
+candidate, the day ends at it along the roads (trips/services/lodging_road.py). A price not given is unknown, never 0.
 """
 from __future__ import annotations
 
@@ -9,14 +8,13 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from oauth.kernel.models import User
 from trips.enrich.accommodations import MAX_RADIUS_KM
-from trips.errors import DomainError, Invalid
-from trips.guards import Precondition, load_owned_trip
+from trips.errors import Invalid
+from trips.guards import Precondition
 from trips.models import Stage, Trip
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line
-from trips.services import day_points
-from trips.services.accommodations import end_day_at
+from trips.services import day_points, lodging_road
 from trips.core.validation import load
-from trips.services.stages import move_point, find_stage, geometry_changed, write_days
+from trips.services.stages import find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"
 MAX_OFF_ROUTE_KM = MAX_RADIUS_KM  # as far from the day's road as the widest lodging search looks
@@ -91,31 +89,13 @@ def add_manual_accommodation(actor: User, trip_id: str, stage_id: str, precondit
         return place
 
     notes: list[str] = []
-    routes = _route_before_the_lock(actor, trip_id, stage_id, data)
+    routes = lodging_road.route_before_the_lock(actor, trip_id, stage_id, lambda stage: lodging(
+        load(ManualAccommodation(), data), (stage.end_lat, stage.end_lon)))
 
     def apply(trip, place):
-        move_point(trip, find_stage(trip, stage_id), "end", [place["lat"], place["lon"], None], notes, routes)
-        end_day_at(trip, stage_id, place)
+        lodging_road.reach(trip, find_stage(trip, stage_id), place, notes, routes)
 
     # The day's line and the days after it changed: the GEOMETRY enrichments again; the chosen day keeps its lodging
     # (no scan writes a day whose lodging is chosen), a day added by the cut gets its own candidates.
     return write_days(actor, trip_id, precondition, validate, apply, lambda trip, _: geometry_changed(trip),
                       notes=notes, forget_facts=True)
-
-
-def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> dict:
-    """With a router, the detour to the lodging asked before the write chain (no trip lock nor transaction held
-    across the router's answer), as trips/services/stages.py does for a moved point. Anything wrong is left for the
-    chain to refuse."""
-    routes: dict = {}
-    if not day_points.routing():
-        return routes
-    try:
-        point = load(ManualAccommodation(), data)["point"]
-        trip = load_owned_trip(actor.id, trip_id)
-        stage = find_stage(trip, stage_id)
-        if not stage.is_rest_day:
-            day_points.plan(trip, stage, "end", [point["lat"], point["lon"], None], routes)
-    except DomainError:
-        pass
-    return routes

@@ -15,7 +15,7 @@ from trips.models import Computation, Stage, Trip, TripRoute
 from trips.route.pacing import PacingSettings, StagePlan, day_count, plan_collection, plan_stages
 from trips.services.stages import set_geometry
 
-MIN_STAGES = 2
+MIN_STAGES = 1  # a one-day trip is a trip (docs/RULES.md "Trip limits")
 
 
 _PACK_PIECE = 1 << 20  # bytes of points compressed at a time

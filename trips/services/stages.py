@@ -15,6 +15,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis, day_points
+from trips.core import i18n
 from trips.core.db import new_id
 from trips.errors import Conflict, DomainError, Invalid, NotFound
 from trips.route import elevation
@@ -25,7 +26,7 @@ from trips.route.pacing import MAX_ROUTE_KM, MAX_STAGE_POINTS, MAX_STEP_KM, MAX_
 from trips.services.inputs import StageAdd, StageMove, StageUpdate
 from trips.core.validation import load
 
-MIN_RIDING_DAYS = 2
+MIN_RIDING_DAYS = 1  # a one-day trip is a trip (docs/RULES.md "Trip limits")
 STAGE_NOT_FOUND = "Stage not found."
 
 
@@ -260,10 +261,12 @@ def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> di
 
 
 def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
-                routes: dict | None = None) -> None:
-    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py): the neighbour
-    sharing that point takes over the rest, or a new day when there is none."""
-    edit = day_points.plan(trip, stage, side, point, routes)
+               routes: dict | None = None, reach: bool = False,
+               near_km: float | None = None) -> day_points.PointEdit:
+    """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py; `reach`: to the point
+    itself, a lodging; `near_km`: see day_points.plan): the neighbour sharing that point takes over the rest, or a
+    new day when there is none. Returns the edit made."""
+    edit = day_points.plan(trip, stage, side, point, routes, reach, near_km)
     set_geometry(stage, edit.line)
     stage.approximate = edit.approximate
     other = edit.other
@@ -283,6 +286,7 @@ def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: l
             set_geometry(rest, [_end(trip.stages[first])])
             rest.distance = rest.elevation = rest.elevation_loss = 0.0
     notes.append(f"{side} point {edit.how}")
+    return edit
 
 
 def _cut_path(trip: Trip, stage: Stage) -> tuple[list, Stage | None]:
@@ -339,7 +343,7 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
     def validate(trip):
         stage = find_stage(trip, stage_id)
         if not stage.is_rest_day and riding_days(trip) - 1 < MIN_RIDING_DAYS:
-            raise Invalid({"stageId": f"a trip keeps at least {MIN_RIDING_DAYS} riding days"})
+            raise Invalid({"stageId": i18n.tn("stages.keep_riding_days", MIN_RIDING_DAYS, i18n.current_locale())})
 
     def apply(trip, _):
         stage = find_stage(trip, stage_id)

@@ -14,7 +14,7 @@ from oauth.kernel.models import User
 from trips.core.db import db
 from trips.errors import Invalid, InvalidQuery, NotFound
 from trips.guards import NOT_FOUND, load_owned_trip, trip_key
-from trips.models import Computation, Stage, Trip
+from trips.models import Computation, Stage, Trip, TripRoute
 from trips.services.inputs import TripListQuery
 from trips.core.validation import load
 
@@ -143,6 +143,14 @@ def _summary_statements() -> tuple:
 def get_trip(actor: User, trip_id: str) -> Trip:
     """Raises NotFound alike for an unknown trip and someone else's."""
     return load_owned_trip(actor.id, trip_id)
+
+
+def route_km(trip: Trip) -> float | None:
+    """The km of the trip's stored route (the legs BTP drew, else the route's own figure, read without its
+    points), None while it has none."""
+    if trip.route_legs:
+        return float(trip.route_legs[-1]["toKm"])
+    return db.session.scalar(sa.select(TripRoute.distance_km).where(TripRoute.trip_id == trip.id))
 
 
 # The JSON columns of a day a digest reads: a trip's digest reads them as their stored text, and the read model

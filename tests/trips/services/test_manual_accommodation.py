@@ -55,12 +55,28 @@ def test_a_manual_lodging_ends_the_day_like_a_chosen_one(client, rider):
     assert chosen["name"] == "Chez Paulette" and chosen["source"] == "manual" and chosen["type"] == "other"
     assert chosen["estimatedPriceMin"] == chosen["estimatedPriceMax"] == 35 and chosen["isExactPrice"] is True
     assert chosen["phone"] == "+33 4 76 00 00 00" and chosen["url"] == "https://paulette.example/"
-    assert chosen["distanceToEndPoint"] == pytest.approx(0.3, abs=0.01)
+    assert chosen["distanceToEndPoint"] == 0  # the day ends at it, not 300 m away
     assert stored(second.id).start_lat == point["lat"]
     # the same as a chosen candidate: it can be chosen again by its coordinates, and cleared
     again = client.patch(f"/api/trips/{trip.id}/stages/{first.id}/accommodation", json=point,
                          headers={**headers, "If-Match": '"2"'})
     assert again.status_code == 200 and again.get_json()["stages"][0]["selectedAccommodation"]["name"] == "Chez Paulette"
+
+
+def test_a_manual_lodging_near_the_road_ends_the_day_at_it_not_beside_it(client, rider):
+    """100 m off the road: not a cut at its foot, 100 m away, but the day's line ending at its door."""
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    point = near_end(first, north_m=100.0)
+    response = post(client, headers, trip, first, {**BODY, "point": point})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    days = response.get_json()["stages"]
+    assert days[0]["selectedAccommodation"]["distanceToEndPoint"] == 0
+    assert stored(first.id).geometry[-1][:2] == [point["lat"], point["lon"]]
+    clear = client.patch(f"/api/trips/{trip.id}/stages/{first.id}/accommodation", json={"lat": None, "lon": None},
+                         headers={**headers, "If-Match": '"2"'})
+    assert [d["distance"] for d in clear.get_json()["stages"]] == [round(s.distance, 1) for s in new_trip(user).stages]
 
 
 def test_stopping_early_on_the_route_shortens_the_day_and_the_next_takes_the_rest(client, rider):

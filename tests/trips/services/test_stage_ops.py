@@ -111,7 +111,7 @@ def test_a_new_point_off_the_route_is_joined_straight_and_labels_change_alone(cl
     assert both.status_code == 422 and "distance" in both.get_json()["errors"]
 
 
-def test_delete_merges_into_the_next_day_and_keeps_two_riding_days(client, rider):
+def test_delete_merges_into_the_next_day_and_keeps_one_riding_day(client, rider):
     user, headers = rider
     trip = new_trip(user)
     stages = trip_json(client, headers, trip.id)["stages"]
@@ -121,8 +121,13 @@ def test_delete_merges_into_the_next_day_and_keeps_two_riding_days(client, rider
     assert merged[0]["stageId"] == stages[1]["stageId"]
     assert merged[0]["startPoint"] == stages[0]["startPoint"]
     assert merged[0]["distance"] == pytest.approx(stages[0]["distance"] + stages[1]["distance"], abs=0.1)
-    refused = edit(client, "delete", f"/api/trips/{trip.id}/stages/{merged[0]['stageId']}", headers, 2)
-    assert refused.status_code == 422 and "2 riding days" in refused.get_json()["errors"]["stageId"]
+    one = edit(client, "delete", f"/api/trips/{trip.id}/stages/{merged[0]['stageId']}", headers, 2)
+    assert one.status_code == 200 and len(one.get_json()["stages"]) == 1  # a one-day trip is a trip
+    assert one.get_json()["status"] == "ready"
+    last = one.get_json()["stages"][0]["stageId"]
+    refused = edit(client, "delete", f"/api/trips/{trip.id}/stages/{last}", headers, 3)
+    assert refused.status_code == 422
+    assert refused.get_json()["errors"]["stageId"] == "a trip keeps at least 1 riding day; delete the trip instead"
 
 
 def test_deleting_the_last_day_merges_into_the_previous_one(client, rider):
@@ -153,24 +158,33 @@ def test_choose_and_clear_an_accommodation(client, rider):
     user, headers = rider
     trip = new_trip(user)
     first, second = trip.stages[0], trip.stages[1]
-    candidates = [{"name": "Camping du lac", "type": "camp_site", "lat": 45.6001, "lon": 5.8002},
-                  {"name": "Hôtel", "type": "hotel", "lat": 45.61, "lon": 5.81}]
+    lengths, end = (first.distance, second.distance), (first.end_lat, first.end_lon)
+    camp = {"name": "Camping du lac", "type": "camp_site", "lat": round(end[0] + 0.0027, 6), "lon": end[1]}  # 300 m
+    candidates = [camp, {"name": "Hôtel", "type": "hotel", "lat": end[0] + 0.01, "lon": end[1] + 0.01}]
     with atomic():
         db.session.get(type(first), first.id).accommodations = candidates
     url = f"/api/trips/{trip.id}/stages/{first.id}/accommodation"
-    response = edit(client, "patch", url, headers, 1, {"lat": 45.6001, "lon": 5.8002})
+    response = edit(client, "patch", url, headers, 1, {"lat": camp["lat"], "lon": camp["lon"]})
     assert response.status_code == 200 and response.headers["ETag"] == '"2"'
     days = response.get_json()["stages"]
-    assert days[0]["endPoint"]["lat"] == 45.6001 and days[1]["startPoint"]["lat"] == 45.6001
-    assert days[0]["distance"] == pytest.approx(first.distance, abs=0.05)  # a marker: the route stays
+    assert days[0]["endPoint"]["lat"] == camp["lat"] and days[1]["startPoint"]["lat"] == camp["lat"]
+    # the road moves: out to the camp site and back the next morning, straight without a map (approximate)
+    grown = days[0]["distance"] + days[1]["distance"] - sum(lengths)  # twice the camp's 150–300 m off the road
+    assert 0.25 < grown < 0.7
+    assert days[0]["approximate"] and days[0]["selectedAccommodation"]["distanceToEndPoint"] == 0
+    assert "road" not in days[0]["selectedAccommodation"]  # the road it keeps to be cleared is not shown
     missing = edit(client, "patch", url, headers, 2, {"lat": 10.0, "lon": 10.0})
     assert missing.status_code == 409
     cleared = edit(client, "patch", url, headers, 2, {"lat": None, "lon": None})
     assert cleared.status_code == 200 and cleared.headers["ETag"] == '"3"'
-    half = edit(client, "patch", url, headers, 3, {"lat": 45.6001, "lon": None})
+    days = cleared.get_json()["stages"]  # the road before the choice, to the metre
+    assert days[0]["selectedAccommodation"] is None and not days[0]["approximate"] and not days[1]["approximate"]
+    assert (days[0]["distance"], days[1]["distance"]) == (round(lengths[0], 1), round(lengths[1], 1))
+    assert (days[0]["endPoint"]["lat"], days[0]["endPoint"]["lon"]) == pytest.approx(end, abs=1e-6)
+    half = edit(client, "patch", url, headers, 3, {"lat": camp["lat"], "lon": None})
     assert half.status_code == 422
     db.session.rollback()
-    assert db.session.get(type(second), second.id).start_lat == 45.6001
+    assert db.session.get(type(second), second.id).start_lat == pytest.approx(end[0], abs=1e-6)
 
 
 def test_stale_missing_and_malformed_versions(client, rider):
