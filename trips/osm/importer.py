@@ -97,7 +97,10 @@ class _Collector:
         self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": [], "osm_water": []}  # (row head, hex wkb)
         self.seen = {"node": 0, "way": 0, "area": 0}
         self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0, "water": 0}
+        # The extent of the roads, ferries, points and places kept (and the network's edges): never of rivers or
+        # country borders, which run far beyond what the file holds of the roads around them.
         self.box = [math.inf, math.inf, -math.inf, -math.inf]
+        self.rest = [math.inf, math.inf, -math.inf, -math.inf]  # theirs: the area of a file holding nothing else
         self.pending = 0
         self.progress = _Progress(echo)
         self.network = network.Network()
@@ -163,7 +166,8 @@ class _Collector:
         iso = at.get("ISO3166-1:alpha2") or at.get("ISO3166-1") or at.get("country_code")
         row = (self.area_id, "r", a.orig_id(), T.short(iso and iso.upper(), 8), T.short(at.get("name"), 255),
                json.dumps([[outer, e] for (outer, _), e in zip(kept, enc)]), *box)
-        self._add("osm_boundary", row + ((geometry.ewkt_box(*box),) if self.pg else ()), "boundaries", box)
+        self._add("osm_boundary", row + ((geometry.ewkt_box(*box),) if self.pg else ()), "boundaries", box,
+                  self.rest)
 
     # --- rows ----------------------------------------------------------------------------------------
     def _point_like(self, taglist, osm_type: str, osm_id: int, lat: float, lon: float, kinds=None) -> None:
@@ -187,12 +191,15 @@ class _Collector:
         self.kept[{"osm_way": "ways", "osm_ferry": "ferries"}.get(table, "water")] += 1
         self._bump()
 
-    def _add(self, table: str, row: tuple, counter: str, box: tuple) -> None:
+    def _add(self, table: str, row: tuple, counter: str, box: tuple, extent: list | None = None) -> None:
         self.rows[table].append(row)
         self.kept[counter] += 1
-        b = self.box
-        b[0], b[1], b[2], b[3] = min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])
+        self._extend(box, self.box if extent is None else extent)
         self._bump()
+
+    def _extend(self, box, extent: list | None = None) -> None:
+        b = self.box if extent is None else extent
+        b[0], b[1], b[2], b[3] = min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])
 
     def _bump(self) -> None:
         self.pending += 1
@@ -212,9 +219,8 @@ class _Collector:
         metres = geometry.lengths_m(coords, lengths)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
-        b = self.box
-        b[0], b[1] = min(b[0], float(mins[:, 0].min())), min(b[1], float(mins[:, 1].min()))
-        b[2], b[3] = max(b[2], float(maxs[:, 0].max())), max(b[3], float(maxs[:, 1].max()))
+        self._extend((float(mins[:, 0].min()), float(mins[:, 1].min()), float(maxs[:, 0].max()),
+                      float(maxs[:, 1].max())), self.rest if table == "osm_water" else self.box)
         rows = []
         for i, (head, hexwkb) in enumerate(items):
             row = head + (float(metres[i]), encoded[i], float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]),
@@ -244,6 +250,9 @@ class _Collector:
         for rows in self.network.rows(self.area_id, self.pg, BATCH_ROWS):
             self.loader.write({"osm_edge": (cols, rows)})
             edges += len(rows)
+            at = network.EDGE_COLS.index("min_lat")  # then min_lon, max_lat, max_lon
+            self._extend((min(r[at] for r in rows), min(r[at + 1] for r in rows), max(r[at + 2] for r in rows),
+                          max(r[at + 3] for r in rows)))
         self.network = network.Network()  # the ways' node lists go back to the allocator
         return {"edges": edges}
 
@@ -258,6 +267,19 @@ def _header_box(path: Path, fmt: str) -> tuple | None:
     if not box.valid():
         return None
     return (box.bottom_left.lat, box.bottom_left.lon, box.top_right.lat, box.top_right.lon)
+
+
+def answered_area(header: tuple | None, data: tuple, rest: tuple) -> tuple[tuple, str]:
+    """(box, source) an import answers for (docs/RULES.md "Map coverage"): the header's box joined by the extent of
+    the roads, ferries, points and places kept (`data`). Source "header" when the header holds them all, "union"
+    when they reach beyond it, "data" without a header. A file of nothing but water and borders (`rest`, their
+    extent) answers for its header's box, else for theirs."""
+    if not all(math.isfinite(v) for v in data):
+        return (tuple(header), "header") if header else (rest, "data")
+    if header is None:
+        return data, "data"
+    union = (min(header[0], data[0]), min(header[1], data[1]), max(header[2], data[2]), max(header[3], data[3]))
+    return union, "header" if union == tuple(header) else "union"
 
 
 def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, node_cache=None) -> dict:
@@ -305,7 +327,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
-        bbox, source = (header, "header") if header else (tuple(collector.box), "data")
+        bbox, source = answered_area(header, tuple(collector.box), tuple(collector.rest))
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
         # osmium's parse and I/O errors (truncated data, not OSM XML, bad PBF blob) are RuntimeErrors; a value
