@@ -27,9 +27,9 @@ import sqlalchemy as sa
 
 from trips.route import geo
 from trips.core.text import normalise
-from trips.osm import geometry, network, router, tags as T
+from trips.osm import geometry, network, router, streets, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
-from trips.osm.tables import PLACE_RANKS
+from trips.osm.tables import NAMED_RANKS, PLACE_RANKS
 
 FORMATS = {".osm.pbf": "pbf", ".osm.bz2": "osm.bz2", ".osm": "osm"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -119,9 +119,9 @@ class _Collector:
         highway, route = wt.get("highway"), wt.get("route")
         is_road = highway is not None and highway not in T.SKIPPED_HIGHWAYS
         kinds = T.point_kinds(wt)
-        place = wt.get("place") in PLACE_RANKS and wt.get("name")
+        named = wt.get("name") and (wt.get("place") in PLACE_RANKS or T.feature_class(wt))
         water = T.water_kind(wt, w.is_closed())
-        if not (is_road or route == "ferry" or kinds or place or water):
+        if not (is_road or route == "ferry" or kinds or named or water):
             return
         if is_road or route == "ferry":  # before the line: a way the extract cut still routes over its located nodes
             self.network.add(w.id, wt, w.nodes)
@@ -137,16 +137,28 @@ class _Collector:
             self._line("osm_ferry", (self.area_id, "w", w.id, T.short(wt.get("name"), 255)), hexwkb)
         if water:
             self._line("osm_water", (self.area_id, "w", w.id, water, T.short(wt.get("name"), 255)), hexwkb)
-        if kinds or place:
+        if kinds or named:
             coords = geometry.wkb_line(hexwkb)
             closed = w.is_closed() and len(coords) > 3
             lat, lon = coords[:-1].mean(axis=0) if closed else coords[len(coords) // 2]
             self._point_like(wt, "w", w.id, float(lat), float(lon), kinds)
 
     def area(self, a) -> None:
-        at = a.tags
-        if a.from_way() or at.get("boundary") != "administrative" or at.get("admin_level") != "2":
-            return
+        if a.from_way():
+            return  # a closed way: read by way()
+        at = {t.k: t.v for t in a.tags}
+        if at.get("boundary") == "administrative" and at.get("admin_level") == "2":
+            self._country(a, at)
+        elif at.get("name") and T.feature_class(at):  # a square or an attraction drawn as a multipolygon
+            try:
+                rings = [ring for outer, ring in geometry.wkb_polygons(self.wkb.create_multipolygon(a)) if outer]
+            except RuntimeError:
+                return  # incomplete in the extract
+            if rings:
+                lat, lon = max(rings, key=len)[:-1].mean(axis=0)
+                self._point_like(at, "r", a.orig_id(), float(lat), float(lon), kinds=[])
+
+    def _country(self, a, at: dict) -> None:
         self.seen["area"] += 1
         try:
             rings = geometry.wkb_polygons(self.wkb.create_multipolygon(a))
@@ -181,8 +193,9 @@ class _Collector:
                 row = (self.area_id, osm_type, osm_id, kind, subkind[:32], kept.get("name"), lat, lon, payload, count)
                 self._add("osm_point", row + geom, "points", box)
         place, name = taglist.get("place"), taglist.get("name")
-        if place in PLACE_RANKS and name:
-            row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place, PLACE_RANKS[place],
+        named = place if place in PLACE_RANKS else name and T.feature_class(taglist)
+        if named and name:
+            row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], named, NAMED_RANKS[named],
                    _population(taglist.get("population")), lat, lon)
             self._add("osm_place", row + geom, "places", box)
 
@@ -242,6 +255,13 @@ class _Collector:
         self.pending = 0
         self.progress.tick(self.seen, self.kept, force=last)
 
+
+    def write_streets(self, engine: sa.Engine) -> None:
+        """The named roads as streets for place search (trips/osm/streets.py), once every road is written."""
+        cols = streets.COLS + (("geom",) if self.pg else ())
+        for rows in streets.rows(engine, self.area_id, self.pg, BATCH_ROWS):
+            self.loader.write({"osm_place": (cols, rows)})
+            self.kept["places"] += len(rows)
 
     def write_network(self) -> dict:
         """The routable edges (trips/osm/network.py), once every way has been read; returns their count."""
@@ -310,7 +330,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         collector = _Collector(engine, area_id, echo)
         processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
                      .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
-                     .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
+                     .with_areas(osmium.filter.TagFilter(*T.AREA_TAGS))
                      .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
                      .with_filter(osmium.filter.KeyFilter(*T.NODE_KEYS).enable_for(osmium.osm.NODE))
                      .with_filter(osmium.filter.KeyFilter(*T.WAY_KEYS).enable_for(osmium.osm.WAY))
@@ -323,6 +343,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
             elif obj.is_area():
                 collector.area(obj)
         collector.flush(last=True)
+        collector.write_streets(engine)
         processor = obj = None  # the node locations go back to the allocator before the network is cut and written
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
