@@ -8,7 +8,7 @@ from array import array
 
 import sqlalchemy as sa
 
-from trips.core.text import normalise
+from trips.core.text import normalise, normalise_lines
 from trips.osm import geometry
 from trips.osm.tables import NAMED_RANKS
 
@@ -37,11 +37,13 @@ def rows(engine: sa.Engine, area_id: int, pg: bool, batch: int):
     for at in range(0, len(ids), _IDS_PER_READ):
         with engine.connect() as conn:
             found = conn.execute(lines, {"ids": ids[at:at + _IDS_PER_READ].tolist()}).all()
-        for osm_id, name, line in found:
-            key = normalise(name)[:255]
+        keys = normalise_lines("\n".join(name.replace("\n", " ") for _, name, _ in found)).split("\n")
+        if len(keys) != len(found):  # a Unicode mapping made or swallowed a line break: one name at a time
+            keys = [normalise(name) for _, name, _ in found]
+        for (osm_id, name, _), key, coords in zip(found, keys, geometry.decode_many([line for _, _, line in found])):
+            key = key[:255]
             if not key:
                 continue
-            coords = geometry.decode(line)
             lat, lon = (float(v) for v in coords[len(coords) // 2])
             row = (area_id, "w", osm_id, name[:255], key, "street", NAMED_RANKS["street"], None, lat, lon)
             out.append(row + (geometry.ewkt_point(lat, lon),) if pg else row)

@@ -45,6 +45,7 @@ def _town() -> MapBuilder:
     for k in range(0, len(street) - 1, 5):
         m.way(street[k:k + 6], {"highway": "residential", "name": "Grande Rue"})
     m.way(line_east(45.3, 5.0, 0.5), {"highway": "residential", "name": "Grande Rue"})  # another town's, 33 km
+    m.way(line_east(45.01, 5.0, 0.3), {"highway": "service", "name": "Cour\ndes Arts"})  # a line break inside
     return m
 
 
@@ -57,7 +58,8 @@ def test_every_kind_of_named_feature_of_the_imported_map_is_found(imported):
                               ("place neuve", "Place Neuve", "square"),  # a multipolygon relation
                               ("bourgeval-gare", "Bourgeval-Gare", "station"),
                               ("musee dauphinois", "Musée Dauphinois", "attraction"),
-                              ("grande rue", "Grande Rue", "street")]:
+                              ("grande rue", "Grande Rue", "street"),
+                              ("cour des arts", "Cour\ndes Arts", "street")]:
         first = _first(query)
         assert (first["name"], first["type"]) == (name, kind), query
     assert _first("place du marche")["displayName"] == "Place du Marché, Bourgeval"  # the village it lies in
