@@ -89,3 +89,37 @@ def test_0013_keeps_unknown_elevation_null_and_downgrades_it_to_zero(tmp_path, r
             assert conn.execute(sa.text("SELECT elevation_gain FROM trip_route")).one() == (0,)
         downgrade(revision="base")
         db.engine.dispose()
+
+
+@pytest.mark.filterwarnings("ignore:Did not recognize type '([a-z_]+\\.)?geometry':sqlalchemy.exc.SAWarning")
+def test_0018_widens_an_imported_area_to_the_roads_it_kept(tmp_path, redis_server):
+    """docs/RULES.md "Map coverage": an area imported with its header's box alone answers, from 0018, for the
+    roads it kept beyond that box too; an area whose box holds its rows is left as it was."""
+    from app import create_app
+
+    app = create_app({"DATABASE_URL": _empty_database_url(tmp_path), "REDIS_URL": redis_server,
+                      "BTP_INSTANCE_DIR": str(tmp_path), "BTP_SECRET_KEY": "x"}, environ={})
+    with app.app_context():
+        upgrade(revision="0017")
+        meta = sa.MetaData()
+        meta.reflect(bind=db.engine, only=("osm_area", "osm_way", "osm_place"))
+        t = meta.tables
+        box = {"min_lat": 45.0, "min_lon": 5.0, "max_lat": 45.01, "max_lon": 5.01}
+        with db.engine.begin() as conn:
+            for area_id in (1, 2):
+                conn.execute(t["osm_area"].insert().values(**_row(t["osm_area"], id=area_id, status="ready",
+                                                                  bbox_source="header", **box)))
+            conn.execute(t["osm_way"].insert().values(**_row(t["osm_way"], area_id=1, osm_type="w", min_lat=45.005,
+                                                             min_lon=5.005, max_lat=45.006, max_lon=5.04)))
+            conn.execute(t["osm_place"].insert().values(**_row(t["osm_place"], id=1, area_id=1, osm_type="n",
+                                                               lat=44.99, lon=5.02)))
+            conn.execute(t["osm_place"].insert().values(**_row(t["osm_place"], id=2, area_id=2, osm_type="n",
+                                                               lat=45.005, lon=5.005)))
+        upgrade(revision="0018")
+        with db.engine.connect() as conn:
+            rows = conn.execute(sa.text("SELECT id, min_lat, min_lon, max_lat, max_lon, bbox_source FROM osm_area "
+                                        "ORDER BY id")).all()
+        assert rows == [(1, 44.99, 5.0, 45.01, 5.04, "union"), (2, 45.0, 5.0, 45.01, 5.01, "header")]
+        downgrade(revision="0017")  # the boxes stay wide
+        downgrade(revision="base")
+        db.engine.dispose()

@@ -4,6 +4,7 @@ import sqlalchemy as sa
 from flask.cli import AppGroup
 
 from trips.core.db import db
+from trips.osm.geometry import GEOD
 from trips.osm.store import MapImportError
 from trips.osm.tables import osm_area
 
@@ -30,10 +31,25 @@ def osm_import(path, name, node_cache, quiet):
     for note in result["notes"]:
         click.echo(note, err=True)
     kept = result["counts"]["kept"]
-    box = ", ".join(f"{v:.4f}" for v in result["bbox"])
-    replaced = f"; replaced {len(result['replaced'])} earlier import(s)" if result["replaced"] else ""
+    replaced = len(result["replaced"])
+    replaced = f"; replaced {replaced} earlier import{'s' if replaced > 1 else ''}" if replaced else ""
     click.echo(f"imported {result['name']}: " + ", ".join(f"{v} {k}" for k, v in kept.items())
-               + f"; area ({box}) from the {result['bbox_source']}{replaced}")
+               + f"; answers for {area_text(result['bbox'], result['bbox_source'])}{replaced}")
+
+
+_SOURCES = {"header": "the file's header box, which holds all the data",
+            "union": "the file's header box and the data beyond it",
+            "data": "the extent of the data (the file has no header box)"}
+
+
+def area_text(box, source: str) -> str:
+    """"45.0000,5.0000 – 45.0100,5.0431 (1.1 × 3.4 km): <where it comes from>" (docs/RULES.md "Map coverage")."""
+    south, west, north, east = box
+    mid_lat, mid_lon = (south + north) / 2, (west + east) / 2
+    tall = GEOD.inv(mid_lon, south, mid_lon, north)[2] / 1000
+    wide = GEOD.inv(west, mid_lat, east, mid_lat)[2] / 1000
+    return (f"{south:.4f},{west:.4f} – {north:.4f},{east:.4f} ({tall:.1f} × {wide:.1f} km): "
+            + _SOURCES.get(source, source))
 
 
 @osm_cli.command("list")

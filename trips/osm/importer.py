@@ -20,9 +20,9 @@ import sqlalchemy as sa
 
 from trips.route import geo
 from trips.core.text import normalise
-from trips.osm import geometry, network, router, tags as T
+from trips.osm import geometry, network, router, streets, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
-from trips.osm.tables import PLACE_RANKS
+from trips.osm.tables import NAMED_RANKS, PLACE_RANKS
 
 FORMATS = {".osm.pbf": "pbf", ".osm.bz2": "osm.bz2", ".osm": "osm"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -90,7 +90,10 @@ class _Collector:
         self.lines: dict[str, list] = {"osm_way": [], "osm_ferry": [], "osm_water": []}  # (row head, hex wkb)
         self.seen = {"node": 0, "way": 0, "area": 0}
         self.kept = {"points": 0, "ways": 0, "ferries": 0, "places": 0, "boundaries": 0, "water": 0}
+        # The extent of the roads, ferries, points and places kept (and the network's edges): never of rivers or
+        # country borders, which run far beyond what the file holds of the roads around them.
         self.box = [math.inf, math.inf, -math.inf, -math.inf]
+        self.rest = [math.inf, math.inf, -math.inf, -math.inf]  # theirs: the area of a file holding nothing else
         self.pending = 0
         self.progress = _Progress(echo)
         self.network = network.Network()
@@ -109,9 +112,9 @@ class _Collector:
         highway, route = wt.get("highway"), wt.get("route")
         is_road = highway is not None and highway not in T.SKIPPED_HIGHWAYS
         kinds = T.point_kinds(wt)
-        place = wt.get("place") in PLACE_RANKS and wt.get("name")
+        named = wt.get("name") and (wt.get("place") in PLACE_RANKS or T.feature_class(wt))
         water = T.water_kind(wt, w.is_closed())
-        if not (is_road or route == "ferry" or kinds or place or water):
+        if not (is_road or route == "ferry" or kinds or named or water):
             return
         if is_road or route == "ferry":  # before the line: a way the extract cut still routes over its located nodes
             self.network.add(w.id, wt, w.nodes)
@@ -127,16 +130,28 @@ class _Collector:
             self._line("osm_ferry", (self.area_id, "w", w.id, T.short(wt.get("name"), 255)), hexwkb)
         if water:
             self._line("osm_water", (self.area_id, "w", w.id, water, T.short(wt.get("name"), 255)), hexwkb)
-        if kinds or place:
+        if kinds or named:
             coords = geometry.wkb_line(hexwkb)
             closed = w.is_closed() and len(coords) > 3
             lat, lon = coords[:-1].mean(axis=0) if closed else coords[len(coords) // 2]
             self._point_like(wt, "w", w.id, float(lat), float(lon), kinds)
 
     def area(self, a) -> None:
-        at = a.tags
-        if a.from_way() or at.get("boundary") != "administrative" or at.get("admin_level") != "2":
-            return
+        if a.from_way():
+            return  # a closed way: read by way()
+        at = {t.k: t.v for t in a.tags}
+        if at.get("boundary") == "administrative" and at.get("admin_level") == "2":
+            self._country(a, at)
+        elif at.get("name") and T.feature_class(at):  # a square or an attraction drawn as a multipolygon
+            try:
+                rings = [ring for outer, ring in geometry.wkb_polygons(self.wkb.create_multipolygon(a)) if outer]
+            except RuntimeError:
+                return  # incomplete in the extract
+            if rings:
+                lat, lon = max(rings, key=len)[:-1].mean(axis=0)
+                self._point_like(at, "r", a.orig_id(), float(lat), float(lon), kinds=[])
+
+    def _country(self, a, at: dict) -> None:
         self.seen["area"] += 1
         try:
             rings = geometry.wkb_polygons(self.wkb.create_multipolygon(a))
@@ -156,7 +171,8 @@ class _Collector:
         iso = at.get("ISO3166-1:alpha2") or at.get("ISO3166-1") or at.get("country_code")
         row = (self.area_id, "r", a.orig_id(), T.short(iso and iso.upper(), 8), T.short(at.get("name"), 255),
                json.dumps([[outer, e] for (outer, _), e in zip(kept, enc)]), *box)
-        self._add("osm_boundary", row + ((geometry.ewkt_box(*box),) if self.pg else ()), "boundaries", box)
+        self._add("osm_boundary", row + ((geometry.ewkt_box(*box),) if self.pg else ()), "boundaries", box,
+                  self.rest)
 
     # --- rows ----------------------------------------------------------------------------------------
     def _point_like(self, taglist, osm_type: str, osm_id: int, lat: float, lon: float, kinds=None) -> None:
@@ -170,9 +186,10 @@ class _Collector:
                 row = (self.area_id, osm_type, osm_id, kind, subkind[:32], kept.get("name"), lat, lon, payload, count)
                 self._add("osm_point", row + geom, "points", box)
         place, name = taglist.get("place"), taglist.get("name")
-        if place in PLACE_RANKS and name:
-            place_row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], place,
-                         PLACE_RANKS[place], _population(taglist.get("population")), lat, lon)
+        named = place if place in PLACE_RANKS else name and T.feature_class(taglist)
+        if named and name:
+            place_row = (self.area_id, osm_type, osm_id, name[:255], normalise(name)[:255], named, NAMED_RANKS[named],
+                         _population(taglist.get("population")), lat, lon)
             self._add("osm_place", place_row + geom, "places", box)
 
     def _line(self, table: str, head: tuple, hexwkb: str) -> None:
@@ -180,12 +197,15 @@ class _Collector:
         self.kept[{"osm_way": "ways", "osm_ferry": "ferries"}.get(table, "water")] += 1
         self._bump()
 
-    def _add(self, table: str, row: tuple, counter: str, box: tuple) -> None:
+    def _add(self, table: str, row: tuple, counter: str, box: tuple, extent: list | None = None) -> None:
         self.rows[table].append(row)
         self.kept[counter] += 1
-        b = self.box
-        b[0], b[1], b[2], b[3] = min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])
+        self._extend(box, self.box if extent is None else extent)
         self._bump()
+
+    def _extend(self, box, extent: list | None = None) -> None:
+        b = self.box if extent is None else extent
+        b[0], b[1], b[2], b[3] = min(b[0], box[0]), min(b[1], box[1]), max(b[2], box[2]), max(b[3], box[3])
 
     def _bump(self) -> None:
         self.pending += 1
@@ -205,9 +225,8 @@ class _Collector:
         metres = geometry.lengths_m(coords, lengths)
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
-        b = self.box
-        b[0], b[1] = min(b[0], float(mins[:, 0].min())), min(b[1], float(mins[:, 1].min()))
-        b[2], b[3] = max(b[2], float(maxs[:, 0].max())), max(b[3], float(maxs[:, 1].max()))
+        self._extend((float(mins[:, 0].min()), float(mins[:, 1].min()), float(maxs[:, 0].max()),
+                      float(maxs[:, 1].max())), self.rest if table == "osm_water" else self.box)
         rows = []
         for i, (head, hexwkb) in enumerate(items):
             row = head + (float(metres[i]), encoded[i], float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]),
@@ -230,6 +249,13 @@ class _Collector:
         self.progress.tick(self.seen, self.kept, force=last)
 
 
+    def write_streets(self, engine: sa.Engine) -> None:
+        """The named roads as streets for place search (trips/osm/streets.py), once every road is written."""
+        cols = streets.COLS + (("geom",) if self.pg else ())
+        for rows in streets.rows(engine, self.area_id, self.pg, BATCH_ROWS):
+            self.loader.write({"osm_place": (cols, rows)})
+            self.kept["places"] += len(rows)
+
     def write_network(self) -> dict:
         """The routable edges (trips/osm/network.py), once every way has been read; returns {"edges": count}."""
         cols = network.EDGE_COLS + (("geom",) if self.pg else ())
@@ -237,6 +263,9 @@ class _Collector:
         for rows in self.network.rows(self.area_id, self.pg, BATCH_ROWS):
             self.loader.write({"osm_edge": (cols, rows)})
             edges += len(rows)
+            at = network.EDGE_COLS.index("min_lat")  # then min_lon, max_lat, max_lon
+            self._extend((min(r[at] for r in rows), min(r[at + 1] for r in rows), max(r[at + 2] for r in rows),
+                          max(r[at + 3] for r in rows)))
         self.network = network.Network()  # the ways' node lists go back to the allocator
         return {"edges": edges}
 
@@ -251,6 +280,19 @@ def _header_box(path: Path, fmt: str) -> tuple | None:
     if not box.valid():
         return None
     return (box.bottom_left.lat, box.bottom_left.lon, box.top_right.lat, box.top_right.lon)
+
+
+def answered_area(header: tuple | None, data: tuple, rest: tuple) -> tuple[tuple, str]:
+    """(box, source) an import answers for (docs/RULES.md "Map coverage"): the header's box joined by the extent of
+    the roads, ferries, points and places kept (`data`). Source "header" when the header holds them all, "union"
+    when they reach beyond it, "data" without a header. A file of nothing but water and borders (`rest`, their
+    extent) answers for its header's box, else for theirs."""
+    if not all(math.isfinite(v) for v in data):
+        return (tuple(header), "header") if header else (rest, "data")
+    if header is None:
+        return data, "data"
+    union = (min(header[0], data[0]), min(header[1], data[1]), max(header[2], data[2]), max(header[3], data[3]))
+    return union, "header" if union == tuple(header) else "union"
 
 
 def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, node_cache=None) -> dict:
@@ -282,10 +324,11 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         collector = _Collector(engine, area_id, echo)
         _read(path, fmt, node_cache, collector)  # its node locations are freed before the network is written
         collector.flush(last=True)
+        collector.write_streets(engine)
         counts = {"seen": collector.seen, "kept": collector.kept, "network": collector.write_network()}
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
-        bbox, source = (header, "header") if header else (tuple(collector.box), "data")
+        bbox, source = answered_area(header, tuple(collector.box), tuple(collector.rest))
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
         # osmium's parse and I/O errors are RuntimeErrors, and a string over libosmium's limits a ValueError
@@ -314,7 +357,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
 def _read(path: Path, fmt: str, node_cache: str | None, collector: _Collector) -> None:
     processor = (osmium.FileProcessor(osmium.io.File(str(path), fmt))
                  .with_locations(f"dense_file_array,{node_cache}" if node_cache else "flex_mem")
-                 .with_areas(osmium.filter.TagFilter(("admin_level", "2")))
+                 .with_areas(osmium.filter.TagFilter(*T.AREA_TAGS))
                  .with_filter(osmium.filter.EntityFilter(osmium.osm.NODE | osmium.osm.WAY | osmium.osm.AREA))
                  .with_filter(_key_filter(T.NODE_KEYS, osmium.osm.NODE))
                  .with_filter(_key_filter(T.WAY_KEYS, osmium.osm.WAY))

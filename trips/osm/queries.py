@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import sqlalchemy as sa
 
-from trips.core.text import normalise
 from trips.osm import geometry as G
 from trips.osm import index
-from trips.osm.tables import PLACE_RANKS, osm_ferry, osm_place, osm_point, osm_way
+from trips.osm.tables import osm_ferry, osm_point, osm_way
 # The imported areas' coverage of a line and the countries along it (trips/osm/areas.py), asked as queries.*
 from trips.osm.areas import (CountryRun, clipped_coverage, countries_along, countries_in,  # noqa: F401
                              country_at, coverage, ready_areas)
-
-MAX_MATCHES = 50
+# The named places and features (trips/osm/names.py), asked as queries.* too
+from trips.osm.names import (MAX_MATCHES, Place, nearest_place, nearest_place_each,  # noqa: F401
+                             places_matching)
 
 
 @dataclass(frozen=True)
@@ -49,19 +49,6 @@ class MapLine:
     distance_m: float  # closest approach to the query line
     near_m: float  # length of its segments lying wholly within the buffer
     tags: dict  # highway, surface, tracktype, smoothness, cycleway, cycleway:left|right|both, bicycle, maxspeed
-
-
-@dataclass(frozen=True)
-class Place:
-    osm_type: str
-    osm_id: int
-    name: str
-    place: str  # city, town, village, hamlet
-    rank: int  # 1 = city … 4 = hamlet
-    population: int | None
-    lat: float
-    lon: float
-    distance_m: float | None = None
 
 
 def _point(row, distance: float, along: float | None = None) -> MapPoint:
@@ -333,60 +320,3 @@ def ferries_along(line, buffer_m: float, engine=None) -> list[MapLine]:
 def ferries_along_each(lines, buffer_m: float, engine=None) -> list[list[MapLine]]:
     """`ferries_along` of every line of `lines`, in one statement; each answer exactly ferries_along's for it alone."""
     return _lines_along(osm_ferry, lines, buffer_m, engine)
-
-
-def _place(row, distance=None) -> Place:
-    return Place(row["osm_type"], row["osm_id"], row["name"], row["place"], row["rank"], row["population"],
-                 row["lat"], row["lon"], None if distance is None else float(distance))
-
-
-def nearest_place(lat: float, lon: float, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> Place | None:
-    """The nearest place (city, town, village, hamlet, or those in `places`) within max_m, or None."""
-    return nearest_place_each([(lat, lon)], max_m, places, engine)[0]
-
-
-def nearest_place_each(points, max_m: float, places=tuple(PLACE_RANKS), engine=None) -> list[Place | None]:
-    """`nearest_place` of every (lat, lon) of `points`, in one statement; each answer exactly nearest_place's."""
-    points = [(float(p[0]), float(p[1])) for p in points]
-    if not points:
-        return []
-    with index.engine_of(engine).connect() as conn:
-        per_point = index.select_boxes(conn, osm_place, [G.box_around(lat, lon, max_m) for lat, lon in points],
-                                       "AND t.place IN :kinds", {"kinds": list(places)})
-    out: list[Place | None] = []
-    for (lat, lon), rows in zip(points, per_point):
-        if not rows:
-            out.append(None)
-            continue
-        dist = G.GEOD.inv(np.full(len(rows), lon), np.full(len(rows), lat), [r["lon"] for r in rows],
-                          [r["lat"] for r in rows])[2]
-        i = min(range(len(rows)), key=lambda k: (dist[k], rows[k]["rank"]))
-        out.append(_place(rows[i], dist[i]) if dist[i] <= max_m else None)
-    return out
-
-
-def places_matching(text: str, limit: int = 10, engine=None) -> list[Place]:
-    """Imported places whose name equals or starts with `text` (accents, case, punctuation ignored, as the
-    gazetteer does): exact names first, then by rank (cities first) and population."""
-    key = normalise(str(text)[:200])[:255]
-    limit = max(1, min(int(limit), MAX_MATCHES))
-    if not key:
-        return []
-    with index.engine_of(engine).connect() as conn:
-        if conn.dialect.name == "sqlite":
-            match, params = "t.name_key >= :k AND t.name_key < :top", {"k": key, "top": key + "\U0010ffff"}
-        else:
-            escaped = key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            match, params = "t.name_key LIKE :pat", {"k": key, "pat": escaped + "%"}
-        cols = ", ".join(f"t.{c.name}" for c in osm_place.columns)
-        rows = conn.execute(sa.text(
-            f"SELECT {cols} FROM osm_place t JOIN osm_area r ON r.id = t.area_id AND r.status = 'ready' "
-            f"WHERE {match} ORDER BY CASE WHEN t.name_key = :k THEN 0 ELSE 1 END, t.rank, "
-            f"COALESCE(t.population, -1) DESC, t.name LIMIT {limit * 3}"), params).mappings().all()
-    out: list[Place] = []
-    seen = set()
-    for row in rows:
-        if (row["osm_type"], row["osm_id"]) not in seen and len(out) < limit:
-            seen.add((row["osm_type"], row["osm_id"]))
-            out.append(_place(row))
-    return out

@@ -88,13 +88,18 @@ WATER_KINDS = ("coastline", "water", "river")
 osm_water = _common("osm_water", sa.Column("kind", sa.String(16), nullable=False), *_line())
 
 PLACE_RANKS = {"city": 1, "town": 2, "village": 3, "hamlet": 4}
+# The other named features place search finds and a day's label falls back on (docs/RULES.md "Place search"), by
+# their class: parts of a town and islands (their OSM `place`), squares, stations, attractions and streets.
+FEATURE_RANKS = {"suburb": 5, "quarter": 6, "neighbourhood": 6, "island": 6, "square": 7, "station": 8,
+                 "attraction": 8, "locality": 9, "street": 10}
+NAMED_RANKS = {**PLACE_RANKS, **FEATURE_RANKS}
 
 osm_place = _common(
     "osm_place",
     sa.Column("name", sa.String(255), nullable=False),
     sa.Column("name_key", sa.String(255), nullable=False),  # trips.core.text.normalise(name)
-    sa.Column("place", sa.String(16), nullable=False),
-    sa.Column("rank", sa.Integer, nullable=False),  # PLACE_RANKS: 1 = city … 4 = hamlet
+    sa.Column("place", sa.String(16), nullable=False),  # a class of NAMED_RANKS: city … hamlet, square, street …
+    sa.Column("rank", sa.Integer, nullable=False),  # NAMED_RANKS: 1 = city … 4 = hamlet, then the features
     sa.Column("population", sa.Integer, nullable=True),
     sa.Column("lat", sa.Float, nullable=False),
     sa.Column("lon", sa.Float, nullable=False),

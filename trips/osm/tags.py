@@ -28,7 +28,7 @@ POINT_KEYS = ("tourism", "amenity", "shop", "railway", "historic", "ford", "man_
               "healthcare")
 NODE_KEYS = POINT_KEYS  # not highway: crossings and traffic signals are nodes nobody reads
 WAY_KEYS = (*POINT_KEYS, "highway", "route", "waterway")
-AREA_KEYS = ("boundary",)
+AREA_KEYS = ("boundary", "place", "tourism", "historic")  # countries; squares and attractions drawn as multipolygons
 
 KEPT_TAGS = frozenset({
     "name", "opening_hours", "website", "url", "contact:website", "description", "wikidata", "wikipedia",
@@ -80,6 +80,27 @@ def point_kinds(tags) -> list[tuple[str, str]]:
     if tags.get("ford") in YES:
         found.append(("ford", "ford"))
     return found
+
+
+def feature_class(tags) -> str | None:
+    """The class (trips/osm/tables.py FEATURE_RANKS) of a named feature place search finds, else None: a part of a
+    town, an island or a square by its `place`; a station of trains, metros, trams, buses or ferries; an attraction
+    (what "culture" is in point_kinds). Streets are found from the roads (trips/osm/streets.py)."""
+    place = tags.get("place")
+    if place in FEATURE_PLACES:
+        return place
+    if tags.get("railway") in STATIONS or tags.get("amenity") in ("bus_station", "ferry_terminal"):
+        return "station"
+    if tags.get("tourism") in CULTURE_TOURISM or tags.get("historic") in CULTURE_HISTORIC \
+            or tags.get("amenity") == "place_of_worship":
+        return "attraction"
+    return None
+
+
+FEATURE_PLACES = frozenset({"suburb", "quarter", "neighbourhood", "island", "square", "locality"})
+# Relations assembled as areas (osmium's TagFilter pairs): countries, and multipolygon squares and attractions.
+AREA_TAGS = (("admin_level", "2"), ("place", "square"), *(("tourism", v) for v in sorted(CULTURE_TOURISM)),
+             *(("historic", v) for v in sorted(CULTURE_HISTORIC)))
 
 
 def _water(tags, amenity: str | None) -> str | None:

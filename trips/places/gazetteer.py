@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from importlib import metadata
 from urllib.parse import quote
@@ -31,6 +31,8 @@ MAIN, ALTERNATE, MAIN_INNER, ALTERNATE_INNER = 0, 1, 2, 3
 # A prefix matching more keys than this (a single letter) is answered by walking the cities in rank order rather
 # than sorting every match.
 _BROAD = 2000
+# How a city's name matched a search, best first (City.match): place search ranks the imported map's places with them.
+EXACT, STARTS, ALTERNATE_STARTS, WORD_STARTS, ALTERNATE_WORD_STARTS, INSIDE = range(6)
 
 
 class Unavailable(RuntimeError):
@@ -44,6 +46,7 @@ class City:
     lon: float
     display_name: str
     population: int
+    match: int = field(default=0, compare=False)  # how the name matched: EXACT … INSIDE, the search's tiers
 
 
 # --- reading -----------------------------------------------------------------------------------------------
@@ -96,36 +99,38 @@ class Gazetteer:
             raise self._damaged(exc) from exc
 
     def _search(self, conn: sqlite3.Connection, q: str, limit: int) -> list[City]:
-        found: dict[int, None] = {}
+        found: dict[int, int] = {}  # city -> its tier
         exact = conn.execute(f"SELECT city FROM name WHERE kind IN ({MAIN}, {ALTERNATE}) AND key = ? "
                              "ORDER BY city LIMIT ?", (q, limit)).fetchall()
-        found.update((city, None) for city, in exact)
-        for kind in (MAIN, ALTERNATE, MAIN_INNER, ALTERNATE_INNER):
+        self._add(found, [city for city, in exact], limit, EXACT)
+        for tier, kind in ((STARTS, MAIN), (ALTERNATE_STARTS, ALTERNATE), (WORD_STARTS, MAIN_INNER),
+                           (ALTERNATE_WORD_STARTS, ALTERNATE_INNER)):
             if len(found) >= limit:
                 break
-            self._add(found, _starting(conn, kind, q, limit), limit)
+            self._add(found, _starting(conn, kind, q, limit), limit, tier)
         if len(found) < limit and len(q) >= 3:
             inside = conn.execute("SELECT rowid FROM inside WHERE inside MATCH ? ORDER BY rowid LIMIT ?",
                                   ('"' + q.replace('"', '""') + '"', limit)).fetchall()
-            self._add(found, [city for city, in inside], limit)
-        return self._cities(conn, list(found))
+            self._add(found, [city for city, in inside], limit, INSIDE)
+        return self._cities(conn, found)
 
     @staticmethod
-    def _add(found: dict[int, None], cities: list[int], limit: int) -> None:
-        """Add `cities` (best first) to `found` until it holds `limit`."""
+    def _add(found: dict[int, int], cities: list[int], limit: int, tier: int) -> None:
+        """Add `cities` (best first) of `tier` to `found` until it holds `limit`."""
         for city in cities:
             if len(found) >= limit:
                 return
-            found.setdefault(city)
+            found.setdefault(city, tier)
 
     @staticmethod
-    def _cities(conn: sqlite3.Connection, ids: list[int]) -> list[City]:
-        if not ids:
+    def _cities(conn: sqlite3.Connection, found: dict[int, int]) -> list[City]:
+        if not found:
             return []
+        ids = list(found)
         rows = conn.execute(f"SELECT id, name, lat, lon, display, population FROM city "
                             f"WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall()
         by_id = {row[0]: City(*row[1:]) for row in rows}
-        return [by_id[i] for i in ids]
+        return [replace(by_id[i], match=found[i]) for i in ids]
 
 
 def _starting(conn: sqlite3.Connection, kind: int, prefix: str, limit: int) -> list[int]:

@@ -117,9 +117,10 @@ MODULES = (terrain, water_points, pois, cultural_pois, fords, ferries, bike_shop
            railway_stations, labels, border_crossing, calendar, accommodations)
 # Map statements per enrichment for a trip of any length (day_coverage's read of the areas counts: it is on
 # osm_area): one per kind of map query, whatever the number of days. bike_shops and railway_stations ask a
-# second time for the days lacking one (the nearest one further away), water_points for a day without water.
+# second time for the days lacking one (the nearest one further away), water_points for a day without water, labels
+# twice more for the points no place is near (the named features and the named roads close by).
 PINNED = {"terrain": 2, "water_points": 2, "pois": 2, "cultural_pois": 2, "fords": 2, "ferries": 2,
-          "bike_shops": 3, "health_services": 2, "railway_stations": 3, "labels": 3, "border_crossing": 2,
+          "bike_shops": 3, "health_services": 2, "railway_stations": 3, "labels": 5, "border_crossing": 2,
           "calendar": 1, "accommodations": 3}
 
 

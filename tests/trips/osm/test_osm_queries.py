@@ -100,7 +100,7 @@ def test_nearest_place_and_place_search(imported):
     m.node(*offset_north(LAT, east(500), 1000), {"place": "village", "name": "Saint-Étienne", "population": "900"})
     m.node(*offset_north(LAT, east(500), 300), {"place": "hamlet", "name": "Saint-Agrève"})
     m.node(46.0, 6.0, {"place": "city", "name": "Saint-Ouen", "population": "50000"})
-    m.node(46.1, 6.0, {"place": "suburb", "name": "Saint-Suburb"})  # not a place kind BTP keeps
+    m.node(46.1, 6.0, {"place": "suburb", "name": "Saint-Suburb"})  # a feature, not a settlement
     imported(m)
     assert Q.nearest_place(LAT, east(500), 2000).name == "Saint-Agrève"
     village = Q.nearest_place(LAT, east(500), 2000, places=("city", "town", "village"))

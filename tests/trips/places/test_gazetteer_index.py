@@ -52,8 +52,9 @@ def small(monkeypatch, tmp_path):
     return path
 
 
-def reference(q: str, limit: int) -> list[str]:
-    """The ranking as gazetteer.py's docstring states it, by brute force over SOURCE."""
+def reference(q: str, limit: int, tiers_too: bool = False) -> list:
+    """The ranking as gazetteer.py's docstring states it, by brute force over SOURCE; with `tiers_too`, (name, the
+    tier it matched in: gazetteer.EXACT … INSIDE)."""
     q = normalise(q)
     if not q:
         return []
@@ -75,12 +76,12 @@ def reference(q: str, limit: int) -> list[str]:
         lambda main, alts: any(w.startswith(q) for a in alts for w in later(a)),
         lambda main, alts: len(q) >= 3 and q in main,
     ]
-    found: list[str] = []
-    for tier in tiers:
+    found: dict[str, int] = {}
+    for k, tier in enumerate(tiers):
         for name, main, alts in cities:
             if len(found) < limit and name not in found and tier(main, alts):
-                found.append(name)
-    return found
+                found[name] = k
+    return list(found.items()) if tiers_too else list(found)
 
 
 def queries() -> set[str]:
@@ -105,6 +106,16 @@ def test_every_tier_ranks_as_stated(small, monkeypatch, broad):
             assert [c.name for c in index.search(q, limit)] == reference(q, limit), (q, limit)
             checked += 1
     assert checked > 500
+
+
+def test_each_answer_says_how_its_name_matched(small):
+    index = Gazetteer(small)
+    assert (gazetteer.EXACT, gazetteer.STARTS, gazetteer.INSIDE) == (0, 1, 5)
+    for q in sorted(queries()):
+        assert [(c.name, c.match) for c in index.search(q, 10)] == reference(q, 10, tiers_too=True), q
+    assert [(c.name, c.match) for c in index.search("paris", 3)] == [("Paris", gazetteer.EXACT),
+                                                                     ("Grand Paris Sud", gazetteer.ALTERNATE_STARTS),
+                                                                     ("Pari", gazetteer.ALTERNATE_WORD_STARTS)]
 
 
 def test_answers_carry_the_city_fields(small):

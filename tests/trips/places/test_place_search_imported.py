@@ -1,5 +1,6 @@
-"""search_places without Nominatim: the places of the imported map areas join the offline gazetteer, first
-when they match, and a gazetteer city that is one of them is listed once (trips/places/geocode.py)."""
+"""search_places without Nominatim: the places of the imported map areas join the offline gazetteer, ranked with
+its cities by how the name matched, then population, and a gazetteer city that is one of them is listed once
+(trips/places/geocode.py)."""
 import pytest
 
 from tests.factories import auth, make_token, make_user
@@ -46,12 +47,12 @@ def test_a_gazetteer_city_that_is_an_imported_place_comes_once_imported_first(im
     assert offline("grenoble", 1, db.engine) == found[:1]
 
 
-def test_a_namesake_farther_than_the_same_place_distance_is_another_place(imported):
+def test_a_namesake_farther_than_the_same_place_distance_is_another_place_after_the_city(imported):
     m = MapBuilder()
     m.node(GRENOBLE[0] + (SAME_PLACE_KM + 2) / 111.2, GRENOBLE[1], {"place": "hamlet", "name": "Grenoble"})
     imported(m)
     found = offline("grenoble", 5, db.engine)
-    assert [(p["type"], p["displayName"]) for p in found] == [("hamlet", "Grenoble"), ("city", "Grenoble, France")]
+    assert [(p["type"], p["displayName"]) for p in found] == [("city", "Grenoble, France"), ("hamlet", "Grenoble")]
 
 
 def test_without_map_data_the_gazetteer_answers_alone(imported):
