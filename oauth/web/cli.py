@@ -39,7 +39,7 @@ def users_create(email):
 @click.option("--scope", required=True, help='e.g. "trips:read trips:write"')
 @click.option("--ttl", type=int, default=DEFAULT_TTL, show_default=True, help="lifetime in seconds (one hour unless told)")
 def tokens_issue(email, audience, scope, ttl):
-    """Print a new bearer token for EMAIL on stdout (nothing else); when it expires and its audience go to stderr.
+    """Print a new bearer token for EMAIL on stdout (nothing else); its audience, then when it expires, go to stderr.
 
     An `mcp` token is for this configuration's MCP resource, {BTP_BASE_URL}/mcp: a server started with another
     BTP_BASE_URL (or, without one, another BTP_HOST or BTP_PORT) refuses it as issued for another audience."""
@@ -52,12 +52,12 @@ def tokens_issue(email, audience, scope, ttl):
     except DomainError as exc:
         _fail(exc)
     click.echo(token)
-    click.echo(f"expires: {_when(expires)} (UTC; --ttl SECONDS sets another lifetime)", err=True)
     if audience == "mcp":
         click.echo(f"audience: {target} (the MCP resource of BTP_BASE_URL {current_app.config['BTP_BASE_URL']}; "
                    "a server with another BTP_BASE_URL, or BTP_HOST/BTP_PORT, refuses it)", err=True)
     else:
         click.echo("audience: api (the REST API under /api of any server on this database)", err=True)
+    click.echo(f"expires: {_when(expires)} (UTC; --ttl SECONDS sets another lifetime)", err=True)
 
 
 def _when(value) -> str:
