@@ -47,9 +47,11 @@ class Number(fields.Float):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
-def Whole(**kwargs) -> fields.Integer:  # noqa: N802 (a field, named like the field classes)
-    """A JSON integer, never a string of digits nor a float (marshmallow's strict Integer)."""
-    return fields.Integer(strict=True, **kwargs)
+class Whole(fields.Integer):
+    """A JSON integer, never a string of digits nor a float (marshmallow's Integer, strict)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
 
 
 class FromText(Schema):
