@@ -39,10 +39,13 @@ READY_POLL_S = 0.5  # how often `serve` asks gunicorn whether it answers yet
 READY_NAG_S = 15.0  # how often it says it is still waiting
 
 
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # our own port: never through http_proxy
+
+
 def answers(url: str) -> bool:
     """True when `url` (the probe /healthz) answers 200."""
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
+        with _DIRECT.open(url, timeout=2) as response:
             return response.status == 200
     except (OSError, ValueError):
         return False
