@@ -10,11 +10,16 @@ CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
 .PHONY: run test test-fuzz bench soak lint clean catalogues messages
 
+# A first run (or a changed requirements.txt) says what it does from its first second: pip's own lines show the
+# install's progress, package by package (README "Set up on a fresh machine" says how long it takes).
 $(STAMP): requirements.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@echo "==> Setting up $(VENV) from requirements.txt (a first run downloads and installs every package: minutes)"
+	@test -x $(BIN)/python || { echo "==> Creating the virtual environment $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "==> Installing requirements.txt into $(VENV) (pip shows each package as it goes)"
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements.txt
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
+	@echo "==> $(VENV) is ready"
 
 catalogues: $(CATALOGUES)
 
@@ -35,6 +40,7 @@ messages: $(STAMP)
 	  -o translations/pages.pot .
 
 run: $(STAMP) catalogues
+	@echo "==> Starting BTP (flask serve): loading the app, then each start-up step"
 	$(BIN)/flask --app app serve
 
 test: $(STAMP) catalogues $(EXTRACTS)

@@ -1,4 +1,5 @@
-"""The reconciler: a computation left pending or running with no job left to settle it is failed, with a reason.
+"""The reconciler: a computation left pending or running with no job left to settle it is failed, with a reason
+that says its job was lost (trips/computations.py JOB_LOST), the days of a route that never came excepted.
 
 RQ's callbacks and `BTPWorker.handle_work_horse_killed` settle the usual endings at once. What they miss — a job
 lost from Redis (restarted empty, flushed), an enqueue that failed after its commit, a failure callback that
@@ -18,8 +19,8 @@ from rq import Queue
 from rq.job import Job
 from rq.utils import as_text, parse_composite_key
 
-from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES, app_context
-from trips.computations import ACTIVE
+from jobs.tasks import ROUTE_FAILED_STAGES, app_context
+from trips.computations import ACTIVE, JOB_LOST
 from trips.core.db import atomic, db, utcnow
 from trips.core.epochs import writing_trip
 from trips.enrich.registry import dependents
@@ -97,7 +98,7 @@ def sweep(connection: Redis, queue: Queue, now=None) -> list[tuple[str, str, int
                         .where(Computation.trip_id == trip_id, Computation.name == name,
                                Computation.generation == generation, Computation.status.in_(ACTIVE),
                                Computation.updated_at < cutoff)
-                        .values(status="failed", reason=INTERNAL_FAILURE if routed else ROUTE_FAILED_STAGES,
+                        .values(status="failed", reason=JOB_LOST if routed else ROUTE_FAILED_STAGES,
                                 updated_at=utcnow())
                         .execution_options(synchronize_session=False))
                 if result.rowcount:

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from trips.core import i18n
 from trips.core.db import db, utcnow
 from trips.core.epochs import writing_trip
+from trips.core.i18n import N_
 from trips.models import Computation, Trip
 
 STRUCTURAL = ("route", "stages")
 ACTIVE = ("pending", "running")
 SETTLED = ("done", "failed", "superseded")
+# A failed computation's reason is stored as text; these are stored as their catalogue key and said in the reader's
+# language at read time (`said_reason`).
+JOB_LOST = N_("reason.job_lost")  # the reconciler's: no job was left to settle it (jobs/reconcile.py)
+KEYED_REASONS = frozenset({JOB_LOST})
+
+
+def said_reason(reason: str | None, locale: str | None) -> str | None:
+    """A stored reason in `locale`: a key of KEYED_REASONS in its catalogue words, any other text as stored."""
+    return i18n.t(reason, locale) if reason in KEYED_REASONS else reason
 
 
 def initialize(trip: Trip, names, generation: int) -> None:

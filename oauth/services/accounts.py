@@ -15,7 +15,7 @@ from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from marshmallow import RAISE, Schema, fields, validate
 
 from trips.core.redis_client import get_redis
-from oauth.services.mail import MailConfig, MailError, send_mail
+from oauth.services.mail import MailConfig, MailError, check_address, send_mail
 from oauth.kernel.models import AccessToken, AuthorizationCode, Grant, LoginLink, OAuthClient, RefreshToken, User
 from trips.core.db import utcnow
 from oauth.services.server import revoke_client_for_user
@@ -41,11 +41,16 @@ def mail_config() -> MailConfig:
 
 def checked_address(email, field: str = "email") -> str:
     """`email` normalised (trimmed, lower-cased). Raises Invalid naming `field` (never echoing the value) unless it
-    is one plain address of at most 254 characters."""
+    is one plain address of at most 254 characters that the mailer sends to (oauth/services/mail.py
+    `check_address`): callers check it before they count a mail against any budget."""
     address = normalize_email(email) if isinstance(email, str) else ""
     if len(address) > 254 or address.count("@") != 1 or not all(address.split("@")) \
             or any(c.isspace() or not c.isprintable() for c in address):
         raise Invalid({field: "must be an e-mail address"})
+    try:
+        check_address(address)
+    except ValueError:
+        raise Invalid({field: i18n.t("mail.undeliverable", i18n.current_locale())}) from None
     return address
 
 
@@ -249,10 +254,11 @@ def _spent(token: str) -> str:
 
 
 def confirm_email_change(token: str) -> User:
-    """Change the address: every token and unused code an agent (an OAuth client) holds for the account is revoked
-    first (an agent was allowed by the person at the old address), its grants stay (docs/RULES.md "OAuth grants":
-    the tokens carry the truth); then the old address is told. Raises NotFound (see `peek_email_change`; a
-    replayed link too) and Conflict (another account took the address meanwhile)."""
+    """Change the address: every token of the account is revoked first, its agents' (OAuth clients') and its
+    personal ones (`flask tokens issue`), and every unused code: all were given to the person at the old address
+    (README "Changing the e-mail address"). The agents' grants stay (docs/RULES.md "OAuth grants": the tokens carry
+    the truth); then the old address is told. Raises NotFound (see `peek_email_change`; a replayed link too) and
+    Conflict (another account took the address meanwhile)."""
     _, address = peek_email_change(token)
     try:
         with atomic(lock=f"email-change:{address}"):  # one change towards an address at a time
@@ -264,7 +270,7 @@ def confirm_email_change(token: str) -> User:
 
 
 def _change(token: str) -> tuple[User, str]:
-    """Inside the unit of work: the checks again, the link spent, the agents' tokens revoked, the address set.
+    """Inside the unit of work: the checks again, the link spent, every token revoked, the address set.
     Returns (the account, its old address)."""
     user, address = peek_email_change(token)
     if find_user(address) is not None:
@@ -274,8 +280,7 @@ def _change(token: str) -> tuple[User, str]:
         raise NotFound(EMAIL_CHANGE_INVALID)
     old, now = user.email, utcnow()
     for model in (AccessToken, RefreshToken):
-        db.session.execute(sa.update(model).where(model.user_id == user.id, model.client_id.is_not(None),
-                                                  model.revoked_at.is_(None))
+        db.session.execute(sa.update(model).where(model.user_id == user.id, model.revoked_at.is_(None))
                            .values(revoked_at=now).execution_options(synchronize_session=False))
     db.session.execute(sa.delete(AuthorizationCode).where(AuthorizationCode.user_id == user.id))
     user.email = address

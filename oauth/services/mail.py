@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import re
 import secrets
 import smtplib
 import ssl
@@ -26,7 +27,10 @@ log = logging.getLogger(__name__)
 TIMEOUT = 10
 DEFAULT_PORTS = {"smtp": 587, "smtps": 465}
 MAX_LINE = 998  # RFC 5321 line limit, CRLF excluded
-_ADDRESS_FORBIDDEN = set('<>()[],;:"\\')
+MAX_ADDRESS, MAX_LOCAL = 254, 64  # RFC 5321 §4.5.3.1: a path of 256 octets with its brackets; a local part of 64
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_DOT_STRING = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
 _URL_FORM = "BTP_MAIL_URL must look like smtp[s]://[user:password@]host[:port] (percent-encode special characters)"
 
 
@@ -82,11 +86,18 @@ def _has_control(value: str) -> bool:
 
 
 def check_address(to: str) -> str:
-    """A single bare ASCII address ``local@domain``; anything fancier raises ValueError."""
-    local, _, domain = to.rpartition("@")
+    """`to` when it is an address this mailer sends to, else ValueError: RFC 5321's Mailbox with a Dot-string local
+    part (§4.1.2: atoms of letters, digits and ``!#$%&'*+/=?^_`{|}~-`` joined by single dots, at most 64 characters,
+    §4.5.3.1.1) and a fully qualified domain name (§2.3.5: two labels or more, of letters, digits and inner hyphens,
+    at most 63 characters each, the last not all digits, RFC 3696 §2), 254 characters in all. Refused: a quoted
+    local part, an address literal (``x@[127.0.0.1]``: a relay would deliver wherever the asker says) and any
+    non-ASCII character, since the mailer never asks a relay for SMTPUTF8 (RFC 6531): an international domain is
+    written in its A-label (``xn--``) form."""
+    local, _, domain = to.rpartition("@") if isinstance(to, str) else ("", "", "")
+    labels = domain.split(".")
     if (
-        not to.isascii() or len(to) > 254 or _has_control(to) or any(c.isspace() for c in to)
-        or _ADDRESS_FORBIDDEN & set(to) or not local or "@" in local or not domain or domain[0] == "." or domain[-1] == "." or ".." in domain
+        not isinstance(to, str) or not to.isascii() or len(to) > MAX_ADDRESS or len(local) > MAX_LOCAL or not _DOT_STRING.fullmatch(local)
+        or len(labels) < 2 or not all(_LABEL.fullmatch(label) for label in labels) or labels[-1].isdigit()
         or parseaddr(to) != ("", to)
     ):
         raise ValueError("recipient must be a single plain e-mail address")

@@ -1,12 +1,14 @@
 """`flask users create EMAIL`, `flask tokens issue EMAIL --audience api|mcp --scope … [--ttl S]`,
 `flask tokens list EMAIL`, `flask tokens revoke ID` and `flask tokens revoke --all EMAIL`."""
 import click
+import sqlalchemy as sa
 from flask import current_app
 from flask.cli import AppGroup
 
-from oauth.kernel.tokens import (API_AUDIENCE, DEFAULT_TTL, audience_name, create_user, issue_token, personal_tokens,
-                          revoke_personal_token, revoke_personal_tokens, user_by_email_or_404)
-from trips.core.db import atomic
+from oauth.kernel.models import AccessToken
+from oauth.kernel.tokens import (API_AUDIENCE, DEFAULT_TTL, audience_name, create_user, hash_token, issue_token,
+                                 personal_tokens, revoke_personal_token, revoke_personal_tokens, user_by_email_or_404)
+from trips.core.db import atomic, db
 from trips.errors import DomainError, Invalid
 from trips.core.text import quote
 
@@ -35,9 +37,9 @@ def users_create(email):
 @click.argument("email")
 @click.option("--audience", type=click.Choice(["api", "mcp"]), required=True)
 @click.option("--scope", required=True, help='e.g. "trips:read trips:write"')
-@click.option("--ttl", type=int, default=DEFAULT_TTL, show_default=True, help="lifetime in seconds")
+@click.option("--ttl", type=int, default=DEFAULT_TTL, show_default=True, help="lifetime in seconds (one hour unless told)")
 def tokens_issue(email, audience, scope, ttl):
-    """Print a new bearer token for EMAIL on stdout (nothing else); its audience goes to stderr.
+    """Print a new bearer token for EMAIL on stdout (nothing else); its audience, then when it expires, go to stderr.
 
     An `mcp` token is for this configuration's MCP resource, {BTP_BASE_URL}/mcp: a server started with another
     BTP_BASE_URL (or, without one, another BTP_HOST or BTP_PORT) refuses it as issued for another audience."""
@@ -45,6 +47,8 @@ def tokens_issue(email, audience, scope, ttl):
     try:
         with atomic():
             token = issue_token(user_by_email_or_404(email), target, scope, ttl)
+            expires = db.session.scalar(sa.select(AccessToken.expires_at)
+                                        .where(AccessToken.token_hash == hash_token(token)))
     except DomainError as exc:
         _fail(exc)
     click.echo(token)
@@ -53,6 +57,7 @@ def tokens_issue(email, audience, scope, ttl):
                    "a server with another BTP_BASE_URL, or BTP_HOST/BTP_PORT, refuses it)", err=True)
     else:
         click.echo("audience: api (the REST API under /api of any server on this database)", err=True)
+    click.echo(f"expires: {_when(expires)} (UTC; --ttl SECONDS sets another lifetime)", err=True)
 
 
 def _when(value) -> str:

@@ -6,7 +6,8 @@ from rq.registry import FailedJobRegistry
 from trips.core.queue import get_queue
 from trips.core.redis_client import get_redis
 from jobs.reconcile import GRACE_S, live_claims, sweep
-from jobs.tasks import INTERNAL_FAILURE, ROUTE_FAILED_STAGES
+from jobs.tasks import ROUTE_FAILED_STAGES
+from trips.computations import JOB_LOST
 from trips.core.db import utcnow
 from tests.fakes.thirdparty import make_points
 from tests.trips.services.test_pipeline import post, reload, statuses
@@ -28,7 +29,22 @@ def test_computations_of_a_lost_job_are_failed_with_a_reason(app, ctx, client, r
     get_redis().flushdb()  # Redis restarted empty: the fetch job is gone
     assert sorted(run_sweep(now=utcnow() + LATER)) == [(trip_id, "route", 1), (trip_id, "stages", 1)]
     trip = reload(trip_id)
-    assert statuses(trip) == {"route": ("failed", INTERNAL_FAILURE), "stages": ("failed", ROUTE_FAILED_STAGES)}
+    assert statuses(trip) == {"route": ("failed", JOB_LOST), "stages": ("failed", ROUTE_FAILED_STAGES)}
+
+
+def test_a_lost_job_is_said_lost_in_the_reader_s_language(app, ctx, client, rider, fake_thirdparty):
+    # Not the generic "The computation failed": the rider (or the agent) learns that a retry is all it takes.
+    trip_id = new_trip(client, rider, fake_thirdparty)
+    get_redis().flushdb()
+    run_sweep(now=utcnow() + LATER)
+    said = {}
+    for locale in ("en", "fr"):
+        body = client.get(f"/api/trips/{trip_id}", headers={**rider[1], "Accept-Language": locale}).get_json()
+        said[locale] = {c["name"]: c["reason"] for c in body["computations"]}["route"]
+        assert body["status"] == "draft" and "analyze_trip" in body["nextAction"]
+    assert "job was lost" in said["en"] and "computation failed" not in said["en"]
+    assert "travail a été perdu" in said["fr"]
+    assert "job was lost" in body["nextAction"]  # the agent's next action says why, then to call analyze_trip
 
 
 def test_a_queued_job_keeps_its_computations(app, ctx, client, rider, fake_thirdparty):
@@ -54,7 +70,7 @@ def test_a_job_failed_without_its_callback_is_settled(app, ctx, client, rider, f
     FailedJobRegistry(queue=queue).add(job, ttl=3600, exc_string="Work-horse terminated unexpectedly")
     assert (trip_id, "route", 1) not in live_claims(get_redis(), queue)
     run_sweep(now=utcnow() + LATER)
-    assert statuses(reload(trip_id))["route"] == ("failed", INTERNAL_FAILURE)
+    assert statuses(reload(trip_id))["route"] == ("failed", JOB_LOST)
 
 
 def test_a_scheduled_retry_keeps_its_computations(app, ctx, client, rider, fake_thirdparty):

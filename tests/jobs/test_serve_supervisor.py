@@ -76,6 +76,16 @@ def bearer(env: dict) -> dict:
     return {"Authorization": f"Bearer {token}"}
 
 
+def test_serve_says_its_steps_then_the_urls_once_gunicorn_answers(served, tmp_path):
+    serve, url, _, _ = served
+    log = tmp_path / "serve.log"
+    wait_for(lambda: "BTP is serving on " in log.read_text(errors="replace"), timeout=30)
+    said = [line for line in log.read_text(errors="replace").splitlines() if line.startswith(("==> ", "BTP is"))]
+    assert [line.split(" (")[0].split(" on ")[0] for line in said] == [
+        "==> Starting the embedded Redis", "==> Migrating the database", "==> Starting gunicorn", "BTP is serving"]
+    assert said[-1].startswith(f"BTP is serving on {url}")
+
+
 def test_a_killed_worker_is_replaced_and_its_job_done(served, fake_thirdparty):
     serve, url, env, ready = served
     headers = bearer(env)

@@ -245,3 +245,20 @@ def test_a_session_is_saved_only_when_read_changed_or_holding_something(app, cli
     cookie = out.headers.get("Set-Cookie", "")  # emptied: the cookie is removed (expired) or replaced
     assert "session=" in cookie
     assert client.get("/account").status_code == 302
+
+
+@pytest.mark.parametrize("locale, said", [
+    ("en", "expires on 7 Jun 2027 at 2:05\u202fPM UTC"), ("fr", "expire le 7 juin 2027 à 14:05 UTC"),
+])
+def test_the_account_page_says_when_a_token_expires_date_and_time(app, client, ctx, locale, said):
+    # The page cannot know the browser's time zone (no script runs under its Content-Security-Policy): it names UTC.
+    from datetime import datetime
+
+    sign_in(app, client)
+    owner = db.session.scalar(sa.select(User).where(User.email == "rider@example.org"))
+    token = make_token(owner)
+    with atomic():
+        db.session.execute(sa.update(AccessToken).where(AccessToken.prefix == token[:11])
+                           .values(expires_at=datetime(2027, 6, 7, 14, 5, 30)))
+    page = client.get("/account", headers={"Accept-Language": locale}).get_data(as_text=True)
+    assert said in page, re.findall(r"<p class=\"muted\">[^<]*", page)

@@ -141,11 +141,25 @@ def test_unwritable_outbox_is_mail_error(tmp_path):
     "ada@example.org, eve@evil.example", "ada@example.org;eve@evil.example", '"eve@evil"@example.org',
     "ada@example.org (eve@evil.example)", "ada", "@example.org", "ada@", "ada@@example.org", "ada @example.org",
     "ådä@example.org", "",
+    # what this mailer does not send to (check_address): an address literal, SMTPUTF8, a quoted or dotted-wrong
+    # local part, a domain that is no fully qualified name
+    "x@[127.0.0.1]", "x@[IPv6:::1]", "é@ü.test", "a@ü.test", '"x"@example.org', "x@127.0.0.1", "x@localhost",
+    ".x@example.org", "x.@example.org", "x..y@example.org", "x@-a.example", "x@a-.example", "x@a_b.example",
+    "x@example..org", "x@example.org.", "x" * 65 + "@example.org", "x@" + "a" * 64 + ".example",
+    "x@" + ("a" * 60 + ".") * 4 + "example.org",
 ])
 def test_bad_recipients_refused(tmp_path, to):
     with pytest.raises(ValueError):
         send_mail(MailConfig(None, tmp_path / "out", SENDER), to, "hi", "body\n")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("to", ["o'brien+trips@example.org", "a{b}|c@example.org", "x@xn--bcher-kva.example",
+                                "x@a.b.c1", "x" * 64 + "@" + "a" * 63 + ".example"])
+def test_plain_recipients_of_every_shape_are_sent_to(tmp_path, to):
+    send_mail(MailConfig(None, tmp_path / "out", SENDER), to, "hi", "body\n")
+    (sent,) = (tmp_path / "out").iterdir()
+    assert BytesParser(policy=policy.default).parsebytes(sent.read_bytes())["To"] == to
 
 
 @pytest.mark.parametrize("subject", ["hi\r\nBcc: eve@evil.example", "hi\nthere", "hi\rthere", "a\x00b"])

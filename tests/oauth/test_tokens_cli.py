@@ -113,3 +113,16 @@ def test_revoke_wants_exactly_one_target(runner, args):
 def test_a_hostile_id_is_not_echoed_in_full(runner):
     result = runner.invoke(args=["tokens", "revoke", "\u202e" + "x" * 5000])
     assert result.exit_code == 1 and "\u202e" not in result.output and len(result.output) < 200
+
+
+def test_issue_says_when_the_token_expires_on_stderr(runner):
+    make_user("ada@example.org")
+    before = utcnow().replace(microsecond=0)
+    result = runner.invoke(args=["tokens", "issue", "ada@example.org", "--audience", "api", "--scope", "trips:read"])
+    assert result.exit_code == 0 and result.stdout.strip().startswith("btp_at_")  # stdout: the token alone
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("expires: ")]
+    expires = datetime.fromisoformat(line.split()[1].removesuffix("Z"))
+    assert timedelta(seconds=3599) <= expires - before <= timedelta(seconds=3602)  # one hour unless --ttl says
+    longer = runner.invoke(args=["tokens", "issue", "ada@example.org", "--audience", "api", "--scope", "trips:read",
+                                 "--ttl", "86400"])
+    assert "expires: " in longer.stderr and "expires: " not in longer.stdout

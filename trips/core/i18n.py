@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import gettext
 import logging
+from datetime import timezone
 from functools import lru_cache
 from pathlib import Path
 
 from babel import Locale, negotiate_locale
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
-from babel.dates import format_date
+from babel.dates import format_date, format_time
 from babel.messages.plurals import get_plural
 from babel.numbers import format_decimal
 from flask import after_this_request, g, has_request_context, request
@@ -175,6 +176,13 @@ def date(value, locale: str | None) -> str:
     return format_date(value, "d MMM y", locale=normalize(locale) or DEFAULT)
 
 
+def clock(value, locale: str | None) -> str:
+    """The time of day of a naive UTC datetime (as BTP stores them) as `locale` writes it, in UTC: "2:05 PM" /
+    "14:05". The pages name the zone: no script runs under their Content-Security-Policy to learn the browser's."""
+    return format_time(value.replace(tzinfo=timezone.utc), "short", tzinfo=timezone.utc,
+                       locale=normalize(locale) or DEFAULT)
+
+
 def number(value, locale: str, digits: int = 1) -> str:
     """A number as `locale` writes it, at most `digits` decimals, trailing zeros dropped: 1.5 → "1.5" / "1,5",
     1200 → "1,200" / "1 200" (fr groups with a narrow no-break space, CLDR)."""
@@ -210,7 +218,7 @@ def account_locale(resolver) -> None:
 
 def register(app) -> None:
     """Give every template the reader's words: `t(key, **params)`, `tn(key, count, **params)`, `num(value,
-    digits)`, `date(value)`, `osm(tag, value)` (`osm_word`), `error_words(status)` and `lang`, all in
+    digits)`, `date(value)`, `clock(value)`, `osm(tag, value)` (`osm_word`), `error_words(status)` and `lang`, all in
     `current_locale()` (the share page's pinned owner's included)."""
 
     @app.context_processor
@@ -219,7 +227,7 @@ def register(app) -> None:
         return {"lang": locale, "t": lambda key, **params: t(key, locale, **params),
                 "tn": lambda key, count, **params: tn(key, count, locale, **params),
                 "num": lambda value, digits=1: number(value, locale, digits),
-                "date": lambda value: date(value, locale),
+                "date": lambda value: date(value, locale), "clock": lambda value: clock(value, locale),
                 "osm": lambda tag, value: osm_word(tag, value, locale), "error_words": error_words}
 
 

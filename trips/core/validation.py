@@ -1,7 +1,10 @@
-"""Loading a request's data with a marshmallow schema: every bad field named, nothing unstorable let through."""
+"""Loading a request's data with a marshmallow schema: every bad field named, nothing unstorable let through, a
+number only where the document says number (`Number`, `Whole`; `FromText` for forms and query strings)."""
 from __future__ import annotations
 
-from marshmallow import Schema, ValidationError
+import numbers
+
+from marshmallow import Schema, ValidationError, fields, pre_load
 
 from trips.core import jsonio
 from trips.core.text import bounded
@@ -31,3 +34,42 @@ def flatten(messages, prefix: str = "") -> dict[str, str]:
         else:
             out[name or "body"] = " ".join(value) if isinstance(value, list) else str(value)
     return out
+
+
+class Number(fields.Float):
+    """A number (a JSON number; a Python caller's numpy scalar too), never a string that reads as one: marshmallow's
+    Float would take "45.5", which the OpenAPI document and the tools' schemas call a number. Booleans are refused as
+    Float refuses them."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class Whole(fields.Integer):
+    """A JSON integer, never a string of digits nor a float (marshmallow's Integer, strict)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+
+class FromText(Schema):
+    """A schema whose values come as text (a form, a query string): a `Number` or `Whole` field reads its value from
+    the digits (" 8 " is 8, "1.5" is 1.5); text that is no number is left for the field to refuse by name."""
+
+    @pre_load
+    def _numbers_from_text(self, data, **_):
+        if not isinstance(data, dict):
+            return data
+        kinds = {field.data_key or name: float if isinstance(field, Number) else int
+                 for name, field in self.fields.items() if isinstance(field, (Number, fields.Integer))}
+        return {key: _read(kinds[key], value) if key in kinds and isinstance(value, str) else value
+                for key, value in data.items()}
+
+
+def _read(kind, text: str):
+    try:
+        return kind(text)
+    except (ValueError, OverflowError):
+        return text

@@ -47,7 +47,7 @@ def next_action(trip: Trip) -> str | None:
     """What an agent should do now: wait, retry a failure (with its reason), or nothing (None)."""
     if partial(trip):
         return "The trip is still being worked out: ask again in a few seconds."
-    failed = {c.name: c.reason for c in trip.computations if c.status == "failed"}
+    failed = {c.name: computations.said_reason(c.reason, "en") for c in trip.computations if c.status == "failed"}
     if "route" in failed:
         fixes = POINT_FIXES if trip.source_points is not None else ROUTE_FIXES
         return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{fixes}"
@@ -145,7 +145,7 @@ def waypoints(trip: Trip) -> list[dict] | None:
 
 
 def trip_detail(trip: Trip) -> dict:
-    stages = list(trip.stages)
+    stages, locale = list(trip.stages), i18n.current_locale()
     return {
         "id": trip.id, **settings(trip), "waypoints": waypoints(trip), "routing": routing(trip),
         "status": trip.status,
@@ -153,7 +153,8 @@ def trip_detail(trip: Trip) -> dict:
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": total_distance(trip, stages),
         **elevation_totals(stages),
-        "computations": [{"name": c.name, "status": c.status, "reason": c.reason} for c in trip.computations],
+        "computations": [{"name": c.name, "status": c.status, "reason": computations.said_reason(c.reason, locale)}
+                         for c in trip.computations],
         "categoryStatus": registry.category_statuses(trip),
         "stages": [stage_summary(trip, s) for s in stages],
         "createdAt": _iso(trip.created_at) + "Z", "updatedAt": _iso(trip.updated_at) + "Z",

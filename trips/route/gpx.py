@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from lxml import etree
 
+from trips.core import i18n
 from trips.route.gpx_fast import BOMS, XML_DECL_ENCODING, Reader
 from trips.route.gpx_points import (DOCTYPE, INVALID, NO_POINTS, Collector, GpxError, local_name, prune,
                                     take_open_segment)
@@ -18,6 +19,12 @@ from trips.route.gpx_points import (DOCTYPE, INVALID, NO_POINTS, Collector, GpxE
 __all__ = ["MAX_BYTES", "GpxError", "ParsedRoute", "parse_gpx"]
 
 MAX_BYTES = 30 * 1024 * 1024
+# libxml2 holds one text (a comment, a CDATA section, a text node, an attribute value) to 10 000 000 bytes, counted
+# with what is fed beside it (a chunk): 9 MiB is what always fits. Over it, the file is refused for its size.
+MAX_TEXT_BYTES = 9 * 1024 * 1024
+# What libxml2 says when a text is over its limit (pinned by tests/trips/route/test_gpx.py, kind by kind).
+_TOO_LARGE_SAID = ("too big found", "text node too long", "buffer size limit", "attvalue length too long",
+                   "huge input lookup")
 _CHUNK_BYTES = 256 * 1024
 _HEAD_BYTES = 1024
 # Elements with events. Track points are read in bulk from their <trkseg> after each chunk, then finished
@@ -133,7 +140,8 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
     has one, else the first `<name>` of the first `<trk>`,
     before any track point, stripped and cut at 255 characters; None when absent or empty.
 
-    Raises GpxError when the document is larger than `max_bytes`, has a DOCTYPE, is empty, not XML, not
+    Raises GpxError when the document is larger than `max_bytes` or holds a text larger than MAX_TEXT_BYTES (as
+    libxml2 counts it), has a DOCTYPE, is empty, not XML, not
     well-formed or not a `<gpx>` document, has no track point, or has a track point whose latitude or
     longitude is missing, not a finite number or out of range (or whose elevation is not a number).
     Raises TypeError when `source` is neither bytes nor a binary file-like object.
@@ -146,8 +154,9 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
     collector = Collector(split_tracks)
     reader = Reader(parser, collector)
     tail, seen = b"", 0
+    blocks = _blocks(source, max_bytes)
     try:
-        for chunk in _blocks(source, max_bytes):
+        for chunk in blocks:
             _check_chunk(chunk, seen == 0, reader.root is None, tail)
             reader.feed(chunk)
             seen += len(chunk)
@@ -163,8 +172,13 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
         reader.feed(b"", final=True)
         reader.drain()
         root = parser.close()
-    except etree.ParseError:
-        raise GpxError(INVALID) from None
+    except etree.ParseError as exc:
+        if not _over_the_text_limit(exc):
+            raise GpxError(INVALID) from None
+        for _ in blocks:  # a file over its own limit is refused for that first (raises GpxError)
+            pass
+        raise GpxError(i18n.t("gpx.text_too_large", i18n.current_locale(),
+                              megabytes=i18n.number(MAX_TEXT_BYTES / (1024 * 1024), i18n.current_locale()))) from None
     if root.getroottree().docinfo.doctype:
         raise GpxError(DOCTYPE)
     if local_name(root) != "gpx":
@@ -173,6 +187,12 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
     if not tracks:
         raise GpxError(NO_POINTS)
     return ParsedRoute(title=collector.document_name or collector.title, tracks=tracks)
+
+
+def _over_the_text_limit(exc: etree.ParseError) -> bool:
+    """True when libxml2 refused a text for its size (nesting too deep is no size: it stays INVALID)."""
+    said = str(exc).lower()
+    return "depth" not in said and any(words in said for words in _TOO_LARGE_SAID)
 
 
 def _check_chunk(chunk: bytes, first: bool, in_prolog: bool, tail: bytes) -> None:

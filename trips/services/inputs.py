@@ -5,6 +5,7 @@ from datetime import date
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates, validates_schema
 
+from trips.core.validation import FromText, Number, Whole
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
 from trips.core import i18n
@@ -28,16 +29,16 @@ class _Settings(Schema):
     title = fields.String(data_key="title", allow_none=True, validate=validate.Length(max=255))
     start_date = fields.Date(data_key="startDate", allow_none=True)
     end_date = fields.Date(data_key="endDate", allow_none=True)
-    fatigue_factor = fields.Float(data_key="fatigueFactor", validate=validate.Range(0.5, 1.0), allow_nan=False)
-    elevation_penalty = fields.Float(
+    fatigue_factor = Number(data_key="fatigueFactor", validate=validate.Range(0.5, 1.0), allow_nan=False)
+    elevation_penalty = Number(
         data_key="elevationPenalty", validate=validate.Range(min=0, min_inclusive=False, max=10000), allow_nan=False
     )
     ebike_mode = fields.Boolean(data_key="ebikeMode")
-    departure_hour = fields.Integer(data_key="departureHour", strict=True, validate=validate.Range(0, 23))
-    max_distance_per_day = fields.Float(
+    departure_hour = Whole(data_key="departureHour", validate=validate.Range(0, 23))
+    max_distance_per_day = Number(
         data_key="maxDistancePerDay", validate=validate.Range(30, MAX_DAY_KM), allow_nan=False
     )
-    average_speed = fields.Float(data_key="averageSpeed", validate=validate.Range(5, 50), allow_nan=False)
+    average_speed = Number(data_key="averageSpeed", validate=validate.Range(5, 50), allow_nan=False)
     enabled_accommodation_types = fields.List(
         fields.String(validate=validate.OneOf(ACCOMMODATION_TYPES)),
         data_key="enabledAccommodationTypes", validate=validate.Length(min=1, max=len(ACCOMMODATION_TYPES)),
@@ -57,8 +58,8 @@ class WaypointIn(Schema):
     class Meta:
         unknown = RAISE
 
-    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+    lat = Number(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = Number(required=True, validate=validate.Range(-180, 180), allow_nan=False)
 
 
 class TripCreate(_Settings):
@@ -92,19 +93,19 @@ class TripUpdate(_Settings):
     """Settings of an existing trip. The route cannot change: a new route is a new trip."""
 
 
-class GpxUploadSettings(_Settings):
-    """The optional form fields that come with a GPX upload (strings, as multipart sends them)."""
-
-    # A form field is text: "8" is the hour 8 here (the JSON schemas keep refusing the string "8").
-    departure_hour = fields.Integer(data_key="departureHour", validate=validate.Range(0, 23))
+class GpxUploadSettings(FromText, _Settings):
+    """The optional form fields that come with a GPX upload (text, as multipart sends them: "8" is the hour 8 here,
+    while the JSON schemas refuse the string "8")."""
 
 
-class TripListQuery(Schema):
+class TripListQuery(FromText):
+    """GET /api/trips's query string (text), and list_trips' arguments."""
+
     class Meta:
         unknown = RAISE
 
-    page = fields.Integer(load_default=1, validate=validate.Range(1, 100000))
-    items_per_page = fields.Integer(data_key="itemsPerPage", load_default=20, validate=validate.Range(1, 30))
+    page = Whole(load_default=1, validate=validate.Range(1, 100000))
+    items_per_page = Whole(data_key="itemsPerPage", load_default=20, validate=validate.Range(1, 30))
     title = fields.String(validate=validate.Length(max=255))
     start_date = fields.Date(data_key="startDate")
     end_date = fields.Date(data_key="endDate")
@@ -125,9 +126,9 @@ class PointIn(Schema):
     class Meta:
         unknown = RAISE
 
-    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
-    ele = fields.Float(load_default=None, validate=validate.Range(-500, 9000), allow_nan=False)
+    lat = Number(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = Number(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+    ele = Number(load_default=None, validate=validate.Range(-500, 9000), allow_nan=False)
 
 
 class StageAdd(Schema):
@@ -136,7 +137,7 @@ class StageAdd(Schema):
 
     start_point = fields.Nested(PointIn, data_key="startPoint", required=True)
     end_point = fields.Nested(PointIn, data_key="endPoint", required=True)
-    position = fields.Integer(strict=True, validate=validate.Range(min=0))
+    position = Whole(validate=validate.Range(min=0))
     label = fields.String(allow_none=True, validate=validate.Length(max=255))
 
 
@@ -149,7 +150,7 @@ class StageUpdate(Schema):
     start_point = fields.Nested(PointIn, data_key="startPoint")
     end_point = fields.Nested(PointIn, data_key="endPoint")
     label = fields.String(allow_none=True, validate=validate.Length(max=255))
-    distance = fields.Float(validate=validate.Range(min=0, min_inclusive=False, max=1000), allow_nan=False)
+    distance = Number(validate=validate.Range(min=0, min_inclusive=False, max=1000), allow_nan=False)
 
     @validates_schema
     def _one_mode(self, data, **_):
@@ -163,7 +164,7 @@ class StageMove(Schema):
     class Meta:
         unknown = RAISE
 
-    to_index = fields.Integer(data_key="toIndex", required=True, strict=True)
+    to_index = Whole(data_key="toIndex", required=True)
 
 
 class AccommodationChoice(Schema):
@@ -172,8 +173,8 @@ class AccommodationChoice(Schema):
     class Meta:
         unknown = RAISE
 
-    lat = fields.Float(required=True, allow_none=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, allow_none=True, validate=validate.Range(-180, 180), allow_nan=False)
+    lat = Number(required=True, allow_none=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = Number(required=True, allow_none=True, validate=validate.Range(-180, 180), allow_nan=False)
 
     @validates_schema
     def _both_or_neither(self, data, **_):
@@ -187,6 +188,6 @@ class AccommodationScan(Schema):
     class Meta:
         unknown = RAISE
 
-    radius_km = fields.Float(data_key="radiusKm", load_default=DEFAULT_RADIUS_KM, allow_nan=False,
+    radius_km = Number(data_key="radiusKm", load_default=DEFAULT_RADIUS_KM, allow_nan=False,
                              validate=validate.Range(MIN_RADIUS_KM, MAX_RADIUS_KM))
     stage_id = fields.String(data_key="stageId", validate=validate.Length(min=1, max=36))

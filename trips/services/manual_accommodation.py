@@ -13,7 +13,7 @@ from trips.guards import Precondition
 from trips.models import Stage, Trip
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line
 from trips.services import day_points, lodging_road
-from trips.core.validation import load
+from trips.core.validation import Number, load
 from trips.services.stages import find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"
@@ -25,8 +25,8 @@ class LodgingPoint(Schema):
     class Meta:
         unknown = RAISE
 
-    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+    lat = Number(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = Number(required=True, validate=validate.Range(-180, 180), allow_nan=False)
 
 
 class ManualAccommodation(Schema):
@@ -39,7 +39,7 @@ class ManualAccommodation(Schema):
     name = fields.String(required=True, validate=[validate.Length(min=1, max=120),
                                                   validate.Regexp(r"\S", error="must not be blank")])
     point = fields.Nested(LodgingPoint, required=True)
-    price = fields.Float(load_default=None, allow_none=True, allow_nan=False,
+    price = Number(load_default=None, allow_none=True, allow_nan=False,
                          validate=validate.Range(0, MAX_PRICE),
                          metadata={"description": "€ for the night; absent or null: unknown."})
     phone = fields.String(validate=validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error="must be a phone number"))

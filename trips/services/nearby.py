@@ -5,7 +5,7 @@ found never reads as "there is none" where BTP has no map (docs/RULES.md "Map co
 """
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, fields, validate
+from marshmallow import RAISE, fields, validate
 
 from oauth.kernel.models import User
 from trips.core.db import db
@@ -15,7 +15,7 @@ from trips.guards import load_owned_trip
 from trips.osm import geometry as G
 from trips.osm import queries as Q
 from trips.osm.tags import KINDS
-from trips.core.validation import load
+from trips.core.validation import FromText, Number, Whole, load
 
 DEFAULT_RADIUS_M, MIN_RADIUS_M, MAX_RADIUS_M = 2000, 50, 20_000
 DEFAULT_LIMIT, MAX_LIMIT = 20, Q.MAX_MATCHES
@@ -24,18 +24,18 @@ _CONTACT = (("openingHours", ("opening_hours",)), ("phone", ("phone", "contact:p
             ("website", ("website", "contact:website", "url")))
 
 
-class NearbyQuery(Schema):
+class NearbyQuery(FromText):
     """GET /api/trips/{id}/nearby-pois: the category, the fix, how far and how many."""
 
     class Meta:
         unknown = RAISE
 
     category = fields.String(required=True, validate=validate.OneOf(KINDS))
-    lat = fields.Float(required=True, validate=validate.Range(-90, 90), allow_nan=False)
-    lon = fields.Float(required=True, validate=validate.Range(-180, 180), allow_nan=False)
-    radius = fields.Integer(load_default=DEFAULT_RADIUS_M, validate=validate.Range(MIN_RADIUS_M, MAX_RADIUS_M),
+    lat = Number(required=True, validate=validate.Range(-90, 90), allow_nan=False)
+    lon = Number(required=True, validate=validate.Range(-180, 180), allow_nan=False)
+    radius = Whole(load_default=DEFAULT_RADIUS_M, validate=validate.Range(MIN_RADIUS_M, MAX_RADIUS_M),
                             metadata={"description": "Metres around the fix (2000)."})
-    limit = fields.Integer(load_default=DEFAULT_LIMIT, validate=validate.Range(1, MAX_LIMIT),
+    limit = Whole(load_default=DEFAULT_LIMIT, validate=validate.Range(1, MAX_LIMIT),
                            metadata={"description": "How many places at most, nearest first (20)."})
 
 

@@ -127,3 +127,25 @@ def test_cli_import(app, ctx, tmp_path):
     assert count_trips() == 1
     nobody = app.test_cli_runner().invoke(args=["trips", "import", "nobody@example.org", str(path)])
     assert nobody.exit_code != 0 and "No account" in nobody.output
+
+
+def test_a_huge_text_in_a_gpx_gets_the_size_refusal(client, rider):
+    # A 32 MB GPX (under the request's 32 MiB) whose one comment holds 10 MB: refused for the file's size; the same
+    # comment in a 20 MB file, for the text's, in the reader's language. Nothing is written either way.
+    _, headers = rider
+    point = b'<trkpt lat="45.1" lon="5.1"><ele>100</ele></trkpt>'
+
+    def file_of(size: int) -> bytes:
+        head = b'<gpx version="1.1" creator="t"><!--' + b"a" * 10_000_000 + b"--><trk><trkseg>"
+        tail = b"</trkseg></trk></gpx>"
+        return head + point * ((size - len(head) - len(tail)) // len(point)) + tail
+
+    before = count_trips()
+    big = upload(client, headers, file_of(32 * 1000 * 1000))
+    assert big.status_code == 422 and big.get_json()["errors"] == {
+        "gpxFile": "The GPX file is larger than the 30 MB limit."}
+    french = upload(client, {**headers, "Accept-Language": "fr"}, file_of(20 * 1000 * 1000))
+    assert french.status_code == 422 and french.get_json()["errors"]["gpxFile"] == (
+        "Un texte du fichier GPX (un commentaire, une description, un attribut…) dépasse à lui seul la limite de "
+        "9\u00a0Mo.")
+    assert count_trips() == before

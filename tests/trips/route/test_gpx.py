@@ -526,3 +526,52 @@ def test_many_segments_cost_linear_time(points_per_segment, monkeypatch):
     assert scanned[0] <= 4 * len(data)
     lxml_only(monkeypatch)
     assert same(parse_gpx(data).points, route.points)
+
+
+TEXT_REFUSAL = "A single text in the GPX file (a comment, a description, an attribute…) is larger than the 9 MB limit."
+HEAD = b'<?xml version="1.0"?><gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1">'
+POINTS = b'<trkpt lat="45.1" lon="5.1"><ele>100</ele></trkpt>' * 2000
+
+
+def with_text(kind: str, size: int) -> bytes:
+    """A valid GPX holding one text of `size` bytes: a comment, a processing instruction, a CDATA section, a
+    description or an attribute value (in an extension), before, inside or after the track."""
+    text = b"a" * size
+    big = {"comment": b"<!--" + text + b"-->", "pi": b"<?note " + text + b"?>",
+           "cdata": b"<desc><![CDATA[" + text + b"]]></desc>", "desc": b"<desc>" + text + b"</desc>",
+           "attribute": b'<extensions><x:e xmlns:x="urn:x" v="' + text + b'"/></extensions>'}[kind]
+    track = b"<trk><trkseg>" + POINTS + b'<trkpt lat="45.2" lon="5.2">' + (big if kind in ("desc", "attribute")
+                                                                             else b"") + b"</trkpt>"
+    return HEAD + (big if kind not in ("desc", "attribute") else b"") + track + POINTS + b"</trkseg></trk></gpx>"
+
+
+@pytest.mark.parametrize("kind", ["comment", "pi", "cdata", "desc", "attribute"])
+def test_a_text_over_libxml2_s_limit_gets_the_size_refusal(kind):
+    # libxml2 keeps its size limits (docs/RULES.md "GPX parsing"): a text over them is refused for its size, naming
+    # the limit, never as "not a valid GPX document"; a text within it is read.
+    data = with_text(kind, 10_000_001)
+    assert refused(data) == TEXT_REFUSAL
+    assert refused(io.BytesIO(data)) == TEXT_REFUSAL
+    assert parse_gpx(with_text(kind, 9 * 1024 * 1024)).points.shape == (4001, 3)
+
+
+class TextThenPadding(Padding):
+    """A stream: the GPX head, a comment of `text` bytes, then waypoints up to `size` bytes."""
+
+    def __init__(self, size: int, text: int):
+        super().__init__(size)
+        self.head = HEAD + b"<!--" + b"a" * text + b"-->"
+
+
+def test_a_file_over_the_limit_is_refused_for_the_file_s_size_whatever_text_it_holds():
+    # A 32 MB upload whose 10 MB comment trips the parser first: the file's limit is the one to name.
+    stream = TextThenPadding(32 * 1000 * 1000, 10 * 1000 * 1000)
+    assert refused(stream) == "The GPX file is larger than the 30 MB limit."
+    assert stream.served <= MAX_BYTES + 1024 * 1024  # read to the limit, not to the end
+    assert refused(TextThenPadding(20 * 1000 * 1000, 10 * 1000 * 1000)) == TEXT_REFUSAL
+
+
+@pytest.mark.parametrize("data", [b"<gpx><!-- never closed", b"<gpx><![CDATA[ never closed", b"<gpx><?pi never",
+                                  HEAD + b"<a>" * 300 + b"</a>" * 300 + b"</gpx>"])
+def test_a_short_or_deep_document_is_not_called_too_large(data):
+    assert refused(data) == INVALID
