@@ -121,14 +121,14 @@ def require_api_scope(scope: str):
 
 
 def _unauthorized(exc: Unauthorized):
-    response = problem(401, "Unauthorized", exc.reason or NO_TOKEN)
+    response = problem(401, exc.reason or NO_TOKEN)
     response.headers["WWW-Authenticate"] = 'Bearer realm="btp"' if exc.reason is None else \
         f'Bearer realm="btp", error="invalid_token", error_description="{challenge_text(exc.reason)}"'
     return response
 
 
 def _insufficient_scope(exc: InsufficientScope):
-    response = problem(403, "Forbidden", f"This token lacks the scope {exc.scope}.")
+    response = problem(403, f"This token lacks the scope {exc.scope}.")
     response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{exc.scope}"'
     return response
 

@@ -1,35 +1,28 @@
-"""The reader's language (docs/RULES.md "Rendering at read time"): a read's locale, the alert catalogues,
-and locale-aware numbers and country names, all from Babel.
+"""The reader's language (docs/RULES.md "Rendering at read time"): a read's locale, the catalogues, and numbers,
+dates and country names the locale's way, all from Babel.
 
-Catalogues: `translations/<locale>/LC_MESSAGES/alerts.po` are the sources (in the repo); `make` compiles them to
-`.mo` (gitignored). One message per alert code, keyed `alert.<code>` (see `message_key`): the English text is
-the en catalogue's msgstr, so rewording an English template never orphans its French translation, and
-completeness is a set comparison of codes (tests/trips/core/test_i18n.py). A second domain, `pages.po`, holds the words of
-every page and e-mail a person sees (sign-in, consent, the account, the errors, the share page, the sign-in
-mail) and of the read models (the weather words), read through `t`, and through `tn` for an entry with plural
-forms (`msgid_plural`: the form of a count is chosen by the language's gettext Plural-Forms, which
-tests/trips/core/test_i18n.py holds to the catalogue's header), with the same fallbacks. `register` gives every template
-`t`, `tn`, `num`, `date`, `osm` and `lang`. The keys are extracted by pybabel (babel.cfg, `make messages`): the
-first argument of `t`, `tn` and `N_` (a key named where it is not yet rendered); the keys made from data are
-listed in trips/readmodels/words.py. A `.mo` that is missing or older than its
-`.po` (a checkout where `make` has not run yet) is replaced by the `.po` read in memory, with a warning: the
-text shown is the source's, never a stale compile.
+Catalogues (`translations/<locale>/LC_MESSAGES/<domain>.po`, compiled by `make`), one per surface: `alerts` (one
+entry per alert code, `template`), `pages` (the pages and e-mails), `messages` (what REST and MCP both say:
+refusals, field messages, nextAction, the read models' words), `mcp` (what only MCP says: tool answers, argument
+refusals, digest lines) and `api` (what only REST says: problem titles, the HTTP layer's refusals). The last four
+are keyed (the msgid is a key, the English text the en msgstr) and share one key space: `say` renders a Msg (a key
+and values, trips/errors.py) from whichever holds the key; `t` and `tn` are `say` of a key. A missing or stale
+`.mo` is replaced by its `.po`, with a warning. tests/trips/core/test_catalogues.py holds the catalogues whole.
 
-App-wide infrastructure (trips/core): the account pages (oauth/) and every reader use it.
-
-Resolution (`current_locale`): a locale pinned for this request (the share page pins the trip owner's), else
-the signed-in account's (REST and MCP: g.principal; the pages: the session's account, through the resolver
-oauth's web edge registers with `account_locale`), else (not on /mcp) the request's Accept-Language negotiated
-among LOCALES (the answer then varies on it, RFC 9110 §12.5.5), else English.
+Resolution (`current_locale`): a locale pinned for this request (the share page: its owner's), else the account's
+(REST and MCP: g.principal; the pages: the session's, through `account_locale`), else (not on /mcp) the request's
+Accept-Language (`accepted`: q-values, q=0 refused; the answer then varies on it), else English.
 """
 from __future__ import annotations
 
 import gettext
 import logging
+import string
+from datetime import date as Date
 from functools import lru_cache
 from pathlib import Path
 
-from babel import Locale, negotiate_locale
+from babel import Locale
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 from babel.dates import format_date
@@ -37,12 +30,18 @@ from babel.messages.plurals import get_plural
 from babel.numbers import format_decimal
 from flask import after_this_request, g, has_request_context, request
 
+from trips.errors import Msg, Plural
+
 log = logging.getLogger(__name__)
 
 LOCALES = ("en", "fr")
 DEFAULT = "en"
 DOMAIN = "alerts"
-PAGES = "pages"  # the words of the pages: `t`
+PAGES = "pages"  # the words of the pages and e-mails
+MESSAGES = "messages"  # what REST and MCP both say: refusals, field messages, nextAction, the read models' words
+MCP = "mcp"  # what only MCP says: tool answers, argument refusals, digest lines
+API = "api"  # what only REST says: problem titles and the HTTP layer's refusals
+KEYED = (PAGES, MESSAGES, MCP, API)  # one key space: `t`, `tn` and `say` find a key in whichever holds it
 TRANSLATIONS = Path(__file__).resolve().parents[2] / "translations"
 _PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
 _MACHINE = ("/api/", "/mcp", "/.well-known/")  # answered for a token's principal, never a session's account
@@ -112,29 +111,71 @@ def pick(forms: tuple[str, ...], locale: str, count) -> str:
     return forms[min(plural_index(locale, count), len(forms) - 1)]
 
 
+@lru_cache(maxsize=4 * len(LOCALES))
+def keyed(locale: str) -> dict[str, str | tuple[str, ...]]:
+    """{key: text} of every keyed catalogue of `locale` (KEYED): a key is in one of them only (a test holds it)."""
+    merged: dict = {}
+    for domain in KEYED:
+        merged.update(messages(locale, domain))
+    return merged
+
+
+def say(text: Msg | str, locale: str | None) -> str:
+    """`text` (a Msg, or a bare key) in `locale`: its entry in the keyed catalogues (KEYED), English when the locale
+    lacks it, the key itself when neither has it (a test keeps that from shipping). A Plural takes the form of its
+    count by the language's gettext Plural-Forms ({count} is filled with it unless a value gives it). The {fields}
+    are filled (str.format) with the values written the reader's way (see `said`) when there are values."""
+    text = text if isinstance(text, Msg) else Msg(text)
+    chosen = normalize(locale) or DEFAULT
+    found, lang = None, chosen
+    for lang in dict.fromkeys((chosen, DEFAULT)):
+        found = keyed(lang).get(text.key)
+        if found is not None and (text.count is None or isinstance(found, tuple)):
+            break
+    else:
+        found = None
+    values = text.values
+    if text.count is not None:
+        found = pick(found, lang, text.count) if isinstance(found, tuple) else (found or text.key)
+        values = {"count": text.count, **values}
+    elif found is None:
+        found = text.key
+    template = found[0] if isinstance(found, tuple) else found
+    if not values:
+        return template
+    names = {name for _, name, _, _ in string.Formatter().parse(template) if name}
+    return template.format(**{name: said(values[name], chosen) for name in names if name in values})
+
+
+def said(value, locale: str) -> str:
+    """A value of a text as `locale` writes it: a Msg rendered, a number grouped and with its decimal sign (an
+    int whole, a float with at most two decimals: round it first), a date with its month in words, a list or tuple
+    of them joined with ", ", anything else as str()."""
+    if isinstance(value, Msg):
+        return say(value, locale)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Date, list, tuple)):
+        return str(value)
+    if isinstance(value, int):
+        return number(value, locale, 0)
+    if isinstance(value, float):
+        return number(value, locale, 2)
+    if isinstance(value, Date):
+        return date(value, locale)
+    return ", ".join(said(item, locale) for item in value)
+
+
 def t(key: str, locale: str | None, **params) -> str:
-    """The page word `key` (pages.po) in `locale`, English when the locale lacks it, the key itself when neither
-    catalogue has it (a test keeps that from shipping); `params` fill its {fields} (str.format): format numbers
-    with `number` first."""
-    text = messages(normalize(locale) or DEFAULT, PAGES).get(key) or messages(DEFAULT, PAGES).get(key) or key
-    text = text[0] if isinstance(text, tuple) else text
-    return text.format(**params) if params else text
+    """The words `key` in `locale` (`say` of a Msg): English when the locale lacks them, the key itself when no
+    catalogue has it; `params` fill its {fields}."""
+    return say(Msg(key, **params), locale)
 
 
 def tn(key: str, count: int, locale: str | None, **params) -> str:
-    """The page words `key` with plural forms (pages.po `msgid_plural`), the form of `count` in `locale` chosen
-    by gettext's Plural-Forms of that language ("1 conseil" / "2 conseils", fr counts 0 as singular), English when
+    """The words `key` with plural forms (a `msgid_plural` entry), the form of `count` in `locale` chosen by
+    gettext's Plural-Forms of that language ("1 conseil" / "2 conseils", fr counts 0 as singular), English when
     the locale lacks it, the key itself when neither has it. `{count}` is filled with `count` written the locale's
     way unless `params` give it."""
-    chosen = normalize(locale) or DEFAULT
-    for lang in dict.fromkeys((chosen, DEFAULT)):
-        forms = messages(lang, PAGES).get(key)
-        if isinstance(forms, tuple):
-            text = pick(forms, lang, count)
-            break
-    else:
-        text = key
-    return text.format(**{"count": number(count, chosen, 0), **params})
+    return say(Plural(key, count, **params), locale)
 
 
 @lru_cache(maxsize=len(LOCALES))
@@ -258,10 +299,7 @@ def current_locale() -> str:
             return chosen
     if request.path.startswith("/mcp"):  # an agent's answers: the account's language, else English
         return DEFAULT
-    offered = [value for value, _ in request.accept_languages]
-    found = negotiate_locale([v.replace("-", "_") for v in offered], list(LOCALES), sep="_") if offered else None
-    # negotiate_locale matches exact tags only; "fr-CH" with no "fr" fallback listed still means French.
-    found = found or next((n for n in map(normalize, offered) if n), None)
+    found = accepted(list(request.accept_languages))
 
     @after_this_request
     def _vary(response):
@@ -270,3 +308,22 @@ def current_locale() -> str:
 
     request.environ[_PINNED] = found or DEFAULT  # one answer per request, and the Vary added once
     return found or DEFAULT
+
+
+def accepted(ranges: list[tuple[str, float]]) -> str | None:
+    """The locale of LOCALES an Accept-Language header's (range, q) pairs prefer (RFC 9110 §12.5.4), None when
+    none is acceptable. A locale's weight is its own range's ("fr"), else its best subtag range's ("fr-CH"), else
+    the wildcard's ("*"); q=0 means "not this one", so `*;q=0, fr;q=0` accepts neither. Ties go to the range
+    listed first."""
+    weights = {}
+    for locale in LOCALES:
+        own = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip().lower() == locale]
+        sub = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip() != locale and normalize(value) == locale]
+        star = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip() == "*"]
+        q, first = own[0] if own else max(sub, key=lambda x: (x[0], -x[1])) if sub else star[0] if star else (0, 0)
+        if q > 0:
+            weights[locale] = (-q, first)
+    return min(weights, key=weights.get) if weights else None
+
+
+Msg.english = staticmethod(lambda text: say(text, DEFAULT))  # str(Msg): English, for logs and the CLI
