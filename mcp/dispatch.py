@@ -134,6 +134,7 @@ def tools_call(message, ex) -> dict:
     if tool.scope not in ex.principal.scopes:  # judged per message (a batch reaches here)
         raise RpcError(INSUFFICIENT_SCOPE, "insufficient_scope: the access token lacks the scope this tool needs.",
                        {"error": "insufficient_scope", "scope": tool.scope})
+    i18n.current_locale()  # the reader's language, settled before a write commits (after, it may cost a query)
     declared = message.meta.get(META_CAPABILITIES)  # an object on the modern leg (classify); anything elsewhere
     ctx = CallContext(principal=ex.principal, tool=tool.name, modern=ex.modern,
                       client_capabilities=declared if isinstance(declared, dict) else {},

@@ -10,6 +10,8 @@ import sqlalchemy as sa
 
 from trips.core.db import db, utcnow
 from trips.core.epochs import writing_trip
+from trips.core.stored_texts import stored
+from trips.errors import Msg
 from trips.models import Computation, Trip
 
 STRUCTURAL = ("route", "stages")
@@ -37,15 +39,16 @@ def read_again(trip: Trip) -> None:
                        .execution_options(populate_existing=True)).scalars().all()
 
 
-def transition(trip_id: str, name: str, generation: int, status: str, reason: str | None = None) -> bool:
-    """Move an unsettled computation of that generation to `status`. False when the trip moved past it."""
+def transition(trip_id: str, name: str, generation: int, status: str, reason: Msg | str | None = None) -> bool:
+    """Move an unsettled computation of that generation to `status`, with `reason` (a Msg or a key, kept in no
+    language: trips/core/stored_texts.py). False when the trip moved past it."""
     assert status in ("running", *SETTLED)
     with writing_trip(db.session, trip_id):  # this trip's epoch, not every trip's (trips/core/epochs.py)
         result = db.session.execute(
             sa.update(Computation)
             .where(Computation.trip_id == trip_id, Computation.name == name,
                    Computation.generation == generation, Computation.status.in_(ACTIVE))
-            .values(status=status, reason=reason, updated_at=utcnow())
+            .values(status=status, reason=stored(reason), updated_at=utcnow())
             .execution_options(synchronize_session=False)
         )
     return result.rowcount == 1

@@ -15,11 +15,12 @@ class Msg:
     def __init__(self, key: str, /, **values):
         self.key, self.values, self.count = key, values, None
 
-    def format(self, **values) -> Msg:
-        """A copy with `values` added (marshmallow's validators fill their message's fields this way)."""
+    def format(self, **values) -> list[Msg]:
+        """A copy with `values` added, as a one-item list: a marshmallow validator given a Msg as its `error` fills
+        it this way and raises ValidationError with the result, which takes a list as the field's messages."""
         made = Msg(self.key, **{**values, **self.values})
         made.count = self.count
-        return made
+        return [made]
 
     def __str__(self) -> str:
         return Msg.english(self) if Msg.english else self.key
@@ -28,10 +29,12 @@ class Msg:
         return f"Msg({self.key!r}, count={self.count!r}, **{self.values!r})"
 
     def __eq__(self, other) -> bool:
+        if isinstance(other, str):  # a text without values is its key
+            return self.count is None and not self.values and self.key == other
         return isinstance(other, Msg) and (self.key, self.count, self.values) == (other.key, other.count, other.values)
 
     def __hash__(self) -> int:
-        return hash((self.key, self.count))
+        return hash(self.key)
 
 
 class Plural(Msg):
@@ -42,6 +45,11 @@ class Plural(Msg):
     def __init__(self, key: str, count: int, /, **values):
         super().__init__(key, **values)
         self.count = count
+
+
+def N_(key: str) -> str:  # noqa: N802 (gettext's name for a key marked, not yet rendered)
+    """`key` itself: marks a catalogue key for extraction where it is named before it is rendered (babel.cfg)."""
+    return key
 
 
 def as_msg(text: str | Msg, values: dict | None = None) -> Msg:

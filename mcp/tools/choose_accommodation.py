@@ -1,5 +1,6 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.tools.base import Tool
 from trips.services.inputs import AccommodationChoice
 from trips.services import accommodations
@@ -11,9 +12,8 @@ def run(ctx, args: dict) -> dict:
     trip = accommodations.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
                                           Precondition.exact(args["version"]), body)
     if body["lat"] is None:
-        return ack("The choice has been cleared.", trip.version)
-    return ack("The place has been chosen. The day now ends there, and the next day starts from it.",
-               trip.version, "Call get_stage for this day to see it.")
+        return ack(Msg("mcp.ack.choice_cleared"), trip.version)
+    return ack(Msg("mcp.ack.lodging_chosen"), trip.version, Msg("mcp.next.read_day"))
 
 
 TOOL = Tool(

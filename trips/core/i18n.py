@@ -30,7 +30,7 @@ from babel.messages.plurals import get_plural
 from babel.numbers import format_decimal
 from flask import after_this_request, g, has_request_context, request
 
-from trips.errors import Msg, Plural
+from trips.errors import Msg, N_, Plural
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +164,18 @@ def said(value, locale: str) -> str:
     return ", ".join(said(item, locale) for item in value)
 
 
+def join(texts, locale: str | None, separator: str | None = None) -> str:
+    """`texts` (Msgs or keys) rendered in `locale` and joined by the catalogue's `separator` key (a space when
+    None), the empty ones left out."""
+    between = say(separator, locale) if separator else " "
+    return between.join(said for said in (say(text, locale) for text in texts) if said)
+
+
+def capital(text: str) -> str:
+    """`text` with its first letter in capitals (a phrase made the start of a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
 def t(key: str, locale: str | None, **params) -> str:
     """The words `key` in `locale` (`say` of a Msg): English when the locale lacks them, the key itself when no
     catalogue has it; `params` fill its {fields}."""
@@ -187,11 +199,6 @@ def plural_index(locale: str, count: int) -> int:
     """Which plural form (msgstr[i]) `count` takes in `locale`: the language's gettext Plural-Forms, from Babel's
     table (the one `pybabel init` writes into a catalogue's header)."""
     return _plural_rule(normalize(locale) or DEFAULT)(abs(int(count)))
-
-
-def N_(key: str) -> str:  # noqa: N802 (gettext's name for a key marked, not yet rendered)
-    """`key` itself: marks a page key for extraction where it is named before it is rendered (babel.cfg)."""
-    return key
 
 
 # The words of an error page (templates/error.html) by HTTP status: a heading and what to do; any other status
@@ -291,6 +298,7 @@ def current_locale() -> str:
     principal = g.get("principal")
     chosen = normalize(getattr(principal, "locale", None))
     if chosen:
+        request.environ[_PINNED] = chosen  # one answer per request: read again, the account may need a query
         return chosen
     if principal is None and _ACCOUNT["locale"] is not None and not request.path.startswith(_MACHINE):
         chosen = normalize(_ACCOUNT["locale"]())
@@ -298,6 +306,8 @@ def current_locale() -> str:
             request.environ[_PINNED] = chosen
             return chosen
     if request.path.startswith("/mcp"):  # an agent's answers: the account's language, else English
+        if principal is not None:
+            request.environ[_PINNED] = DEFAULT
         return DEFAULT
     found = accepted(list(request.accept_languages))
 

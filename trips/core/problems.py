@@ -70,15 +70,15 @@ def problem(status: int, detail: Msg | str, **extra) -> Response:
 def json_body():
     """The request's JSON object. Raises BadRequest when it is not JSON."""
     if not request.is_json:
-        raise errors.BadRequest("The request body must be JSON (Content-Type: application/json).")
+        raise errors.BadRequest("api.body_not_json")
     try:
         data = jsonio.loads(request.get_data(cache=True))  # the app's loader, with its own refusal
     except jsonio.InvalidText as exc:  # a lone surrogate: not Unicode text (RFC 8259 §8.2, RFC 7493 §2.1)
-        raise errors.BadRequest(exc.message) from None
+        raise errors.BadRequest(exc.text) from None
     except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         data = None
     if data is None:
-        raise errors.BadRequest("The request body is not valid JSON.")
+        raise errors.BadRequest("api.body_invalid_json")
     return data
 
 

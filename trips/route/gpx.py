@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from lxml import etree
 
+from trips.errors import Msg
 from trips.route.gpx_fast import BOMS, XML_DECL_ENCODING, Reader
 from trips.route.gpx_points import (DOCTYPE, INVALID, NO_POINTS, Collector, GpxError, local_name, prune,
                                     take_open_segment)
@@ -66,7 +67,7 @@ class ParsedRoute:
 
 def _chunks(source, max_bytes: int):
     """Yield the document in chunks; raise GpxError once more than `max_bytes` have been read."""
-    too_large = GpxError(f"The GPX file is larger than the {max_bytes / (1024 * 1024):g} MB limit.")
+    too_large = GpxError(Msg("gpx.too_large", megabytes=round(max_bytes / (1024 * 1024), 2)))
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = memoryview(source).cast("B")
         if len(data) > max_bytes:

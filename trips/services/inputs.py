@@ -5,6 +5,7 @@ from datetime import date
 
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates, validates_schema
 
+from trips.errors import Msg
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS  # the one cap on a trip's days (and its dates)
@@ -72,12 +73,12 @@ class TripCreate(_Settings):
         try:
             parse_source_url(value)
         except UnsupportedSource as exc:
-            raise ValidationError(str(exc)) from None
+            raise ValidationError([Msg(exc.message)]) from None
 
     @validates_schema
     def _one_source(self, data, **_):
         if ("source_url" in data) == ("source_points" in data):
-            raise ValidationError("give either sourceUrl (a route link) or waypoints (2 to 50 points), not both",
+            raise ValidationError([Msg("field.one_source", least=MIN_WAYPOINTS, most=MAX_WAYPOINTS)],
                                   "sourceUrl" if "source_url" in data else "body")
 
     @post_load
@@ -113,9 +114,9 @@ def check_dates(start: date | None, end: date | None) -> None:
     """Raises ValidationError when the end is not after the start or the trip is too long."""
     if start and end:
         if end <= start:
-            raise ValidationError("End date must be after start date.", "endDate")
+            raise ValidationError([Msg("field.end_after_start")], "endDate")
         if (end - start).days + 1 > MAX_TRIP_DAYS:
-            raise ValidationError(f"A trip lasts at most {MAX_TRIP_DAYS} days.", "endDate")
+            raise ValidationError([Msg("field.trip_days_at_most", most=MAX_TRIP_DAYS)], "endDate")
 
 
 class PointIn(Schema):
@@ -151,9 +152,9 @@ class StageUpdate(Schema):
     @validates_schema
     def _one_mode(self, data, **_):
         if not data:
-            raise ValidationError("Give startPoint, endPoint, label or distance.", "body")
+            raise ValidationError([Msg("field.give_something")], "body")
         if "distance" in data and ({"start_point", "end_point"} & data.keys()):
-            raise ValidationError("A day is either cut at a distance or given new points, not both.", "distance")
+            raise ValidationError([Msg("field.cut_or_points")], "distance")
 
 
 class StageMove(Schema):
@@ -175,7 +176,7 @@ class AccommodationChoice(Schema):
     @validates_schema
     def _both_or_neither(self, data, **_):
         if (data.get("lat") is None) != (data.get("lon") is None):
-            raise ValidationError("Give both lat and lon, or both null to clear the choice.", "lat")
+            raise ValidationError([Msg("field.lat_and_lon")], "lat")
 
 
 class AccommodationScan(Schema):
