@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from trips.errors import N_
+from trips.errors import Msg, N_
 from trips.providers import http
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
@@ -31,9 +31,9 @@ Point = tuple[float, float, float]
 
 
 class RoutingError(Exception):
-    """Rerouting failed; `reason` (a key) is a sentence fit for the user (never a response body)."""
+    """Rerouting failed; `reason` (a key, or a Msg) is a sentence fit for the user (never a response body)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str | Msg):
         super().__init__(reason)
         self.reason = reason
 
@@ -116,7 +116,7 @@ _FAILURES = {http.TIMEOUT: TIMEOUT, http.TOO_SLOW: TIMEOUT, http.TOO_LARGE: TOO_
              http.OFF_ORIGIN: REDIRECTED, http.TOO_MANY_REDIRECTS: REDIRECTED}
 
 
-def _status_reason(status: int, payload: bytes) -> str:
+def _status_reason(status: int, payload: bytes) -> str | Msg:
     """The user-facing reason for a non-200 answer (Valhalla's `error_code` decides for 4xx)."""
     if status == 429 or status >= 500:
         return UNAVAILABLE
@@ -129,7 +129,7 @@ def _status_reason(status: int, payload: bytes) -> str:
         return NO_ROUTE
     if code in _TOO_LONG_CODES:
         return TOO_LONG
-    return f"The routing service refused the request (HTTP {status})."
+    return Msg("routing.refused", status=str(status))
 
 
 def _number(value: Any) -> float | None:
