@@ -32,7 +32,7 @@ MARSHMALLOW = tuple((re.compile(pattern + r"\Z"), key) for pattern, key in (
     (r"Special numeric values \(nan or infinity\) are not permitted\.", N_("field.not_finite")),
     (r"Not a valid integer\.", N_("field.not_an_integer")),
     (r"Not a valid boolean\.", N_("field.not_a_boolean")),
-    (r"Not a valid date\.", N_("field.not_a_date")),
+    (r"Not a valid (?:naive |aware )?date\.", N_("field.not_a_date")),
     (r"Not a valid (?:naive |aware )?datetime\.", N_("field.not_a_datetime")),
     (r"Not a valid URL\.", N_("field.not_a_url")),
     (r"Not a valid email address\.", N_("field.not_an_email")),

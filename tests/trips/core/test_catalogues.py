@@ -317,3 +317,53 @@ def test_the_scan_lets_keys_and_messages_through(known_keys):
              'def _d(x):\n    return {"nextAction": Msg("field.invalid")}\n'
              'class Unavailable(RuntimeError):\n    pass\ndef _e():\n    raise Unavailable("not ours: internal")\n')
     assert findings(clean, known_keys) == []
+
+
+# --- marshmallow's own messages ----------------------------------------------------------------------------------
+
+def marshmallow_messages() -> set[str]:
+    """Every message marshmallow gives for the fields, validators and schema options BTP's schemas use, as it writes
+    them (its English)."""
+    from marshmallow import RAISE, Schema, ValidationError, fields, validate
+
+    said = set()
+    for field in (fields.String, fields.Integer, fields.Float, fields.Boolean, fields.Date, fields.DateTime,
+                  fields.List, fields.Nested, fields.Dict, fields.Url, fields.Email, fields.Field):
+        messages = {}
+        for klass in reversed(field.__mro__):
+            messages.update(getattr(klass, "default_error_messages", {}))
+        for name, template in messages.items():
+            if name == "format":  # said when dumping an answer, never when loading a request
+                continue
+            said.add(template.format(obj_type=getattr(field, "OBJ_TYPE", "datetime"), awareness="naive",
+                                     input="x"))
+    checks = [(validate.Range(0.5, 1.0), 3), (validate.Range(min=0, min_inclusive=False), -1),
+              (validate.Range(min=0, max=1, min_inclusive=False, max_inclusive=False), 2),
+              (validate.Range(max=10), 11), (validate.Range(max=10, max_inclusive=False), 10),
+              (validate.Range(min=1), 0), (validate.Length(max=3), "abcd"), (validate.Length(min=2), "a"),
+              (validate.Length(min=1, max=3), ""), (validate.Length(equal=2), "a"), (validate.OneOf(["a", "b"]), "c"),
+              (validate.Regexp(r"\d"), "x"), (validate.Email(), "x"), (validate.URL(), "x")]
+    for check, value in checks:
+        with pytest.raises(ValidationError) as caught:
+            check(value)
+        said.update(caught.value.messages)
+
+    class Strict(Schema):
+        class Meta:
+            unknown = RAISE
+
+    for data in ("not an object", {"nope": 1}):
+        with pytest.raises(ValidationError) as caught:
+            Strict().load(data)
+        said.update(m for v in caught.value.messages.values() for m in v)
+    return said
+
+
+def test_every_marshmallow_message_has_its_key(known_keys):
+    from trips.core.validation import keyed
+
+    unkeyed = {text for text in marshmallow_messages() if keyed(text).key not in known_keys}
+    assert unkeyed == set()
+    said = keyed("Must be greater than or equal to 0.5 and less than or equal to 1.0.")
+    assert i18n.say(said, "fr") == "Doit être supérieur ou égal à 0,5 et inférieur ou égal à 1."
+    assert keyed("A sentence marshmallow never wrote.").key == "A sentence marshmallow never wrote."
