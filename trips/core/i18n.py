@@ -143,8 +143,13 @@ def say(text: Msg | str, locale: str | None) -> str:
     template = found[0] if isinstance(found, tuple) else found
     if not values:
         return template
-    names = {name for _, name, _, _ in string.Formatter().parse(template) if name}
-    return template.format(**{name: said(values[name], chosen) for name in names if name in values})
+    return template.format(**{name: said(values[name], chosen) for name in _fields(template) if name in values})
+
+
+@lru_cache(maxsize=4096)
+def _fields(template: str) -> frozenset[str]:
+    """The {fields} a template fills (a catalogue holds a few hundred templates: parsed once each)."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
 
 
 def said(value, locale: str) -> str:
