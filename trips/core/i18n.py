@@ -332,13 +332,20 @@ def accepted(ranges: list[tuple[str, float]]) -> str | None:
     listed first."""
     weights = {}
     for locale in LOCALES:
-        own = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip().lower() == locale]
-        sub = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip() != locale and normalize(value) == locale]
-        star = [(q, i) for i, (value, q) in enumerate(ranges) if value.strip() == "*"]
-        q, first = own[0] if own else max(sub, key=lambda x: (x[0], -x[1])) if sub else star[0] if star else (0, 0)
-        if q > 0:
-            weights[locale] = (-q, first)
-    return min(weights, key=weights.get) if weights else None
+        weights[locale] = _weight(locale, [(v.strip().lower(), q, i) for i, (v, q) in enumerate(ranges)])
+    acceptable = {locale: w for locale, w in weights.items() if w[0] > 0}
+    return min(acceptable, key=lambda locale: (-acceptable[locale][0], acceptable[locale][1])) if acceptable else None
+
+
+def _weight(locale: str, ranges: list[tuple[str, float, int]]) -> tuple[float, int]:
+    """(q, position in the header) of `locale` among lower-cased `ranges`: its own range's, else its best subtag
+    range's, else the wildcard's, else (0, 0)."""
+    for matches in ([r for r in ranges if r[0] == locale],
+                    sorted((r for r in ranges if r[0] != locale and normalize(r[0]) == locale), key=lambda r: -r[1]),
+                    [r for r in ranges if r[0] == "*"]):
+        if matches:
+            return matches[0][1], matches[0][2]
+    return 0, 0
 
 
 Msg.english = staticmethod(lambda text: say(text, DEFAULT))  # str(Msg): English, for logs and the CLI
