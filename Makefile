@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 PYTEST_ARGS ?=
-# The message catalogues (trips/core/i18n.py: alerts.po, pages.po): .po sources in the repo, .mo compiled here
+# The message catalogues (trips/core/i18n.py: alerts, pages, messages, mcp, api): .po sources in the repo, .mo compiled here
 # (gitignored).
 CATALOGUES := $(patsubst %.po,%.mo,$(wildcard translations/*/LC_MESSAGES/*.po))
 
@@ -33,11 +33,13 @@ $(EXTRACTS): tests/extracts.py $(STAMP)
 %.mo: %.po
 	$(BIN)/pybabel compile --statistics -l $(word 2,$(subst /, ,$<)) -i $< -o $@
 
-# The page keys the code and templates ask for (t, tn, N_: trips/core/i18n.py), extracted by pybabel with babel.cfg
-# into translations/pages.pot (gitignored): add each new key to every translations/<locale>/LC_MESSAGES/pages.po.
+# The keys the code and templates name (t, tn, N_, Msg, Plural and the domain errors' texts: trips/core/i18n.py),
+# extracted by pybabel with babel.cfg into translations/keys.pot (gitignored): add each new key to its catalogue
+# (pages, messages, mcp or api) in every translations/<locale>/LC_MESSAGES/.
 messages: $(STAMP)
-	$(BIN)/pybabel extract -F babel.cfg --no-default-keywords -k t -k tn -k N_ --no-location --sort-output \
-	  -o translations/pages.pot .
+	$(BIN)/pybabel extract -F babel.cfg --no-default-keywords -k t -k tn -k N_ -k Msg -k Plural -k NotFound -k Locked \
+	  -k PreconditionRequired -k PreconditionFailed -k Conflict -k RateLimited -k Unavailable -k ServiceUnavailable \
+	  -k BadRequest --no-location --sort-output -o translations/keys.pot .
 
 run: $(STAMP) catalogues
 	@echo "==> Starting BTP (flask serve): loading the app, then each start-up step"

@@ -11,6 +11,7 @@ from flask import current_app, has_app_context
 
 from trips import computations
 from trips.core.db import after_commit, atomic, db, engine_pid_guard
+from trips.errors import N_
 from trips.core.queue import enqueue
 from trips.core.redis_client import get_redis
 from trips.enrich import registry
@@ -27,8 +28,9 @@ from trips.services import pipeline, planned
 from trips.services.waypoints import apply_reroute
 
 log = logging.getLogger(__name__)
-ROUTE_FAILED_STAGES = "The days could not be cut: the route is missing."
-INTERNAL_FAILURE = "The computation failed; it can be started again."
+ROUTE_FAILED_STAGES = N_("reason.route_missing")
+INTERNAL_FAILURE = N_("reason.internal_failure")
+ROUTE_NOT_FETCHED = N_("reason.route_not_fetched")
 
 
 _bound_app = None
@@ -74,7 +76,7 @@ def fetch_route(trip_id: str, generation: int) -> None:
                 ref = parse_source_url(source_url)
                 parsed, kind = fetch(ref, configs().routes, get_redis()), ref.kind
         except (FetchError, UnsupportedSource, RoutingError) as exc:
-            reason = getattr(exc, "reason", None) or "The route could not be fetched."
+            reason = getattr(exc, "reason", None) or getattr(exc, "message", None) or ROUTE_NOT_FETCHED
             with atomic(lock=trip_lock(trip_id)):
                 trip = db.session.get(Trip, trip_id)
                 if trip is not None and computations.transition(trip_id, "route", generation, "failed", reason):
@@ -105,7 +107,7 @@ def generate_stages(trip_id: str, generation: int) -> None:
             plans = pipeline.plan_days(trip)  # CPU work outside the trip's write lock
         except TooLarge as exc:  # more days, or a longer route, than BTP plans: failed with the reason
             with atomic(lock=trip_lock(trip_id)):
-                computations.transition(trip_id, "stages", generation, "failed", exc.message[:255])
+                computations.transition(trip_id, "stages", generation, "failed", exc.message)
             return
         with atomic(lock=trip_lock(trip_id)):
             trip = db.session.get(Trip, trip_id)
@@ -170,7 +172,7 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
         failure = registry.NO_MAP_DATA if not result.covered else result.failure
         if failure:  # no imported area touches the trip, or a provider is down: say so, store nothing
             with atomic():
-                if computations.transition(trip_id, name, generation, "failed", failure[:255]):
+                if computations.transition(trip_id, name, generation, "failed", failure):
                     registry.cascade(trip_id, name, generation)
             return
         with atomic(lock=trip_lock(trip_id)):

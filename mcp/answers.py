@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from trips.core import i18n
 from trips.core.text import label
+from trips.errors import Msg
 from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
@@ -55,17 +56,19 @@ def _euros(place: dict) -> str:
     return f" · {about}{low:g} €" if low == high else f" · {about}{low:g}–{high:g} €"
 
 
-def digest_accommodation(stage: Stage) -> str | None:
-    """The chosen place to sleep, else "suggested: " and the best candidate, with the price range: one short
-    string keeps the line small (the candidates are in get_stage)."""
+def digest_accommodation(stage: Stage, locale: str) -> str | None:
+    """The chosen place to sleep, else "suggested: " and the best candidate, with the price range, in `locale`'s
+    words: one short string keeps the line small (the candidates are in get_stage)."""
     place, chosen = day.best_accommodation(stage)
     if place is None:
         return None
-    name = label(place.get("name"), DIGEST_NAME) or "unnamed"
-    return ("" if chosen else "suggested: ") + name + _euros(place)
+    name = label(place.get("name"), DIGEST_NAME) or Msg("mcp.digest.unnamed")
+    said = Msg("mcp.digest.chosen", name=name, price=_euros(place)) if chosen else \
+        Msg("mcp.digest.suggested", name=name, price=_euros(place))
+    return i18n.say(said, locale)
 
 
-def stage_digest(stage: Stage) -> dict:
+def stage_digest(stage: Stage, locale: str) -> dict:
     rendered = day.alerts(stage)
     critical = [a["message"] for a in rendered if a["severity"] == "critical"]
     start, end = day.day_labels(stage)  # the rider's labels, else the map's (docs/RULES.md "Day labels")
@@ -73,7 +76,7 @@ def stage_digest(stage: Stage) -> dict:
         "stageId": stage.id, "dayNumber": stage.day_number, "distance": round(stage.distance, 1),
         "elevation": rounded(stage.elevation), "isRestDay": stage.is_rest_day,
         "startLabel": label(start, DIGEST_LABEL), "endLabel": label(end, DIGEST_LABEL),
-        "accommodation": digest_accommodation(stage),
+        "accommodation": digest_accommodation(stage, locale),
         "alertCount": len(rendered), "criticalAlerts": [label(m, DIGEST_ALERT) for m in critical[:DIGEST_CRITICAL]],
     } | _weather_word(stage)
 
@@ -82,7 +85,7 @@ def day_line(trip: Trip, stage: Stage, locale: str) -> dict:
     """A day's digest line, its stored JSON decoded first when the trip was read as text (trip_reads.read_trip)."""
     if getattr(stage, "stored_json", None) is not None:
         load_day_json(stage)
-    return stage_digest(stage)
+    return stage_digest(stage, locale)
 
 
 def _weather_word(stage: Stage) -> dict:
@@ -139,7 +142,7 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["selectedAccommodation"] = _place(full["selectedAccommodation"])
     out["resupply"] = None if full["resupply"] is None else [_resupply(p) for p in sorted(
         full["resupply"], key=lambda p: (pois.rank(p.get("category")), _km(p)))]  # groceries first
-    out["supplyTimeline"] = _timeline(full["supplyTimeline"])
+    out["supplyTimeline"] = _timeline(full["supplyTimeline"], i18n.current_locale())
     out["waterPoints"] = None if full["waterPoints"] is None else [_water(p) for p in full["waterPoints"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
     # the day's forecast summary; its hourly slots stay in the REST stage detail
@@ -184,12 +187,14 @@ def _km(place: dict) -> float:
     return km if _is_number(km) else float("inf")
 
 
-def _timeline(entries: list | None) -> list[str] | None:
-    """The supply timeline as short strings, "12.5 km: bakery, supermarket"."""
+def _timeline(entries: list | None, locale: str) -> list[str] | None:
+    """The supply timeline as short strings in `locale`'s words, "12.5 km: bakery, supermarket" (a category the
+    catalogue does not name is left as it is stored)."""
     if entries is None:
         return None
-    return [f"{e['km']:g} km: {', '.join(str(c) for c in e.get('categories') or [])}" for e in entries
-            if isinstance(e, dict) and _is_number(e.get("km"))]
+    return [i18n.say(Msg("mcp.stage.supply_at", km=e["km"], categories=[
+        i18n.osm_word("resupply", c, locale) or str(c) for c in e.get("categories") or []]), locale)
+        for e in entries if isinstance(e, dict) and _is_number(e.get("km"))]
 
 
 def _water(point: dict) -> dict:
@@ -209,8 +214,11 @@ def list_item(trip: Trip) -> dict:
     return item
 
 
-def ack(result: str, version: int | None = None, next_action: str | None = None) -> dict:
-    answer = {"result": result, "nextAction": next_action}
+def ack(result: Msg, version: int | None = None, next_action: Msg | None = None) -> dict:
+    """A write tool's answer: what was done and what to do next, in the reader's language, and the version."""
+    locale = i18n.current_locale()
+    answer = {"result": i18n.say(result, locale),
+              "nextAction": None if next_action is None else i18n.say(next_action, locale)}
     if version is not None:
         answer["version"] = version
     return answer

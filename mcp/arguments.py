@@ -8,45 +8,47 @@ import sys
 from jsonschema import Draft202012Validator
 
 from trips.core.text import bounded, quote
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg, N_, Plural
 
-VERSION_MISSING = ('This tool requires a "version" argument: the trip version you are editing, as returned by '
-                   'get_trip. It is what makes a concurrent edit visible instead of silently overwritten.')
-VERSION_STAR = ('The "version" argument does not accept "*": writing unconditionally would defeat the check. '
-                'Read the trip with get_trip and pass the version it returned.')
-VERSION_MALFORMED = 'Malformed "version" argument: expected the whole number returned by get_trip, such as 7.'
-NOT_FINITE = "must be a finite number"
+VERSION_MISSING = N_("mcp.version_missing")
+VERSION_STAR = N_("mcp.version_star")
+VERSION_MALFORMED = N_("mcp.version_malformed")
+NOT_FINITE = N_("mcp.not_finite")
 _FLOAT_MAX = sys.float_info.max
 
 
 def parse_version(value) -> int:
     """Raises Invalid({"version": …}) when absent, `*` or not a whole number (numeric strings accepted)."""
     if value is None or value == "":
-        raise Invalid({"version": VERSION_MISSING})
+        raise Invalid({"version": Msg(VERSION_MISSING)})
     if value == "*":
-        raise Invalid({"version": VERSION_STAR})
+        raise Invalid({"version": Msg(VERSION_STAR)})
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
         return int(value)
-    raise Invalid({"version": VERSION_MALFORMED})
+    raise Invalid({"version": Msg(VERSION_MALFORMED)})
 
 
-def _message(error) -> str:
+# What a JSON Schema keyword's refusal says (the schema's own bound or type filled in).
+SCHEMA_WORDS = {
+    "type": N_("mcp.schema.type"), "minimum": N_("mcp.schema.minimum"),
+    "exclusiveMinimum": N_("mcp.schema.exclusive_minimum"), "maximum": N_("mcp.schema.maximum"),
+    "exclusiveMaximum": N_("mcp.schema.exclusive_maximum"), "enum": N_("mcp.schema.enum"),
+    "minLength": N_("mcp.schema.min_length"), "maxLength": N_("mcp.schema.max_length"),
+    "minItems": N_("mcp.schema.min_items"), "maxItems": N_("mcp.schema.max_items"),
+    "additionalProperties": N_("mcp.schema.additional_properties"),
+}
+
+
+def _message(error) -> Msg:
     kind, expected = error.validator, error.validator_value
-    if kind == "type":
-        return f"must be of type {expected}"
-    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
-        words = {"minimum": "at least", "exclusiveMinimum": "more than", "maximum": "at most",
-                 "exclusiveMaximum": "less than"}[kind]
-        return f"must be {words} {expected}"
+    key = SCHEMA_WORDS.get(kind, N_("mcp.schema.invalid"))
     if kind == "enum":
-        return "must be one of: " + ", ".join(map(str, expected))
-    if kind in ("minLength", "maxLength", "minItems", "maxItems"):
-        return f"has a {kind.replace('min', 'minimum ').replace('max', 'maximum ').lower()} of {expected}"
-    if kind == "additionalProperties":
-        return "has a property it does not accept"
-    return "is not valid"
+        return Msg(key, expected=", ".join(map(str, expected)))
+    if kind == "type":
+        return Msg(key, expected=" | ".join(expected) if isinstance(expected, list) else str(expected))
+    return Msg(key, expected=expected)
 
 
 MAX_PASSED = 4096  # argument sets kept per tool (a set's key is at most MAX_PASSED_CHARS)
@@ -84,7 +86,7 @@ def check_arguments(tool, arguments) -> dict:
     """The arguments, checked. Raises Invalid naming the first offending argument."""
     arguments = {} if arguments is None else arguments
     if not isinstance(arguments, dict):
-        raise Invalid({"arguments": "must be an object"})
+        raise Invalid({"arguments": Msg("mcp.arguments_not_an_object")})
     key = _passed_key(tool, arguments)
     seen = _passed(tool)
     if key is not None and key in seen:
@@ -156,11 +158,12 @@ def _judge(tool, arguments: dict) -> dict:
     unknown = [name for name in arguments if name not in properties]
     if unknown:
         names = ", ".join(quote(name) for name in unknown[:5])
-        raise Invalid({"arguments": f"Unknown argument(s): {names}. This tool accepts: {', '.join(properties)}."})
+        raise Invalid({"arguments": Plural("mcp.unknown_arguments", len(unknown), names=names,
+                                           accepted=", ".join(properties))})
     args = dict(arguments)
     bad = _non_finite(args)
     if bad is not None:
-        raise Invalid({_name(bad): NOT_FINITE})
+        raise Invalid({_name(bad): Msg(NOT_FINITE)})
     if "version" in properties:
         args["version"] = parse_version(args.get("version"))
     validator = tool.__dict__.get("_validator")  # made once per tool, kept with it (as _passed)
@@ -170,7 +173,7 @@ def _judge(tool, arguments: dict) -> dict:
         if error.validator == "required":
             missing = next(n for n in error.validator_value if n not in (error.instance or {}))
             path = [*error.absolute_path, missing]
-            raise Invalid({_name(path): "is required"})
+            raise Invalid({_name(path): Msg("field.is_required")})
         raise Invalid({_name(list(error.absolute_path)) or "arguments": _message(error)})
     return args
 

@@ -8,17 +8,17 @@ from __future__ import annotations
 from flask import current_app
 
 from trips.core.redis_client import get_redis
-from mcp.answers import impact
+from mcp.answers import ack, impact
 from mcp.confirmation_tokens import Binding, mint, open_state, seal_state, spend
-from trips.errors import Invalid
+from trips.core import i18n
+from trips.errors import Invalid, Msg, N_, Plural
 from trips.models import Trip
 from trips.services.sharing import active_share, share_url
 
-TOKEN_INVALID = ('This "confirmationToken" is not valid for this call: it was made for other arguments, was '
-                 'already used, or has expired. Call the tool again without it to get a fresh impact summary.')
-STATE_INVALID = "This requestState is not valid for this call: it was altered, used already, or expired."
-DECLINED = "Nothing was done: the person declined."
-RESPONSES_INVALID = 'must be an object keyed by the name of the input request, such as {"confirm": {…}}'
+TOKEN_INVALID = N_("mcp.confirmation_token_invalid")
+STATE_INVALID = N_("mcp.request_state_invalid")
+DECLINED = N_("mcp.declined")
+RESPONSES_INVALID = N_("mcp.input_responses_invalid")
 
 
 class ConfirmationRequired(Exception):
@@ -35,7 +35,7 @@ class InputRequired(Exception):
         self.requests, self.state = requests, state
 
 
-def confirmer(ctx, arguments: dict, action: str):
+def confirmer(ctx, arguments: dict, action: Msg):
     """A `confirm(trip)` callable for the write chain. Raises ConfirmationRequired, InputRequired, Invalid."""
     binding = Binding.of(ctx.user.id, ctx.principal.client_id, ctx.tool, arguments)
     token = arguments.get("confirmationToken")
@@ -45,28 +45,31 @@ def confirmer(ctx, arguments: dict, action: str):
         if token is not None:
             if spend(redis, token, binding):
                 return
-            raise Invalid({"confirmationToken": TOKEN_INVALID})
+            raise Invalid({"confirmationToken": Msg(TOKEN_INVALID)})
         if ctx.request_state is not None or ctx.input_responses is not None:
             if ctx.input_responses is not None and not isinstance(ctx.input_responses, dict):
-                raise Invalid({"inputResponses": RESPONSES_INVALID})  # before the state is used up
+                raise Invalid({"inputResponses": Msg(RESPONSES_INVALID)})  # before the state is used up
             if not open_state(redis, secret, ctx.request_state, binding):
-                raise Invalid({"requestState": STATE_INVALID})
+                raise Invalid({"requestState": Msg(STATE_INVALID)})
             answer = (ctx.input_responses or {}).get("confirm")
             answer = answer if isinstance(answer, dict) else {}
             content = answer.get("content") if isinstance(answer.get("content"), dict) else {}
             if answer.get("action") == "accept" and content.get("confirm") is True:
                 return
-            raise ConfirmationRequired({"result": DECLINED, "nextAction": None})  # anything else is no
+            raise ConfirmationRequired(ack(Msg(DECLINED)))  # anything else is no
         summary = impact(trip, share_link(trip))
+        locale = i18n.current_locale()
         if ctx.can_elicit:
-            title = summary["title"] or "this trip"
+            title = summary["title"] or i18n.t("mcp.confirm.this_trip", locale)
+            asked = Plural("mcp.confirm.ask", summary["stageCount"], action=action, title=title)
             raise InputRequired({"confirm": {"method": "elicitation/create", "params": {
-                "mode": "form", "message": f"{action}\n\nTrip: {title} ({summary['stageCount']} days).",
+                "mode": "form", "message": i18n.say(asked, locale),
                 "requestedSchema": {"type": "object", "required": ["confirm"], "properties": {"confirm": {
-                    "type": "boolean", "title": "Go ahead", "description": "Tick to confirm."}}}}}},
+                    "type": "boolean", "title": i18n.t("mcp.confirm.go_ahead", locale),
+                    "description": i18n.t("mcp.confirm.tick", locale)}}}}}},
                 seal_state(secret, binding))
         raise ConfirmationRequired({"confirmationRequired": True, "confirmationToken": mint(redis, binding),
-                                    "action": action, "impact": summary})
+                                    "action": i18n.say(action, locale), "impact": summary})
 
     return confirm
 

@@ -24,6 +24,7 @@ from mcp.tools import Registry
 from mcp.tools.base import CallContext, Content
 from mcp.confirmation import ConfirmationRequired, InputRequired
 from oauth.services.resource import McpUnauthorized, confirm, epoch_to_read, touch_grant
+from trips.core import i18n
 from trips.core.db import db
 from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
@@ -115,9 +116,11 @@ def _success(structured: dict, modern: bool) -> dict:
 
 
 def refusal(exc: DomainError) -> dict:
-    error = {"code": exc.code, "message": exc.message}
+    """A refusal's `{"error": …}` in the reader's language (the token's account's: trips/core/i18n.py)."""
+    locale = i18n.current_locale()
+    error = {"code": exc.code, "message": i18n.say(exc.text, locale)}
     if isinstance(exc, Invalid):
-        error["fields"] = exc.errors
+        error["fields"] = {name: i18n.say(said, locale) for name, said in exc.errors.items()}
     if isinstance(exc, RateLimited):
         error["retryAfter"] = exc.retry_after
     return {"error": error}
@@ -131,6 +134,7 @@ def tools_call(message, ex) -> dict:
     if tool.scope not in ex.principal.scopes:  # judged per message (a batch reaches here)
         raise RpcError(INSUFFICIENT_SCOPE, "insufficient_scope: the access token lacks the scope this tool needs.",
                        {"error": "insufficient_scope", "scope": tool.scope})
+    i18n.current_locale()  # the reader's language, settled before a write commits (after, it may cost a query)
     declared = message.meta.get(META_CAPABILITIES)  # an object on the modern leg (classify); anything elsewhere
     ctx = CallContext(principal=ex.principal, tool=tool.name, modern=ex.modern,
                       client_capabilities=declared if isinstance(declared, dict) else {},

@@ -12,15 +12,14 @@ import re
 import time
 
 from mcp.confirmation_tokens import canonical
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg, N_
 
 __all__ = ["derived_keys", "check_explicit_key", "CONTROL_ARGUMENTS", "WINDOW"]
 
 WINDOW = 300
 CONTROL_ARGUMENTS = ("idempotencyKey", "confirmationToken", "version")
 _KEY = re.compile(r"[A-Za-z0-9_-]{16,255}")
-_MALFORMED = ('The "idempotencyKey" argument must be a string of 16 to 255 letters, digits, "-" or "_". '
-              "Leave it out to let the server recognise a repeated call by itself.")
+_MALFORMED = N_("mcp.idempotency_key_malformed")
 
 
 def _key(user_id: str, tool: str, args: str, bucket: int) -> str:
@@ -41,5 +40,5 @@ def check_explicit_key(value) -> str:
     """`value` when it is a valid idempotency key; raises Invalid({"idempotencyKey": …}) otherwise, without
     repeating the value."""
     if not isinstance(value, str) or not _KEY.fullmatch(value):
-        raise Invalid({"idempotencyKey": _MALFORMED}, _MALFORMED)
+        raise Invalid({"idempotencyKey": Msg(_MALFORMED)}, Msg(_MALFORMED))
     return value

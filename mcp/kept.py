@@ -28,13 +28,13 @@ class _Lines(LRU):
     def line(self, trip: Trip, stage: Stage, locale: str) -> dict:
         stored = getattr(stage, "stored_json", None)  # read as text by trips.services.trip_reads.read_trip
         if stored is None:
-            return stage_digest(stage)
+            return stage_digest(stage, locale)
         key = (stage.id, locale, trip.start_date, stage.position, stage.distance, stage.elevation,
                stage.is_rest_day, stage.start_label, stage.end_label, *(hash(t) for t in stored.values()))
         line = self.get(key)
         if line is None:
             load_day_json(stage)
-            line = floored(stage_digest(stage))  # floored once: the answer's floor skips it
+            line = floored(stage_digest(stage, locale))  # floored once: the answer's floor skips it
             self.put(key, line)
         return line  # shared by the answers that show this day: read, never changed
 

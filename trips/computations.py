@@ -8,24 +8,16 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from trips.core import i18n
 from trips.core.db import db, utcnow
 from trips.core.epochs import writing_trip
-from trips.core.i18n import N_
+from trips.core.stored_texts import stored
+from trips.errors import N_, Msg
 from trips.models import Computation, Trip
 
 STRUCTURAL = ("route", "stages")
 ACTIVE = ("pending", "running")
 SETTLED = ("done", "failed", "superseded")
-# A failed computation's reason is stored as text; these are stored as their catalogue key and said in the reader's
-# language at read time (`said_reason`).
 JOB_LOST = N_("reason.job_lost")  # the reconciler's: no job was left to settle it (jobs/reconcile.py)
-KEYED_REASONS = frozenset({JOB_LOST})
-
-
-def said_reason(reason: str | None, locale: str | None) -> str | None:
-    """A stored reason in `locale`: a key of KEYED_REASONS in its catalogue words, any other text as stored."""
-    return i18n.t(reason, locale) if reason in KEYED_REASONS else reason
 
 
 def initialize(trip: Trip, names, generation: int) -> None:
@@ -48,15 +40,16 @@ def read_again(trip: Trip) -> None:
                        .execution_options(populate_existing=True)).scalars().all()
 
 
-def transition(trip_id: str, name: str, generation: int, status: str, reason: str | None = None) -> bool:
-    """Move an unsettled computation of that generation to `status`. False when the trip moved past it."""
+def transition(trip_id: str, name: str, generation: int, status: str, reason: Msg | str | None = None) -> bool:
+    """Move an unsettled computation of that generation to `status`, with `reason` (a Msg or a key, kept in no
+    language: trips/core/stored_texts.py). False when the trip moved past it."""
     assert status in ("running", *SETTLED)
     with writing_trip(db.session, trip_id):  # this trip's epoch, not every trip's (trips/core/epochs.py)
         result = db.session.execute(
             sa.update(Computation)
             .where(Computation.trip_id == trip_id, Computation.name == name,
                    Computation.generation == generation, Computation.status.in_(ACTIVE))
-            .values(status=status, reason=reason, updated_at=utcnow())
+            .values(status=status, reason=stored(reason), updated_at=utcnow())
             .execution_options(synchronize_session=False)
         )
     return result.rowcount == 1

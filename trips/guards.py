@@ -17,11 +17,12 @@ from functools import lru_cache
 import sqlalchemy as sa
 
 from trips.core.db import atomic, db
+from trips.core.i18n import N_
 from trips.errors import BadRequest, Locked, NotFound, PreconditionFailed, PreconditionRequired
 from trips.models import Trip
 
-NOT_FOUND = "Trip not found."
-LOCKED = "This trip is locked: its start date is today or in the past."
+NOT_FOUND = N_("refusal.trip_not_found")
+LOCKED = N_("refusal.trip_locked")
 
 
 @dataclass(frozen=True)
@@ -125,14 +126,11 @@ def check_version(trip: Trip, pre: Precondition | None) -> None:
     if pre is None or pre.state == "any":
         return
     if pre.state == "absent":
-        raise PreconditionRequired("This change needs the version of the trip you are editing.")
+        raise PreconditionRequired("refusal.version_required")
     if pre.state == "malformed":
-        raise BadRequest("The version must be a whole number, as published by the trip.")
+        raise BadRequest("refusal.version_malformed")
     if pre.version != trip.version:
-        raise PreconditionFailed(
-            f"The trip has moved on: you edited version {pre.version}, the current one is {trip.version}. "
-            "Reload it and apply your change again."
-        )
+        raise PreconditionFailed("refusal.version_stale", edited=str(pre.version), current=str(trip.version))
 
 
 def validation(ctx: WriteContext) -> None:

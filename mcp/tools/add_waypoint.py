@@ -1,5 +1,6 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.tools.base import Tool
 from trips.services.inputs import WaypointIn
 from trips.services.waypoints import add_waypoint
@@ -7,10 +8,7 @@ from trips.services.waypoints import add_waypoint
 
 def run(ctx, args: dict) -> dict:
     add_waypoint(ctx.user, args["tripId"], args["stageId"], {"lat": args["waypointLat"], "lon": args["waypointLon"]})
-    return ack("The day is being rerouted through that place. Its distance and climbing change once the new "
-               "route comes back.", None,
-               "Call get_stage for this day in a little while to see the new route. The trip version has not "
-               "moved: the one you have is still good for the next edit.")
+    return ack(Msg("mcp.ack.rerouting"), None, Msg("mcp.next.read_rerouted_day"))
 
 
 TOOL = Tool(

@@ -1,14 +1,13 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.tools.base import Tool
 from trips.services.analysis import analyze_trip
 
 
 def run(ctx, args: dict) -> dict:
     analyze_trip(ctx.user, args["id"])
-    return ack("The analysis of every day has started.", None,
-               "Nothing is ready yet. Call get_trip in a little while and read categoryStatus to see which "
-               "families have finished.")
+    return ack(Msg("mcp.ack.analysis_started"), None, Msg("mcp.next.read_category_status"))
 
 
 TOOL = Tool(

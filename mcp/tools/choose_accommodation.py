@@ -1,5 +1,7 @@
 from mcp import tool_schemas as s
+from trips.core import i18n
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.tools.base import Tool
 from mcp.tools.edit_stages import moved
 from trips.services.inputs import AccommodationChoice
@@ -11,10 +13,12 @@ def run(ctx, args: dict) -> dict:
     body = {"lat": args.get("selectedAccommodationLat"), "lon": args.get("selectedAccommodationLon")}
     trip = accommodations.choose_accommodation(ctx.user, args["tripId"], args["stageId"],
                                           Precondition.exact(args["version"]), body)
+    locale = i18n.current_locale()
     if body["lat"] is None:
-        return ack(f"The choice has been cleared. {moved(trip.edit_summary)}".strip(), trip.version)
-    return ack("The place has been chosen. The day now ends there, along the roads, and the next day starts from it. "
-               f"{moved(trip.edit_summary)}".strip(), trip.version, "Call get_stage for this day to see it.")
+        return ack(Msg("mcp.edit.done", said=Msg("mcp.ack.choice_cleared"), moved=moved(trip.edit_summary, locale)),
+                   trip.version)
+    return ack(Msg("mcp.edit.done", said=Msg("mcp.ack.lodging_chosen"), moved=moved(trip.edit_summary, locale)),
+               trip.version, Msg("mcp.next.read_day"))
 
 
 TOOL = Tool(

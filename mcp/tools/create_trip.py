@@ -1,10 +1,10 @@
 from mcp import tool_schemas as s
+from mcp.answers import ack
 from mcp.idempotency import check_explicit_key, derived_keys
 from mcp.tools.base import Tool
 from trips.services.inputs import TripCreate
+from trips.errors import Msg
 from trips.services import idempotency, trips as services
-
-RESULT = "The trip has been created. Its route is being fetched and its days worked out."
 
 
 def run(ctx, args: dict) -> dict:
@@ -21,10 +21,7 @@ def run(ctx, args: dict) -> dict:
 
 
 def answer(trip_id: str) -> dict:
-    return {"id": trip_id, "result": RESULT,
-            "nextAction": f"Call get_trip with id {trip_id}. The days appear once the route and the pacing are "
-                          "done, usually 10 to 40 seconds; until then the answer says partial: true and has no "
-                          "days. Tell the user about the wait rather than calling in a tight loop."}
+    return {"id": trip_id, **ack(Msg("mcp.ack.trip_created"), None, Msg("mcp.next.read_created_trip", id=trip_id))}
 
 
 TOOL = Tool(

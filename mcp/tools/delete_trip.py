@@ -1,16 +1,16 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.confirmation import confirmer
 from mcp.tools.base import Tool
 from trips.services import trips as services
 
-ACTION = ("Delete this trip for good, with every day computed for it and any public link to it. Nothing of "
-          "it can be recovered afterwards.")
+ACTION = Msg("mcp.confirm.delete_trip")
 
 
 def run(ctx, args: dict) -> dict:
     services.delete_trip(ctx.user, args["id"], confirm=confirmer(ctx, args, ACTION))
-    return ack("The trip is deleted, with its days and any share link. This cannot be undone.")
+    return ack(Msg("mcp.ack.trip_deleted"))
 
 
 TOOL = Tool(

@@ -5,19 +5,17 @@ from mcp.tools.base import Tool
 from trips.services.inputs import StageAdd, StageUpdate
 from trips.services import rename as renaming, stages as stage_ops
 from mcp.arguments import check_arguments, plain_checked
-from trips.errors import DomainError, Invalid
+from trips.core import i18n
+from trips.errors import DomainError, Invalid, Msg, N_
 from trips.guards import Precondition
 
 # action → (service, the arguments it reads, what to say)
 ACTIONS = {
-    "add": (stage_ops.add_stage, ("startPoint", "endPoint", "position", "label"),
-            "A day has been inserted. The days after it have moved, and their dates with them."),
-    "update": (stage_ops.update_stage, ("startPoint", "endPoint", "label", "distance"), "The day has been changed."),
-    "move": (stage_ops.move_stage, ("toIndex",),
-             "The day has been moved. Every day between its old and new places has been renumbered."),
-    "delete": (stage_ops.delete_stage, (), "The day has been removed and merged with the one beside it."),
-    "rest_day": (stage_ops.insert_rest_day, (), "A rest day has been inserted after the day; every later date "
-                                                "has moved by one."),
+    "add": (stage_ops.add_stage, ("startPoint", "endPoint", "position", "label"), N_("mcp.edit.added")),
+    "update": (stage_ops.update_stage, ("startPoint", "endPoint", "label", "distance"), N_("mcp.edit.updated")),
+    "move": (stage_ops.move_stage, ("toIndex",), N_("mcp.edit.moved")),
+    "delete": (stage_ops.delete_stage, (), N_("mcp.edit.deleted")),
+    "rest_day": (stage_ops.insert_rest_day, (), N_("mcp.edit.rest_day")),
 }
 ADDRESSING = ("tripId", "action", "version", "stageId")
 
@@ -25,13 +23,13 @@ ADDRESSING = ("tripId", "action", "version", "stageId")
 def run(ctx, args: dict) -> dict:
     action = args["action"]
     if action not in ACTIONS:
-        raise Invalid({"action": f"Unknown action {quote(action)}. Expected one of: {', '.join(ACTIONS)}."})
+        raise Invalid({"action": Msg("mcp.edit.unknown_action", action=quote(action), actions=", ".join(ACTIONS))})
     service, reads, said = ACTIONS[action]
     stray = [k for k in args if k not in ADDRESSING and k not in reads]
     if stray:
-        raise Invalid({stray[0]: f"is not used by the {action} action"})
+        raise Invalid({stray[0]: Msg("mcp.edit.not_used", action=action)})
     if action != "add" and not args.get("stageId"):
-        raise Invalid({"stageId": f"The {action} action needs the stageId of the day, as published by get_trip."})
+        raise Invalid({"stageId": Msg("mcp.edit.stage_id_needed", action=action)})
     body = {k: args[k] for k in reads if k in args}
     pre = Precondition.exact(args["version"])
     ids = (args["tripId"],) if action == "add" else (args["tripId"], args["stageId"])
@@ -64,24 +62,26 @@ def rename(ctx, arguments) -> dict | None:
 
 
 def answer(said: str, version: int, summary: dict | None) -> dict:
-    return ack(f"{said} {moved(summary)}".strip(), version,
-               "Pass the version above to the next edit; no need to read the trip again.")
+    locale = i18n.current_locale()
+    return ack(Msg("mcp.edit.done", said=Msg(said), moved=moved(summary, locale)), version,
+               Msg("mcp.next.pass_version"))
 
 
-def moved(summary: dict | None) -> str:
-    """What the edit moved, in words: the changed days and their distances, how a point was joined, the dates."""
+def moved(summary: dict | None, locale: str) -> str:
+    """What the edit moved, in words of `locale`: the changed days and their distances, how a point was joined,
+    the dates."""
     if not summary:
         return ""
-    days = [f"day {d['day']} " + ("is a rest day" if d["isRestDay"] else f"is {d['distanceKm']:.1f} km")
-            for d in summary["changed"]]
-    text = ("Now " + ", ".join(days) + ".") if days else "No day's route changed."
+    days = [Msg("mcp.edit.day_rest", day=d["day"]) if d["isRestDay"]
+            else Msg("mcp.edit.day_km", day=d["day"], km=round(d["distanceKm"], 1)) for d in summary["changed"]]
+    parts = [Msg("mcp.edit.now", days=days) if days else Msg("mcp.edit.no_route_changed")]
     if summary["how"]:
-        how = "; ".join(summary["how"])
-        text += f" {how[0].upper()}{how[1:]}."
+        how = i18n.join(summary["how"], locale, N_("mcp.edit.how_separator"))
+        parts.append(Msg("mcp.edit.how", how=i18n.capital(how)))
     if summary["endDate"]:
         old, new = summary["endDate"]
-        text += f" The end date moved from {old.isoformat()} to {new.isoformat()}."
-    return text
+        parts.append(Msg("mcp.edit.end_date", old=old.isoformat(), new=new.isoformat()))
+    return i18n.join(parts, locale)
 
 
 TOOL = Tool(

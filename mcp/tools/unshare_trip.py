@@ -1,16 +1,16 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.confirmation import confirmer
 from mcp.tools.base import Tool
 from trips.services import sharing
 
-ACTION = ("Revoke the public link to this trip: anyone holding the address loses access at once. The trip "
-          "itself is untouched; a new link can be made later, at a different address.")
+ACTION = Msg("mcp.confirm.unshare_trip")
 
 
 def run(ctx, args: dict) -> dict:
     sharing.unshare_trip(ctx.user, args["tripId"], confirm=confirmer(ctx, args, ACTION))
-    return ack("The share link has been revoked. The address no longer works, for anyone.")
+    return ack(Msg("mcp.ack.unshared"))
 
 
 TOOL = Tool(

@@ -1,12 +1,12 @@
 from mcp import tool_schemas as s
 from mcp.answers import ack
+from trips.errors import Msg
 from mcp.confirmation import confirmer
 from mcp.tools.base import Tool
 from trips.services import trips as services
 from trips.guards import Precondition
 
-ACTION = ("Replan this trip with new settings. Changing the pacing or the dates cuts every day again, which "
-          "discards the days' manual edits and every accommodation chosen for them.")
+ACTION = Msg("mcp.confirm.update_trip_settings")
 
 
 def run(ctx, args: dict) -> dict:
@@ -14,11 +14,8 @@ def run(ctx, args: dict) -> dict:
     trip = services.update_trip_settings(ctx.user, args["id"], Precondition.exact(args["version"]), data,
                                          confirm=confirmer(ctx, args, ACTION))
     if trip.version > args["version"]:
-        return ack("The settings have been saved. The days are being worked out again, so the previous split "
-                   "and any chosen accommodation are gone.", trip.version,
-                   "Call get_trip in a little while — usually under a minute — to see the new days.")
-    return ack("The settings have been saved. Nothing in them changes how the days are cut: no day, edit or "
-               "chosen accommodation was discarded; what depends on them is being worked out again.", trip.version)
+        return ack(Msg("mcp.ack.settings_recut"), trip.version, Msg("mcp.next.read_new_days"))
+    return ack(Msg("mcp.ack.settings_kept_days"), trip.version)
 
 
 TOOL = Tool(

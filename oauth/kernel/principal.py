@@ -14,6 +14,7 @@ from oauth.kernel.tokens import API_AUDIENCE, hash_token, live_token, well_forme
 from trips.core.db import db, utcnow
 from trips.core.problems import problem
 from trips.core.text import bounded
+from trips.errors import Msg, N_
 
 
 class Principal:
@@ -49,40 +50,41 @@ class Principal:
 class Unauthorized(Exception):
     """No live `api` token; `reason` says why in words (`refusal_reason`), None when no token was sent."""
 
-    def __init__(self, reason: str | None = None):
-        super().__init__(reason or "unauthorized")
+    def __init__(self, reason: Msg | None = None):
+        super().__init__(str(reason or "unauthorized"))
         self.reason = reason
 
 
-NO_TOKEN = "A bearer token is required (an Authorization: Bearer header)."
-UNKNOWN = "The token is unknown or malformed."
+NO_TOKEN = N_("refusal.token_missing")
+UNKNOWN = N_("refusal.token_unknown")
 _NOT_IN_CHALLENGE = re.compile(r'[^\x20-\x21\x23-\x5b\x5d-\x7e]')  # RFC 6750 §3 error_description's characters
 
 
-def refusal_reason(token: str | None, audience: str) -> str:
-    """Why `token` is not a live token for `audience`, in words for whoever holds it (RFC 6750 §3
-    error_description): expired, revoked, or issued for another audience (named). Only the holder of a token can
+def refusal_reason(token: str | None, audience: str) -> Msg:
+    """Why `token` is not a live token for `audience`, in words for whoever holds it (a Msg: REST's problem says it
+    in the reader's language, RFC 6750 §3's error_description in English): expired, revoked, or issued for another
+    audience (named). Only the holder of a token can
     learn this about it: any other value is "unknown or malformed", whether or not some other token exists.
     Asked only on the way to a 401 (one indexed query)."""
     if not token:
-        return NO_TOKEN
+        return Msg(NO_TOKEN)
     row = db.session.scalar(sa.select(AccessToken).where(AccessToken.token_hash == hash_token(token))) \
         if well_formed(token) else None
     if row is None:
-        return UNKNOWN
+        return Msg(UNKNOWN)
     if row.revoked_at is not None:
-        return "The token was revoked."
+        return Msg("refusal.token_revoked")
     if row.expires_at <= utcnow():
-        return "The token has expired."
+        return Msg("refusal.token_expired")
     if row.audience != audience:
-        return (f"The token was issued for another audience ({bounded(row.audience, 120)}); this resource takes "
-                f"tokens issued for {bounded(audience, 120)}.")
-    return UNKNOWN  # live by now: it was not when it was looked up
+        return Msg("refusal.token_audience", theirs=bounded(row.audience, 120), ours=bounded(audience, 120))
+    return Msg(UNKNOWN)  # live by now: it was not when it was looked up
 
 
-def challenge_text(reason: str) -> str:
-    """`reason` as an error_description may carry it inside a WWW-Authenticate quoted string (RFC 6750 §3)."""
-    return _NOT_IN_CHALLENGE.sub("?", reason)
+def challenge_text(reason: Msg | str) -> str:
+    """`reason` in English as an error_description may carry it inside a WWW-Authenticate quoted string (RFC 6750
+    §3: ASCII only)."""
+    return _NOT_IN_CHALLENGE.sub("?", str(reason))
 
 
 class InsufficientScope(Exception):
@@ -121,14 +123,14 @@ def require_api_scope(scope: str):
 
 
 def _unauthorized(exc: Unauthorized):
-    response = problem(401, "Unauthorized", exc.reason or NO_TOKEN)
+    response = problem(401, exc.reason or Msg(NO_TOKEN))
     response.headers["WWW-Authenticate"] = 'Bearer realm="btp"' if exc.reason is None else \
         f'Bearer realm="btp", error="invalid_token", error_description="{challenge_text(exc.reason)}"'
     return response
 
 
 def _insufficient_scope(exc: InsufficientScope):
-    response = problem(403, "Forbidden", f"This token lacks the scope {exc.scope}.")
+    response = problem(403, Msg("refusal.scope_missing", scope=exc.scope))
     response.headers["WWW-Authenticate"] = f'Bearer error="insufficient_scope", scope="{exc.scope}"'
     return response
 

@@ -14,13 +14,13 @@ from oauth.kernel.models import AccessToken, User
 from trips.core.db import utcnow
 from oauth.kernel.scopes import SCOPES
 from trips.core.db import db
-from trips.errors import Invalid, NotFound
+from trips.errors import Invalid, Msg, N_, NotFound
 
 ACCESS_PREFIX = "btp_at_"
 API_AUDIENCE = "api"
 DEFAULT_TTL = 3600
 MAX_TTL = 365 * 24 * 3600
-TOKEN_NOT_FOUND = "No live personal token with this id."
+TOKEN_NOT_FOUND = N_("refusal.no_such_token")
 
 
 def hash_token(token: str) -> str:
@@ -39,9 +39,9 @@ def create_user(email: str) -> User:
     """Raises Invalid when the address is malformed or already taken."""
     email = normalize_email(email)
     if len(email) > 254 or email.count("@") != 1 or not all(email.split("@")) or any(c.isspace() for c in email):
-        raise Invalid({"email": "must be an e-mail address"})
+        raise Invalid({"email": Msg("field.not_an_address")})
     if find_user(email):
-        raise Invalid({"email": "an account with this address exists already"})
+        raise Invalid({"email": Msg("field.address_taken")})
     user = User(email=email)
     db.session.add(user)
     db.session.flush()
@@ -53,7 +53,7 @@ def parse_scope(scope: str) -> str:
     requested = scope.split()
     unknown = [s for s in requested if s not in SCOPES]
     if not requested or unknown:
-        raise Invalid({"scope": f"must be one or more of: {' '.join(SCOPES)}"})
+        raise Invalid({"scope": Msg("field.scopes", scopes=" ".join(SCOPES))})
     return " ".join(s for s in SCOPES if s in requested)
 
 
@@ -63,7 +63,7 @@ def issue_token(user: User, audience: str, scope: str, ttl: int = DEFAULT_TTL, c
     Raises Invalid on an unknown scope or a TTL outside 1 s … 1 year.
     """
     if not 0 < ttl <= MAX_TTL:
-        raise Invalid({"ttl": f"must be between 1 and {MAX_TTL} seconds"})
+        raise Invalid({"ttl": Msg("field.ttl", most=MAX_TTL)})
     token = ACCESS_PREFIX + secrets.token_urlsafe(32)
     db.session.add(AccessToken(
         token_hash=hash_token(token), prefix=token[: len(ACCESS_PREFIX) + 4], user_id=user.id,
@@ -105,7 +105,7 @@ def _live_statement():
 def user_by_email_or_404(email: str) -> User:
     user = find_user(email)
     if user is None:
-        raise NotFound("No account with this e-mail address.")
+        raise NotFound("refusal.no_such_account")
     return user
 
 

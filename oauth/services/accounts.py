@@ -21,15 +21,15 @@ from trips.core.db import utcnow
 from oauth.services.server import revoke_client_for_user
 from oauth.kernel.tokens import create_user, find_user, hash_token, normalize_email
 from trips.core.db import atomic, db
-from trips.errors import Conflict, Invalid, NotFound, Unavailable
+from trips.errors import Conflict, Invalid, Msg, NotFound, Unavailable
 from trips.core import i18n
 from trips.core.i18n import LOCALES, N_
 from trips.core.ratelimit import limit
 
 log = logging.getLogger(__name__)
 LINK_TTL = timedelta(minutes=15)
-LINK_INVALID = "This sign-in link is invalid, was already used, or has expired. Ask for a new one."
-AGENT_NOT_FOUND = "No such connected application."
+LINK_INVALID = N_("refusal.sign_in_link_invalid")
+AGENT_NOT_FOUND = N_("refusal.no_such_agent")
 
 
 def mail_config() -> MailConfig:
@@ -46,11 +46,11 @@ def checked_address(email, field: str = "email") -> str:
     address = normalize_email(email) if isinstance(email, str) else ""
     if len(address) > 254 or address.count("@") != 1 or not all(address.split("@")) \
             or any(c.isspace() or not c.isprintable() for c in address):
-        raise Invalid({field: "must be an e-mail address"})
+        raise Invalid({field: Msg("field.not_an_address")})
     try:
         check_address(address)
     except ValueError:
-        raise Invalid({field: i18n.t("mail.undeliverable", i18n.current_locale())}) from None
+        raise Invalid({field: Msg("mail.undeliverable")}) from None
     return address
 
 
@@ -166,7 +166,7 @@ def set_locale(user: User, locale: str | None) -> None:
     """The reader's language (trips/core/i18n.py LOCALES), or None to follow the browser's. Raises Invalid naming
     `locale` when it is not one of them (the value is not echoed)."""
     if locale is not None and locale not in LOCALES:
-        raise Invalid({"locale": f"must be one of: {', '.join(LOCALES)}"})
+        raise Invalid({"locale": Msg("field.one_of", choices=", ".join(LOCALES))})
     with atomic():
         user.locale = locale
 
@@ -185,8 +185,8 @@ def client_host(client_id: str, client: OAuthClient | None) -> str | None:
 # --- the e-mail address, changed by a link sent to the new one ------------------------------------------------
 EMAIL_CHANGE_TTL = timedelta(minutes=30)
 EMAIL_CHANGE_SALT = "btp.email-change"
-EMAIL_CHANGE_INVALID = "This link is invalid, was already used, or has expired. Ask for the change again."
-EMAIL_TAKEN = "Another account uses this address now; the address was not changed."
+EMAIL_CHANGE_INVALID = N_("refusal.email_change_link_invalid")
+EMAIL_TAKEN = N_("refusal.email_taken")
 _SPENT_KEY = "btp:email-change:spent:"
 
 
@@ -213,7 +213,7 @@ def request_email_change(user: User, email) -> str:
     Unavailable (the mail could not be sent: nothing was)."""
     address = checked_address(email)
     if address == user.email:
-        raise Invalid({"email": "is already this account's address"})
+        raise Invalid({"email": Msg("field.same_address")})
     limit(get_redis(), "login_email", address)  # the mails any one address receives, sign-in links included
     other = find_user(address)
     if other is not None:  # told in that account's language: the requester's browser says nothing of its owner
@@ -232,7 +232,7 @@ def request_email_change(user: User, email) -> str:
         send_mail(mail_config(), address, subject, text)
     except MailError as exc:
         log.warning("e-mail change of account %s: the link could not be sent: %s", user.id, exc)
-        raise Unavailable("The mail could not be sent right now; try again in a little while.") from None
+        raise Unavailable("refusal.mail_unavailable") from None
     return address
 
 

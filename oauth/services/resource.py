@@ -13,12 +13,13 @@ from flask import current_app, g
 from trips.core.redis_client import get_redis
 from oauth.kernel.models import Grant
 from trips.core.db import utcnow
-from oauth.kernel.principal import NO_TOKEN, Principal, bearer_token, challenge_text, refusal_reason
+from oauth.kernel.principal import NO_TOKEN, UNKNOWN, Principal, bearer_token, challenge_text, refusal_reason
 from oauth.kernel.scopes import SCOPES
 from oauth.services import live_tokens
 from oauth.kernel.tokens import hash_token, live_token, well_formed
 from trips.core import metrics
 from trips.core.db import atomic, db
+from trips.errors import Msg
 
 LAST_USED_EVERY = 300  # seconds: the grant's "last used" is stamped at most this often
 _ASKED: dict[tuple[str, str], float] = {}  # (user, client) -> until when this process need not ask Redis again
@@ -30,7 +31,7 @@ class McpUnauthorized(Exception):
 
     uncounted = True  # not a tool call's outcome (a remembered token found revoked is refused before it runs)
 
-    def __init__(self, token_sent: bool, reason: str | None = None):
+    def __init__(self, token_sent: bool, reason: Msg | None = None):
         super().__init__("unauthorized")
         self.token_sent = token_sent
         self.reason = reason
@@ -161,10 +162,11 @@ def touch_grant(principal: Principal) -> None:
 def _unauthorized(exc: McpUnauthorized):
     # The reason is the token's own (expired, revoked, another audience), told only to whoever sent that token;
     # any other value is "unknown or malformed": a caller learns nothing about which tokens exist.
+    # OAuth's error_description is English (RFC 6750 §3: ASCII only; no account is known yet).
     if not exc.token_sent:
-        body = {"error": "unauthorized", "error_description": NO_TOKEN}
+        body = {"error": "unauthorized", "error_description": str(Msg(NO_TOKEN))}
     else:
-        body = {"error": "invalid_token", "error_description": exc.reason or "The token is unknown or malformed."}
+        body = {"error": "invalid_token", "error_description": str(exc.reason or Msg(UNKNOWN))}
     response = current_app.response_class(json.dumps(body), status=401, mimetype="application/json")
     response.headers["WWW-Authenticate"] = challenge("invalid_token", description=body["error_description"]) \
         if exc.token_sent else challenge()

@@ -65,4 +65,4 @@ def test_a_malformed_explicit_key_is_refused_without_being_repeated(value):
     assert list(caught.value.errors) == ["idempotencyKey"]
     assert '"idempotencyKey" argument' in caught.value.message
     if isinstance(value, str) and value:
-        assert value not in caught.value.message and value not in caught.value.errors["idempotencyKey"]
+        assert value not in caught.value.message and value not in str(caught.value.errors["idempotencyKey"])

@@ -12,7 +12,7 @@ from trips.services.places import search_places
 from trips.services.stages import get_stage
 from trips.services.analysis import analyze_trip
 from trips.services.accommodations import scan_accommodations as look_again
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg
 from trips.api.exports import gpx_download
 from trips.guards import Precondition
 from trips.core.problems import conditional_json, json_body
@@ -54,7 +54,7 @@ def create_trip():
 @require_api_scope(WRITE)
 def upload_gpx():
     if "gpxFile" in request.form:  # a text field, not a file part: say how to send it, not "Unknown field."
-        raise Invalid({"gpxFile": "must be sent as a file (a multipart part with a filename: -F gpxFile=@ride.gpx)"})
+        raise Invalid({"gpxFile": Msg("api.gpx_not_a_file")})
     # A list setting comes as one form field per item (OpenAPI 3.1 §4.8.15: multipart arrays are repeated parts).
     form = {k: request.form.getlist(k) if k in GPX_FORM_LISTS else v for k, v in request.form.items()}
     trip = services.import_gpx(g.principal.user, request.files.get("gpxFile"), form)

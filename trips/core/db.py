@@ -211,7 +211,7 @@ def atomic(lock: str | None = None, lock_timeout: float = 3.0):
     if lock:
         redis_lock = get_redis().lock(f"btp:lock:{lock}", timeout=30, sleep=0.025, blocking_timeout=lock_timeout)
         if not redis_lock.acquire():
-            raise Conflict("Another change to this trip is in progress; try again in a moment.")
+            raise Conflict("refusal.trip_busy")
     pending: list = []
     token = _pending_jobs.set(pending)
     try:

@@ -1,17 +1,29 @@
-"""The reader's language (docs/RULES.md "Rendering at read time"): the locale of a read, the catalogues in
-translations/ (`alerts.po`, one `alert.<code>` per alert; `pages.po`, the words of pages, mails and read models,
-through `t` and `tn`) and numbers, dates and country names written the locale's way, all from Babel. `register`
-gives every template the same words.
+"""The reader's language (docs/RULES.md "Rendering at read time"): a read's locale, the catalogues, and numbers,
+dates and country names the locale's way, all from Babel.
+
+Catalogues (`translations/<locale>/LC_MESSAGES/<domain>.po`, compiled by `make`), one per surface: `alerts` (one
+entry per alert code, `template`), `pages` (the pages and e-mails), `messages` (what REST and MCP both say:
+refusals, field messages, nextAction, the read models' words), `mcp` (what only MCP says: tool answers, argument
+refusals, digest lines) and `api` (what only REST says: problem titles, the HTTP layer's refusals). The last four
+are keyed (the msgid is a key, the English text the en msgstr) and share one key space: `say` renders a Msg (a key
+and values, trips/errors.py) from whichever holds the key; `t` and `tn` are `say` of a key. A missing or stale
+`.mo` is replaced by its `.po`, with a warning. tests/trips/core/test_catalogues.py holds the catalogues whole.
+
+Resolution (`current_locale`): a locale pinned for this request (the share page: its owner's), else the account's
+(REST and MCP: g.principal; the pages: the session's, through `account_locale`), else (not on /mcp) the request's
+Accept-Language (`accepted`: q-values, q=0 refused; the answer then varies on it), else English.
 """
 from __future__ import annotations
 
 import gettext
 import logging
+import string
+from datetime import date as Date
 from datetime import timezone
 from functools import lru_cache
 from pathlib import Path
 
-from babel import Locale, negotiate_locale
+from babel import Locale
 from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 from babel.dates import format_date, format_time
@@ -19,12 +31,18 @@ from babel.messages.plurals import get_plural
 from babel.numbers import format_decimal
 from flask import after_this_request, g, has_request_context, request
 
+from trips.errors import Msg, N_, Plural
+
 log = logging.getLogger(__name__)
 
 LOCALES = ("en", "fr")
 DEFAULT = "en"
 DOMAIN = "alerts"
-PAGES = "pages"  # the words of the pages: `t`
+PAGES = "pages"  # the words of the pages and e-mails
+MESSAGES = "messages"  # what REST and MCP both say: refusals, field messages, nextAction, the read models' words
+MCP = "mcp"  # what only MCP says: tool answers, argument refusals, digest lines
+API = "api"  # what only REST says: problem titles and the HTTP layer's refusals
+KEYED = (PAGES, MESSAGES, MCP, API)  # one key space: `t`, `tn` and `say` find a key in whichever holds it
 TRANSLATIONS = Path(__file__).resolve().parents[2] / "translations"
 _PINNED = "btp.locale"  # in the request's environ: one request's choice, never another's (g may outlive it)
 _MACHINE = ("/api/", "/mcp", "/.well-known/")  # answered for a token's principal, never a session's account
@@ -96,29 +114,88 @@ def pick(forms: tuple[str, ...], locale: str, count) -> str:
     return forms[min(plural_index(locale, count), len(forms) - 1)]
 
 
+@lru_cache(maxsize=4 * len(LOCALES))
+def keyed(locale: str) -> dict[str, str | tuple[str, ...]]:
+    """{key: text} of every keyed catalogue of `locale` (KEYED): a key is in one of them only (a test holds it)."""
+    merged: dict = {}
+    for domain in KEYED:
+        merged.update(messages(locale, domain))
+    return merged
+
+
+def say(text: Msg | str, locale: str | None) -> str:
+    """`text` (a Msg, or a bare key) in `locale`: its entry in the keyed catalogues (KEYED), English when the locale
+    lacks it, the key itself when neither has it (a test keeps that from shipping). A Plural takes the form of its
+    count by the language's gettext Plural-Forms ({count} is filled with it unless a value gives it). The {fields}
+    are filled (str.format) with the values written the reader's way (see `said`) when there are values."""
+    text = text if isinstance(text, Msg) else Msg(text)
+    chosen = normalize(locale) or DEFAULT
+    found, lang = None, chosen
+    for lang in dict.fromkeys((chosen, DEFAULT)):
+        found = keyed(lang).get(text.key)
+        if found is not None and (text.count is None or isinstance(found, tuple)):
+            break
+    else:
+        found = None
+    values = text.values
+    if text.count is not None:
+        found = pick(found, lang, text.count) if isinstance(found, tuple) else (found or text.key)
+        values = {"count": text.count, **values}
+    elif found is None:
+        found = text.key
+    template = found[0] if isinstance(found, tuple) else found
+    if not values:
+        return template
+    return template.format(**{name: said(values[name], chosen) for name in _fields(template) if name in values})
+
+
+@lru_cache(maxsize=4096)
+def _fields(template: str) -> frozenset[str]:
+    """The {fields} a template fills (a catalogue holds a few hundred templates: parsed once each)."""
+    return frozenset(name for _, name, _, _ in string.Formatter().parse(template) if name)
+
+
+def said(value, locale: str) -> str:
+    """A value of a text as `locale` writes it: a Msg rendered, a number grouped and with its decimal sign (an
+    int whole, a float with at most two decimals: round it first), a date with its month in words, a list or tuple
+    of them joined with ", ", anything else as str()."""
+    if isinstance(value, Msg):
+        return say(value, locale)
+    if isinstance(value, bool) or not isinstance(value, (int, float, Date, list, tuple)):
+        return str(value)
+    if isinstance(value, int):
+        return number(value, locale, 0)
+    if isinstance(value, float):
+        return number(value, locale, 2)
+    if isinstance(value, Date):
+        return date(value, locale)
+    return ", ".join(said(item, locale) for item in value)
+
+
+def join(texts, locale: str | None, separator: str | None = None) -> str:
+    """`texts` (Msgs or keys) rendered in `locale` and joined by the catalogue's `separator` key (a space when
+    None), the empty ones left out."""
+    between = say(separator, locale) if separator else " "
+    return between.join(said for said in (say(text, locale) for text in texts) if said)
+
+
+def capital(text: str) -> str:
+    """`text` with its first letter in capitals (a phrase made the start of a sentence)."""
+    return text[:1].upper() + text[1:]
+
+
 def t(key: str, locale: str | None, **params) -> str:
-    """The page word `key` (pages.po) in `locale`, English when the locale lacks it, the key itself when neither
-    catalogue has it (a test keeps that from shipping); `params` fill its {fields} (str.format): format numbers
-    with `number` first."""
-    text = messages(normalize(locale) or DEFAULT, PAGES).get(key) or messages(DEFAULT, PAGES).get(key) or key
-    text = text[0] if isinstance(text, tuple) else text
-    return text.format(**params) if params else text
+    """The words `key` in `locale` (`say` of a Msg): English when the locale lacks them, the key itself when no
+    catalogue has it; `params` fill its {fields}."""
+    return say(Msg(key, **params), locale)
 
 
 def tn(key: str, count: int, locale: str | None, **params) -> str:
-    """The page words `key` with plural forms (pages.po `msgid_plural`), the form of `count` in `locale` chosen
-    by gettext's Plural-Forms of that language ("1 conseil" / "2 conseils", fr counts 0 as singular), English when
+    """The words `key` with plural forms (a `msgid_plural` entry), the form of `count` in `locale` chosen by
+    gettext's Plural-Forms of that language ("1 conseil" / "2 conseils", fr counts 0 as singular), English when
     the locale lacks it, the key itself when neither has it. `{count}` is filled with `count` written the locale's
     way unless `params` give it."""
-    chosen = normalize(locale) or DEFAULT
-    for lang in dict.fromkeys((chosen, DEFAULT)):
-        forms = messages(lang, PAGES).get(key)
-        if isinstance(forms, tuple):
-            text = pick(forms, lang, count)
-            break
-    else:
-        text = key
-    return text.format(**{"count": number(count, chosen, 0), **params})
+    return say(Plural(key, count, **params), locale)
 
 
 @lru_cache(maxsize=len(LOCALES))
@@ -130,11 +207,6 @@ def plural_index(locale: str, count: float) -> int:
     """Which plural form (msgstr[i]) `count` takes in `locale`: the language's gettext Plural-Forms, from Babel's
     table (the one `pybabel init` writes into a catalogue's header)."""
     return _plural_rule(normalize(locale) or DEFAULT)(abs(int(count)))
-
-
-def N_(key: str) -> str:  # noqa: N802 (gettext's name for a key marked, not yet rendered)
-    """`key` itself: marks a page key for extraction where it is named before it is rendered (babel.cfg)."""
-    return key
 
 
 # The words of an error page (templates/error.html) by HTTP status: a heading and what to do; any other status
@@ -241,6 +313,7 @@ def current_locale() -> str:
     principal = g.get("principal")
     chosen = normalize(getattr(principal, "locale", None))
     if chosen:
+        request.environ[_PINNED] = chosen  # one answer per request: read again, the account may need a query
         return chosen
     if principal is None and _ACCOUNT["locale"] is not None and not request.path.startswith(_MACHINE):
         chosen = normalize(_ACCOUNT["locale"]())
@@ -248,11 +321,10 @@ def current_locale() -> str:
             request.environ[_PINNED] = chosen
             return chosen
     if request.path.startswith("/mcp"):  # an agent's answers: the account's language, else English
+        if principal is not None:
+            request.environ[_PINNED] = DEFAULT
         return DEFAULT
-    offered = [value for value, _ in request.accept_languages]
-    found = negotiate_locale([v.replace("-", "_") for v in offered], list(LOCALES), sep="_") if offered else None
-    # negotiate_locale matches exact tags only; "fr-CH" with no "fr" fallback listed still means French.
-    found = found or next((n for n in map(normalize, offered) if n), None)
+    found = accepted(list(request.accept_languages))
 
     @after_this_request
     def _vary(response):
@@ -261,3 +333,29 @@ def current_locale() -> str:
 
     request.environ[_PINNED] = found or DEFAULT  # one answer per request, and the Vary added once
     return found or DEFAULT
+
+
+def accepted(ranges: list[tuple[str, float]]) -> str | None:
+    """The locale of LOCALES an Accept-Language header's (range, q) pairs prefer (RFC 9110 §12.5.4), None when
+    none is acceptable. A locale's weight is its own range's ("fr"), else its best subtag range's ("fr-CH"), else
+    the wildcard's ("*"); q=0 means "not this one", so `*;q=0, fr;q=0` accepts neither. Ties go to the range
+    listed first."""
+    weights = {}
+    for locale in LOCALES:
+        weights[locale] = _weight(locale, [(v.strip().lower(), q, i) for i, (v, q) in enumerate(ranges)])
+    acceptable = {locale: w for locale, w in weights.items() if w[0] > 0}
+    return min(acceptable, key=lambda locale: (-acceptable[locale][0], acceptable[locale][1])) if acceptable else None
+
+
+def _weight(locale: str, ranges: list[tuple[str, float, int]]) -> tuple[float, int]:
+    """(q, position in the header) of `locale` among lower-cased `ranges`: its own range's, else its best subtag
+    range's, else the wildcard's, else (0, 0)."""
+    for matches in ([r for r in ranges if r[0] == locale],
+                    sorted((r for r in ranges if r[0] != locale and normalize(r[0]) == locale), key=lambda r: -r[1]),
+                    [r for r in ranges if r[0] == "*"]):
+        if matches:
+            return matches[0][1], matches[0][2]
+    return 0, 0
+
+
+Msg.english = staticmethod(lambda text: say(text, DEFAULT))  # str(Msg): English, for logs and the CLI

@@ -11,6 +11,7 @@ from typing import Any
 from flask.json.provider import DefaultJSONProvider
 
 from trips.core.text import UNSTORABLE, bounded, mend
+from trips.errors import Msg
 
 __all__ = ["InvalidText", "StrictJSONProvider", "find_unstorable", "loads"]
 
@@ -21,15 +22,20 @@ class InvalidText(ValueError):
     """The body is JSON, but one of its strings (a value or a member name) holds a lone UTF-16 surrogate or
     a NUL character (valid JSON escapes, but not text any database column can store: PostgreSQL refuses NUL).
 
-    `field` is where (e.g. `params.arguments.title`, `[0].id`), bounded and printable; `message` is a
-    sentence fit for the caller that never quotes the string itself."""
+    `field` is where (e.g. `params.arguments.title`, `[0].id`), bounded and printable; `text` (a Msg) and
+    `message` (its English) say so without quoting the string itself."""
 
     def __init__(self, field: str):
         self.field = field
-        self.message = (f"The body has an invalid string at {field}: it holds a lone UTF-16 surrogate (such as a "
-                        "\\ud800 escape) or a NUL character (\\u0000), which is not storable text. Send UTF-8 "
-                        "text without them.")
-        super().__init__(self.message)
+        self.text = Msg("refusal.unstorable_text", field=field)
+        super().__init__(field)
+
+    @property
+    def message(self) -> str:
+        return str(self.text)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def _name(trail) -> str:

@@ -22,7 +22,7 @@ import redis as redis_lib
 from trips.core import redisline
 from trips.core.epochs import READ_KEY_TTL_S, READ_KEYS_LUA
 from trips.core.limits import DEFAULTS, configured
-from trips.errors import RateLimited
+from trips.errors import Msg, N_, Plural, RateLimited
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +72,11 @@ def _key(bucket: str, key: str) -> str:
     return f"{KEY_PREFIX}:{bucket}:{key}"
 
 
-def _per(window_s: int) -> str:
-    named = {1: "second", 60: "minute", 3600: "hour", 86400: "day"}
-    return named.get(window_s) or f"{window_s} seconds"
+_PER = {1: N_("rate.per_second"), 60: N_("rate.per_minute"), 3600: N_("rate.per_hour"), 86400: N_("rate.per_day")}
+
+
+def _per(window_s: int) -> Msg:
+    return Msg(_PER[window_s]) if window_s in _PER else Plural("rate.per_seconds", window_s)
 
 
 def _script(redis: redis_lib.Redis):
@@ -129,8 +131,7 @@ def _outcome(budgets, reply) -> tuple:
         return values
     bucket, _, limit, window_s = budgets[int(refused) - 1]
     retry_after = max(1, math.ceil(int(wait_ms) / 1000))
-    exc = RateLimited(f"Too many requests: at most {limit} per {_per(window_s)}. Try again in {retry_after} s.",
-                      retry_after)
+    exc = RateLimited("refusal.rate_limited", retry_after, limit=int(limit), per=_per(window_s), wait=retry_after)
     exc.bucket, exc.read = bucket, values
     raise exc
 

@@ -52,4 +52,4 @@ def _make(app: Flask) -> redis.Redis:
 
 def unavailable() -> ServiceUnavailable:
     """The refusal a caller is told when Redis cannot be reached (REST/OAuth 503, an MCP tool refusal)."""
-    return ServiceUnavailable("BTP is briefly unavailable, try again in a few seconds.", RETRY_AFTER_S)
+    return ServiceUnavailable("refusal.briefly_unavailable", RETRY_AFTER_S)

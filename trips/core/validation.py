@@ -1,38 +1,85 @@
 """Loading a request's data with a marshmallow schema: every bad field named, nothing unstorable let through, a
-number only where the document says number (`Number`, `Whole`; `FromText` for forms and query strings)."""
+number only where the document says number (`Number`, `Whole`; `FromText` for forms and query strings), each field
+message a Msg (a key and values) rendered in the reader's language at the edge, marshmallow's own included."""
 from __future__ import annotations
 
 import numbers
+import re
 
 from marshmallow import Schema, ValidationError, fields, pre_load
 
 from trips.core import jsonio
+from trips.core.i18n import N_
 from trips.core.text import bounded
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg
+
+# marshmallow's own messages (its fields' default_error_messages, its validators' and schemas' templates, as
+# marshmallow writes them in English), each with its key; tests/trips/core/test_catalogues.py holds the table to
+# marshmallow's messages. Their values (a bound, the choices) keep their names.
+_OP = "(?P<{}>(?:greater|less) than(?: or equal to)?)"
+MARSHMALLOW = tuple((re.compile(pattern + r"\Z"), key) for pattern, key in (
+    (r"Missing data for required field\.", N_("field.required")),
+    (r"Field may not be null\.", N_("field.null")),
+    (r"Invalid value\.", N_("field.invalid")),
+    (r"Invalid type\.", N_("field.not_an_object")),
+    (r"Invalid input type\.", N_("field.not_an_object")),
+    (r"Unknown field\.", N_("field.unknown")),
+    (r"Not a valid list\.", N_("field.not_a_list")),
+    (r"Not a valid tuple\.", N_("field.not_a_list")),
+    (r"Not a valid mapping type\.", N_("field.not_an_object")),
+    (r"Not a valid string\.", N_("field.not_a_string")),
+    (r"Not a valid utf-8 string\.", N_("field.not_a_string")),
+    (r"Not a valid number\.", N_("field.not_a_number")),
+    (r"Number too large\.", N_("field.number_too_large")),
+    (r"Special numeric values \(nan or infinity\) are not permitted\.", N_("field.not_finite")),
+    (r"Not a valid integer\.", N_("field.not_an_integer")),
+    (r"Not a valid boolean\.", N_("field.not_a_boolean")),
+    (r"Not a valid (?:naive |aware )?date\.", N_("field.not_a_date")),
+    (r"Not a valid (?:naive |aware )?datetime\.", N_("field.not_a_datetime")),
+    (r"Not a valid URL\.", N_("field.not_a_url")),
+    (r"Not a valid email address\.", N_("field.not_an_email")),
+    (r"String does not match expected pattern\.", N_("field.invalid")),
+    (r"Invalid input\.", N_("field.invalid")),
+    (r"Must be one of: (?P<choices>.*)\.", N_("field.one_of")),
+    (r"Shorter than minimum length (?P<min>\d+)\.", N_("field.length_min")),
+    (r"Longer than maximum length (?P<max>\d+)\.", N_("field.length_max")),
+    (r"Length must be between (?P<min>\d+) and (?P<max>\d+)\.", N_("field.length_between")),
+    (r"Length must be (?P<equal>\d+)\.", N_("field.length_equal")),
+    ("Must be " + _OP.format("min_op") + r" (?P<min>\S+) and " + _OP.format("max_op") + r" (?P<max>\S+)\.",
+     N_("field.range")),
+    ("Must be " + _OP.format("op") + r" (?P<bound>\S+)\.", N_("field.range_one")),
+))
+# The comparisons of marshmallow's Range messages, in words of the catalogue.
+OPERATORS = {"greater than or equal to": N_("field.op.gte"), "greater than": N_("field.op.gt"),
+             "less than or equal to": N_("field.op.lte"), "less than": N_("field.op.lt")}
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?\Z")
 
 
 def load(schema: Schema, data, *, partial: bool = False) -> dict:
     """Validate `data` with `schema`. Raises Invalid naming each bad field (names and values quoted safely)."""
     if not isinstance(data, dict):
-        raise Invalid({"body": "must be a JSON object"})
+        raise Invalid({"body": Msg("field.body_not_an_object")})
     where = jsonio.find_unstorable(data)  # form fields (a GPX upload's title) do not come through the JSON loader
     if where is not None:
-        raise Invalid({where: "holds a NUL character or a lone UTF-16 surrogate, which is not storable text"})
+        raise Invalid({where: Msg("field.unstorable")})
     try:
         return schema.load(data, partial=partial)
     except ValidationError as exc:
         raise Invalid(flatten(exc.messages)) from None
 
 
-def flatten(messages, prefix: str = "") -> dict[str, str]:
-    out: dict[str, str] = {}
+def flatten(messages, prefix: str = "") -> dict[str, Msg]:
+    """{field path: Msg} of marshmallow's nested error messages; several messages of one field said one after the
+    other."""
+    out: dict[str, Msg] = {}
     items = messages.items() if isinstance(messages, dict) else [("", messages)]
     for key, value in items:
         name = f"{prefix}[{key}]" if isinstance(key, int) else (f"{prefix}.{bounded(key)}" if prefix else bounded(key))
         if isinstance(value, dict):
             out.update(flatten(value, name))
         else:
-            out[name or "body"] = " ".join(value) if isinstance(value, list) else str(value)
+            said = [keyed(item) for item in (value if isinstance(value, list) else [value])]
+            out[name or "body"] = _one_after_another(said) if said else Msg("field.invalid")
     return out
 
 
@@ -73,3 +120,26 @@ def _read(kind, text: str):
         return kind(text)
     except (ValueError, OverflowError):
         return text
+def _one_after_another(said: list[Msg]) -> Msg:
+    return said[0] if len(said) == 1 else Msg("field.and", first=said[0], then=_one_after_another(said[1:]))
+
+
+def keyed(message) -> Msg:
+    """A field message as a Msg: ours already are; marshmallow's own English ones are matched to their key (MARSHMALLOW),
+    with their values (numbers as numbers); any other text is kept as it is, as a bare key."""
+    if isinstance(message, Msg):
+        return message
+    text = str(message)
+    for pattern, key in MARSHMALLOW:
+        found = pattern.match(text)
+        if found:
+            return Msg(key, **{name: _value(name, value) for name, value in found.groupdict().items()})
+    return Msg(text)
+
+
+def _value(name: str, value: str):
+    if name == "op" or name.endswith("_op"):
+        return Msg(OPERATORS[value])
+    if _NUMBER.match(value):
+        return float(value) if "." in value else int(value)
+    return value

@@ -15,13 +15,16 @@ import sqlalchemy as sa
 from sqlalchemy.orm.attributes import set_committed_value
 
 from trips import computations
+from trips.core import i18n
 from trips.core.db import after_commit, db
+from trips.core.stored_texts import said_stored
 from trips.core.queue import QUEUE_NAME, enqueue, enqueue_many
 from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries, fords,
                           health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.enrich.corridor import FULL_COVERAGE, map_coverage
+from trips.errors import N_
 from trips.models import Computation, Stage
 from trips.osm.queries import ready_areas
 from trips.route import clock, elevation
@@ -34,7 +37,7 @@ RUN_JOB = "jobs.tasks.run_enrichment"  # the job that runs one enrichment (trip 
 CATEGORY_ORDER = ("route", "points_of_interest", "accommodations", "terrain_security", "weather", "context")
 STRUCTURAL = {"route": ("route", "stages", "route_segment")}
 SCOPED = frozenset({"accommodations"})  # the one enrichment a dispatch may scope to some days (a scan)
-NO_MAP_DATA = "no map data covers this trip: import a region with `flask osm import`"
+NO_MAP_DATA = N_("reason.no_map_data")
 COVERAGE_FIELD = "mapCoverage"  # stage.enrichment: the day's coverage, stored at every dispatch (out_of_zone)
 # The computations that read no map: their groups are never partial on a day the map covers partly.
 MAP_FREE = frozenset({"weather", "wind", "calendar", "daylight", "border_crossing"})
@@ -121,7 +124,8 @@ def category_statuses(trip) -> list[dict]:
         if status:
             entry = {"category": category, "status": status}
             if status == "failed":
-                entry["reason"] = next((c.reason for c in rows if c.status == "failed" and c.reason), None)
+                kept = next((c.reason for c in rows if c.status == "failed" and c.reason), None)
+                entry["reason"] = said_stored(kept, i18n.current_locale())
             out.append(entry)
     return out
 

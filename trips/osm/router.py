@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import sqlalchemy as sa
 
+from trips.errors import Msg, N_
 from trips.osm import geometry
 from trips.osm.network import COST_PER_METRE
 from trips.osm.index import without_jit
@@ -34,7 +35,7 @@ _READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
 class Leg:
     line: np.ndarray  # (n, 2) lat, lon from one point to the next
     routed: bool
-    why: str | None = None  # for a straight leg: what the map lacks
+    why: Msg | None = None  # for a straight leg: what the map lacks
 
 
 @dataclass
@@ -136,7 +137,7 @@ def _points(points) -> np.ndarray:
     return out
 
 
-def _straight(a, b, why: str) -> Leg:
+def _straight(a, b, why: Msg) -> Leg:
     return Leg(np.array([a, b], dtype=float), False, why)
 
 
@@ -144,11 +145,11 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
     if np.array_equal(a, b):
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
-        return _straight(a, b, f"longer than {MAX_LEG_KM:.0f} km between two points: not searched")
+        return _straight(a, b, Msg("routing.why_too_long", km=round(MAX_LEG_KM)))
     s, e = _snap(conn, *a), _snap(conn, *b)
     if s is None or e is None:
-        which = "start" if s is None else "end"
-        return _straight(a, b, f"no road within {SNAP_M:.0f} m of the {which} of this stretch on the imported map")
+        which = N_("routing.why_no_road_at_start") if s is None else N_("routing.why_no_road_at_end")
+        return _straight(a, b, Msg(which, metres=round(SNAP_M)))
     starts, ends = _exits(s), _entries(e)
     best = _direct(s, e)
     found = None
@@ -166,7 +167,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
         parts.append(ends[end][1][1:])
         best = (cost, np.vstack(parts))
     if best is None:
-        return _straight(a, b, "the imported map's roads do not join these points")
+        return _straight(a, b, Msg("routing.why_not_joined"))
     return Leg(np.vstack((a, best[1], b)), True)
 
 

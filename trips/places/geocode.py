@@ -16,7 +16,7 @@ from typing import Any
 import redis as redis_lib
 import sqlalchemy as sa
 
-from trips.errors import Invalid, Unavailable
+from trips.errors import Invalid, Msg, Unavailable
 from trips.osm import queries
 from trips.osm.geometry import GEOD
 from trips.osm.tables import NAMED_RANKS, PLACE_RANKS
@@ -125,17 +125,17 @@ def _same(found: _Found, name: str, lat: float, lon: float) -> bool:
 def validate(q: Any, limit: Any) -> tuple[str, int]:
     """Return (query with whitespace runs collapsed, limit). Raises Invalid naming every bad field; the
     messages never repeat the caller's value."""
-    errors: dict[str, str] = {}
+    errors: dict[str, Msg] = {}
     query = _SPACES.sub(" ", q).strip() if isinstance(q, str) else ""
     if q is not None and not isinstance(q, str):
-        errors["q"] = "must be a string"
+        errors["q"] = Msg("field.must_be_string")
     elif not query:
-        errors["q"] = "is required"
+        errors["q"] = Msg("field.is_required")
     elif len(query) > MAX_QUERY_LENGTH:
-        errors["q"] = f"must be at most {MAX_QUERY_LENGTH} characters"
+        errors["q"] = Msg("field.characters_at_most", most=MAX_QUERY_LENGTH)
     count = _parse_limit(limit)
     if count is None:
-        errors["limit"] = f"must be a whole number from 1 to {MAX_LIMIT}"
+        errors["limit"] = Msg("field.whole_number_from", low=1, high=MAX_LIMIT)
     if errors:
         raise Invalid(errors)
     assert count is not None

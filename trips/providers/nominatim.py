@@ -14,6 +14,7 @@ from typing import Any
 import redis as redis_lib
 
 from trips.core import ratelimit
+from trips.core.i18n import N_
 from trips.errors import Unavailable
 from trips.providers import http
 from trips.providers.cache import Cache
@@ -24,8 +25,8 @@ MAX_TEXT = 200
 CACHE_TTL_SECONDS = 24 * 3600
 CACHE_PREFIX = "btp:geocode:search"
 
-REFUSED = "The place search service refused the request."
-UNAVAILABLE = "The place search service is unavailable right now."
+REFUSED = N_("refusal.place_search_refused")
+UNAVAILABLE = N_("refusal.place_search_unavailable")
 _NAME_FIELDS = ("city", "town", "village", "hamlet", "municipality")
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import redis as redis_lib
 
+from trips.errors import N_
 from trips.providers import http
 from trips.providers.cache import Cache
 
@@ -28,14 +29,14 @@ CACHE_PREFIX = "btp:weather"
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024  # 17 days × 24 h × 10 variables × a few dozen points fits well inside
 MAX_POINTS = 100  # points per request (a trip is at most a few dozen days)
 
-UNAVAILABLE = "The weather service is unavailable; the forecast will be fetched again with the next analysis."
-REFUSED = "The weather service refused the request."
-UNREADABLE = "The weather service's answer could not be read."
-MISCONFIGURED = "The weather service address is not a valid http(s) URL."
+UNAVAILABLE = N_("weather.unavailable")
+REFUSED = N_("weather.refused")
+UNREADABLE = N_("weather.unreadable")
+MISCONFIGURED = N_("weather.misconfigured")
 
 
 class WeatherUnavailable(Exception):
-    """The forecast could not be fetched; `reason` is a sentence fit for the reader."""
+    """The forecast could not be fetched; `reason` (a key) is a sentence fit for the reader."""
 
     def __init__(self, reason: str):
         super().__init__(reason)

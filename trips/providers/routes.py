@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from trips.errors import Msg
 from trips.providers import http
 
 MAX_REDIRECTS = 2
@@ -13,10 +14,10 @@ MAX_RETRY_AFTER = 2.0
 
 
 class FetchFailed(Exception):
-    """A route service's answer could not be had; `detail` is a phrase fit for the user (never the body)."""
+    """A route service's answer could not be had; `detail` is a phrase fit for the user (a Msg: never the body)."""
 
-    def __init__(self, detail: str):
-        super().__init__(detail)
+    def __init__(self, detail: Msg):
+        super().__init__(str(detail))
         self.detail = detail
 
 
@@ -40,31 +41,31 @@ class SourceConfig:
                                backoff=self.backoff, max_retry_after=MAX_RETRY_AFTER, max_redirects=MAX_REDIRECTS)
 
 
-def _size_label(n: int) -> str:
+def _size_label(n: int) -> Msg:
     if n >= 1024 * 1024 and n % (1024 * 1024) == 0:
-        return f"{n // (1024 * 1024)} MB"
-    return f"{n // 1024} KB" if n >= 1024 else f"{n} bytes"
+        return Msg("size.megabytes", size=n // (1024 * 1024))
+    return Msg("size.kilobytes", size=n // 1024) if n >= 1024 else Msg("size.bytes", size=n)
 
 
 def _status_error(status: int) -> FetchFailed:
     if status == 404:
-        return FetchFailed("the service answered 404 (not found)")
+        return FetchFailed(Msg("route.answered_not_found"))
     if status in (401, 403):
-        return FetchFailed(f"the service answered {status} (private or access denied)")
-    return FetchFailed("the service is unavailable" if status == 429 or status >= 500
-                       else f"the service answered {status}")
+        return FetchFailed(Msg("route.answered_denied", status=str(status)))
+    return FetchFailed(Msg("route.unavailable") if status == 429 or status >= 500
+                       else Msg("route.answered", status=str(status)))
 
 
 def _failure(exc: http.HttpFailure, config: SourceConfig) -> FetchFailed:
     if exc.kind == http.OFF_ORIGIN:
-        return FetchFailed("the service redirected to another address")
+        return FetchFailed(Msg("route.redirected_away"))
     if exc.kind == http.TOO_MANY_REDIRECTS:
-        return FetchFailed("the service redirected too many times")
+        return FetchFailed(Msg("route.redirected_too_often"))
     if exc.kind == http.TOO_LARGE:
-        return FetchFailed(f"the response is larger than {_size_label(config.max_bytes)}")
+        return FetchFailed(Msg("route.too_large", size=_size_label(config.max_bytes)))
     if exc.kind == http.TOO_SLOW:
-        return FetchFailed("the service answered too slowly")
-    return FetchFailed("the service is unavailable")
+        return FetchFailed(Msg("route.too_slow"))
+    return FetchFailed(Msg("route.unavailable"))
 
 
 class SourceClient:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from trips.errors import Msg, N_
 from trips.providers import http
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
@@ -17,22 +18,22 @@ _MILE_KM = 1.609344
 _NO_ROUTE_CODES = frozenset({170, 171, 442})
 _TOO_LONG_CODES = frozenset({154})  # path distance exceeds the service's limit
 
-NO_ROUTE = "No cycling route could be found through this waypoint."
-TOO_LONG = "The detour is too long for the routing service."
-UNAVAILABLE = "The routing service is unavailable; try again later."
-TIMEOUT = "The routing service did not answer in time; try again later."
-UNREADABLE = "The routing service's answer could not be read."
-TOO_LARGE = "The routing service's answer is too large."
-REDIRECTED = "The routing service answered with a redirect, which is not followed."
-MISCONFIGURED = "The routing service address is not a valid http(s) URL."
+NO_ROUTE = N_("routing.no_route")
+TOO_LONG = N_("routing.too_long")
+UNAVAILABLE = N_("routing.unavailable")
+TIMEOUT = N_("routing.timeout")
+UNREADABLE = N_("routing.unreadable")
+TOO_LARGE = N_("routing.too_large")
+REDIRECTED = N_("routing.redirected")
+MISCONFIGURED = N_("routing.misconfigured")
 
 Point = tuple[float, float, float]
 
 
 class RoutingError(Exception):
-    """Rerouting failed; `reason` is a sentence fit for the user (never a response body)."""
+    """Rerouting failed; `reason` (a key, or a Msg) is a sentence fit for the user (never a response body)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str | Msg):
         super().__init__(reason)
         self.reason = reason
 
@@ -115,7 +116,7 @@ _FAILURES = {http.TIMEOUT: TIMEOUT, http.TOO_SLOW: TIMEOUT, http.TOO_LARGE: TOO_
              http.OFF_ORIGIN: REDIRECTED, http.TOO_MANY_REDIRECTS: REDIRECTED}
 
 
-def _status_reason(status: int, payload: bytes) -> str:
+def _status_reason(status: int, payload: bytes) -> str | Msg:
     """The user-facing reason for a non-200 answer (Valhalla's `error_code` decides for 4xx)."""
     if status == 429 or status >= 500:
         return UNAVAILABLE
@@ -128,7 +129,7 @@ def _status_reason(status: int, payload: bytes) -> str:
         return NO_ROUTE
     if code in _TOO_LONG_CODES:
         return TOO_LONG
-    return f"The routing service refused the request (HTTP {status})."
+    return Msg("routing.refused", status=str(status))
 
 
 def _number(value: Any) -> float | None:

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from trips import computations
 from trips.core import i18n
+from trips.core.stored_texts import said_stored
 from trips.enrich import registry
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
@@ -35,7 +36,7 @@ def _point(lat, lon, ele) -> dict:
 
 def elevation_reason(stage: Stage) -> str | None:
     """Why the day's climbing is null (docs/RULES.md "Elevation"), None when it is known (a rest day climbs 0)."""
-    return NO_ELEVATION if stage.elevation is None and not stage.is_rest_day else None
+    return i18n.t(NO_ELEVATION, i18n.current_locale()) if stage.elevation is None and not stage.is_rest_day else None
 
 
 def alerts(stage: Stage, segments: bool = True, locale: str | None = None) -> list[dict]:
@@ -174,10 +175,25 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "estimatedArrival": None if stage.is_rest_day else _clock(timing.arrival_hour + _shift(trip, extra)),
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
         "mapCoverage": registry.day_map_coverage(stage),
-        **{key: extra.get(key) for key in ENRICHMENT_FIELDS},
+        **{key: extra.get(key) for key in ENRICHMENT_FIELDS}, **_terrain(extra.get("terrain")),
         # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
         "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),
     }
+
+
+def _stretches(kept: list | None) -> list[str] | None:
+    """A rerouted day's stretches, each said in the reader's language (kept in no language:
+    trips/services/waypoints.py)."""
+    locale = i18n.current_locale()
+    return None if kept is None else [said_stored(text, locale) for text in kept]
+
+
+def _terrain(stored) -> dict:
+    """The stored terrain with its elevationReason (a key: trips/enrich/terrain.py) in the reader's language;
+    nothing when there is no reason to say."""
+    if not isinstance(stored, dict) or not stored.get("elevationReason"):
+        return {}
+    return {"terrain": {**stored, "elevationReason": said_stored(stored["elevationReason"], i18n.current_locale())}}
 
 
 def _shift(trip: Trip, extra: dict) -> float:
@@ -195,4 +211,4 @@ def _clock(hour: float) -> str:
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
             "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True),
-            "routing": (stage.waypoint or {}).get("stretches")}  # a waypoint's reroute, said stretch by stretch
+            "routing": _stretches((stage.waypoint or {}).get("stretches"))}  # a waypoint's reroute, said stretch by stretch

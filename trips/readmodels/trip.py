@@ -6,6 +6,8 @@ from types import SimpleNamespace
 
 from trips import computations
 from trips.core import i18n
+from trips.core.stored_texts import said_stored, unstored
+from trips.errors import Msg, N_, Plural
 from trips.guards import is_locked
 from trips.models import Trip
 from trips.enrich import registry
@@ -37,36 +39,41 @@ def partial(trip: Trip) -> bool:
     return any(c.status in computations.ACTIVE for c in trip.computations)
 
 
-RETRY = "Call analyze_trip to try again."
-ROUTE_FIXES = (" If the link is wrong, create a new trip from the corrected link with create_trip, or have the "
-               "rider import the route as a GPX file (POST /api/trips/gpx-upload).")
-POINT_FIXES = " If a point is wrong, create a new trip with create_trip and the corrected waypoints."
+RETRY = N_("next.retry")
 
 
 def next_action(trip: Trip) -> str | None:
-    """What an agent should do now: wait, retry a failure (with its reason), or nothing (None)."""
+    """What an agent should do now, in the reader's language: wait, retry a failure (with its reason), or nothing
+    (None)."""
+    locale = i18n.current_locale()
+    said = _next_action(trip, locale)
+    return None if said is None else i18n.say(said, locale)
+
+
+def _next_action(trip: Trip, locale: str) -> Msg | None:
     if partial(trip):
-        return "The trip is still being worked out: ask again in a few seconds."
-    failed = {c.name: computations.said_reason(c.reason, "en") for c in trip.computations if c.status == "failed"}
+        return Msg("next.wait")
+    failed = {c.name: unstored(c.reason) for c in trip.computations if c.status == "failed"}
     if "route" in failed:
-        fixes = POINT_FIXES if trip.source_points is not None else ROUTE_FIXES
-        return f"The route could not be fetched: {failed['route'] or 'no reason given.'} {RETRY}{fixes}"
+        fixes = Msg("next.point_fixes") if trip.source_points is not None else Msg("next.route_fixes")
+        return Msg("next.route_failed", reason=failed["route"] or Msg("next.no_reason"), retry=Msg(RETRY),
+                   fixes=fixes)
     if "stages" in failed:
         fix = _pacing_refusal(trip)
         if fix is not None:  # the settings make no days of this route: changing them cuts the days again
-            return i18n.t("trip.days_not_cut", i18n.current_locale(), reason=fix, id=trip.id)
-        return f"The days could not be cut: {failed['stages'] or 'no reason given.'} {RETRY}"
+            return Msg("trip.days_not_cut", reason=fix, id=trip.id)
+        return Msg("next.stages_failed", reason=failed["stages"] or Msg("next.no_reason"), retry=Msg(RETRY))
     if failed:
         reasons = {reason for reason in failed.values() if reason}
         if reasons == {NO_MAP_DATA}:  # no retry helps until a region is imported
-            return ("No map data covers this trip yet, so its days could not be analysed. Once the operator has "
-                    "imported a region with `flask osm import`, call analyze_trip.")
-        told = " ".join(_sentence(r) for r in sorted(reasons)[:3])
-        return f"Some analyses failed ({', '.join(sorted(failed))}). {told} {RETRY}".replace("  ", " ")
-    return _off_map(trip)
+            return Msg("next.no_map_data")
+        told = sorted(_sentence(i18n.say(r, locale)) for r in reasons)[:3]
+        return Msg("next.analyses_failed", names=", ".join(sorted(failed)), told=i18n.join(told, locale),
+                   retry=Msg(RETRY))
+    return _off_map(trip, locale)
 
 
-def _pacing_refusal(trip: Trip) -> str | None:
+def _pacing_refusal(trip: Trip) -> Msg | None:
     """Why the trip's pacing settings make no days of its stored route, naming the setting and a value that fits
     (trips/route/pacing.py day_count, in the reader's language); None when they do, or there is no route."""
     km = route_km(trip)
@@ -88,6 +95,7 @@ def total_distance(trip: Trip, stages) -> float:
 
 
 MAX_OFF_MAP_DAYS = 4  # days named by the off-map next action
+DAY_SEPARATOR = N_("next.day_separator")
 
 
 def _coverage(stage) -> dict | None:
@@ -99,18 +107,18 @@ def _coverage(stage) -> dict | None:
     return registry.day_map_coverage(stage)
 
 
-def _off_map(trip: Trip) -> str | None:
+def _off_map(trip: Trip, locale: str) -> Msg | None:
     """The days partly or wholly off the imported map and their km off it (stored at dispatch,
     docs/RULES.md "Map coverage"), with the fix; None when the map covers every day."""
     off = [(s.day_number, c) for s in trip.stages if not s.is_rest_day
            and (c := _coverage(s)) is not None and c["share"] < registry.FULL_COVERAGE]
     if not off:
         return None
-    told = "; ".join(f"day {n}: " + (", ".join(f"km {a:g}–{b:g}" for a, b in c["offMapKm"]) or "in part")
-                     for n, c in off[:MAX_OFF_MAP_DAYS]) + ("; …" if len(off) > MAX_OFF_MAP_DAYS else "")
-    return (f"Parts of {len(off)} day(s) lie outside the imported map ({told}): the map checks (food, lodging, "
-            "water, terrain…) did not look there. Have the operator import a region covering them with "
-            "`flask osm import`, then call analyze_trip.")
+    days = [Msg("next.off_map_day", day=n, where=[Msg("next.km_range", start=a, end=b) for a, b in c["offMapKm"]]
+                or Msg("next.in_part")) for n, c in off[:MAX_OFF_MAP_DAYS]]
+    more = [Msg("next.more_days")] if len(off) > MAX_OFF_MAP_DAYS else []
+    told = i18n.join(days + more, locale, DAY_SEPARATOR)
+    return Plural("next.off_map", len(off), days=told)
 
 
 def _sentence(reason: str) -> str:
@@ -134,8 +142,10 @@ def routing(trip: Trip) -> list[dict] | None:
     joins (1-based), its km, and "routed", or "joined straight, approximate: <why>"; None for any other route."""
     if trip.route_legs is None:
         return None
+    locale = i18n.current_locale()
     return [{"from": leg["from"], "to": leg["to"], "km": round(leg["toKm"] - leg["fromKm"], 1),
-             "how": "routed" if leg["routed"] else f"straight, approximate: {leg['why']}"}
+             "how": i18n.say(Msg("routing.leg_routed") if leg["routed"] else Msg(
+                 "routing.leg_straight", why=unstored(leg["why"]) or Msg("next.no_reason")), locale)}
             for leg in trip.route_legs]
 
 
@@ -153,7 +163,7 @@ def trip_detail(trip: Trip) -> dict:
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": total_distance(trip, stages),
         **elevation_totals(stages),
-        "computations": [{"name": c.name, "status": c.status, "reason": computations.said_reason(c.reason, locale)}
+        "computations": [{"name": c.name, "status": c.status, "reason": said_stored(c.reason, locale)}
                          for c in trip.computations],
         "categoryStatus": registry.category_statuses(trip),
         "stages": [stage_summary(trip, s) for s in stages],

@@ -11,10 +11,11 @@ import math
 
 import numpy as np
 
+from trips.errors import N_
 from trips.route import geo
 
 KNOWN_SHARE = 0.9  # at least 90 % of a track's points carry an elevation, or its elevation is unknown
-NO_ELEVATION = "this route carries no elevation"
+NO_ELEVATION = N_("reason.no_elevation")
 
 
 def settle(track: np.ndarray) -> np.ndarray:

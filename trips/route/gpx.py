@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from lxml import etree
 
-from trips.core import i18n
+from trips.errors import Msg
 from trips.route.gpx_fast import BOMS, XML_DECL_ENCODING, Reader
 from trips.route.gpx_points import (DOCTYPE, INVALID, NO_POINTS, Collector, GpxError, local_name, prune,
                                     take_open_segment)
@@ -63,7 +63,7 @@ class ParsedRoute:
 
 def _chunks(source, max_bytes: int):
     """Yield the document in chunks; raise GpxError once more than `max_bytes` have been read."""
-    too_large = GpxError(f"The GPX file is larger than the {max_bytes / (1024 * 1024):g} MB limit.")
+    too_large = GpxError(Msg("gpx.too_large", megabytes=round(max_bytes / (1024 * 1024), 2)))
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = memoryview(source).cast("B")
         if len(data) > max_bytes:
@@ -177,8 +177,7 @@ def parse_gpx(source, max_bytes: int = MAX_BYTES, split_tracks: bool = False) ->
             raise GpxError(INVALID) from None
         for _ in blocks:  # a file over its own limit is refused for that first (raises GpxError)
             pass
-        raise GpxError(i18n.t("gpx.text_too_large", i18n.current_locale(),
-                              megabytes=i18n.number(MAX_TEXT_BYTES / (1024 * 1024), i18n.current_locale()))) from None
+        raise GpxError(Msg("gpx.text_too_large", megabytes=MAX_TEXT_BYTES // (1024 * 1024))) from None
     if root.getroottree().docinfo.doctype:
         raise GpxError(DOCTYPE)
     if local_name(root) != "gpx":

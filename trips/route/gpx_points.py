@@ -5,21 +5,27 @@ from __future__ import annotations
 import numpy as np
 from lxml import etree
 
+from trips.errors import Msg, N_, as_msg
+
 TITLE_MAX_CHARS = 255
-INVALID = "The file is not a valid GPX document."
-DOCTYPE = "GPX documents with a DOCTYPE are not allowed."
-NO_POINTS = "The GPX file has no track points."
-NOT_A_NUMBER = "A track point has a latitude or longitude that is not a number."
-BAD_ELE = "A track point has an elevation that is not a number."
-_MISSING = "A track point has no latitude or longitude."
+INVALID = N_("gpx.invalid")
+DOCTYPE = N_("gpx.doctype")
+NO_POINTS = N_("gpx.no_points")
+NOT_A_NUMBER = N_("gpx.not_a_number")
+BAD_ELE = N_("gpx.bad_elevation")
+_MISSING = N_("gpx.missing_coordinates")
 
 
 class GpxError(ValueError):
-    """A GPX upload was refused. `message` is safe to show to the user: it never quotes the file."""
+    """A GPX upload was refused. `message` (a Msg, or a key) is safe to show to the user: it never quotes the
+    file."""
 
-    def __init__(self, message: str):
+    def __init__(self, message: str | Msg):
         super().__init__(message)
         self.message = message
+
+    def __str__(self) -> str:
+        return str(as_msg(self.message))  # English: logs
 
 
 
@@ -168,9 +174,9 @@ def _check(block: np.ndarray) -> None:
     if np.isinf(block[:, 2]).any():  # NaN is a missing elevation (a text reading NaN was refused already)
         raise GpxError(BAD_ELE)
     if (np.abs(block[:, 0]) > 90).any():
-        raise GpxError("A track point has a latitude outside -90..90.")
+        raise GpxError(N_("gpx.latitude_range"))
     if (np.abs(block[:, 1]) > 180).any():
-        raise GpxError("A track point has a longitude outside -180..180.")
+        raise GpxError(N_("gpx.longitude_range"))
 
 
 def local_name(el) -> str:

@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 
 import numpy as np
 
-from trips.core import i18n
+from trips.errors import Msg, Plural
 from trips.route import clock, geo
 
 __all__ = [
@@ -33,33 +33,35 @@ _MAX_TOLERANCE_M = 20_000.0
 
 
 class TooLarge(ValueError):
-    """The route or the settings would make a trip bigger than BTP plans. `message` says why and what to
+    """The route or the settings would make a trip bigger than BTP plans. `message` (a Msg) says why and what to
     change, without quoting the input; `field` names the setting to change (None: the route itself)."""
 
-    def __init__(self, message: str, field: str | None = None):
+    def __init__(self, message: Msg, field: str | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
 
+    def __str__(self) -> str:
+        return str(self.message)  # English: logs
 
-def _km(value: float) -> str:
-    return f"{value:,.0f}".replace(",", " ")
+
+def _whole(km) -> int | str:
+    """A length in whole km for a message (written the reader's way); a length that is not a number as it is."""
+    return round(float(km)) if math.isfinite(float(km)) else str(km)
 
 
 def check_length(total_km: float) -> None:
     """Raises TooLarge when a route is longer than MAX_ROUTE_KM."""
     if not total_km <= MAX_ROUTE_KM:  # NaN too
-        raise TooLarge(f"This route is {_km(total_km)} km long; BTP plans at most {_km(MAX_ROUTE_KM)} km "
-                       f"({MAX_TRIP_DAYS} days of {MAX_DAY_KM:g} km). Split the route.")
+        raise TooLarge(Msg("pacing.route_too_long", km=_whole(total_km), most=_whole(MAX_ROUTE_KM),
+                           days=MAX_TRIP_DAYS, day_km=_whole(MAX_DAY_KM)))
 
 
 def _check_steps(step_km: np.ndarray, first_point: int = 1) -> None:
     if len(step_km) and not step_km.max() <= MAX_STEP_KM:
         i = int(np.flatnonzero(~(step_km <= MAX_STEP_KM))[0])  # the first jump (NaN counts as one)
-        raise TooLarge(
-            f"Track points {first_point + i} and {first_point + i + 1} are {_km(step_km[i])} km apart: a step that "
-            f"long is a jump, not a road (BTP accepts at most {MAX_STEP_KM:g} km between consecutive points). "
-            "Remove the jump, or make each part its own trip.")
+        raise TooLarge(Msg("pacing.jump", first=str(first_point + i), second=str(first_point + i + 1),
+                           km=_whole(step_km[i]), most=_whole(MAX_STEP_KM)))
 
 
 def check_route(tracks, joined: bool = True) -> None:
@@ -69,8 +71,7 @@ def check_route(tracks, joined: bool = True) -> None:
     to the next counts; otherwise (a Komoot collection, a day per tour) each track is checked alone and the
     length is their sum, and there are at most MAX_TRIP_DAYS of them. Raises ValueError on a bad shape."""
     if not joined and len(tracks) > MAX_TRIP_DAYS:
-        raise TooLarge(f"This collection has {len(tracks)} tours; BTP plans at most {MAX_TRIP_DAYS} days, one "
-                       "per tour. Split the collection.")
+        raise TooLarge(Msg("pacing.too_many_tours", tours=len(tracks), most=MAX_TRIP_DAYS))
     lines = [np.concatenate([_as_route(t) for t in tracks])] if joined and len(tracks) > 1 else tracks
     total, first = 0.0, 1
     for line in lines:
@@ -104,11 +105,11 @@ class StagePlan:
     geometry: np.ndarray = field(repr=False)
 
 
-def too_many_dated_days(start: date, days: int) -> str:
+def too_many_dated_days(start: date, days: int) -> Msg:
     """Why dates spanning `days` (more than MAX_TRIP_DAYS) from `start` are refused, naming the last end date that
-    fits, in the reader's language."""
+    fits."""
     latest = (start + timedelta(days=MAX_TRIP_DAYS - 1)).isoformat()
-    return i18n.tn("pacing.too_many_dated_days", days, i18n.current_locale(), most=MAX_TRIP_DAYS, end=latest)
+    return Plural("pacing.too_many_dated_days", days, most=MAX_TRIP_DAYS, end=latest)
 
 
 def day_count(total_km: float, settings: PacingSettings) -> int:
@@ -127,10 +128,9 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
             raise TooLarge(too_many_dated_days(settings.start_date, days), "endDate")
         if days > 1 and total_km / days < MIN_DATED_DAY_KM:
             fits = max(1, math.floor(total_km / MIN_DATED_DAY_KM))
-            locale = i18n.current_locale()
-            raise TooLarge(i18n.tn("pacing.dated_days_too_short", days, locale, km=i18n.number(total_km, locale),
-                                   least=i18n.number(MIN_DATED_DAY_KM, locale),
-                                   end=(settings.start_date + timedelta(days=fits - 1)).isoformat()), "endDate")
+            raise TooLarge(Plural("pacing.dated_days_too_short", days, km=_whole(total_km),
+                                  least=_whole(MIN_DATED_DAY_KM),
+                                  end=(settings.start_date + timedelta(days=fits - 1)).isoformat()), "endDate")
         return days
     if not settings.max_distance_per_day or not settings.max_distance_per_day > 0:
         raise ValueError("max_distance_per_day must be > 0")
@@ -138,8 +138,7 @@ def day_count(total_km: float, settings: PacingSettings) -> int:
     days = max(1, math.ceil(total_km / settings.max_distance_per_day))
     if days > MAX_TRIP_DAYS:
         fits = math.ceil(total_km / MAX_TRIP_DAYS)
-        raise TooLarge(f"This route would make {days} days; BTP plans at most {MAX_TRIP_DAYS}. Raise "
-                       f"maxDistancePerDay to at least {fits} km, or split the route.", "maxDistancePerDay")
+        raise TooLarge(Msg("pacing.too_many_days", days=days, most=MAX_TRIP_DAYS, fits=fits), "maxDistancePerDay")
     return days
 
 

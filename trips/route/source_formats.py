@@ -15,23 +15,31 @@ import numpy as np
 from trips.route import gpx
 from trips.route.gpx import GpxError, ParsedRoute, parse_gpx
 from trips.core.text import mend
+from trips.errors import Msg, N_, as_msg
 
-NO_POINTS = "The route has no points."
+NO_POINTS = N_("route.no_points")
 MAX_TITLE_LENGTH = 255
 MAX_COLLECTION_TOURS = 100
 ID_RE = re.compile(r"[0-9]{1,20}")
 
 
 class FetchError(Exception):
-    """The route could not be fetched or read; `reason` is a sentence fit for the user (no response body)."""
+    """The route could not be fetched or read; `reason` (a Msg, or a key) is a sentence fit for the user (no
+    response body)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str | Msg):
         super().__init__(reason)
         self.reason = reason
 
+    def __str__(self) -> str:
+        return str(as_msg(self.reason))  # English: logs
 
-def failed(detail: str) -> FetchError:
-    return FetchError(f"The route could not be fetched: {detail}.")
+
+def failed(detail: Msg) -> FetchError:
+    return FetchError(Msg("route.could_not_fetch", detail=detail))
+
+
+UNREADABLE = N_("route.unreadable")
 
 
 def _num(value: Any) -> float:
@@ -83,7 +91,7 @@ def _js_to_json_escape(seq: str) -> str:
 
 def komoot_props(body: bytes) -> dict:
     """Raises FetchError when the page has no readable `kmtBoot.setProps("…")` payload."""
-    unreadable = failed("the service's answer could not be read")
+    unreadable = failed(Msg(UNREADABLE))
     match = _SET_PROPS.search(body.decode("utf-8", errors="replace"))
     if not match:
         raise unreadable
@@ -101,7 +109,7 @@ def parse_komoot_tour(body: bytes) -> ParsedRoute:
     """Raises FetchError when the page cannot be read."""
     tour = _dig(komoot_props(body), "page", "_embedded", "tour")
     if not isinstance(tour, dict):
-        raise failed("the service's answer could not be read")
+        raise failed(Msg(UNREADABLE))
     items = _dig(tour, "_embedded", "coordinates", "items")
     items = items if isinstance(items, list) else []
     track = _track((i.get("lat"), i.get("lng"), i.get("alt")) for i in items if isinstance(i, dict))
@@ -112,7 +120,7 @@ def parse_collection(body: bytes) -> tuple[str, list[str]]:
     """Return (name, tour ids); raises FetchError when the page cannot be read."""
     hal = _dig(komoot_props(body), "page", "_embedded", "collectionHal")
     if not isinstance(hal, dict):
-        raise failed("the service's answer could not be read")
+        raise failed(Msg(UNREADABLE))
     items = _dig(hal, "_embedded", "compilation", "_embedded", "items")
     ids: list[str] = []
     for item in items if isinstance(items, list) else []:
@@ -132,7 +140,7 @@ def parse_strava(body: bytes, max_bytes: int) -> ParsedRoute:
     except GpxError as exc:
         if exc.message == gpx.NO_POINTS:
             raise FetchError(NO_POINTS) from exc
-        raise failed("the service's answer could not be read") from exc
+        raise failed(Msg(UNREADABLE)) from exc
     return ParsedRoute(title=_title(parsed.title), tracks=list(parsed.tracks))
 
 
@@ -141,9 +149,9 @@ def parse_rwgps(body: bytes) -> ParsedRoute:
     try:
         route = _dig(json.loads(body), "route")
     except ValueError as exc:
-        raise failed("the service's answer could not be read") from exc
+        raise failed(Msg(UNREADABLE)) from exc
     if not isinstance(route, dict):
-        raise failed("the service's answer could not be read")
+        raise failed(Msg(UNREADABLE))
     items = route.get("track_points")
     rows = ((p.get("lat"), p.get("lng"), p.get("e")) if "lat" in p else (p.get("y"), p.get("x"), p.get("e"))
             for p in (items if isinstance(items, list) else []) if isinstance(p, dict))

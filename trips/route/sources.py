@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trips.errors import N_, as_msg
+
 KOMOOT_TOUR = "komoot_tour"
 KOMOOT_COLLECTION = "komoot_collection"
 STRAVA_ROUTE = "strava_route"
@@ -24,22 +26,21 @@ _URL_PATTERNS = (
     (RIDE_WITH_GPS, re.compile(r"https://ridewithgps\.com/routes/" + _ID)),
 )
 
-_UNSUPPORTED = (
-    "Unsupported route link. Supported forms: https://www.komoot.com/tour/<id>, "
-    "https://www.komoot.com/collection/<id> (optionally with a locale such as /fr-fr/), "
-    "https://www.strava.com/routes/<id>, https://ridewithgps.com/routes/<id>."
-)
+_UNSUPPORTED = N_("source.unsupported")
 
 
-_HTTPS_REQUIRED = ("This route link uses http://: BTP only fetches routes over https. Send the same link "
-                   "starting with https://.")
+_HTTPS_REQUIRED = N_("source.https_required")
 
 
 class UnsupportedSource(ValueError):
-    """The link is not one of the supported forms. The message lists them and never repeats the link."""
+    """The link is not one of the supported forms. `message` (a key) lists them and never repeats the link."""
 
     def __init__(self, message: str = _UNSUPPORTED):
         super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return str(as_msg(self.message))  # English: logs
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from oauth.kernel.models import User
 from trips import computations
 from trips.enrich import registry
 from trips.services import analysis
-from trips.errors import Conflict, Invalid
+from trips.errors import Conflict, Invalid, Msg
 from trips.guards import Precondition, WriteContext, guarded_write
 from trips.models import Trip
 from trips.services.inputs import AccommodationChoice, AccommodationScan
@@ -26,7 +26,7 @@ def choose_accommodation(actor: User, trip_id: str, stage_id: str, precondition:
         choice = load(AccommodationChoice(), data)
         stage = find_stage(trip, stage_id)
         if stage.is_rest_day:
-            raise Invalid({"stageId": "a rest day has no accommodation of its own"})
+            raise Invalid({"stageId": Msg("field.rest_day_no_lodging")})
         return _candidate(stage, choice)
 
     notes: list[str] = []
@@ -60,8 +60,7 @@ def _candidate(stage, choice: dict) -> dict | None:
         if candidate and abs(candidate["lat"] - choice["lat"]) <= ACCOMMODATION_MATCH_DEG \
                 and abs(candidate["lon"] - choice["lon"]) <= ACCOMMODATION_MATCH_DEG:
             return candidate
-    raise Conflict("No accommodation of this day is at these coordinates; read the day again for the "
-                   "current candidates.")
+    raise Conflict("refusal.no_lodging_there")
 
 
 def scan_accommodations(actor: User, trip_id: str, data) -> Trip:
@@ -80,15 +79,15 @@ def scan_accommodations(actor: User, trip_id: str, data) -> Trip:
         if "stage_id" in fields:
             stage = find_stage(trip, fields["stage_id"])
             if stage.selected_accommodation is not None:
-                raise Invalid({"stageId": "this day's accommodation is chosen; clear the choice to look again"})
+                raise Invalid({"stageId": Msg("field.lodging_chosen")})
             fields["stage_id"] = stage.id
         elif not trip.stages:
-            raise Invalid({"stages": "the trip has no days to look around yet"})
+            raise Invalid({"stages": Msg("field.no_days_to_scan")})
         # Anything still to finish would be superseded by this dispatch, and the candidates it expands are
         # those the analysis is still looking for: refused, as analyze_trip refuses while one runs.
         active = sorted(c.name for c in trip.computations if c.status in computations.ACTIVE)
         if active:
-            raise Conflict(f"The trip is still being worked out ({', '.join(active)}); look again once it is done.")
+            raise Conflict("refusal.scan_while_running", running=", ".join(active))
         return fields
 
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)

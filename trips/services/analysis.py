@@ -10,7 +10,7 @@ from oauth.kernel.models import User
 from trips import computations
 from trips.core.db import after_commit
 from trips.enrich import registry
-from trips.errors import Conflict, Invalid
+from trips.errors import Conflict, Invalid, Msg
 from trips.guards import WriteContext, guarded_write
 from trips.models import Trip
 
@@ -35,13 +35,13 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
     def validate(trip):
         if not trip.stages:
             if any(computations.status_of(trip, n) in computations.ACTIVE for n in computations.STRUCTURAL):
-                raise Conflict("The days are still being worked out; ask again in a few seconds.")
+                raise Conflict("refusal.days_being_cut")
             if _structural_retry(trip) is None:
-                raise Invalid({"stages": "the trip has no days to analyze yet"})
+                raise Invalid({"stages": Msg("field.no_days_to_analyze")})
             return
         running = [c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status == "running"]
         if running:
-            raise Conflict(f"An analysis is running ({', '.join(sorted(running))}); try again once it is done.")
+            raise Conflict("refusal.analysis_running", running=", ".join(sorted(running)))
 
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
     with guarded_write(ctx) as trip:

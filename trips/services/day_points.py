@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg
 from trips.models import Stage, Trip
 from trips.providers.settings import configs
 from trips.osm import router
@@ -35,7 +35,7 @@ class PointEdit:
     line: np.ndarray
     other: Stage | None
     rest: np.ndarray | None
-    how: str  # "cut on the route at km X", "routed", "joined straight: approximate"
+    how: Msg  # cut on the route at km X, routed, joined straight: approximate
     approximate: bool
     lengths: tuple[float, float] | None  # (day, rest) km to keep when the days' own lines were cut
     via: tuple[float, float] | None = None  # where a detour leaves the window's road (None: a cut, no detour)
@@ -150,7 +150,7 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict |
         head, tail = slice_km(line, cum, 0.0, km), slice_km(line, cum, km, total)
         lengths = None if stored else _scaled(days, km, total)
         on_trip = km + sum(s.distance for s in trip.stages[:trip.stages.index(days[0])])
-        how = f"cut on the route at km {on_trip:.1f}"
+        how = Msg("edit.cut_on_route", km=round(on_trip, 1))
         return _edit(side, other, head, tail, how, old_approx, lengths)
     # Off the route (or past its ends): a detour from the nearest point of the window, there and back.
     km = _detour_from(line, cum, p, ref, total if reach and other is None and side == "end" else None, reach)
@@ -160,7 +160,7 @@ def plan(trip: Trip, stage: Stage, side: str, point: list[float], routes: dict |
     head = np.vstack((slice_km(line, cum, 0.0, km)[:-1], out)) if km > 0 else out
     tail = np.vstack((back, slice_km(line, cum, km, total)[1:])) if km < total else back
     approximate = approx_out or approx_back
-    how = "joined straight: approximate" if approximate else "routed"
+    how = Msg("edit.joined_straight") if approximate else Msg("edit.routed")
     edit = _edit(side, other, head, tail, how, approximate or old_approx, None, total - km if side == "end" else km)
     edit.via = (float(base[0]), float(base[1]))
     return edit
@@ -190,8 +190,7 @@ def _edit(side, other, head, tail, how, approximate, lengths, rest_km=None) -> P
     Invalid (naming the point) when the day would be shorter than MIN_PART_KM."""
     line, rest = (head, tail) if side == "end" else (tail, head)
     if total_distance_km(line) < MIN_PART_KM:
-        raise Invalid({f"{side}Point": f"leaves the day under {MIN_PART_KM * 1000:.0f} m long; delete the day "
-                                       "instead"})
+        raise Invalid({f"{side}Point": Msg("field.day_too_short", metres=round(MIN_PART_KM * 1000))})
     if lengths is not None and side == "start":
         lengths = lengths[::-1]
     if other is None and rest_km is not None and rest_km < MIN_PART_KM:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, time, timezone
 
-from trips.errors import Conflict, InvalidQuery
+from trips.errors import Conflict, InvalidQuery, Msg
 from trips.models import Stage, Trip
 from trips.services.gpx_days import day_exports
 
@@ -16,7 +16,7 @@ def fit_file(trip: Trip, stages: list[Stage] | None = None, split: str | None = 
 
     Raises InvalidQuery (`days`: not one of SPLITS) and Conflict (no riding day with a line yet: nothing to ride)."""
     if split is not None and split not in SPLITS:
-        raise InvalidQuery({"days": "must be laps or courses"})
+        raise InvalidQuery({"days": Msg("field.laps_or_courses")})
     from trips.route import fit_export  # fit_tool is heavy: a web worker loads it at its first FIT download
     start = datetime.combine(trip.start_date or datetime.now(timezone.utc).date(), time(trip.departure_hour or 0),
                              timezone.utc)
@@ -24,5 +24,5 @@ def fit_file(trip: Trip, stages: list[Stage] | None = None, split: str | None = 
     try:
         data = write(trip.title, day_exports(trip, stages), start, trip.average_speed)
     except ValueError:
-        raise Conflict("This trip has no day with a route to ride yet.") from None
+        raise Conflict("refusal.nothing_to_ride") from None
     return data, "application/zip" if split == "courses" else fit_export.MEDIA_TYPE

@@ -27,9 +27,9 @@ def digest(data) -> str:
 def idempotent(actor: User, operation: str, key: str | None, digest: str, build) -> tuple[Trip, bool]:
     """Run `build` once per (user, operation, key); a replay answers the first result."""
     if key is None:
-        raise BadRequest("The Idempotency-Key header is required (16 to 255 letters, digits, '-' or '_').")
+        raise BadRequest("refusal.idempotency_key_required")
     if not IDEMPOTENCY_KEY.fullmatch(key):
-        raise BadRequest("The Idempotency-Key must be 16 to 255 letters, digits, '-' or '_'.")
+        raise BadRequest("refusal.idempotency_key_malformed")
     key_lock = f"idem:{actor.id}:{operation}:{hashlib.sha256(key.encode()).hexdigest()}"
     try:
         with atomic(lock=key_lock, lock_timeout=10):
@@ -60,9 +60,9 @@ def _replay(actor: User, operation: str, key: str, digest: str) -> Trip | None:
         db.session.flush()
         return None
     if record.request_digest != digest:
-        raise Conflict("This Idempotency-Key was already used with a different request body.")
+        raise Conflict("refusal.idempotency_key_reused")
     if record.trip_id is None:
-        raise Conflict("The trip created with this Idempotency-Key has since been deleted; use a new key.")
+        raise Conflict("refusal.idempotency_trip_deleted")
     return db.session.get(Trip, record.trip_id)
 
 

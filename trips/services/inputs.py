@@ -6,9 +6,9 @@ from datetime import date
 from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates, validates_schema
 
 from trips.core.validation import FromText, Number, Whole
+from trips.errors import Msg
 from trips.models import ACCOMMODATION_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
-from trips.core import i18n
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS, too_many_dated_days  # the one cap on a trip's days
 from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RADIUS_KM
 
@@ -74,12 +74,12 @@ class TripCreate(_Settings):
         try:
             parse_source_url(value)
         except UnsupportedSource as exc:
-            raise ValidationError(str(exc)) from None
+            raise ValidationError([Msg(exc.message)]) from None
 
     @validates_schema
     def _one_source(self, data, **_):
         if ("source_url" in data) == ("source_points" in data):
-            raise ValidationError("give either sourceUrl (a route link) or waypoints (2 to 50 points), not both",
+            raise ValidationError([Msg("field.one_source", least=MIN_WAYPOINTS, most=MAX_WAYPOINTS)],
                                   "sourceUrl" if "source_url" in data else "body")
 
     @post_load
@@ -116,10 +116,9 @@ def check_dates(start: date | None, end: date | None) -> None:
     date is a one-day trip) or the trip is longer than MAX_TRIP_DAYS."""
     if start and end:
         if end < start:
-            raise ValidationError(i18n.t("pacing.end_before_start", i18n.current_locale(), start=start.isoformat()),
-                                  "endDate")
+            raise ValidationError([Msg("pacing.end_before_start", start=start.isoformat())], "endDate")
         if (end - start).days + 1 > MAX_TRIP_DAYS:
-            raise ValidationError(too_many_dated_days(start, (end - start).days + 1), "endDate")
+            raise ValidationError([too_many_dated_days(start, (end - start).days + 1)], "endDate")
 
 
 class PointIn(Schema):
@@ -155,9 +154,9 @@ class StageUpdate(Schema):
     @validates_schema
     def _one_mode(self, data, **_):
         if not data:
-            raise ValidationError("Give startPoint, endPoint, label or distance.", "body")
+            raise ValidationError([Msg("field.give_something")], "body")
         if "distance" in data and ({"start_point", "end_point"} & data.keys()):
-            raise ValidationError("A day is either cut at a distance or given new points, not both.", "distance")
+            raise ValidationError([Msg("field.cut_or_points")], "distance")
 
 
 class StageMove(Schema):
@@ -179,7 +178,7 @@ class AccommodationChoice(Schema):
     @validates_schema
     def _both_or_neither(self, data, **_):
         if (data.get("lat") is None) != (data.get("lon") is None):
-            raise ValidationError("Give both lat and lon, or both null to clear the choice.", "lat")
+            raise ValidationError([Msg("field.lat_and_lon")], "lat")
 
 
 class AccommodationScan(Schema):

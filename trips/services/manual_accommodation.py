@@ -8,7 +8,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from oauth.kernel.models import User
 from trips.enrich.accommodations import MAX_RADIUS_KM
-from trips.errors import Invalid
+from trips.errors import Invalid, Msg
 from trips.guards import Precondition
 from trips.models import Stage, Trip
 from trips.route.geo import cumulative_km, haversine_m, locate_on_line
@@ -37,12 +37,12 @@ class ManualAccommodation(Schema):
         unknown = RAISE
 
     name = fields.String(required=True, validate=[validate.Length(min=1, max=120),
-                                                  validate.Regexp(r"\S", error="must not be blank")])
+                                                  validate.Regexp(r"\S", error=Msg("field.blank"))])
     point = fields.Nested(LodgingPoint, required=True)
     price = Number(load_default=None, allow_none=True, allow_nan=False,
                          validate=validate.Range(0, MAX_PRICE),
                          metadata={"description": "€ for the night; absent or null: unknown."})
-    phone = fields.String(validate=validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error="must be a phone number"))
+    phone = fields.String(validate=validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error=Msg("field.not_a_phone")))
     website = fields.Url(schemes={"http", "https"}, require_tld=False, validate=validate.Length(max=2048))
     address = fields.String(validate=validate.Length(min=1, max=200))
 
@@ -80,15 +80,14 @@ def add_manual_accommodation(actor: User, trip_id: str, stage_id: str, precondit
         fields_ = load(ManualAccommodation(), data)
         stage = find_stage(trip, stage_id)
         if stage.is_rest_day:
-            raise Invalid({"stageId": "a rest day has no accommodation of its own"})
+            raise Invalid({"stageId": Msg("field.rest_day_no_lodging")})
         place = lodging(fields_, (stage.end_lat, stage.end_lon))
         off = _off_route_km(trip, stage, place["lat"], place["lon"])
         if off > MAX_OFF_ROUTE_KM:
-            raise Invalid({"point": f"is {off:.0f} km from the day's route; a lodging is at most {MAX_OFF_ROUTE_KM:g} "
-                                    "km off it (move the day first)"})
+            raise Invalid({"point": Msg("field.lodging_off_route", km=round(off), most=MAX_OFF_ROUTE_KM)})
         return place
 
-    notes: list[str] = []
+    notes: list[Msg] = []
     routes = lodging_road.route_before_the_lock(actor, trip_id, stage_id, lambda stage: lodging(
         load(ManualAccommodation(), data), (stage.end_lat, stage.end_lon)))
 

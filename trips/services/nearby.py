@@ -8,7 +8,9 @@ from __future__ import annotations
 from marshmallow import RAISE, fields, validate
 
 from oauth.kernel.models import User
+from trips.core import i18n
 from trips.core.db import db
+from trips.core.i18n import N_
 from trips.enrich.accommodations import OSM_TYPES
 from trips.errors import Invalid, InvalidQuery
 from trips.guards import load_owned_trip
@@ -19,7 +21,7 @@ from trips.core.validation import FromText, Number, Whole, load
 
 DEFAULT_RADIUS_M, MIN_RADIUS_M, MAX_RADIUS_M = 2000, 50, 20_000
 DEFAULT_LIMIT, MAX_LIMIT = 20, Q.MAX_MATCHES
-NO_MAP = "No imported map covers this place: BTP searches offline, so import the region (flask osm import) first."
+NO_MAP = N_("reason.no_map_here")
 _CONTACT = (("openingHours", ("opening_hours",)), ("phone", ("phone", "contact:phone")),
             ("website", ("website", "contact:website", "url")))
 
@@ -74,6 +76,6 @@ def nearby_points(actor: User, trip_id: str, query) -> dict:
     answer = {"category": q["category"], "position": {"lat": q["lat"], "lon": q["lon"]}, "radius": q["radius"],
               "mapCoverage": coverage}
     if coverage == "none":
-        return answer | {"pois": None, "reason": NO_MAP}
+        return answer | {"pois": None, "reason": i18n.t(NO_MAP, i18n.current_locale())}
     found = Q.points_near(q["lat"], q["lon"], q["radius"], kinds=[q["category"]], engine=db.engine)
     return answer | {"pois": [_place(p) for p in found[:q["limit"]]], "more": len(found) > q["limit"]}

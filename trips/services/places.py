@@ -5,7 +5,7 @@ from trips.core.redis_client import get_redis
 from oauth.kernel.models import User
 from trips.core.db import db
 from trips.core.text import bounded
-from trips.errors import Invalid, InvalidQuery
+from trips.errors import Invalid, InvalidQuery, Msg
 from trips.places.geocode import search_places as search
 from trips.providers.settings import configs
 
@@ -18,7 +18,7 @@ def search_places(actor: User, query) -> dict:
     """
     extra = sorted(set(query) - {"q", "limit"})
     if extra:
-        raise InvalidQuery({bounded(extra[0]): "Unknown field."})
+        raise InvalidQuery({bounded(extra[0]): Msg("field.unknown")})
     try:
         return search(query.get("q"), query.get("limit"), config=configs().nominatim, redis=get_redis(),
                       user_key=actor.id, engine=db.engine)

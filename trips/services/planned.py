@@ -10,7 +10,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from trips.core.db import db
-from trips.errors import Invalid
+from trips.core.stored_texts import stored
+from trips.errors import Invalid, Msg, N_
 from trips.osm import router
 from trips.osm.areas import ready_areas
 from trips.osm.queries import nearest_place_each
@@ -21,10 +22,9 @@ from trips.route.gpx import ParsedRoute
 from trips.services.routing import map_engine
 
 SOURCE_TYPE = "waypoints"
-NOT_COVERED = "no map data covers this point: import a region that holds it (flask osm import) or give a route link"
-NO_NETWORK = ("the imported map holds no road network to route on: re-import its region (flask osm import), or give "
-              "a route link")
-NO_MAP_NOW = "No imported map with roads covers these points any more: import their region, then call analyze_trip."
+NOT_COVERED = N_("field.point_not_covered")
+NO_NETWORK = N_("field.no_road_network")
+NO_MAP_NOW = N_("reason.no_map_any_more")
 TITLE_PLACE_M = 15_000.0  # a place this close to the first or last point names the trip
 
 
@@ -69,9 +69,9 @@ def plan_route(points: list[list[float]]) -> Planned:
     return Planned(ParsedRoute(title=_title(points), tracks=[line]), legs)
 
 
-def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: str | None) -> dict:
+def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: Msg | None) -> dict:
     return {"from": first, "to": last, "fromKm": round(from_km, 2), "toKm": round(to_km, 2), "routed": routed,
-            "why": why}
+            "why": stored(why, None)}  # in no language: the read model says it in the reader's
 
 
 def _title(points: list[list[float]]) -> str | None:

@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 import redis as redis_lib
 
+from trips.errors import Msg
 from trips.providers import routes as services
 from trips.providers.cache import Cache
 from trips.providers.routes import FetchFailed, SourceConfig
@@ -127,5 +128,5 @@ def _fetch_collection(rid: str, config: SourceConfig, cache: Cache, sleep: Calla
     with ThreadPoolExecutor(max_workers=min(COLLECTION_WORKERS, len(tour_ids))) as pool:
         tracks = [t for t in pool.map(one_tour, tour_ids) if t is not None]
     if not tracks:
-        raise failed("none of the collection's tours could be fetched")
+        raise failed(Msg("route.no_tour_fetched"))
     return ParsedRoute(title=name, tracks=tracks)

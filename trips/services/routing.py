@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from flask import has_app_context
 
 from trips.core.db import db
+from trips.errors import Msg
 from trips.osm import router
 from trips.providers.valhalla import RoutingConfig, route_through
 from trips.route.geo import total_distance_km
@@ -30,7 +31,7 @@ class Reroute:
     geometry: list[Point]
     distance_km: float
     approximate: bool
-    stretches: list[str] = field(default_factory=list)
+    stretches: list[Msg] = field(default_factory=list)
 
 
 def map_engine() -> sa.Engine | None:
@@ -43,9 +44,10 @@ def map_engine() -> sa.Engine | None:
         return None
 
 
-def describe(legs: list[router.Leg]) -> list[str]:
+def describe(legs: list[router.Leg]) -> list[Msg]:
     """Each leg in a few words: "routed on the map" or "joined straight: approximate (why)"."""
-    return ["routed on the map" if leg.routed else f"joined straight: approximate ({leg.why})" for leg in legs]
+    return [Msg("routing.routed_on_map") if leg.routed else Msg("routing.joined_straight", why=leg.why)
+            for leg in legs]
 
 
 def _point(value: Any, what: str) -> Point:
@@ -77,11 +79,11 @@ def reroute(start: Sequence[float], waypoint: Sequence[float], end: Sequence[flo
     if config.valhalla_url:
         geometry, length = route_through(points, config)
         return Reroute(geometry=geometry, distance_km=length, approximate=False,
-                       stretches=["routed by the routing service"] * 2)
+                       stretches=[Msg("routing.routed_by_service")] * 2)
     engine = map_engine()
     if engine is None:
         return Reroute(geometry=points, distance_km=total_distance_km(points), approximate=True,
-                       stretches=["joined straight: approximate (no map to route on)"] * 2)
+                       stretches=[Msg("routing.straight_no_map")] * 2)
     found = router.route(engine, points)
     # The router's points have no elevation: None (unknown), never a flat 0 m (docs/RULES.md "Elevation").
     geometry = [(float(p[0]), float(p[1]), None if np.isnan(p[2]) else float(p[2])) for p in found.line]

@@ -11,13 +11,13 @@ from oauth.kernel.models import User
 
 from trips.core.db import utcnow
 from trips.core.db import atomic, db
-from trips.errors import NotFound
+from trips.errors import N_, NotFound
 from trips.guards import load_owned_trip, trip_lock
 from trips.models import Trip, TripShare
 
 CODE = re.compile(r"[A-Za-z0-9_-]{8}")
-NO_SHARE = "This trip has no active share link."
-SHARE_NOT_FOUND = "This shared trip does not exist or is no longer shared."
+NO_SHARE = N_("refusal.no_share")
+SHARE_NOT_FOUND = N_("refusal.share_not_found")
 
 
 def share_url(share: TripShare) -> str:

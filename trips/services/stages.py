@@ -15,9 +15,9 @@ from sqlalchemy.orm.attributes import set_committed_value
 from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis, day_points
-from trips.core import i18n
 from trips.core.db import new_id
-from trips.errors import Conflict, DomainError, Invalid, NotFound
+from trips.core.i18n import N_
+from trips.errors import Conflict, DomainError, Invalid, Msg, NotFound, Plural
 from trips.route import elevation
 from trips.route.geo import cut_at_km, distance_m, elevation_gain_loss, total_distance_km
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip
@@ -27,7 +27,8 @@ from trips.services.inputs import StageAdd, StageMove, StageUpdate
 from trips.core.validation import load
 
 MIN_RIDING_DAYS = 1  # a one-day trip is a trip (docs/RULES.md "Trip limits")
-STAGE_NOT_FOUND = "Stage not found."
+STAGE_NOT_FOUND = N_("refusal.stage_not_found")
+POINT_MOVED = {"start": N_("edit.start_point"), "end": N_("edit.end_point")}  # how a moved point was joined
 
 
 def find_stage(trip: Trip, stage_id: str) -> Stage:
@@ -62,10 +63,10 @@ def _check_day_line(trip: Trip, start: list[float], end: list[float], replacing:
     jump longer than the longest day BTP plans, or when it would take the trip past MAX_ROUTE_KM."""
     km = distance_m(start[0], start[1], end[0], end[1]) / 1000.0
     if km > MAX_STEP_KM:
-        raise Invalid({"endPoint": f"is {km:.0f} km from the start point; a day covers at most {MAX_STEP_KM:g} km"})
+        raise Invalid({"endPoint": Msg("field.day_too_long", km=round(km), most=MAX_STEP_KM)})
     total = sum(s.distance for s in trip.stages if s is not replacing) + km
     if total > MAX_ROUTE_KM:
-        raise Invalid({"endPoint": f"would make the trip {total:.0f} km long; BTP plans at most {MAX_ROUTE_KM:g} km"})
+        raise Invalid({"endPoint": Msg("field.trip_too_long", km=round(total), most=MAX_ROUTE_KM)})
 
 
 def _point(p: dict) -> list[float]:
@@ -103,7 +104,7 @@ RENAME_OPTIONS = (selectinload(Trip.stages).options(*(defer(c) for c in (Stage.g
 
 
 def write_days(actor: User, trip_id: str, precondition: Precondition, validate, apply,
-               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[str] | None = None,
+               invalidate=geometry_changed, load_options=DAY_EDIT_OPTIONS, notes: list[Msg] | None = None,
                forget_facts: bool = False) -> Trip:
     """Run an edit: the chain, the trip's lock, `apply(trip, prepared)`, then renumbering, the version and
     `invalidate(trip, prepared)`, which dispatches again what the edit made stale (None: nothing). The trip
@@ -112,7 +113,7 @@ def write_days(actor: User, trip_id: str, precondition: Precondition, validate, 
     ctx = WriteContext(actor.id, trip_id, precondition, validate=validate, load_options=load_options)
     with guarded_write(ctx) as trip:
         if computations.status_of(trip, "stages") in computations.ACTIVE:
-            raise Conflict("The days are being computed; try again once they are ready.")
+            raise Conflict("refusal.days_computing")
         before = {s.id: _shape(s) for s in trip.stages}, trip.end_date
         apply(trip, ctx.prepared)
         for position, stage in enumerate(trip.stages):
@@ -149,7 +150,7 @@ def _shape(stage: Stage) -> tuple:
             round(stage.end_lat, 6), round(stage.end_lon, 6))
 
 
-def _summary(trip: Trip, shapes: dict, end_date, notes: list[str]) -> dict:
+def _summary(trip: Trip, shapes: dict, end_date, notes: list[Msg]) -> dict:
     """The days whose line changed (new ones included) with their new distances, how a moved point was joined,
     and the end date when it moved."""
     changed = [{"day": i + 1, "stageId": s.id, "distanceKm": round(s.distance, 1), "isRestDay": s.is_rest_day}
@@ -166,13 +167,13 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
         fields = load(StageAdd(), data)
         position = fields.get("position", len(trip.stages))
         if position > len(trip.stages):
-            raise Invalid({"position": f"must be between 0 and {len(trip.stages)}"})
+            raise Invalid({"position": Msg("field.between", low=0, high=len(trip.stages))})
         if len(trip.stages) >= MAX_TRIP_DAYS:
-            raise Invalid({"position": f"a trip has at most {MAX_TRIP_DAYS} days"})
+            raise Invalid({"position": Msg("field.days_at_most", most=MAX_TRIP_DAYS)})
         _check_day_line(trip, _point(fields["start_point"]), _point(fields["end_point"]))
         return fields | {"position": position}
 
-    notes: list[str] = []
+    notes: list[Msg] = []
     routes: dict = {}
     if day_points.routing():  # asked before the trip lock (see _route_before_the_lock)
         try:
@@ -189,7 +190,7 @@ def add_stage(actor: User, trip_id: str, precondition: Precondition, data) -> Tr
                                                   np.asarray(_point(fields["end_point"])), routes)
         set_geometry(stage, line)
         trip.stages.insert(fields["position"], stage)
-        notes.append("new day joined straight: approximate" if stage.approximate else "new day routed")
+        notes.append(Msg("edit.new_day_straight") if stage.approximate else Msg("edit.new_day_routed"))
 
     return write_days(actor, trip_id, precondition, validate, apply, notes=notes, forget_facts=True)
 
@@ -203,21 +204,21 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
         fields = load(StageUpdate(), data)
         stage = find_stage(trip, stage_id)
         if stage.is_rest_day and fields.keys() - {"label"}:
-            raise Invalid({"stageId": "a rest day has no route to change; only its label"})
+            raise Invalid({"stageId": Msg("field.rest_day_label_only")})
         if "distance" in fields:
             path, following = _cut_path(trip, stage)
             available = total_distance_km(np.asarray(path))
             if fields["distance"] >= available:
-                raise Invalid({"distance": f"must be less than {available:.1f} km, the length it can take"})
+                raise Invalid({"distance": Msg("field.cut_beyond", km=round(available, 1))})
             if following is None and len(trip.stages) >= MAX_TRIP_DAYS:  # the rest would become a new day
-                raise Invalid({"distance": f"would add a day; a trip has at most {MAX_TRIP_DAYS} days"})
+                raise Invalid({"distance": Msg("field.would_add_day", most=MAX_TRIP_DAYS)})
         elif {"start_point", "end_point"} & fields.keys():
             start = _point(fields["start_point"]) if "start_point" in fields else _start(stage)
             end = _point(fields["end_point"]) if "end_point" in fields else _end(stage)
             _check_day_line(trip, start, end, replacing=stage)
         return fields
 
-    notes: list[str] = []
+    notes: list[Msg] = []
     routes = _route_before_the_lock(actor, trip_id, stage_id, data)
 
     def apply(trip, fields):
@@ -226,7 +227,7 @@ def update_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
             stage.label = fields["label"].strip() if fields["label"] else None
         if "distance" in fields:
             _cut(trip, stage, fields["distance"])
-            notes.append(f"cut on the day's route at km {fields['distance']:.1f}")
+            notes.append(Msg("edit.cut_at", km=round(fields["distance"], 1)))
         for side, name in (("start", "start_point"), ("end", "end_point")):
             if name in fields and "distance" not in fields:
                 move_point(trip, stage, side, _point(fields[name]), notes, routes)
@@ -260,7 +261,7 @@ def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> di
     return routes
 
 
-def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[str],
+def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: list[Msg],
                routes: dict | None = None, reach: bool = False,
                near_km: float | None = None) -> day_points.PointEdit:
     """Move the day's start or end to `point`, keeping the road (trips/services/day_points.py; `reach`: to the point
@@ -273,7 +274,7 @@ def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: l
     if edit.rest is not None:
         if other is None:
             if len(trip.stages) >= MAX_TRIP_DAYS:
-                raise Invalid({f"{side}Point": f"would add a day; a trip has at most {MAX_TRIP_DAYS} days"})
+                raise Invalid({f"{side}Point": Msg("field.would_add_day", most=MAX_TRIP_DAYS)})
             other = Stage(id=new_id(), accommodations=[])
             trip.stages.insert(trip.stages.index(stage) + (1 if side == "end" else 0), other)
         set_geometry(other, edit.rest)
@@ -285,7 +286,7 @@ def move_point(trip: Trip, stage: Stage, side: str, point: list[float], notes: l
         for rest in trip.stages[first + 1:second]:
             set_geometry(rest, [_end(trip.stages[first])])
             rest.distance = rest.elevation = rest.elevation_loss = 0.0
-    notes.append(f"{side} point {edit.how}")
+    notes.append(Msg(POINT_MOVED[side], how=edit.how))
     return edit
 
 
@@ -322,9 +323,9 @@ def move_stage(actor: User, trip_id: str, stage_id: str, precondition: Precondit
         to_index = load(StageMove(), data)["to_index"]
         current = trip.stages.index(find_stage(trip, stage_id))
         if not 0 <= to_index < len(trip.stages):
-            raise Invalid({"toIndex": f"must be between 0 and {len(trip.stages) - 1}"})
+            raise Invalid({"toIndex": Msg("field.between", low=0, high=len(trip.stages) - 1)})
         if to_index == current:
-            raise Invalid({"toIndex": "is the day's current place"})
+            raise Invalid({"toIndex": Msg("field.same_place")})
         return to_index
 
     def apply(trip, to_index):
@@ -343,7 +344,7 @@ def delete_stage(actor: User, trip_id: str, stage_id: str, precondition: Precond
     def validate(trip):
         stage = find_stage(trip, stage_id)
         if not stage.is_rest_day and riding_days(trip) - 1 < MIN_RIDING_DAYS:
-            raise Invalid({"stageId": i18n.tn("stages.keep_riding_days", MIN_RIDING_DAYS, i18n.current_locale())})
+            raise Invalid({"stageId": Plural("stages.keep_riding_days", MIN_RIDING_DAYS)})
 
     def apply(trip, _):
         stage = find_stage(trip, stage_id)
@@ -378,9 +379,9 @@ def insert_rest_day(actor: User, trip_id: str, stage_id: str, precondition: Prec
         index = trip.stages.index(stage)
         following = trip.stages[index + 1] if index + 1 < len(trip.stages) else None
         if stage.is_rest_day or (following is not None and following.is_rest_day):
-            raise Invalid({"stageId": "a rest day cannot follow or precede another rest day"})
+            raise Invalid({"stageId": Msg("field.rest_days_apart")})
         if len(trip.stages) >= MAX_TRIP_DAYS:
-            raise Invalid({"stageId": f"a trip has at most {MAX_TRIP_DAYS} days"})
+            raise Invalid({"stageId": Msg("field.days_at_most", most=MAX_TRIP_DAYS)})
 
     def apply(trip, _):
         stage = find_stage(trip, stage_id)

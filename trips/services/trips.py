@@ -14,14 +14,14 @@ from trips import computations
 from trips.services import analysis
 from trips.services import pipeline, planned
 from trips.core.db import after_commit, atomic, db, new_id
-from trips.errors import Conflict, Invalid
+from trips.errors import Conflict, Invalid, Msg, as_msg
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
 from trips.models import Trip
 from trips.route.pacing import TooLarge
 from trips.services.idempotency import digest, idempotent
-from trips.core.validation import load
+from trips.core.validation import flatten, load
 from trips.services.inputs import PACING, WRITABLE, GpxUploadSettings, TripCreate, TripUpdate, check_dates
 
 
@@ -55,7 +55,7 @@ def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tu
     def build() -> Trip:
         original = load_owned_trip(actor.id, source.id)
         if computations.status_of(original, "stages") != "done":
-            raise Conflict("The trip's days are not ready yet; duplicate it once they are.")
+            raise Conflict("refusal.duplicate_not_ready")
         trip = new_trip(actor, {attr: getattr(original, attr) for attr in WRITABLE.values()}
                         | {"title": _copy_title(original.title), "source_points": original.source_points})
         pipeline.copy_days(original, trip)
@@ -87,18 +87,18 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
     """
     fields = load(GpxUploadSettings(), {k: v for k, v in form.items() if v != ""})
     if stream is None:
-        raise Invalid({"gpxFile": "a GPX file is required"})
+        raise Invalid({"gpxFile": Msg("field.gpx_required")})
     limit(get_redis(), "trip_create", actor.id)
     try:
         parsed = parse_gpx(stream)
     except GpxError as exc:
-        raise Invalid({"gpxFile": str(exc)}) from None
+        raise Invalid({"gpxFile": as_msg(exc.message)}) from None
     try:
         with atomic():
             trip = new_trip(actor, fields)
             pipeline.build_from_gpx(trip, parsed)
     except TooLarge as exc:  # more days or a longer route than BTP plans: nothing was kept
-        raise Invalid({exc.field or "gpxFile": exc.message}) from None
+        raise Invalid({exc.field or "gpxFile": as_msg(exc.message)}) from None
     return trip
 
 
@@ -151,12 +151,12 @@ def _merged_settings(trip: Trip, data) -> dict:
     try:
         check_dates(merged["start_date"], merged["end_date"])
     except ValidationError as exc:
-        raise Invalid({"endDate": " ".join(exc.messages)}) from None
+        raise Invalid({"endDate": flatten(exc.messages)["body"]}) from None
     if fields.keys() & set(PACING):
         try:
             pipeline.check_day_count(trip, fields)  # refused now, not as a failed cutting later
         except TooLarge as exc:
-            raise Invalid({exc.field or "maxDistancePerDay": exc.message}) from None
+            raise Invalid({exc.field or "maxDistancePerDay": as_msg(exc.message)}) from None
     return fields
 
 

@@ -9,7 +9,8 @@ from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
 from trips.core.db import after_commit, new_id
-from trips.errors import Invalid
+from trips.core.stored_texts import stored
+from trips.errors import Invalid, Msg, N_
 from trips.route.geo import haversine_m
 from trips.guards import WriteContext, guarded_write
 from trips.models import Stage, Trip
@@ -30,10 +31,10 @@ def add_waypoint(actor: User, trip_id: str, stage_id: str, data) -> tuple[Trip, 
         point = load(WaypointIn(), data)
         stage = find_stage(trip, stage_id)
         if stage.is_rest_day:
-            raise Invalid({"stageId": "a rest day has no route to change"})
+            raise Invalid({"stageId": Msg("field.rest_day_no_route")})
         line = np.asarray(stage.geometry, dtype=float)
         if haversine_m(line[:, 0], line[:, 1], point["lat"], point["lon"]).min() > MAX_DETOUR_KM * 1000:
-            raise Invalid({"lat": f"the waypoint must lie within {MAX_DETOUR_KM:.0f} km of the day's route"})
+            raise Invalid({"lat": Msg("field.waypoint_too_far", km=round(MAX_DETOUR_KM))})
         return point
 
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
@@ -45,7 +46,7 @@ def add_waypoint(actor: User, trip_id: str, stage_id: str, data) -> tuple[Trip, 
     return trip, stage
 
 
-def apply_reroute(stage: Stage, geometry, approximate: bool, stretches: list[str] | None = None) -> None:
+def apply_reroute(stage: Stage, geometry, approximate: bool, stretches: list[Msg] | None = None) -> None:
     """The day follows the new line; its start and end markers stay. Climbing is kept when the new line
     carries no elevation (the routing provider gives none). The GEOMETRY enrichments are dispatched again:
     call under the trip lock, in the job's unit of work."""
@@ -68,6 +69,7 @@ def apply_reroute(stage: Stage, geometry, approximate: bool, stretches: list[str
         stage.elevation, stage.elevation_loss = climbing
     stage.approximate = approximate
     if stretches and stage.waypoint is not None:  # which stretch is routed, which straight (REST stage `routing`)
-        names = ("start → waypoint", "waypoint → end")
-        stage.waypoint = {**stage.waypoint, "stretches": [f"{name}: {how}" for name, how in zip(names, stretches)]}
+        names = (N_("routing.start_to_waypoint"), N_("routing.waypoint_to_end"))
+        stage.waypoint = {**stage.waypoint, "stretches": [stored(Msg("routing.stretch", name=Msg(name), how=how), None)
+                                                          for name, how in zip(names, stretches)]}
     analysis.redispatch(stage.trip, triggers=("GEOMETRY",))  # the line moved (docs/RULES.md "What an edit invalidates")

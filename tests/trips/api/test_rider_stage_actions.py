@@ -107,7 +107,7 @@ def test_food_is_led_by_groceries_and_a_boutique_is_not_food(client, day):
     assert [p["km"] for p in food[:4]] == sorted(p["km"] for p in food[:4])
     names = json.dumps(answer)
     assert "Fashion Boutique" not in names and "Chaussures" not in names
-    assert answer["supplyTimeline"][0] == "10 km: cafe, supermarket"  # compact
+    assert answer["supplyTimeline"][0] == "10 km: café, supermarket"  # compact
 
 
 def test_the_day_s_water_points_with_their_km(client, day):

@@ -29,14 +29,14 @@ def online(fake, redis, q, limit=None, user_key="u1", **config):
 def test_q_is_required(q):
     with pytest.raises(Invalid) as caught:
         offline(q)
-    assert caught.value.errors == {"q": "is required"}
+    assert {k: str(v) for k, v in caught.value.errors.items()} == {"q": "is required"}
 
 
 def test_q_too_long_is_refused_without_echoing_it():
     with pytest.raises(Invalid) as caught:
         offline("Grenoble" * 30)
     assert set(caught.value.errors) == {"q"}
-    assert "Grenoble" not in caught.value.message and "200" in caught.value.errors["q"]
+    assert "Grenoble" not in caught.value.message and "200" in str(caught.value.errors["q"])
     assert offline("a" * 190 + " " * 40)["totalItems"] == 0  # length counts after trimming
 
 
@@ -44,7 +44,7 @@ def test_q_too_long_is_refused_without_echoing_it():
 def test_bad_limit_is_refused(limit):
     with pytest.raises(Invalid) as caught:
         offline("Grenoble", limit)
-    assert caught.value.errors == {"limit": "must be a whole number from 1 to 10"}  # the value is not echoed
+    assert {k: str(v) for k, v in caught.value.errors.items()} == {"limit": "must be a whole number from 1 to 10"}  # the value is not echoed
 
 
 def test_both_fields_reported_at_once():
@@ -148,7 +148,7 @@ def test_upstream_errors_are_unavailable_not_empty(fake_nominatim, redis_client,
     fake_nominatim.fail(status)
     with pytest.raises(Unavailable) as caught:
         online(fake_nominatim, redis_client, "Annecy")
-    assert caught.value.message == message
+    assert caught.value.text == message
     assert online(fake_nominatim, redis_client, "Annecy")["totalItems"] == 1  # failures are not cached
 
 
@@ -157,7 +157,7 @@ def test_timeout_is_unavailable(fake_nominatim, redis_client):
     started = time.monotonic()
     with pytest.raises(Unavailable) as caught:
         online(fake_nominatim, redis_client, "Annecy", timeout=0.3)
-    assert caught.value.message == nominatim.UNAVAILABLE
+    assert caught.value.text == nominatim.UNAVAILABLE
     assert time.monotonic() - started < 1.5
 
 

@@ -181,7 +181,7 @@ def test_strava_unparseable_or_empty_gpx(fake_thirdparty):
     fake_thirdparty.add_strava(791, gpx_from_points([], "empty"))
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("strava_route", "791"), fake_thirdparty.source_config())
-    assert info.value.reason == "The route has no points."
+    assert str(info.value) == "The route has no points."
 
 
 @pytest.mark.parametrize("style", ["xy", "latlng"])
@@ -205,7 +205,7 @@ def test_invalid_coordinates_dropped_and_no_points(fake_thirdparty):
     fake_thirdparty.add_rwgps(2, "nothing", [(95.0, 5.0, 0.0)])
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("ride_with_gps", "2"), fake_thirdparty.source_config())
-    assert info.value.reason == "The route has no points."
+    assert str(info.value) == "The route has no points."
 
 
 # --- HTTP behaviour -----------------------------------------------------------------------------------------
@@ -214,12 +214,12 @@ def test_404_and_403_are_not_retried(fake_thirdparty):
     config = fake_thirdparty.source_config()
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("komoot_tour", "404"), config)
-    assert info.value.reason == "The route could not be fetched: the service answered 404 (not found)."
+    assert str(info.value) == "The route could not be fetched: the service answered 404 (not found)."
     fake_thirdparty.add_komoot_tour(5, "private", make_points(3))
     fake_thirdparty.fail("/tour/5", 403, times=None)
     with pytest.raises(FetchError, match="private or access denied") as info:
         fetch_route(SourceRef("komoot_tour", "5"), config)
-    assert "failure body" not in info.value.reason
+    assert "failure body" not in str(info.value)
     assert fake_thirdparty.requests_to("/tour/404") == 1 and fake_thirdparty.requests_to("/tour/5") == 1
 
 
@@ -238,7 +238,7 @@ def test_server_errors_exhaust_retries(fake_thirdparty):
     fake_thirdparty.fail("/tour/1", 500, times=3)
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("komoot_tour", "1"), fake_thirdparty.source_config(), sleep=Sleeps())
-    assert info.value.reason == "The route could not be fetched: the service is unavailable."
+    assert str(info.value) == "The route could not be fetched: the service is unavailable."
     assert fake_thirdparty.requests_to("/tour/1") == 3
 
 
@@ -298,7 +298,7 @@ def test_redirect_off_the_base_origin_refused(fake_thirdparty, monkeypatch, loca
     looked_up = _record_lookups(monkeypatch)
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("komoot_tour", "1"), fake_thirdparty.source_config())
-    assert info.value.reason == "The route could not be fetched: the service redirected to another address."
+    assert str(info.value) == "The route could not be fetched: the service redirected to another address."
     assert fake_thirdparty.requests_to("/tour/2") == 0
     assert set(looked_up) <= {"127.0.0.1"}
 
@@ -307,7 +307,7 @@ def test_oversized_body_stops_reading(fake_thirdparty):
     fake_thirdparty.oversized("/tour/1", 64 * 1024 * 1024)
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("komoot_tour", "1"), fake_thirdparty.source_config(max_bytes=256 * 1024))
-    assert info.value.reason == "The route could not be fetched: the response is larger than 256 KB."
+    assert str(info.value) == "The route could not be fetched: the response is larger than 256 KB."
     [stream] = fake_thirdparty.streams
     assert stream.done.wait(10) and stream.aborted and stream.sent < stream.total // 4
 
@@ -316,7 +316,7 @@ def test_oversized_declared_length_refused_before_reading(fake_thirdparty):
     fake_thirdparty.oversized("/routes/1.json", 31 * 1024 * 1024, content_length=True)
     with pytest.raises(FetchError) as info:
         fetch_route(SourceRef("ride_with_gps", "1"), fake_thirdparty.source_config())
-    assert info.value.reason == "The route could not be fetched: the response is larger than 30 MB."
+    assert str(info.value) == "The route could not be fetched: the response is larger than 30 MB."
     [stream] = fake_thirdparty.streams
     assert stream.done.wait(10) and stream.sent < stream.total
     assert fake_thirdparty.requests_to("/routes/1.json") == 1

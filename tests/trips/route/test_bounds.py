@@ -12,6 +12,7 @@ from tests.fakes.thirdparty import gpx_from_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.trips.api.test_gpx_upload import count_trips, upload
 from tests.trips.services.test_pipeline import post, reload, run_jobs, statuses
+from trips.core.stored_texts import said_stored
 from trips.route import pacing
 from trips.models import Stage
 from trips.route.pacing import MAX_STAGE_POINTS, MAX_STEP_KM, MAX_TRIP_DAYS, PacingSettings, TooLarge
@@ -44,14 +45,15 @@ LONG = gpx_from_points(along_equator(7100), name="Long way")  # 89 days at the d
 
 
 @pytest.mark.parametrize("points,words", [
-    ([(89.9, 0, 0), (-89.9, 0, 0)] * 250, "Track points 1 and 2 are 19 982 km apart"),
-    ([(90, 0, 0), (-90, 0, 0), (90, 0, 0)], "Track points 1 and 2 are 20 004 km apart"),
+    ([(89.9, 0, 0), (-89.9, 0, 0)] * 250, "Track points 1 and 2 are 19,982 km apart"),
+    ([(90, 0, 0), (-90, 0, 0), (90, 0, 0)], "Track points 1 and 2 are 20,004 km apart"),
     ([(0, 0, 0), (0, 1, 0), (0, 4, 0)], "Track points 2 and 3 are 334 km apart"),
 ])
 def test_a_jump_between_consecutive_points_is_refused_before_any_cutting(points, words):
     with pytest.raises(TooLarge) as caught:
         pacing.plan_stages(np.array(points, dtype=float))
-    assert words in caught.value.message and f"at most {MAX_STEP_KM:g} km" in caught.value.message
+    message = str(caught.value.message)  # the English words
+    assert words in message and f"at most {MAX_STEP_KM:g} km" in message
     assert caught.value.field is None
 
 
@@ -66,7 +68,7 @@ def test_more_than_90_paced_days_is_refused_naming_the_setting_and_the_value_tha
     route = np.array(along_equator(7300, step_km=5.0))
     with pytest.raises(TooLarge) as caught:
         pacing.plan_stages(route)
-    message = caught.value.message
+    message = str(caught.value.message)  # the English words
     assert message.startswith("This route would make 92 days; BTP plans at most 90.")
     assert "Raise maxDistancePerDay to at least 82 km" in message and caught.value.field == "maxDistancePerDay"
     assert len(pacing.plan_stages(route, PacingSettings(max_distance_per_day=82))) <= MAX_TRIP_DAYS
@@ -77,7 +79,7 @@ def test_a_route_longer_than_90_days_of_300_km_is_refused_even_with_dates():
 
     route = np.array(along_equator(27_100, step_km=100.0, lon0=-120.0))
     dated = PacingSettings(start_date=date(2031, 6, 1), end_date=date(2031, 6, 10))
-    with pytest.raises(TooLarge, match="This route is 27 1[0-9]{2} km long; BTP plans at most 27 000 km"):
+    with pytest.raises(TooLarge, match="This route is 27,1[0-9]{2} km long; BTP plans at most 27,000 km"):
         pacing.plan_stages(route, dated)
 
 
@@ -122,7 +124,7 @@ def test_a_stored_day_keeps_at_most_its_budget_of_points_but_its_full_length(ctx
 # ------------------------------------------------------------------ uploads
 
 
-@pytest.mark.parametrize("data,words", [(POLAR, "19 982 km apart"), (THREE, "20 004 km apart")])
+@pytest.mark.parametrize("data,words", [(POLAR, "19,982 km apart"), (THREE, "20,004 km apart")])
 def test_an_upload_with_a_jump_is_refused_and_nothing_is_kept(client, rider, data, words):
     _, headers = rider
     response = upload(client, headers, data)
@@ -198,8 +200,8 @@ def test_a_settings_change_that_would_make_more_than_90_days_is_refused(app, cli
     assert ok.status_code == 200
 
 
-@pytest.mark.parametrize("end,words", [({"lat": 0, "lon": 10}, "is 1113 km from the start point"),
-                                       ({"lat": -45, "lon": 0}, "is 4985 km from the start point")])
+@pytest.mark.parametrize("end,words", [({"lat": 0, "lon": 10}, "is 1,113 km from the start point"),
+                                       ({"lat": -45, "lon": 0}, "is 4,985 km from the start point")])
 def test_a_day_drawn_as_a_jump_is_refused(client, rider, end, words):
     user, headers = rider
     trip = import_gpx(user, io.BytesIO(gpx_from_points(along_equator(200))), {})
@@ -221,7 +223,7 @@ def test_a_fetched_route_with_a_jump_fails_its_computation_with_the_reason(app, 
     run_jobs(app)
     trip = reload(trip_id)
     status, reason = statuses(trip)["route"]
-    assert status == "failed" and "Track points 1 and 2 are 20 004 km apart" in reason
+    assert status == "failed" and "Track points 1 and 2 are 20,004 km apart" in said_stored(reason, "en")
     assert statuses(trip)["stages"][0] == "failed" and trip.stages == []
 
 
@@ -234,7 +236,7 @@ def test_a_fetched_route_of_more_than_90_days_fails_its_cutting_with_the_reason(
     trip = reload(trip_id)
     assert statuses(trip)["route"] == ("done", None)
     status, reason = statuses(trip)["stages"]
-    assert status == "failed" and reason.startswith("This route would make 92 days; BTP plans at most 90.")
+    assert status == "failed" and said_stored(reason, "en").startswith("This route would make 92 days; BTP plans at most 90.")
     detail = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()
     assert json.dumps(detail).count("92 days") >= 1  # the reason reaches the reader
     fixed = client.patch(f"/api/trips/{trip_id}", json={"maxDistancePerDay": 90},

@@ -10,7 +10,8 @@ from pyproj import Geod
 
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
-from mcp.tools.edit_stages import moved
+from mcp.tools import edit_stages
+
 from tests.factories import make_user
 from trips.core.db import db
 from trips.errors import Invalid, NotFound
@@ -18,6 +19,16 @@ from trips.guards import Precondition
 from trips.route.geo import cumulative_km, elevation_gain_loss, locate_on_line, slice_km
 from trips.services import day_points, stages as stage_ops
 from trips.services.trips import import_gpx
+
+
+def moved(summary) -> str:
+    """What the MCP answer says the edit moved, in English."""
+    return edit_stages.moved(summary, "en")
+
+
+def how(trip) -> list[str]:
+    """How the edit joined its points, in English (the summary keeps Msgs)."""
+    return [str(note) for note in trip.edit_summary["how"]]
 
 _GEOD = Geod(ellps="WGS84")
 
@@ -79,8 +90,8 @@ def test_moving_day_one_end_along_a_zigzag_road_moves_the_road_distance(ctx, rid
     summary = trip.edit_summary
     assert [d["day"] for d in summary["changed"]] == [1, 2]
     text = moved(summary)
-    assert f"day 1 is {one.distance:.1f} km" in text and f"day 2 is {two.distance:.1f} km" in text
-    assert f"cut on the route at km {d1 + shift_km:.1f}" in text
+    assert f"day 1 is {round(one.distance, 1):g} km" in text and f"day 2 is {round(two.distance, 1):g} km" in text
+    assert f"cut on the route at km {round(d1 + shift_km, 1):g}" in text
 
 
 def test_moving_a_start_gives_the_previous_day_the_road(ctx, rider):
@@ -92,7 +103,7 @@ def test_moving_a_start_gives_the_previous_day_the_road(ctx, rider):
     trip = update(user, trip, trip.stages[1], trip.version, startPoint={"lat": lat + 0.0005, "lon": lon})  # ~55 m off
     assert trip.stages[0].distance == pytest.approx(d1 + 3.0, abs=0.05)
     assert trip.stages[1].distance == pytest.approx(d2 - 3.0, abs=0.05)
-    assert joined(trip) and trip.edit_summary["how"][0].startswith("start point cut on the route at km")
+    assert joined(trip) and how(trip)[0].startswith("start point cut on the route at km")
 
 
 def test_a_road_passing_twice_is_cut_at_the_pass_nearest_the_current_end():
@@ -142,7 +153,7 @@ def test_a_point_off_the_route_with_a_router_is_routed(app, ctx, rider, fake_val
     assert order == ["route", "route", "lock"]  # no trip lock nor write transaction held across the router
     assert not trip.stages[0].approximate
     assert len(fake_valhalla.bodies) == 2  # out and back, asked before the trip lock and not again under it
-    assert trip.edit_summary["how"] == ["end point routed"] and joined(trip)
+    assert how(trip) == ["end point routed"] and joined(trip)
 
 
 def test_days_made_of_added_lines_use_their_own_lines(ctx, rider):
@@ -205,7 +216,7 @@ def test_the_mcp_answer_says_what_moved(app, client, rider):
         "tripId": trip.id, "action": "update", "stageId": trip.stages[0].id, "version": trip.version,
         "endPoint": {"lat": lat, "lon": lon}}))
     # not only "The day has been changed."
-    assert f"day 1 is {d1 - 5.0:.1f} km" in answer["result"] and "End point cut on the route at km" in answer["result"]
+    assert f"day 1 is {round(d1 - 5.0, 1):g} km" in answer["result"] and "End point cut on the route at km" in answer["result"]
     bad = call(client, token, "edit_stages", {"tripId": trip.id, "action": "update", "stageId": trip.stages[0].id,
                                               "version": answer["version"], "endPoint": {"lat": 91, "lon": 5}})
     assert bad["isError"] and "endPoint" in bad["content"][0]["text"]
@@ -241,7 +252,7 @@ def test_an_added_day_is_approximate_without_a_router_and_routed_with_one(app, c
     trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
     assert not trip.stages[-1].approximate and len(trip.stages[-1].geometry) >= 3
     assert len(fake_valhalla.bodies) == 1  # asked once, before the trip lock: not again under it
-    assert trip.edit_summary["how"] == ["new day routed"]
+    assert how(trip) == ["new day routed"]
 
 
 def out_and_back(km: float = 30.0, gap_m: float = 100.0, step_m: float = 100.0) -> list:
@@ -295,7 +306,7 @@ def test_a_point_off_the_route_is_routed_on_the_imported_map(ctx, rider, tmp_pat
     trip = update(user, trip, trip.stages[0], trip.version, endPoint={"lat": end[0], "lon": end[1]})
     one, two = trip.stages[0], trip.stages[1]
     assert not one.approximate and not two.approximate and joined(trip)
-    assert trip.edit_summary["how"] == ["end point routed"]
+    assert how(trip) == ["end point routed"]
     line = np.asarray([p[:2] for p in one.geometry], dtype=float)
     assert np.abs(line - np.array(corner)).max(axis=1).min() < 1e-5  # along the side street, not straight
     # out along the street (1.9 km) and back: the two days grow by about twice that
@@ -323,7 +334,7 @@ def test_an_added_day_is_routed_on_the_imported_map(ctx, rider, tmp_path):
     body = {"startPoint": {"lat": start[0], "lon": start[1]}, "endPoint": {"lat": end[0], "lon": end[1]}}
     trip = stage_ops.add_stage(user, trip.id, Precondition.exact(trip.version), body)
     day = trip.stages[-1]
-    assert not day.approximate and trip.edit_summary["how"] == ["new day routed"]
+    assert not day.approximate and how(trip) == ["new day routed"]
     assert day.distance == pytest.approx(2.5 + 1.9, abs=0.2) and len(day.geometry) > 20
     # no point of it came with an elevation: the day's climbing is unknown, never a flat 0 m
     assert all(p[2] is None for p in day.geometry) and day.elevation is None

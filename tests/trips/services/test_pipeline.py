@@ -7,7 +7,10 @@ from trips.core.redis_client import get_redis
 from jobs.tasks import INTERNAL_FAILURE, bind_app, generate_stages, on_job_failure
 from tests.factories import idem
 from tests.fakes.thirdparty import gpx_from_points, make_points
+from trips.core import i18n
 from trips.core.db import db
+from trips.core.stored_texts import said_stored
+from trips.route.source_formats import NO_POINTS
 from trips.enrich.registry import ENRICHMENTS, NO_MAP_DATA
 from trips.models import Trip
 
@@ -72,7 +75,7 @@ def test_komoot_tour_becomes_days(app, client, rider, fake_thirdparty):
     # the route and days are done; the map's day names (context) failed without map data, and say why
     status = {c["category"]: c for c in body["categoryStatus"]}
     assert status["route"] == {"category": "route", "status": "done"}
-    assert status["context"] == {"category": "context", "status": "failed", "reason": NO_MAP_DATA}
+    assert status["context"] == {"category": "context", "status": "failed", "reason": i18n.t(NO_MAP_DATA, "en")}
 
 
 def test_strava_route_with_dates_gives_one_day_per_date(app, client, rider, fake_thirdparty):
@@ -117,6 +120,7 @@ def test_failed_fetch_leaves_a_readable_reason(app, client, rider, fake_thirdpar
     run_jobs(app)
     trip = reload(trip_id)
     route_status, reason = statuses(trip)["route"]
+    reason = said_stored(reason, "en")  # kept in no language: what an English reader is told
     assert route_status == "failed" and "could not be fetched" in reason and words in reason
     assert statuses(trip)["stages"][0] == "failed"
     assert trip.stages == [] and trip.status == "draft"
@@ -129,7 +133,8 @@ def test_route_without_points_fails_with_its_reason(app, client, rider, fake_thi
     fake_thirdparty.add_komoot_tour("8", "Empty", [])
     trip_id = post(client, headers, {"sourceUrl": "https://www.komoot.com/tour/8"})
     run_jobs(app)
-    assert statuses(reload(trip_id))["route"] == ("failed", "The route has no points.")
+    assert statuses(reload(trip_id))["route"] == ("failed", NO_POINTS)
+    assert i18n.t(NO_POINTS, "en") == "The route has no points."
 
 
 def test_pacing_change_moves_the_version_and_cuts_again(app, client, rider, fake_thirdparty):

@@ -9,6 +9,7 @@ from tests.factories import idem, make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.osm_maps import MapBuilder, line_east, map_support_or_skip
 from tests.trips.services.test_pipeline import reload, run_jobs
+from trips.core import i18n
 from trips.core.db import db
 from trips.osm.importer import import_file
 from trips.services import planned
@@ -101,14 +102,14 @@ def test_create_trip_over_mcp_with_waypoints_answers_the_same_trip_again_and_get
 def test_a_point_no_imported_area_holds_is_refused_by_name(client, rider, road_map, waypoints, field):
     _, headers = rider
     problem = create(client, headers, {"waypoints": waypoints}, status=422)
-    assert problem["errors"][field] == planned.NOT_COVERED
-    assert "import a region" in planned.NOT_COVERED
+    assert problem["errors"][field] == i18n.t(planned.NOT_COVERED, "en")
+    assert "import a region" in i18n.t(planned.NOT_COVERED, "en")
 
 
 def test_without_any_map_a_trip_from_places_is_refused_and_nothing_is_kept(client, rider):
     _, headers = rider
     problem = create(client, headers, {"waypoints": [along(0), along(10)]}, status=422)
-    assert problem["errors"] == {"waypoints[0]": planned.NOT_COVERED}
+    assert problem["errors"] == {"waypoints[0]": i18n.t(planned.NOT_COVERED, "en")}
     assert client.get("/api/trips", headers=headers).get_json()["totalItems"] == 0
 
 

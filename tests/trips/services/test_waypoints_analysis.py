@@ -11,6 +11,7 @@ from trips.enrich import registry
 from trips.core.db import atomic, db
 from trips.models import Stage
 from trips.services.trips import import_gpx
+from trips.core.stored_texts import said_stored
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Waypoints")
 
@@ -73,8 +74,8 @@ def test_with_valhalla_the_day_follows_the_route(app, client, rider, trip, fake_
     assert day.geometry[2][:2] == [lat, lon]
     assert day.elevation == before["elevation"] > 0  # the router gives no elevation: climbing is kept
     assert [loc["type"] for loc in fake_valhalla.bodies[0]["locations"]] == ["break", "through", "break"]
-    assert day.waypoint["stretches"] == ["start → waypoint: routed by the routing service",
-                                         "waypoint → end: routed by the routing service"]
+    assert [said_stored(s, "en") for s in day.waypoint["stretches"]] == [  # kept in no language
+        "start → waypoint: routed by the routing service", "waypoint → end: routed by the routing service"]
 
 
 def test_a_router_failure_is_a_readable_failed_status(app, client, rider, trip, fake_valhalla, monkeypatch):
