@@ -61,6 +61,28 @@ def instant(day: date, departure_hour: float, hours_after: float, start: Point, 
     return out.astimezone(zone_at(*(where or start)))
 
 
+def local_departure(day: date, departure_hour: float, zone: str | None, lon: float) -> datetime:
+    """`departure_hour` (wall clock) on `day` in the zone named `zone` (the day's start zone the borders' computation
+    stored), else in the nautical zone of `lon` (UTC ± 1 h per 15°: within an hour or two of the local clock
+    where no zone is known yet); the exports' clock, read without a time-zone lookup (docs/RULES.md "Times")."""
+    try:
+        where = ZoneInfo(zone) if zone else None
+    except (ValueError, ZoneInfoNotFoundError):
+        where = None
+    if where is None:
+        where = timezone(timedelta(hours=max(-12, min(12, round(float(lon) / 15.0)))))
+    return datetime.combine(day, time(0), tzinfo=where) + timedelta(hours=departure_hour)
+
+
+def ride_starts(departures: list[datetime], seconds: list[float]) -> list[datetime]:
+    """When each day of a ride begins: its own departure, or when the day before ends (its departure plus its
+    `seconds` of riding) if that is later, so the times of a file never go back."""
+    out: list[datetime] = []
+    for i, leaving in enumerate(departures):
+        out.append(max(leaving, out[-1] + timedelta(seconds=float(seconds[i - 1]))) if out else leaving)
+    return out
+
+
 def hours_since_midnight(moment: datetime, day: date) -> float:
     """Decimal hours from `day`'s local midnight (in `moment`'s zone) to `moment`; past 24 on the next day."""
     midnight = datetime.combine(day, time(0), tzinfo=moment.tzinfo)
