@@ -26,6 +26,7 @@ from fit_tool.profile.profile_type import CoursePoint, Event, EventType, FileTyp
 from fit_tool.record import Record
 from fit_tool.utils.crc import crc16
 
+from trips.core.text import shorten
 from trips.route.clock import ride_starts
 from trips.route.geo import cumulative_km
 from trips.route.pacing import MAX_STAGE_POINTS, fit_points
@@ -45,11 +46,15 @@ def _ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)  # fit-tool takes Unix milliseconds
 
 
+def _utf8(text: str) -> int:
+    return len(text.encode())
+
+
 def _name(text: str | None, fallback: str) -> str:
-    """Printable text cut to NAME_BYTES of UTF-8 at a character boundary."""
+    """Printable text cut at a word to NAME_BYTES of UTF-8, the ellipsis included (trips/core/text.py shorten)."""
     value = clean_text(text) or fallback
-    value = "".join(c for c in value if c.isprintable())
-    return value.encode()[:NAME_BYTES].decode(errors="ignore").strip() or fallback
+    value = " ".join("".join(c for c in value if c.isprintable()).split())
+    return shorten(value, NAME_BYTES, _utf8) or fallback
 
 
 class _Writer:

@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 from lxml import etree
 
+from trips.core.text import shorten
 from trips.route.clock import ride_starts
 from trips.route.geo import cumulative_km
 
@@ -56,11 +57,11 @@ class DayExport:
 
 
 def clean_text(value: Any, limit: int = MAX_TEXT_CHARS) -> str | None:
-    """`value` as text without the characters XML 1.0 forbids, stripped and cut at `limit` characters;
-    None when nothing is left (or `value` is None)."""
+    """`value` as text without the characters XML 1.0 forbids, stripped and cut at a word to `limit` characters
+    (trips/core/text.py shorten); None when nothing is left (or `value` is None)."""
     if value is None:
         return None
-    text = _NOT_XML_CHAR.sub("", str(value)).strip()[:limit].rstrip()
+    text = shorten(_NOT_XML_CHAR.sub("", str(value)).strip(), limit)
     return text or None
 
 

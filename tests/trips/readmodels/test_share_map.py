@@ -11,6 +11,7 @@ from lxml import etree
 from tests.enrich_helpers import import_map
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.osm_maps import MapBuilder
+from trips.core.text import shorten
 from trips.osm import basemap
 from trips.readmodels import mapsvg
 from trips.services.sharing import share_trip
@@ -103,6 +104,17 @@ def test_the_share_page_draws_the_map_under_the_route(client, rider, tmp_path):
     assert "\u202e" not in html and "<b>Evil" not in html  # names floored and escaped
     assert svg.xpath(".//g[@class='map-scale']/text")[0].text.endswith("\u00a0km")
     assert not etree.HTML(html).xpath("//*[@style]")  # the CSP would refuse inline style
+
+
+def test_a_long_place_name_is_cut_at_a_word_on_the_map(client, rider, tmp_path):
+    name = "Saint-Laurent-du-Pont-de-Beauvoisin"
+    import_map(region(town=name), tmp_path)
+    user, _ = rider
+    # a view of its own: the map drawn for a view is kept per process by its box and imports (docs/CACHES.md)
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(1790, step_m=100.0), name="Lakes")), {})
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    names = etree.HTML(html).xpath("//svg[@class='route']//g[@class='map-place']/text/text()")
+    assert shorten(name, mapsvg.MAX_LABEL) == "Saint-Laurent-du-Pont…" and "Saint-Laurent-du-Pont…" in names
 
 
 def test_the_share_page_without_map_data_draws_the_route_alone(client, rider):

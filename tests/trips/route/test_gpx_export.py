@@ -126,6 +126,7 @@ def test_round_trip_keeps_seven_decimals_and_one_decimal_elevation():
 
 def test_hostile_text_is_escaped_or_cleaned(schema):
     assert clean_text(HOSTILE) == HOSTILE_CLEAN
+    assert clean_text("Camping " + "Grand " * 200, 30) == "Camping Grand Grand Grand…"  # at a word
     day = DayExport(1, HOSTILE, make_points(5), make_points(5)[-1], HOSTILE,
                     {"name": HOSTILE, "lat": 45.0, "lon": 5.0, "type": HOSTILE, "url": "https://example.com/"})
     data = write_gpx(HOSTILE, [day], creator="BTP " + HOSTILE)
