@@ -13,7 +13,7 @@ from markupsafe import escape
 from trips.core.text import label as name_label
 
 WATER, COAST, RIVER = "#cfe3f1", "#7fb0d3", "#9cc6e4"
-ROAD_MINOR, ROAD_MAJOR = "#d8d0bf", "#e2a55a"
+ROAD_MINOR, ROAD_MAJOR, PATH = "#d8d0bf", "#e2a55a", "#e3e0d8"
 LABEL = "#33414a"
 MAX_LABEL = 24  # characters of a place's name, cut at a word (trips/core/text.py shorten)
 # Text sizes in the 600-unit picture, for a 390 px phone, where it is drawn at about 0.6 of its size: 11.5 px and
@@ -84,14 +84,15 @@ def _path(proj: Projection, lines, closed: bool = False) -> str:
 
 def layers(base, proj: Projection) -> list[str]:
     """The SVG elements of `base` (trips/osm/basemap.py BaseMap) under the route, bottom to top, each layer with a
-    class naming it (`map-water`, `map-coast`, `map-river`, `map-road`, `map-road-major`, `map-place`)."""
+    class naming it (`map-water`, `map-coast`, `map-river`, `map-path`, `map-road`, `map-road-major`, `map-place`)."""
     out = []
     for cls, d, attrs in (
             ("map-water", _path(proj, base.water, closed=True), f'fill="{WATER}" stroke="{COAST}" stroke-width="0.6"'),
             ("map-coast", _path(proj, base.coastline), f'fill="none" stroke="{COAST}" stroke-width="1.4"'),
             ("map-river", _path(proj, base.rivers), f'fill="none" stroke="{RIVER}" stroke-width="1.2"'),
+            ("map-path", _path(proj, base.paths), f'fill="none" stroke="{PATH}" stroke-width="0.6"'),
             ("map-road", _path(proj, [line for major, line in base.roads if not major]),
-             f'fill="none" stroke="{ROAD_MINOR}" stroke-width="0.9"'),
+             f'fill="none" stroke="{ROAD_MINOR}" stroke-width="1.1"'),
             ("map-road-major", _path(proj, [line for major, line in base.roads if major]),
              f'fill="none" stroke="{ROAD_MAJOR}" stroke-width="1.6"')):
         if d:

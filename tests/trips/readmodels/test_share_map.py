@@ -6,13 +6,18 @@ from __future__ import annotations
 import io
 
 import pytest
+import sqlalchemy as sa
 from lxml import etree
 
 from tests.enrich_helpers import import_map
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from tests.osm_maps import MapBuilder
+from tests.extracts import extract
+from tests.osm_maps import MapBuilder, map_support_or_skip
 from trips.core.text import shorten
+from trips.core.db import db
 from trips.osm import basemap
+from trips.osm.geometry import metres_per_degree
+from trips.osm.importer import import_file
 from trips.readmodels import mapsvg
 from trips.services.sharing import share_trip
 from trips.services.trips import import_gpx
@@ -58,6 +63,45 @@ def test_what_is_drawn_follows_the_scale(ctx, tmp_path):
     assert len(narrow.roads) == 3  # primary, secondary, tertiary; never a residential street
     close = basemap.base_map((45.55, 5.85, 45.7, 6.05))
     assert "Talloires" in [p[0] for p in close.places] and "Angon" not in [p[0] for p in close.places]
+
+
+def _around(lat: float, lon: float, km: float) -> tuple[float, float, float, float]:
+    """A view `km` across (east–west) and two thirds of it high, centred on the point."""
+    north, east = metres_per_degree(lat)
+    return lat - km * 333 / north, lon - km * 500 / east, lat + km * 333 / north, lon + km * 500 / east
+
+
+def test_a_view_a_few_km_across_draws_every_street_of_a_real_extract(ctx):
+    """Helsinki's centre (tests/extracts.py): some 2 500 ways in 1.0 × 1.7 km. A view 3 km across is a street map and
+    draws every one of them a pixel long or more, footways too; 12 km across, every street but no path; 40 km, the
+    roads between towns."""
+    map_support_or_skip(db.engine)
+    import_file(db.engine, extract("helsinki"))
+
+    def ways(km: float, highways=None) -> int:
+        """The ways of the extract a pixel long or more in a view `km` across (of those `highways`)."""
+        where = " AND highway IN :kinds" if highways else ""
+        sql = sa.text(f"SELECT count(*) FROM osm_way WHERE length_m >= :pixel{where}")
+        if highways:
+            sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+        with db.engine.connect() as conn:
+            return conn.execute(sql, {"pixel": km * 1000 / basemap.PIXELS, "kinds": list(highways or [])}).scalar()
+
+    with db.engine.connect() as conn:
+        lat, lon = conn.execute(sa.text("SELECT (min(min_lat) + max(max_lat)) / 2, (min(min_lon) + max(max_lon)) / 2 "
+                                        "FROM osm_way")).one()
+    streets = ("residential", "unclassified", "living_street", "primary", "secondary", "tertiary", "primary_link",
+               "tertiary_link")
+    close = basemap.base_map(_around(lat, lon, 3.0))
+    assert ways(3.0) > 2000 and len(close.roads) + len(close.paths) == ways(3.0)  # every street and path
+    assert len(close.paths) >= ways(3.0, ("footway", "cycleway", "steps"))
+    town = basemap.base_map(_around(lat, lon, 12.0))
+    assert not town.paths and len(town.roads) == ways(12.0, streets)  # every street, no path, no service way
+    main = basemap.base_map(_around(lat, lon, 40.0))
+    assert not main.paths and len(main.roads) == ways(40.0, ("primary", "secondary", "tertiary"))
+    view = _around(lat, lon, 3.0)
+    svg = "".join(mapsvg.layers(close, mapsvg.fit([view[:2], view[2:]], 600, 400, 0)))
+    assert all(f'class="{layer}"' in svg for layer in ("map-path", "map-road", "map-road-major"))
 
 
 def test_a_view_off_the_map_is_not_covered(ctx, tmp_path):
