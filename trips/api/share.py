@@ -71,7 +71,7 @@ def shared_page(code):
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
                                services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
-                               off_map=amenities.off_map,
+                               night=amenities.night, night_words=_NIGHT_WORDS,
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
@@ -113,6 +113,9 @@ def _pictures(trip, locale: str) -> dict:
 
 _SERVICE_WORDS = {"food": (N_("share.food"), "resupply"), "water": (N_("share.water"), "water"),
                   "bikeShops": (N_("share.bike_shops"), "bike_shop")}
+_NIGHT_WORDS = {"running": N_("share.services_running"), "off_map": N_("share.services_off_map"),
+                "end_off_map": N_("share.night_end_off_map"), "failed": N_("share.services_failed"),
+                "none": N_("share.night_none"), "unknown": N_("share.services_unknown")}
 _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services_running"),
                 "failed": N_("share.services_failed"), "off_map": N_("share.services_off_map"),
                 "unknown": N_("share.services_unknown")}
