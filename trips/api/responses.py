@@ -217,8 +217,11 @@ class RouteLegOut(Answer):
     from_ = fields.Integer(data_key="from", metadata={"description": "The leg's first point (1-based)."})
     to = fields.Integer(metadata={"description": "Its last point."})
     km = fields.Float()
-    how = fields.String(metadata={"description": "routed (on the imported map, or by the routing service), or "
-                                                "\"straight, approximate: why\" where the map cannot route it."})
+    how = fields.String(metadata={"description": "In the reader's language: routed (on the imported map, or by the "
+                                                "routing service); \"routed, joined straight for the … km from "
+                                                "point n to its road: approximate\" where a point lies off the "
+                                                "roads; or \"joined straight, approximate: why\" where the map "
+                                                "cannot route it."})
 
 
 @answer

@@ -12,7 +12,7 @@ from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
-from trips.readmodels import amenities
+from trips.readmodels import amenities, straight
 from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
@@ -99,7 +99,8 @@ def _pictures(trip, locale: str) -> dict:
                                             (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
                                             locale),
         }
-    route = [{"number": s.day_number, "geometry": s.geometry} for s in moving]
+    joins = straight.straight_lines(trip, stages)
+    route = [{"number": s.day_number, "geometry": s.geometry, "straight": joins.get(s.id)} for s in moving]
     view = pictures.route_view(route)[1].view_box() if moving else None
     return {
         "route": pictures.route_svg(route, floor(trip.title or i18n.t("share.route", locale)),

@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 from trips import computations
+from trips.core import i18n
 from trips.guards import is_locked
 from trips.models import Trip
 from trips.enrich import registry
@@ -101,14 +102,31 @@ def elevation_totals(stages) -> dict:
             "totalElevationLoss": round(sum(s.elevation_loss or 0.0 for s in riding)), "elevationReason": None}
 
 
-def routing(trip: Trip) -> list[dict] | None:
+def routing(trip: Trip, locale: str | None = None) -> list[dict] | None:
     """How BTP drew the route of a trip planned from places, leg by leg (trips/services/planned.py): the points it
-    joins (1-based), its km, and "routed", or "joined straight, approximate: <why>"; None for any other route."""
+    joins (1-based), its km, and in the reader's language "routed", "routed, joined straight for the <km> from point
+    <n> to its road: approximate" (a point far from any road), or "joined straight, approximate: <why>"; None for
+    any other route."""
     if trip.route_legs is None:
         return None
+    locale = locale or i18n.current_locale()
     return [{"from": leg["from"], "to": leg["to"], "km": round(leg["toKm"] - leg["fromKm"], 1),
-             "how": "routed" if leg["routed"] else f"straight, approximate: {leg['why']}"}
-            for leg in trip.route_legs]
+             "how": _how(leg, locale)} for leg in trip.route_legs]
+
+
+def _how(leg: dict, locale: str) -> str:
+    if not leg["routed"]:
+        return i18n.t("routing.straight", locale, why=leg["why"])
+    ends = []
+    for a, b in leg.get("straightKm") or []:
+        km = i18n.number(b - a, locale, 1)
+        if a <= leg["fromKm"]:
+            ends.append(i18n.t("routing.end_from", locale, km=km, point=leg["from"]))
+        else:
+            ends.append(i18n.t("routing.end_to", locale, km=km, point=leg["to"]))
+    if not ends:
+        return i18n.t("routing.routed", locale)
+    return i18n.t("routing.routed_ends", locale, ends=i18n.t("routing.and", locale).join(ends))
 
 
 def waypoints(trip: Trip) -> list[dict] | None:

@@ -15,6 +15,7 @@ from tests.extracts import extract
 from tests.osm_maps import MapBuilder, map_support_or_skip
 from trips.core.text import shorten
 from trips.core.db import db
+from trips.models import Stage
 from trips.osm import basemap
 from trips.osm.geometry import metres_per_degree
 from trips.osm.importer import import_file
@@ -177,3 +178,33 @@ def test_the_scale_bar_moves_to_the_corner_the_route_leaves_free():
     start = proj.xy(45.0, 5.0)  # the route starts at the bottom left
     moved = mapsvg.scale_bar(proj, lambda km: f"{km:g} km", [start])
     assert 'x="8"' in left and 'x="8"' not in moved  # the bar's backdrop starts 4 units left of the bar
+
+
+def test_a_day_rerouted_straight_through_a_waypoint_is_drawn_dashed_there(client, rider):
+    """No map to route on: a waypoint's reroute joins the day's start, the waypoint and its end straight (the day is
+    approximate), and the share page's map draws those two joins dashed; the other days stay solid."""
+    from jobs.tasks import reroute_stage
+
+    user, headers = rider
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(1800, step_m=100.0), name="Detour")), {})
+    day = trip.stages[1]
+    lat, lon, _ = day.geometry[len(day.geometry) // 2]
+    asked = client.post(f"/api/trips/{trip.id}/stages/{day.id}/poi-waypoint", headers=headers,
+                        json={"lat": lat + 0.05, "lon": lon})
+    assert asked.status_code == 202
+    db.session.expire_all()
+    reroute_stage(trip.id, day.id, db.session.get(Stage, day.id).waypoint["requestId"])
+    db.session.expire_all()
+    assert db.session.get(Stage, day.id).approximate
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    svg = etree.HTML(html).xpath("//svg[@class='route']")[0]
+    days, dashes = 0, {}
+    for element in svg.iter():
+        days += element.get("class") == "day-line"
+        if element.get("class") == "day-straight":
+            assert element.xpath("./polyline[@stroke-dasharray]")
+            dashes[days] = dashes.get(days, 0) + 1
+    assert dashes == {2: 2}  # start → waypoint → end, on the second day alone
+    notes = [" ".join(p.itertext()) for p in etree.HTML(html).xpath("//li[contains(@class, 'day')]"
+                                                                   "/p[contains(@class, 'approximate')]")]
+    assert notes == ["Part of this day is joined straight where no road was found: dashed on the map."]
