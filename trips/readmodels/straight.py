@@ -1,8 +1,9 @@
 """The stretches of each day that BTP joined straight where no road was found, which the share page draws dashed
 (docs/RULES.md "Trips from places"). A day that still follows the route drawn from places gets the stretches its legs
-joined straight (`straightKm`, trips/services/planned.py) that fall in it; an `approximate` day edited off the route
-gets each segment of its line longer than STRAIGHT_END_M that ends at one of its own points (its start, its end, its
-waypoint), where BTP's detours, reroutes and added days join straight.
+joined straight (`straightKm`, trips/services/planned.py) that fall in it. An `approximate` day edited off the route
+gets the joins BTP's edits draw straight: a segment between two of the day's own points (its start, its end, its
+waypoint: a reroute or an added day), and the way out to a moved point and back (a detour: the same segment ends
+one day and, reversed, starts the next).
 """
 from __future__ import annotations
 
@@ -41,23 +42,36 @@ def straight_lines(trip: Trip, stages: list[Stage]) -> dict[str, list[Line]]:
                 lo, hi = max(a, start), min(b, end)
                 if hi - lo > 0.001:
                     out.setdefault(stage.id, []).append(_pairs(slice_km(route, cum, lo, hi)))
-    for stage in stages:
+    for i, stage in enumerate(stages):
         if stage.approximate and stage.id not in following and not stage.is_rest_day:
-            joins = _own_joins(stage)
+            joins = _own_joins(stage, stages[i - 1] if i else None, stages[i + 1] if i + 1 < len(stages) else None)
             if joins:
                 out[stage.id] = joins
     return out
 
 
-def _own_joins(stage: Stage) -> list[Line]:
-    """The segments of the day's line longer than STRAIGHT_END_M with an end at one of the day's own points."""
+def _line(stage: Stage | None) -> list[tuple[float, float]]:
+    return [] if stage is None else [(float(p[0]), float(p[1])) for p in stage.geometry or [] if len(p) >= 2]
+
+
+def _same(p, q) -> bool:
+    return haversine_m(p[0], p[1], q[0], q[1]) <= SAME_M
+
+
+def _own_joins(stage: Stage, before: Stage | None, after: Stage | None) -> list[Line]:
+    """The day's segments between two of its own points, and its detour's way out or back (see the module)."""
     own = [(stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon)]
     if isinstance(stage.waypoint, dict) and "lat" in stage.waypoint and "lon" in stage.waypoint:
         own.append((float(stage.waypoint["lat"]), float(stage.waypoint["lon"])))
-    pts = [(float(p[0]), float(p[1])) for p in stage.geometry or [] if len(p) >= 2]
-    mine = [any(haversine_m(lat, lon, a, b) <= SAME_M for a, b in own) for lat, lon in pts]
-    return [[p, q] for p, q, m, n in zip(pts, pts[1:], mine, mine[1:])
-            if (m or n) and haversine_m(*p, *q) > STRAIGHT_END_M]
+    pts = _line(stage)
+    mine = [any(_same(p, q) for q in own) for p in pts]
+    joins = [[p, q] for p, q, m, n in zip(pts, pts[1:], mine, mine[1:]) if m and n]
+    head, tail = _line(after)[:2], _line(before)[-2:]  # the next day's first segment, the day before's last
+    if len(pts) > 2 and len(head) == 2 and _same(pts[-1], head[0]) and _same(pts[-2], head[1]):
+        joins.append(pts[-2:])  # out to the moved end; the next day comes back the same way
+    if len(pts) > 2 and len(tail) == 2 and _same(pts[0], tail[1]) and _same(pts[1], tail[0]):
+        joins.append(pts[:2])  # back from the moved start; the day before went out the same way
+    return [join for join in joins if haversine_m(*join[0], *join[1]) > STRAIGHT_END_M]
 
 
 def _pairs(points: np.ndarray) -> Line:

@@ -208,3 +208,29 @@ def test_a_day_rerouted_straight_through_a_waypoint_is_drawn_dashed_there(client
     notes = [" ".join(p.itertext()) for p in etree.HTML(html).xpath("//li[contains(@class, 'day')]"
                                                                    "/p[contains(@class, 'approximate')]")]
     assert notes == ["Part of this day is joined straight where no road was found: dashed on the map."]
+
+
+def test_a_detour_to_a_point_off_the_route_is_drawn_dashed_out_and_back(client, rider):
+    """No router: moving a day's end 1.4 km off the route joins the route to it straight, out on that day and back
+    on the next (both approximate); the map draws the two joins dashed, and not the route's own long straight
+    segments (the first day's start, a cut on the route)."""
+    from trips.guards import Precondition
+    from trips.services import stages as stage_ops
+
+    user, _ = rider
+    road = make_points(2400, step_m=100.0, wiggle_deg=0.0)  # one straight line: its stored segments are long
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(road, name="Out and back")), {})
+    lat, lon, _ = road[int(trip.stages[0].distance * 10) - 50]  # 5 km before the first day's end
+    stage_ops.update_stage(user, trip.id, trip.stages[0].id, Precondition.exact(trip.version),
+                           {"endPoint": {"lat": lat + 0.01, "lon": lon - 0.01}})
+    db.session.expire_all()
+    days = sorted(db.session.query(Stage).filter_by(trip_id=trip.id), key=lambda s: s.position)
+    assert days[0].approximate and days[1].approximate
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    svg = etree.HTML(html).xpath("//svg[@class='route']")[0]
+    count, dashes = 0, {}
+    for element in svg.iter():
+        count += element.get("class") == "day-line"
+        if element.get("class") == "day-straight":
+            dashes[count] = dashes.get(count, 0) + 1
+    assert dashes == {1: 1, 2: 1}  # out on day 1, back on day 2
