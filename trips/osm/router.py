@@ -171,10 +171,10 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
         best = (cost, np.vstack(parts))
     if best is None:
         return _straight(a, b, "the imported map's roads do not join these points")
-    line = best[1]
-    ends = (float(geometry.GEOD.inv(a[1], a[0], line[0][1], line[0][0])[2]),
-            float(geometry.GEOD.inv(line[-1][1], line[-1][0], b[1], b[0])[2]))
-    return Leg(np.vstack((a, line, b)), True, ends_m=ends)
+    road = best[1]
+    straight = (float(geometry.GEOD.inv(a[1], a[0], road[0][1], road[0][0])[2]),
+                float(geometry.GEOD.inv(road[-1][1], road[-1][0], b[1], b[0])[2]))
+    return Leg(np.vstack((a, road, b)), True, ends_m=straight)
 
 
 def _snap(conn, lat: float, lon: float) -> _Snap | None:

@@ -10,7 +10,7 @@ zone of the point asked about.
 from __future__ import annotations
 
 import threading
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -65,12 +65,11 @@ def local_departure(day: date, departure_hour: float, zone: str | None, lon: flo
     """`departure_hour` (wall clock) on `day` in the zone named `zone` (the day's start zone the borders' computation
     stored), else in the nautical zone of `lon` (UTC ± 1 h per 15°: within an hour or two of the local clock
     where no zone is known yet); the exports' clock, read without a time-zone lookup (docs/RULES.md "Times")."""
+    where: tzinfo = timezone(timedelta(hours=max(-12, min(12, round(float(lon) / 15.0)))))
     try:
-        where = ZoneInfo(zone) if zone else None
+        where = ZoneInfo(zone) if zone else where
     except (ValueError, ZoneInfoNotFoundError):
-        where = None
-    if where is None:
-        where = timezone(timedelta(hours=max(-12, min(12, round(float(lon) / 15.0)))))
+        pass  # a name this system's tz database lacks: the nautical zone
     return datetime.combine(day, time(0), tzinfo=where) + timedelta(hours=departure_hour)
 
 

@@ -219,11 +219,11 @@ def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
             geometry = [] if day.geometry is None else day.geometry
             if len(geometry):
                 pts = _points(geometry)  # a bad point raises before the first chunk
-                timed = speed_kmh is not None and day.departure is not None
-                tracks.append((n, label, geometry, _seconds(pts, speed_kmh) if timed else None, day.departure))
+                seconds = _seconds(pts, speed_kmh) if speed_kmh is not None and day.departure is not None else None
+                tracks.append((n, label, geometry, seconds, day.departure))
         _accommodation_wpt(head, day, n)
-    timed = [i for i, track in enumerate(tracks) if track[3] is not None]
-    for i, begin in zip(timed, ride_starts([tracks[i][4] for i in timed], [tracks[i][3][-1] for i in timed])):
+    paced = [i for i, track in enumerate(tracks) if track[3] is not None]
+    for i, begin in zip(paced, ride_starts([tracks[i][4] for i in paced], [tracks[i][3][-1] for i in paced])):
         tracks[i] = (*tracks[i][:4], begin)
     return _chunks(head, creator, tracks)
 
