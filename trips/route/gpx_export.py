@@ -233,11 +233,16 @@ def _seconds(pts: np.ndarray, speed_kmh: float) -> np.ndarray:
     return cumulative_km(pts[:, :2]) * 3600.0 / max(float(speed_kmh or 0), MIN_SPEED_KMH)
 
 
+_MINUTES_SECONDS = [f"{m:02d}:{s:02d}Z" for m in range(60) for s in range(60)]  # the end of a time, by second of hour
+
+
 def _times(begin: datetime, seconds: np.ndarray) -> list[str]:
-    """`begin` + each of `seconds`, as UTC xsd:dateTime to the second."""
-    start = np.datetime64(begin.astimezone(timezone.utc).replace(tzinfo=None), "ms")
-    return [f"{t}Z" for t in np.datetime_as_string(start + np.round(seconds * 1000).astype("timedelta64[ms]"),
-                                                     unit="s")]
+    """`begin` + each of `seconds`, as UTC xsd:dateTime to the second: each hour's head written once (a day's
+    points share a few), the minutes and seconds taken from a table."""
+    at = np.round(begin.timestamp() + seconds).astype(np.int64)
+    hours = (at // 3600).tolist()
+    heads = {h: datetime.fromtimestamp(h * 3600, timezone.utc).strftime("%Y-%m-%dT%H:") for h in set(hours)}
+    return [heads[h] + _MINUTES_SECONDS[s] for h, s in zip(hours, (at % 3600).tolist())]
 
 
 def _trkpt(lat: str, lon: str, ele: str | None, time: str | None) -> str:
