@@ -29,7 +29,7 @@ OUTPUT = s.obj({
                          "as maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
     "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
-                         "failed or not computed."),
+                         "failed, off map or not computed."),
     "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
     "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the start), "

@@ -90,3 +90,33 @@ def _main_says(driver, words: str) -> bool:
         return words in driver.find_element(By.TAG_NAME, "main").text
     except WebDriverException:
         return False
+
+
+# The computed style of the first element matching a selector: what a person sees of a control.
+LOOK = ("const e = document.querySelector(arguments[0]); const s = getComputedStyle(e);"
+        "return Object.fromEntries(arguments[1].map(p => [p, s.getPropertyValue(p)]));")
+FIELD = ["font-size", "font-family", "padding-top", "padding-left", "border-top-width", "border-top-color",
+         "border-top-left-radius"]
+BUTTON = ["background-color", "color", "font-size", "padding-top", "padding-left", "border-top-left-radius",
+          "text-decoration-line", "min-height"]
+
+
+def test_the_account_page_s_controls_look_like_the_other_pages(app, site, browser, ctx):
+    """The language select looks like the sign-in page's field, the link to delete the account like the delete
+    page's own button (a real browser's computed styles)."""
+    browser.get(site.url + "/login")
+    field = browser.execute_script(LOOK, "#email", FIELD)
+    browser.find_element(By.ID, "email").send_keys("styled@example.org")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    WebDriverWait(browser, 10).until(until.title_contains("Check your e-mail"))
+    browser.get(outbox_link(app))
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    WebDriverWait(browser, 10).until(lambda driver: urlsplit(driver.current_url).path == "/account")
+    select = browser.execute_script(LOOK, "select#locale", FIELD)
+    link = browser.execute_script(LOOK, "a[href$='/account/delete']", BUTTON)
+    save = browser.execute_script(LOOK, "form.locale button", BUTTON)
+    browser.get(site.url + "/account/delete")
+    danger = browser.execute_script(LOOK, "button.danger", BUTTON)
+    assert select == field, (select, field)
+    assert link == danger, (link, danger)
+    assert link["text-decoration-line"] == "none" and link["background-color"] != save["background-color"]

@@ -83,3 +83,31 @@ def test_the_share_page_draws_the_map_at_every_width_and_in_print(site, shared_c
     log = browser.get_log("browser")
     refused = [e["message"] for e in log if "Content Security Policy" in e["message"] or "Refused" in e["message"]]
     assert not refused, json.dumps(refused)[:2000]
+
+
+# Each text of the route's picture: its font size as drawn (the computed size times the picture's scale), and each
+# day's disc with its number's box.
+LEGIBLE = (
+    "const svg = document.querySelector('svg.route');"
+    "const texts = Array.from(svg.querySelectorAll('text')).map(t => { const m = t.getScreenCTM();"
+    "  return {layer: t.parentElement.getAttribute('class'), text: t.textContent,"
+    "          px: parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b)}; });"
+    "const discs = Array.from(svg.querySelectorAll('.day-end')).map(g => {"
+    "  const c = g.querySelector('circle').getBoundingClientRect(), t = g.querySelector('text').getBoundingClientRect();"
+    "  return {w: c.width, inside: t.left >= c.left && t.right <= c.right && t.top >= c.top - 1"
+    "          && t.bottom <= c.bottom + 1}; });"
+    "return {texts, discs};")
+
+
+@pytest.mark.parametrize("width, most", [(390, 16.0), (1200, 16.0)])
+def test_every_map_label_and_disc_is_legible(site, shared_code, browser, width, most):  # noqa: F811
+    browser.get(f"{site.url}/s/{shared_code}")
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900,
+                                                                  "deviceScaleFactor": 1, "mobile": False})
+    seen = browser.execute_script(LEGIBLE)
+    layers = {t["layer"] for t in seen["texts"]}
+    assert {"map-place", "map-scale", "day-end"} <= layers, layers
+    small = [t for t in seen["texts"] if t["px"] < 11.0]
+    assert not small, small  # at least 11 px drawn, the scale bar's and the discs' too
+    assert all(t["px"] <= most for t in seen["texts"]), seen["texts"]  # and no poster on a wide screen
+    assert seen["discs"] and all(d["w"] >= 18.0 and d["inside"] for d in seen["discs"]), seen["discs"]

@@ -39,7 +39,7 @@ def gpx_download(trip: Trip, stages: list[Stage] | None = None, *, public: bool 
     title = trip.title
     if public:
         title, days = _floored(title), [_floored_day(day) for day in days]
-    response = Response(iter_gpx(title, days), mimetype="application/gpx+xml")
+    response = Response(iter_gpx(title, days, speed_kmh=trip.average_speed), mimetype="application/gpx+xml")
     response.headers["Content-Disposition"] = f'attachment; filename="{filename(trip, stages)}"'
     response.headers["Cache-Control"] = "private, no-cache"
     return response

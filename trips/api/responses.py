@@ -153,8 +153,10 @@ class StageSummaryOut(Answer):
     groups = fields.Dict(keys=fields.String(validate=validate.OneOf(GROUPS)),
                          values=fields.String(validate=validate.OneOf(GROUP_STATUSES)),
                          metadata={"description": "Per alert group: done, partial (ran, but the map covers "
-                                                  "the day partly: see mapCoverage), running, failed or not "
-                                                  "computed (a group not computed says nothing about the day)."})
+                                                  "the day partly: see mapCoverage), running, failed, off map (not "
+                                                  "looked at: the part of the day it reads is off the imported map) "
+                                                  "or not computed (a group not computed says nothing about the "
+                                                  "day)."})
     mapCoverage = nullable(fields.Nested(MapCoverageOut, metadata={
         "description": "Share of the day on the imported map; null until an analysis measured it."}))
     resupply = nullable(fields.List(fields.Dict(), metadata={"description": "Where to buy food. " + ENRICHED}))
@@ -215,8 +217,11 @@ class RouteLegOut(Answer):
     from_ = fields.Integer(data_key="from", metadata={"description": "The leg's first point (1-based)."})
     to = fields.Integer(metadata={"description": "Its last point."})
     km = fields.Float()
-    how = fields.String(metadata={"description": "routed (on the imported map, or by the routing service), or "
-                                                "\"straight, approximate: why\" where the map cannot route it."})
+    how = fields.String(metadata={"description": "In the reader's language: routed (on the imported map, or by the "
+                                                "routing service); \"routed, joined straight for the … km from "
+                                                "point n to its road: approximate\" where a point lies off the "
+                                                "roads; or \"joined straight, approximate: why\" where the map "
+                                                "cannot route it."})
 
 
 @answer

@@ -12,7 +12,7 @@ from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
-from trips.readmodels import amenities
+from trips.readmodels import amenities, straight
 from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
@@ -71,7 +71,7 @@ def shared_page(code):
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
                                services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
-                               off_map=amenities.off_map,
+                               night=amenities.night, night_words=_NIGHT_WORDS,
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
@@ -99,7 +99,8 @@ def _pictures(trip, locale: str) -> dict:
                                             (stage.start_lat, stage.start_lon), (stage.end_lat, stage.end_lon),
                                             locale),
         }
-    route = [{"number": s.day_number, "geometry": s.geometry} for s in moving]
+    joins = straight.straight_lines(trip, stages)
+    route = [{"number": s.day_number, "geometry": s.geometry, "straight": joins.get(s.id)} for s in moving]
     view = pictures.route_view(route)[1].view_box() if moving else None
     return {
         "route": pictures.route_svg(route, floor(trip.title or i18n.t("share.route", locale)),
@@ -113,6 +114,9 @@ def _pictures(trip, locale: str) -> dict:
 
 _SERVICE_WORDS = {"food": (N_("share.food"), "resupply"), "water": (N_("share.water"), "water"),
                   "bikeShops": (N_("share.bike_shops"), "bike_shop")}
+_NIGHT_WORDS = {"running": N_("share.services_running"), "off_map": N_("share.services_off_map"),
+                "end_off_map": N_("share.night_end_off_map"), "failed": N_("share.services_failed"),
+                "none": N_("share.night_none"), "unknown": N_("share.services_unknown")}
 _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services_running"),
                 "failed": N_("share.services_failed"), "off_map": N_("share.services_off_map"),
                 "unknown": N_("share.services_unknown")}

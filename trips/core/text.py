@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["floor", "label", "bounded", "quote", "clean_answer", "Floored", "floored", "has_unstorable", "mend", "MAX_DEPTH",
+__all__ = ["floor", "label", "shorten", "bounded", "quote", "clean_answer", "Floored", "floored", "has_unstorable", "mend", "MAX_DEPTH",
            "UNSTORABLE"]
 
 ELLIPSIS = "…"
@@ -84,26 +84,43 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
-def _cut_at_word(text: str, limit: int) -> str:
-    """`text` cut to at most `limit` characters + "…", at the last space or hyphen of the kept part when one
-    keeps at least half of it ("Saint-Laurent-du-Pont" at 16 → "Saint-Laurent…", never "Saint-Laurent-d…");
-    a single long word is cut where the limit falls."""
-    if len(text) <= limit:
+# Where a name may be cut (before a space, a hyphen, a dash or a slash) and what a cut leaves off its end.
+_BREAK = re.compile("[ \t\\-\u2010\u2013\u2014/]")
+_TRAIL = " \t-\u2010\u2013\u2014/,;:(&+·"
+
+
+def shorten(text: str, limit: int, size=len) -> str:
+    """The one cut of a name for display (docs/RULES.md "Shortened names"): `text` as it is when
+    `size(text)` is at most `limit`, else its longest start that ends at a word, followed by "…", measuring at most
+    `limit` with it ("Hotel Internationale" at 16: "Hotel…", never "Hotel Internatio…"; "Saint-Laurent-du-Pont" at
+    18: "Saint-Laurent-du…"). Only a first word longer than that is cut inside, where the limit falls. `size`
+    measures a text: characters (`len`), or the bytes a field holds. Raises nothing for a `str`."""
+    if size(text) <= limit:
         return text
-    kept = text[:limit + 1]  # a break right after the limit keeps the whole last word
-    at = max(kept.rfind(" "), kept.rfind("-"))
-    if at >= limit // 2:
-        return text[:at].rstrip(" -") + ELLIPSIS
-    return text[:limit] + ELLIPSIS
+    room = limit - size(ELLIPSIS)
+    if room <= 0:
+        return ""
+    kept = ""
+    for found in _BREAK.finditer(text, 0, limit + 1):  # a character measures at least one: no break lies beyond
+        start = text[:found.start()].rstrip(_TRAIL)
+        if size(start) > room:
+            break  # a longer start never measures less
+        kept = start or kept
+    if not kept:  # one word longer than the room
+        kept = text[:room]
+        while kept and size(kept) > room:
+            kept = kept[:-1]
+        kept = kept.rstrip(_TRAIL)
+    return kept + ELLIPSIS if kept else ""
 
 
 def label(text: str | None, limit: int = 200) -> str | None:
-    """A third-party label for an answer: floor, runs of spaces squeezed, trimmed; None when nothing is left;
-    cut at a word (a space or a hyphen) to `limit` characters at most + "…" when longer."""
+    """A third-party label for an answer: floor, runs of spaces squeezed, trimmed; None when nothing is left; cut at
+    a word to at most `limit` characters, the ellipsis included (`shorten`)."""
     if text is None:
         return None
     cleaned = _SPACES.sub(" ", floor(text)).strip()
-    return _cut_at_word(cleaned, limit) if cleaned else None
+    return shorten(cleaned, limit) if cleaned else None
 
 
 def bounded(value: object, limit: int = 40) -> str:

@@ -1,7 +1,8 @@
 """Borders (docs/RULES.md "Crossings"): each day's line sampled every SAMPLE_M, a sample's country from the imported
 boundaries else the offline lookup (trips/enrich/countries.py), so a trip is checked on or off the map. A change of
 country raises `border_crossed` on the day, navigating to the crossing bisected to within LOCATE_M; a sample at sea
-changes nothing."""
+changes nothing. Each day's start zone (`timeZone`, the tz database's name) is stored beside: the exports' clock
+(docs/RULES.md "Times"), read with no time-zone lookup in a web request."""
 from __future__ import annotations
 
 import math
@@ -14,6 +15,7 @@ from trips.enrich.contract import AlertFact, Result, TripSnap
 from trips.enrich.countries import country_at
 from trips.osm import queries as Q
 from trips.osm.geometry import GEOD
+from trips.route import clock
 
 NAME = "border_crossing"
 GROUP = "border_crossing"
@@ -76,6 +78,9 @@ def compute(snap: TripSnap, engine):
     last = None  # the last known country, carried from day to day
     for stage in snap.stages:
         result.ran_on(stage.id)
+        zone = clock.zone_name(*stage.start)
+        if zone:
+            result.data[stage.id] = {"timeZone": zone}
         pts = _samples(stage.line)
         for i, here in enumerate(where.of(pts)):
             if here is None:

@@ -92,7 +92,7 @@ _add(water_points, "terrain_security", (GEOMETRY,), ("waterPoints",))
 _add(health_services, "terrain_security", (GEOMETRY,))
 _add(railway_stations, "terrain_security", (GEOMETRY,))
 _add(cultural_pois, "context", (GEOMETRY,), ("culturalPois",))
-_add(border_crossing, "terrain_security", (GEOMETRY,))
+_add(border_crossing, "terrain_security", (GEOMETRY,), ("timeZone",))
 _add(ferries, "terrain_security", (GEOMETRY,))
 _add(fords, "terrain_security", (GEOMETRY, DATES), needs=("weather",))
 # Day names from the map are context: without map data they fail, and the route itself is not what failed.

@@ -1,7 +1,8 @@
-"""What the share page's map draws under the route, read from the imported map for one view box: water, the main
-roads, and the towns and villages with their names (trips/readmodels/mapsvg.py draws it). As on a printed map, the
-wider the view, the fewer road classes and places and the larger a lake or river must be; every line is thinned to
-about a pixel and each layer capped (`LIMITS`). `covered` says whether the imported map meets the view."""
+"""What the share page's map draws under the route, read from the imported map for one view box: water, the roads,
+and the towns and villages with their names (trips/readmodels/mapsvg.py draws it). As on a printed map, the wider
+the view, the fewer road classes and places and the larger a lake or river must be; a view a few km across is a
+street map, every street and path drawn. Every line is thinned to about a pixel and each layer capped (`LIMITS`).
+`covered` says whether the imported map meets the view."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -15,16 +16,25 @@ from trips.osm.index import _postgis_schema, engine_of, without_jit
 from trips.osm.tables import osm_area
 from trips.route import geo
 
-# Road classes by the view's width (km): the first row whose width the view does not exceed.
+MAIN = ("motorway", "trunk", "primary", "secondary", "tertiary")
+STREETS = (*(f"{c}_link" for c in MAIN), "unclassified", "residential", "living_street", "road")
+# Road classes by the view's width (km): the first row whose width the view does not exceed. A view a few km across
+# is a street map: every way, service streets and pedestrian zones too, and the paths beside them (None: no filter).
+STREET_MAP_KM = 5.0
 ROAD_CLASSES = (
-    (60.0, ("motorway", "trunk", "primary", "secondary", "tertiary")),
-    (250.0, ("motorway", "trunk", "primary", "secondary")),
-    (float("inf"), ("motorway", "trunk", "primary")),
+    (STREET_MAP_KM, None),
+    (20.0, (*MAIN, *STREETS)),
+    (60.0, MAIN),
+    (250.0, MAIN[:4]),
+    (float("inf"), MAIN[:3]),
 )
 MAJOR = frozenset({"motorway", "trunk", "primary"})
+# Drawn as streets; any other highway (footway, cycleway, path, steps, track…) is a path, on a street map only.
+ROADS = frozenset({*MAIN, *STREETS, "service", "pedestrian"})
 # Places by the view's width (km): the largest rank drawn (trips/osm/tables.py PLACE_RANKS: 1 city … 4 hamlet).
 PLACE_RANK = ((40.0, 3), (250.0, 2), (float("inf"), 1))
-LIMITS = {"roads": 1500, "water": 400, "rivers": 300, "coastline": 600, "places": 40}
+# Ways drawn at most: a street map holds a city centre's few thousand ways (and paths), a wider view fewer.
+LIMITS = {"roads": 1500, "streets": 6000, "water": 400, "rivers": 300, "coastline": 600, "places": 40}
 PIXELS = 600  # the picture's width in the SVG's units (trips/readmodels/pictures.py ROUTE_W)
 # Per process, by view box and the ready imports it stands on: a re-import (a new area id) is a new key, so a map is
 # never drawn from a replaced import (docs/CACHES.md).
@@ -39,11 +49,12 @@ class BaseMap:
     coastline: list = field(default_factory=list)
     rivers: list = field(default_factory=list)
     roads: list = field(default_factory=list)  # (is major, line)
+    paths: list = field(default_factory=list)  # footways, cycleways, tracks…: on a street map only
     places: list = field(default_factory=list)
     covered: bool = False
 
     def empty(self) -> bool:
-        return not (self.water or self.coastline or self.rivers or self.roads or self.places)
+        return not (self.water or self.coastline or self.rivers or self.roads or self.paths or self.places)
 
 
 def view_width_km(box) -> float:
@@ -73,9 +84,15 @@ def _read(conn, box) -> BaseMap:
     pixel_m = width * 1000.0 / PIXELS
     classes = next(c for w, c in ROAD_CLASSES if width <= w)
     out = BaseMap(covered=True)
-    for row in _lines(conn, "osm_way", box, "t.highway IN :classes", {"classes": list(classes)}, LIMITS["roads"],
-                      pixel_m * 4):
-        out.roads.append((row["highway"] in MAJOR, _thin(row["line"], pixel_m)))
+    # Every way at least a pixel long, the longest first: a street is split into short ways at its junctions, and
+    # leaving the short ones out would cut it into dashes.
+    where, params = ("1 = 1", {}) if classes is None else ("t.highway IN :classes", {"classes": list(classes)})
+    for row in _lines(conn, "osm_way", box, where, params, LIMITS["roads" if classes else "streets"], pixel_m):
+        line = _thin(row["line"], pixel_m)
+        if row["highway"] in ROADS:
+            out.roads.append((row["highway"] in MAJOR, line))
+        else:
+            out.paths.append(line)
     # A lake must be a dozen pixels round and a river twenty long to be drawn; every coastline piece is (the sea's
     # edge has no gap).
     for kind, layer, shortest in (("water", out.water, pixel_m * 12), ("river", out.rivers, pixel_m * 20),

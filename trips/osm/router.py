@@ -20,6 +20,7 @@ from trips.osm.store import postgis_schema
 from trips.route.geo import total_distance_km
 
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
+STRAIGHT_END_M = 50.0  # a point further than this from its road is joined to it by a straight line worth saying
 MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
 CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
@@ -36,6 +37,9 @@ class Leg:
     line: np.ndarray  # (n, 2) lat, lon from one point to the next
     routed: bool
     why: Msg | None = None  # for a straight leg: what the map lacks
+    # A routed leg's straight metres from its first point to its road and from its road to its last point (the
+    # points may lie up to SNAP_M off any road): drawn straight, said so beyond STRAIGHT_END_M.
+    ends_m: tuple[float, float] = (0.0, 0.0)
 
 
 @dataclass
@@ -168,7 +172,10 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
         best = (cost, np.vstack(parts))
     if best is None:
         return _straight(a, b, Msg("routing.why_not_joined"))
-    return Leg(np.vstack((a, best[1], b)), True)
+    road = best[1]
+    straight = (float(geometry.GEOD.inv(a[1], a[0], road[0][1], road[0][0])[2]),
+                float(geometry.GEOD.inv(road[-1][1], road[-1][0], b[1], b[0])[2]))
+    return Leg(np.vstack((a, road, b)), True, ends_m=straight)
 
 
 def _snap(conn, lat: float, lon: float) -> _Snap | None:

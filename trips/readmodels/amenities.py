@@ -5,6 +5,7 @@ could be read as "nothing there" when nobody looked."""
 from __future__ import annotations
 
 from trips.enrich.pois import rank
+from trips.readmodels.day import OFF_MAP
 
 # kind → (the day read model's field, the alert group whose computation writes it, at most so many listed)
 KINDS = {"food": ("resupply", "pois", 4), "water": ("waterPoints", "water_point", 6),
@@ -20,6 +21,22 @@ def off_map(day: dict) -> bool:
     return isinstance(cover, dict) and cover.get("share") == 0
 
 
+def night(day: dict) -> str:
+    """What the reader is told of a day's night when no place is named: running, off_map (no imported map touches
+    the day), end_off_map (its end, where places to sleep are looked for, is off the map), failed, none (looked
+    up, nothing found) or unknown."""
+    status = (day.get("groups") or {}).get("accommodations")
+    if status == "running":
+        return "running"
+    if off_map(day):
+        return "off_map"
+    if status == OFF_MAP:
+        return "end_off_map"
+    if status == "failed":
+        return "failed"
+    return "none" if status in ("done", "partial") else "unknown"
+
+
 def day_services(day: dict) -> dict:
     """{food | water | bikeShops: {state, partial, items: [{name, kind, km}]}} of a day of the day read model
     (trips/readmodels/day.py stage_summary); a rest day: {}. `partial` is true when the map covers only part of the
@@ -32,7 +49,7 @@ def day_services(day: dict) -> dict:
         status, items = groups.get(group), day.get(field)
         if status == "running":
             state = "running"
-        elif off_map(day):
+        elif off_map(day) or status == OFF_MAP:
             state = "off_map"
         elif status == "failed":
             state = "failed"

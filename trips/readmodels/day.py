@@ -26,7 +26,12 @@ from trips.services.lodging_road import shown
 ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
 PARTIAL = "partial"
-GROUP_STATUSES = ("done", PARTIAL, "running", "failed", NOT_COMPUTED)
+OFF_MAP = "off map"
+GROUP_STATUSES = ("done", PARTIAL, "running", "failed", OFF_MAP, NOT_COMPUTED)
+# The group that looks around the day's end (the places to sleep): off the map when the day's end is; and the one
+# map group that looks at every day, on the map or not (terrain: docs/RULES.md "Map coverage").
+END_GROUPS, EVERY_DAY_GROUPS = frozenset({"accommodations"}), frozenset({"terrain"})
+END_SLACK_KM, END_SLACK_SHARE = 1.0, 0.02  # a stretch off the map ending this near the day's distance reaches its end
 _RANK = {severity: i for i, severity in enumerate(SEVERITIES)}
 
 
@@ -64,12 +69,26 @@ def _computation_of_group() -> dict[str, str]:
     return {e.group: e.name for e in registry.ENRICHMENTS.values() if e.group}
 
 
+def off_map(stage: Stage, cover: dict | None, group: str) -> bool:
+    """Whether `group`'s computation had nothing of the map to look at on the day (docs/RULES.md "Map coverage"): no
+    imported area touches the day, or, for a group that looks around the day's end, its last stretch off the map
+    reaches the end."""
+    if cover is None or group in EVERY_DAY_GROUPS:
+        return False
+    if cover["share"] == 0:
+        return True
+    gaps = cover.get("offMapKm") or []
+    slack = max(END_SLACK_KM, END_SLACK_SHARE * stage.distance)
+    return group in END_GROUPS and bool(gaps) and gaps[-1][1] >= stage.distance - slack
+
+
 def group_statuses(trip: Trip, stage: Stage) -> dict[str, str]:
-    """{group: done | partial | running | failed | not computed} for every alert group of the catalogue: running
-    while its computation is queued or running, done once it wrote this day, partial when it wrote it but reads
-    the map and the map covers the day only partly (`mapCoverage` says which km were not looked at:
-    docs/RULES.md "Map coverage"), failed when its computation failed, else never computed (the day has no
-    entry for it)."""
+    """{group: done | partial | running | failed | off map | not computed} for every alert group of the catalogue:
+    running while its computation is queued or running, done once it wrote this day, partial when it wrote it but
+    reads the map and the map covers the day only partly (`mapCoverage` says which km were not looked at:
+    docs/RULES.md "Map coverage"), off map when its computation settled without looking at the day because the
+    part of the day it reads is off the map (`off_map`), failed when its computation failed, else never computed
+    (the day has no entry for it)."""
     status = {c.name: c.status for c in trip.computations}
     ran = stage.alerts_by_group or {}
     names = _computation_of_group()
@@ -83,6 +102,8 @@ def group_statuses(trip: Trip, stage: Stage) -> dict[str, str]:
             out[group] = "running"
         elif group in ran:
             out[group] = PARTIAL if part and name not in registry.MAP_FREE else "done"
+        elif state in ("done", "failed") and name not in registry.MAP_FREE and off_map(stage, cover, group):
+            out[group] = OFF_MAP
         elif state == "failed":
             out[group] = "failed"
         else:

@@ -10,11 +10,16 @@ from dataclasses import dataclass
 
 from markupsafe import escape
 
-from trips.core.text import floor
+from trips.core.text import label as name_label
 
 WATER, COAST, RIVER = "#cfe3f1", "#7fb0d3", "#9cc6e4"
-ROAD_MINOR, ROAD_MAJOR = "#d8d0bf", "#e2a55a"
+ROAD_MINOR, ROAD_MAJOR, PATH = "#d8d0bf", "#e2a55a", "#e3e0d8"
 LABEL = "#33414a"
+MAX_LABEL = 24  # characters of a place's name, cut at a word (trips/core/text.py shorten)
+# Text sizes in the 600-unit picture, for a 390 px phone, where it is drawn at about 0.6 of its size: 11.5 px and
+# more. static/btp.css brings them down on wider screens, so the labels are laid out (`_places`) at their largest.
+LABEL_SIZE, LABEL_MAJOR = 19.5, 21
+MAJOR = ' class="major"'  # a city's or a town's name, a little larger
 _CHAR_W = 5.6  # the average width of a label's character at font-size 10, for the overlap test
 
 
@@ -79,14 +84,15 @@ def _path(proj: Projection, lines, closed: bool = False) -> str:
 
 def layers(base, proj: Projection) -> list[str]:
     """The SVG elements of `base` (trips/osm/basemap.py BaseMap) under the route, bottom to top, each layer with a
-    class naming it (`map-water`, `map-coast`, `map-river`, `map-road`, `map-road-major`, `map-place`)."""
+    class naming it (`map-water`, `map-coast`, `map-river`, `map-path`, `map-road`, `map-road-major`, `map-place`)."""
     out = []
     for cls, d, attrs in (
             ("map-water", _path(proj, base.water, closed=True), f'fill="{WATER}" stroke="{COAST}" stroke-width="0.6"'),
             ("map-coast", _path(proj, base.coastline), f'fill="none" stroke="{COAST}" stroke-width="1.4"'),
             ("map-river", _path(proj, base.rivers), f'fill="none" stroke="{RIVER}" stroke-width="1.2"'),
+            ("map-path", _path(proj, base.paths), f'fill="none" stroke="{PATH}" stroke-width="0.6"'),
             ("map-road", _path(proj, [line for major, line in base.roads if not major]),
-             f'fill="none" stroke="{ROAD_MINOR}" stroke-width="0.9"'),
+             f'fill="none" stroke="{ROAD_MINOR}" stroke-width="1.1"'),
             ("map-road-major", _path(proj, [line for major, line in base.roads if major]),
              f'fill="none" stroke="{ROAD_MAJOR}" stroke-width="1.6"')):
         if d:
@@ -102,8 +108,11 @@ def _places(places, proj: Projection) -> list[str]:
         x, y = proj.xy(lat, lon)
         if not (0 <= x <= proj.width and 0 <= y <= proj.height):
             continue
-        size = 13 if rank <= 2 else 11.5  # in the 600-unit picture: 7.5–8.5 px on a 390 px phone
-        text = floor(str(name))[:40]
+        major = rank <= 2
+        size = LABEL_MAJOR if major else LABEL_SIZE
+        text = name_label(str(name), MAX_LABEL)
+        if not text:
+            continue
         w = len(text) * _CHAR_W * size / 10
         box = (x + 4, y - size, x + 4 + w, y + 3)
         if box[2] > proj.width:  # no room on the right: the label goes to the left of its dot
@@ -112,7 +121,8 @@ def _places(places, proj: Projection) -> list[str]:
             continue
         placed.append(box)
         out.append(f'<g class="map-place"><circle cx="{_n(x)}" cy="{_n(y)}" r="{2.5 if rank <= 2 else 1.8}" '
-                   f'fill="{LABEL}"/><text x="{_n(box[0])}" y="{_n(y + 3)}" font-size="{size}" fill="{LABEL}" '
+                   f'fill="{LABEL}"/><text{MAJOR if major else ""} x="{_n(box[0])}" y="{_n(y + 3)}" '
+                   f'font-size="{size}" fill="{LABEL}" '
                    f'stroke="#ffffff" stroke-width="2.5" paint-order="stroke" stroke-linejoin="round">'
                    f'{escape(text)}</text></g>')
     return out
@@ -136,9 +146,10 @@ def scale_bar(proj: Projection, label, avoid: Sequence[tuple[float, float]] = ()
     y = proj.height - 12.0
     corners = (12.0, proj.width - 12.0 - length)
     x = min(corners, key=lambda left: sum(1 for px, py in avoid if left - 12 <= px <= left + length + 12
-                                          and py >= y - 28))
-    return (f'<g class="map-scale"><rect x="{_n(x - 4)}" y="{_n(y - 16)}" width="{_n(length + 8)}" height="22" '
+                                          and py >= y - 38))
+    return (f'<g class="map-scale"><rect x="{_n(x - 4)}" y="{_n(y - 26)}" width="{_n(length + 8)}" height="32" '
             f'fill="#ffffff" fill-opacity="0.8"/><path d="M{_n(x)} {_n(y - 4)} V{_n(y)} H{_n(x + length)} '
             f'V{_n(y - 4)}" fill="none" stroke="#1d2a33" stroke-width="1.5"/><text x="{_n(x + length / 2)}" '
-            f'y="{_n(y - 6)}" font-size="10" text-anchor="middle" fill="#1d2a33">{escape(label(km))}</text></g>')
+            f'y="{_n(y - 6)}" font-size="{LABEL_SIZE}" text-anchor="middle" fill="#1d2a33">{escape(label(km))}</text>'
+            '</g>')
 

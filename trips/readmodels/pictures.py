@@ -90,8 +90,9 @@ def route_view(days: Sequence[dict]) -> tuple[list, mapsvg.Projection]:
 
 
 def route_svg(days: Sequence[dict], title: str = "The route", base=None, scale_label=None) -> Markup:
-    """The route outline: `days` = [{"number": int, "geometry": [[lat, lon, ele?], …]}, …] in order; each day
-    in its colour (by position), a numbered disc at its end, a ring at the trip's start. Days without two
+    """The route outline: `days` = [{"number": int, "geometry": [[lat, lon, ele?], …], "straight"?: [[(lat, lon),
+    …], …]}, …] in order; each day in its colour (by position), its stretches joined straight dashed, a numbered
+    disc at its end, a ring at the trip's start. Days without two
     points (rest days) draw nothing. Empty Markup when no day has a point. Under it, `base` (trips/osm/basemap.py
     BaseMap of route_view's view box) when given, and a scale bar when `scale_label(km)` writes its length."""
     lines, proj = route_view(days)
@@ -111,15 +112,20 @@ def route_svg(days: Sequence[dict], title: str = "The route", base=None, scale_l
                          f'stroke-linejoin="round" stroke-linecap="round"/>'
                          f'<polyline class="day-line" points="{coords}" fill="none" stroke="{colour(i)}" '
                          f'stroke-width="4" stroke-linejoin="round" stroke-linecap="round"/>')
+            for join in days[i].get("straight") or []:  # joined straight, no road found: dashed over the line
+                coords = " ".join(f"{_n(x)},{_n(y)}" for x, y in (proj.xy(lat, lon) for lat, lon in join))
+                parts.append(f'<g class="day-straight"><polyline points="{coords}" fill="none" stroke="#ffffff" '
+                             f'stroke-width="5"/><polyline points="{coords}" fill="none" stroke="{colour(i)}" '
+                             f'stroke-width="4" stroke-dasharray="7 5"/></g>')
     first = next(pts for pts in projected if pts)
-    parts.append(f'<circle cx="{_n(first[0][0])}" cy="{_n(first[0][1])}" r="7" fill="#ffffff" stroke="#1d2a33" '
-                 f'stroke-width="3"/>')
-    for i, (day, pts) in enumerate(zip(days, projected)):
+    parts.append(f'<circle class="trip-start" cx="{_n(first[0][0])}" cy="{_n(first[0][1])}" r="10" fill="#ffffff" '
+                 f'stroke="#1d2a33" stroke-width="3"/>')
+    for i, (day, pts) in enumerate(zip(days, projected)):  # sized for a phone as the map's labels (mapsvg.py)
         if len(pts) >= 2:
             x, y = pts[-1]
-            parts.append(f'<g class="day-end"><circle cx="{_n(x)}" cy="{_n(y)}" r="10" fill="{colour(i)}" '
-                         f'stroke="#ffffff" stroke-width="2"/><text x="{_n(x)}" y="{_n(y + 4)}" '
-                         f'text-anchor="middle" font-size="11" font-weight="700" fill="#ffffff">'
+            parts.append(f'<g class="day-end"><circle cx="{_n(x)}" cy="{_n(y)}" r="16" fill="{colour(i)}" '
+                         f'stroke="#ffffff" stroke-width="2"/><text x="{_n(x)}" y="{_n(y)}" dominant-baseline="central" '
+                         f'text-anchor="middle" font-size="{mapsvg.LABEL_SIZE}" font-weight="700" fill="#ffffff">'
                          f'{_text(day.get("number", i + 1))}</text></g>')
     if scale_label is not None:
         parts.append(mapsvg.scale_bar(proj, scale_label, [p for day in projected for p in day]))

@@ -137,16 +137,26 @@ def elevation_totals(stages) -> dict:
             "totalElevationLoss": round(sum(s.elevation_loss or 0.0 for s in riding)), "elevationReason": None}
 
 
-def routing(trip: Trip) -> list[dict] | None:
+def routing(trip: Trip, locale: str | None = None) -> list[dict] | None:
     """How BTP drew the route of a trip planned from places, leg by leg (trips/services/planned.py): the points it
-    joins (1-based), its km, and "routed", or "joined straight, approximate: <why>"; None for any other route."""
+    joins (1-based), its km, and in the reader's language "routed", "routed, joined straight for the <km> from point
+    <n> to its road: approximate" (a point far from any road), or "joined straight, approximate: <why>"; None for
+    any other route."""
     if trip.route_legs is None:
         return None
-    locale = i18n.current_locale()
+    locale = locale or i18n.current_locale()
     return [{"from": leg["from"], "to": leg["to"], "km": round(leg["toKm"] - leg["fromKm"], 1),
-             "how": i18n.say(Msg("routing.leg_routed") if leg["routed"] else Msg(
-                 "routing.leg_straight", why=unstored(leg["why"]) or Msg("next.no_reason")), locale)}
-            for leg in trip.route_legs]
+             "how": _how(leg, locale)} for leg in trip.route_legs]
+
+
+def _how(leg: dict, locale: str) -> str:
+    if not leg["routed"]:
+        return i18n.say(Msg("routing.straight", why=unstored(leg["why"]) or Msg("next.no_reason")), locale)
+    ends = [Msg("routing.end_from", km=round(b - a, 1), point=leg["from"]) if a <= leg["fromKm"]
+            else Msg("routing.end_to", km=round(b - a, 1), point=leg["to"]) for a, b in leg.get("straightKm") or []]
+    if not ends:
+        return i18n.say(Msg("routing.routed"), locale)
+    return i18n.say(Msg("routing.routed_ends", ends=i18n.join(ends, locale, N_("routing.and"))), locale)
 
 
 def waypoints(trip: Trip) -> list[dict] | None:

@@ -10,7 +10,7 @@ zone of the point asked about.
 from __future__ import annotations
 
 import threading
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -59,6 +59,27 @@ def instant(day: date, departure_hour: float, hours_after: float, start: Point, 
     local zone of `where` (default: the start)."""
     out = departure(day, departure_hour, start).astimezone(timezone.utc) + timedelta(hours=hours_after)
     return out.astimezone(zone_at(*(where or start)))
+
+
+def local_departure(day: date, departure_hour: float, zone: str | None, lon: float) -> datetime:
+    """`departure_hour` (wall clock) on `day` in the zone named `zone` (the day's start zone the borders' computation
+    stored), else in the nautical zone of `lon` (UTC ± 1 h per 15°: within an hour or two of the local clock
+    where no zone is known yet); the exports' clock, read without a time-zone lookup (docs/RULES.md "Times")."""
+    where: tzinfo = timezone(timedelta(hours=max(-12, min(12, round(float(lon) / 15.0)))))
+    try:
+        where = ZoneInfo(zone) if zone else where
+    except (ValueError, ZoneInfoNotFoundError):
+        pass  # a name this system's tz database lacks: the nautical zone
+    return datetime.combine(day, time(0), tzinfo=where) + timedelta(hours=departure_hour)
+
+
+def ride_starts(departures: list[datetime], seconds: list[float]) -> list[datetime]:
+    """When each day of a ride begins: its own departure, or when the day before ends (its departure plus its
+    `seconds` of riding) if that is later, so the times of a file never go back."""
+    out: list[datetime] = []
+    for i, leaving in enumerate(departures):
+        out.append(max(leaving, out[-1] + timedelta(seconds=float(seconds[i - 1]))) if out else leaving)
+    return out
 
 
 def hours_since_midnight(moment: datetime, day: date) -> float:

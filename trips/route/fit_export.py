@@ -1,7 +1,7 @@
 """FIT course files of a planned trip (what Garmin and Wahoo bike computers load), written with fit-tool in the
 order of Garmin's course cookbook (FIT SDK, "Course File Type"): `course` makes one course with the riding days as
 laps, `course_per_day` a ZIP of one course per day (docs/RULES.md "GPX export"). The times are the rider's pace
-from the first day's departure (the virtual partner rides it); they say nothing of when the rider will be there.
+from each day's local departure (the virtual partner rides it; docs/RULES.md "Times").
 """
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ from fit_tool.profile.profile_type import CoursePoint, Event, EventType, FileTyp
 from fit_tool.record import Record
 from fit_tool.utils.crc import crc16
 
+from trips.core.text import shorten
+from trips.route.clock import ride_starts
 from trips.route.geo import cumulative_km
 from trips.route.pacing import MAX_STAGE_POINTS, fit_points
-from trips.route.gpx_export import DayExport, clean_text
+from trips.route.gpx_export import MIN_SPEED_KMH, DayExport, clean_text
 
 __all__ = ["MEDIA_TYPE", "course", "course_per_day"]
 
@@ -36,7 +38,6 @@ MEDIA_TYPE = "application/vnd.ant.fit"  # IANA-registered for FIT files
 NAME_BYTES = 40  # course and course point names: devices show the first 15-20 characters
 MIN_STRING = NAME_BYTES + 1  # one string size for every name: one definition per message type
 RECORD_LOCAL_ID = 1  # the records keep their own local message type: no redefinition between them
-MIN_SPEED_KMH = 5.0
 MAX_COURSE_POINTS = 20_000  # records in one course (the whole trip's): a computer loads a larger file slowly
 MIN_DAY_POINTS = 500  # a day keeps at least this many, however long the trip
 
@@ -45,11 +46,15 @@ def _ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)  # fit-tool takes Unix milliseconds
 
 
+def _utf8(text: str) -> int:
+    return len(text.encode())
+
+
 def _name(text: str | None, fallback: str) -> str:
-    """Printable text cut to NAME_BYTES of UTF-8 at a character boundary."""
+    """Printable text cut at a word to NAME_BYTES of UTF-8, the ellipsis included (trips/core/text.py shorten)."""
     value = clean_text(text) or fallback
-    value = "".join(c for c in value if c.isprintable())
-    return value.encode()[:NAME_BYTES].decode(errors="ignore").strip() or fallback
+    value = " ".join("".join(c for c in value if c.isprintable()).split())
+    return shorten(value, NAME_BYTES, _utf8) or fallback
 
 
 class _Writer:
@@ -107,8 +112,9 @@ def _end_name(day: DayExport) -> str:
 
 
 def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_kmh: float) -> bytes:
-    """One course over the riding days of `days` (in order), each a lap. `start`: the first day's departure
-    (UTC); day N starts N - 1 days later at the same hour. Raises ValueError when no day has a line."""
+    """One course over the riding days of `days` (in order), each a lap leaving at its `departure` (a day without
+    one: `start`, the first day's departure, N - 1 days later for day N), or when the day before ends if that is
+    later. Raises ValueError when no day has a line."""
     riding = _days(days)
     if not riding:
         raise ValueError("no riding day with a line to write")
@@ -122,13 +128,13 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     head = CourseMessage()
     head.course_name, head.sport = _name(name, "BTP trip"), Sport.CYCLING
     w.add(head)
+    leaving = [day.departure or start + timedelta(days=day.day_number - riding[0][0].day_number)
+               for day, _, _ in riding]
+    timed = [along / speed for _, _, along in riding]  # seconds from the day's start at each point
     plan: list[tuple[DayExport, np.ndarray, np.ndarray, np.ndarray, datetime]] = []  # metres, seconds at each point
     offset = 0.0
-    for day, line, along in riding:
-        begin = start + timedelta(days=day.day_number - riding[0][0].day_number)
-        if plan:  # a day longer than a day's time starts when the one before ends: the times never go back
-            begin = max(begin, plan[-1][4] + timedelta(seconds=float(plan[-1][3][-1])))
-        plan.append((day, line, offset + along, along / speed, begin))
+    for (day, line, along), secs, begin in zip(riding, timed, ride_starts(leaving, [t[-1] for t in timed])):
+        plan.append((day, line, offset + along, secs, begin))
         offset += float(along[-1])
     for day, line, metres, seconds, begin in plan:
         lap = LapMessage()
@@ -180,7 +186,7 @@ def course_per_day(name: str | None, days: Sequence[DayExport], start: datetime,
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for day in riding:
-            begin = start + timedelta(days=day.day_number - riding[0].day_number)
+            begin = day.departure or start + timedelta(days=day.day_number - riding[0].day_number)
             title = f"Day {day.day_number}: {day.label}" if day.label else f"Day {day.day_number}: {name or 'BTP'}"
             archive.writestr(f"day-{day.day_number:02d}.fit", course(title, [day], begin, speed_kmh))
     return buffer.getvalue()

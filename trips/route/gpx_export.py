@@ -17,6 +17,10 @@ from xml.sax.saxutils import escape
 import numpy as np
 from lxml import etree
 
+from trips.core.text import shorten
+from trips.route.clock import ride_starts
+from trips.route.geo import cumulative_km
+
 __all__ = ["GPX_NS", "DayExport", "iter_gpx", "write_gpx"]
 
 log = logging.getLogger(__name__)
@@ -27,6 +31,7 @@ SCHEMA_LOCATION = f"{GPX_NS} {GPX_NS}/gpx.xsd"
 MAX_TEXT_CHARS = 1000
 MAX_URL_CHARS = 2048
 CHUNK_POINTS = 4096  # track points formatted and written at a time
+MIN_SPEED_KMH = 5.0  # the pace of the times written, at least
 
 # Everything outside XML 1.0's Char production: #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | [#x10000-#x10FFFF]
 _NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -38,7 +43,8 @@ _URL_SAFE = ":/?#[]@!$&'()*+,;=%~"
 class DayExport:
     """One day of the trip. `geometry` holds (lat, lon, ele) rows (a list or an (n, 3) array; (lat, lon)
     rows are accepted too, then no elevation is written); it may be empty or a single point on a rest day.
-    `accommodation` is {"name", "lat", "lon", "type"?, "url"?} or None."""
+    `accommodation` is {"name", "lat", "lon", "type"?, "url"?} or None. `departure`: the instant the day's ride
+    leaves (an aware datetime; docs/RULES.md "Times"), None when the times are not written."""
 
     day_number: int
     label: str | None
@@ -47,14 +53,15 @@ class DayExport:
     end_label: str | None = None
     accommodation: dict | None = None
     is_rest_day: bool = False
+    departure: datetime | None = None
 
 
 def clean_text(value: Any, limit: int = MAX_TEXT_CHARS) -> str | None:
-    """`value` as text without the characters XML 1.0 forbids, stripped and cut at `limit` characters;
-    None when nothing is left (or `value` is None)."""
+    """`value` as text without the characters XML 1.0 forbids, stripped and cut at a word to `limit` characters
+    (trips/core/text.py shorten); None when nothing is left (or `value` is None)."""
     if value is None:
         return None
-    text = _NOT_XML_CHAR.sub("", str(value)).strip()[:limit].rstrip()
+    text = shorten(_NOT_XML_CHAR.sub("", str(value)).strip(), limit)
     return text or None
 
 
@@ -177,17 +184,19 @@ def _timestamp(when: datetime | None) -> str:
 
 
 def write_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
-              time: datetime | None = None) -> bytes:
+              time: datetime | None = None, speed_kmh: float | None = None) -> bytes:
     """The whole document of `iter_gpx` as one bytes object (tests, small exports)."""
-    return b"".join(iter_gpx(title, days, creator=creator, time=time))
+    return b"".join(iter_gpx(title, days, creator=creator, time=time, speed_kmh=speed_kmh))
 
 
 def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
-             time: datetime | None = None) -> Iterator[bytes]:
+             time: datetime | None = None, speed_kmh: float | None = None) -> Iterator[bytes]:
     """The trip as a UTF-8 GPX 1.1 document (see the module docstring for the layout), in chunks: the head and
     waypoints, then each track a few thousand points at a time, so a full-resolution route is never one tree.
 
-    `time` is the `<metadata><time>` (default: now; a naive datetime is taken as UTC). A riding day with an
+    `time` is the `<metadata><time>` (default: now; a naive datetime is taken as UTC). With `speed_kmh`, each track
+    point of a day with a `departure` carries its `<time>` (UTC) at that pace from it, as the FIT course's records
+    (trips/route/fit_export.py: a day starts when the one before ends if that is later). A riding day with an
     empty geometry gets its end waypoint but no track. Raises ValueError (before the first chunk) when a day
     number is not an integer >= 0, or a geometry or `end` point has a bad shape, a non-finite or out-of-range
     latitude or longitude (a non-finite elevation is left out instead).
@@ -199,7 +208,7 @@ def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
         _sub(metadata, "name", name)
     _sub(metadata, "time", _timestamp(time))
 
-    tracks: list[tuple[int, str | None, Any]] = []
+    tracks: list[tuple] = []  # (n, label, geometry, seconds from the day's start at each point | None, departure)
     for day in days:
         n = _day_number(day)
         label, end_label = clean_text(day.label), clean_text(day.end_label)
@@ -209,10 +218,36 @@ def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
             _wpt(head, day.end, f"Day {n} end", end_label or label, "Flag, Blue", "day_end")
             geometry = [] if day.geometry is None else day.geometry
             if len(geometry):
-                _points(geometry)  # a bad point raises before the first chunk
-                tracks.append((n, label, geometry))
+                pts = _points(geometry)  # a bad point raises before the first chunk
+                seconds = _seconds(pts, speed_kmh) if speed_kmh is not None and day.departure is not None else None
+                tracks.append((n, label, geometry, seconds, day.departure))
         _accommodation_wpt(head, day, n)
+    paced = [i for i, track in enumerate(tracks) if track[3] is not None]
+    for i, begin in zip(paced, ride_starts([tracks[i][4] for i in paced], [tracks[i][3][-1] for i in paced])):
+        tracks[i] = (*tracks[i][:4], begin)
     return _chunks(head, creator, tracks)
+
+
+def _seconds(pts: np.ndarray, speed_kmh: float) -> np.ndarray:
+    """Seconds from the first point to each, at `speed_kmh` (at least MIN_SPEED_KMH)."""
+    return cumulative_km(pts[:, :2]) * 3600.0 / max(float(speed_kmh or 0), MIN_SPEED_KMH)
+
+
+_MINUTES_SECONDS = [f"{m:02d}:{s:02d}Z" for m in range(60) for s in range(60)]  # the end of a time, by second of hour
+
+
+def _times(begin: datetime, seconds: np.ndarray) -> list[str]:
+    """`begin` + each of `seconds`, as UTC xsd:dateTime to the second: each hour's head written once (a day's
+    points share a few), the minutes and seconds taken from a table."""
+    at = np.round(begin.timestamp() + seconds).astype(np.int64)
+    hours = (at // 3600).tolist()
+    heads = {h: datetime.fromtimestamp(h * 3600, timezone.utc).strftime("%Y-%m-%dT%H:") for h in set(hours)}
+    return [heads[h] + _MINUTES_SECONDS[s] for h, s in zip(hours, (at % 3600).tolist())]
+
+
+def _trkpt(lat: str, lon: str, ele: str | None, time: str | None) -> str:
+    inner = (f"<ele>{ele}</ele>" if ele is not None else "") + (f"<time>{time}</time>" if time is not None else "")
+    return f'      <trkpt lat="{lat}" lon="{lon}">{inner}</trkpt>\n' if inner else f'      <trkpt lat="{lat}" lon="{lon}"/>\n'
 
 
 def _chunks(head, creator: str | None, tracks: list) -> Iterator[bytes]:
@@ -226,14 +261,13 @@ def _chunks(head, creator: str | None, tracks: list) -> Iterator[bytes]:
     if not text.endswith(closing):  # metadata is always there: the root is never self-closed
         raise ValueError("unexpected GPX head")
     yield text[:-len(closing)]
-    for n, label, geometry in tracks:
+    for n, label, geometry, seconds, begin in tracks:
         name = escape(f"Day {n}: {label}" if label else f"Day {n}")
         yield (f"  <trk>\n    <name>{name}</name>\n    <number>{n}</number>\n    <type>cycling</type>\n"
                "    <trkseg>\n").encode()
-        for begin in range(0, len(geometry), CHUNK_POINTS):
-            yield "".join(
-                f'      <trkpt lat="{lat}" lon="{lon}"><ele>{ele}</ele></trkpt>\n' if ele is not None else
-                f'      <trkpt lat="{lat}" lon="{lon}"/>\n'
-                for lat, lon, ele in _format_points(geometry[begin:begin + CHUNK_POINTS])).encode()
+        for at in range(0, len(geometry), CHUNK_POINTS):
+            points = _format_points(geometry[at:at + CHUNK_POINTS])
+            times = _times(begin, seconds[at:at + CHUNK_POINTS]) if seconds is not None else [None] * len(points)
+            yield "".join(_trkpt(lat, lon, ele, time) for (lat, lon, ele), time in zip(points, times)).encode()
         yield b"    </trkseg>\n  </trk>\n"
     yield closing

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from lxml import etree
 
+from trips.core.text import shorten
 from trips.errors import Msg, N_, as_msg
 
 TITLE_MAX_CHARS = 255
@@ -108,10 +109,10 @@ class Collector:
     def name(self, el) -> None:
         parent = local_name(el.getparent())
         if not self.title_done and parent == "trk":
-            self.title = "".join(el.itertext()).strip()[:TITLE_MAX_CHARS] or None
+            self.title = shorten("".join(el.itertext()).strip(), TITLE_MAX_CHARS) or None
             self.title_done = True
         elif parent == "metadata" and self.document_name is None:
-            self.document_name = "".join(el.itertext()).strip()[:TITLE_MAX_CHARS] or None
+            self.document_name = shorten("".join(el.itertext()).strip(), TITLE_MAX_CHARS) or None
 
     def end_track(self) -> None:
         self.title_done = True  # the title comes from the first <trk> only

@@ -14,7 +14,7 @@ import numpy as np
 
 from trips.route import gpx
 from trips.route.gpx import GpxError, ParsedRoute, parse_gpx
-from trips.core.text import mend
+from trips.core.text import mend, shorten
 from trips.errors import Msg, N_, as_msg
 
 NO_POINTS = N_("route.no_points")
@@ -68,7 +68,7 @@ def _clean(track: np.ndarray) -> np.ndarray:
 def _title(value: Any) -> str | None:
     # A JSON \ud800 escape in a service's answer is a lone surrogate here, which no database can store:
     # third-party text is mended (U+FFFD), not refused (trips/core/text.py).
-    return (mend(value.strip())[:MAX_TITLE_LENGTH] or None) if isinstance(value, str) else None
+    return (shorten(mend(value.strip()), MAX_TITLE_LENGTH) or None) if isinstance(value, str) else None
 
 
 def _dig(obj: Any, *keys: str) -> Any:

@@ -3,9 +3,12 @@ trip's full-resolution route (trips/models.py TripRoute) carries the route's own
 edited off it, or a trip without a stored route, carries the day's stored line."""
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
 
 from trips.models import Stage, Trip
+from trips.route import clock
 from trips.route.follow import follow
 from trips.route.geo import total_distance_km
 from trips.route.gpx_export import DayExport
@@ -43,11 +46,22 @@ def end_label(stage: Stage) -> str | None:
     return stage.end_label or (mapped.get("end") if isinstance(mapped, dict) else None)
 
 
+def departure(trip: Trip, stage: Stage) -> datetime:
+    """When the day's ride leaves: the trip's departure hour on the day's date (the trip's start date, else today,
+    plus the day's index) in its start point's zone (docs/RULES.md "Times"), as an instant."""
+    first = trip.start_date or datetime.now(timezone.utc).date()
+    zone = (stage.enrichment or {}).get("timeZone")
+    return clock.local_departure(first + timedelta(days=stage.position), trip.departure_hour or 0,
+                                 zone if isinstance(zone, str) else None, stage.start_lon)
+
+
 def day_exports(trip: Trip, stages: list[Stage] | None = None) -> list[DayExport]:
-    """The GPX days of `trip` (or of `stages`, some of its days), each at the stored resolution."""
+    """The GPX days of `trip` (or of `stages`, some of its days), each at the stored resolution and leaving at its
+    local departure."""
     lines = full_lines(trip)
     return [DayExport(day_number=s.day_number, label=s.label,
                       geometry=lines.get(s.id, s.geometry if not s.is_rest_day else []),
                       end=(s.end_lat, s.end_lon, s.end_ele), end_label=end_label(s),
-                      accommodation=s.selected_accommodation, is_rest_day=s.is_rest_day)
+                      accommodation=s.selected_accommodation, is_rest_day=s.is_rest_day,
+                      departure=None if s.is_rest_day else departure(trip, s))
             for s in (stages if stages is not None else trip.stages)]

@@ -97,16 +97,23 @@ def plan_days(trip: Trip, tracks: list[np.ndarray] | None = None) -> list[StageP
     return plan_stages(points, pacing_settings(trip))
 
 
-def _straight_km(trip: Trip) -> list[tuple[float, float]]:
-    """The [from, to] km of a drawn route (a trip planned from places) that its legs joined straight."""
-    return [(leg["fromKm"], leg["toKm"]) for leg in trip.route_legs or [] if not leg["routed"]]
+def straight_km(legs: list[dict] | None) -> list[tuple[float, float]]:
+    """The [from, to] km of a drawn route (a trip planned from places, its `route_legs`) joined straight: each leg's
+    `straightKm` (trips/services/planned.py), else, in an account written before it, the legs not routed."""
+    out = []
+    for leg in legs or []:
+        stretches = leg.get("straightKm")
+        if stretches is None:
+            stretches = [] if leg["routed"] else [(leg["fromKm"], leg["toKm"])]
+        out.extend((float(a), float(b)) for a, b in stretches)
+    return out
 
 
 def replace_stages(trip: Trip, plans: list[StagePlan]) -> None:
     """Regenerate the days: new rows with new ids (ids survive edits, not regenerations)."""
     trip.stages.clear()
     db.session.flush()
-    straight, at = _straight_km(trip), 0.0
+    straight, at = straight_km(trip.route_legs), 0.0
     for position, plan in enumerate(plans):
         stage = Stage(position=position, accommodations=[])
         # a day over a stretch BTP's router joined straight (trips/services/planned.py) is approximate

@@ -64,14 +64,23 @@ def plan_route(points: list[list[float]]) -> Planned:
         line, legs, at = found.line, [], 0.0
         for i, leg in enumerate(found.legs):
             km = total_distance_km(leg.line) if len(leg.line) > 1 else 0.0
-            legs.append(_leg(i + 1, i + 2, at, at + km, leg.routed, leg.why))
+            legs.append(_leg(i + 1, i + 2, at, at + km, leg.routed, leg.why, leg.ends_m))
             at += km
     return Planned(ParsedRoute(title=_title(points), tracks=[line]), legs)
 
 
-def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: Msg | None) -> dict:
+def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: Msg | None,
+         ends_m: tuple[float, float] = (0.0, 0.0)) -> dict:
+    """A leg's account: its points (1-based), its km along the route, routed or not and why, and `straightKm`, the
+    [from, to] km of it drawn straight: the whole of a leg not routed, else the way from a point to its road where
+    that is over STRAIGHT_END_M (trips/osm/router.py)."""
+    if not routed:
+        straight = [[round(from_km, 2), round(to_km, 2)]]
+    else:
+        head, tail = (m / 1000.0 if m > router.STRAIGHT_END_M else 0.0 for m in ends_m)
+        straight = [[round(a, 2), round(b, 2)] for a, b in ((from_km, from_km + head), (to_km - tail, to_km)) if b > a]
     return {"from": first, "to": last, "fromKm": round(from_km, 2), "toKm": round(to_km, 2), "routed": routed,
-            "why": stored(why, None)}  # in no language: the read model says it in the reader's
+            "why": stored(why, None), "straightKm": straight}  # why: in no language
 
 
 def _title(points: list[list[float]]) -> str | None:

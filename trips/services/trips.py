@@ -17,6 +17,7 @@ from trips.core.db import after_commit, atomic, db, new_id
 from trips.errors import Conflict, Invalid, Msg, as_msg
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
+from trips.core.text import shorten
 from trips.guards import Precondition, WriteContext, guarded_write, load_owned_trip, trip_lock
 from trips.models import Trip
 from trips.route.pacing import TooLarge
@@ -66,7 +67,7 @@ def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tu
 
 
 def _copy_title(title: str | None) -> str | None:
-    return None if title is None else (title[:248] + " (copy)")
+    return None if title is None else shorten(title, 248) + " (copy)"  # 255 characters at most, cut at a word
 
 
 def new_trip(actor: User, fields: dict) -> Trip:

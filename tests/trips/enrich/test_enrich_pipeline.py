@@ -100,9 +100,11 @@ def test_a_trip_no_map_covers_fails_its_map_computations_with_the_reason(app, ct
     assert analysis(trip) == {name: ("done", None) if name == "border_crossing" else ("failed", NO_MAP_DATA)
                               for name in UNDATED}
     assert trip.out_of_zone is True
-    # only the dispatch's measure of each day's coverage (docs/RULES.md "Map coverage"): none of it on the map
-    assert all(set(s.alerts_by_group) == {"border_crossing"} and set(s.enrichment) == {"mapCoverage"}
+    # only the dispatch's measure of each day's coverage (docs/RULES.md "Map coverage"), none of it on the map, and
+    # the borders' offline lookup of each day's time zone (docs/RULES.md "Times")
+    assert all(set(s.alerts_by_group) == {"border_crossing"} and set(s.enrichment) == {"mapCoverage", "timeZone"}
                and s.accommodations == [] for s in trip.stages)
+    assert [s.enrichment["timeZone"] for s in trip.stages] == ["Europe/Paris"] * 3  # each day starts in France
     # the generated route (north-east of 45° N 5° E) really enters Switzerland on its third day
     assert [[f["params"] for f in s.alerts_by_group["border_crossing"]] for s in trip.stages] == [
         [], [], [{"fromCountry": "FR", "country": "CH"}]]
@@ -126,8 +128,9 @@ def test_a_partly_covered_trip_is_out_of_zone_and_its_covered_days_are_analysed(
     assert set(first.alerts_by_group) == GROUPS and first.enrichment["labels"]["end"]
     # Off the map the day was never looked at ("never ran", not "nothing found"), but for terrain, whose
     # rules on the geometry alone (climbs, continuity) hold anywhere and which says what the map covered, and
-    # borders (the offline country lookup).
-    assert set(last.alerts_by_group) == {"terrain", "border_crossing"} and set(last.enrichment) == {"terrain", "mapCoverage"}
+    # borders (the offline country lookup, which also stores the day's time zone).
+    assert set(last.alerts_by_group) == {"terrain", "border_crossing"}
+    assert set(last.enrichment) == {"terrain", "mapCoverage", "timeZone"}
     assert last.enrichment["terrain"]["mapCoverage"] == 0 and last.accommodations == []
     assert last.enrichment["mapCoverage"]["share"] == 0.0 and first.enrichment["mapCoverage"]["share"] == 1.0
 

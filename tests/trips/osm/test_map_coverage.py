@@ -59,7 +59,7 @@ def test_a_partly_covered_day_says_partial_and_the_trip_names_the_km_off_the_map
     first, second = trip.stages
     groups = day.group_statuses(trip, first)
     assert groups["pois"] == "partial" and groups["terrain"] == "partial"  # not "done"
-    assert day.group_statuses(trip, second)["pois"] == "not computed"  # never looked at
+    assert day.group_statuses(trip, second)["pois"] == "off map"  # never looked at: the map does not reach it
     told = next_action(trip)
     assert "day 1: km 0–30" in told and "km 50–" in told and "day 2: km 0–" in told
     assert "flask osm import" in told and "analyze_trip" in told and NO_MAP_DATA not in told

@@ -86,8 +86,18 @@ def test_labels_are_cut_at_a_word_never_mid_word():
     assert label("Saint-Pierre-de-Chartreuse", 20) == "Saint-Pierre-de…"
     assert label("Quai de la Grande Chartreuse", 16) == "Quai de la…"
     assert label("Col du Galibier", 15) == "Col du Galibier"  # fits: untouched
-    assert label("Llanfairpwllgwyngyllgogerychwyrndrobwll", 16) == "Llanfairpwllgwyn…"  # one word: cut at the limit
-    assert label("a" * 250) == "a" * 200 + "…"
+    assert label("Hotel Internationale", 16) == "Hotel…"  # never "Hotel Internatio…"
+    assert label("Llanfairpwllgwyngyllgogerychwyrndrobwll", 16) == "Llanfairpwllgwy…"  # one word: cut at the limit
+    assert label("a" * 250) == "a" * 199 + "…"
+
+
+def test_a_lodging_s_name_is_cut_at_a_word_in_the_digest(client, owner):
+    _, trip, token = owner
+    with atomic():
+        db.session.get(Trip, trip.id).stages[0].selected_accommodation = {
+            "name": "Hotel Internationale", "type": "hotel", "lat": 45.0, "lon": 5.0}
+    line = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"][0]
+    assert line["accommodation"] == "Hotel…"  # never "Hotel Internatio…"
 
 
 def test_a_thirty_day_digest_with_every_day_named_stays_under_twelve_kilobytes(client, owner):

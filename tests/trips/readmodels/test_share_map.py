@@ -6,12 +6,19 @@ from __future__ import annotations
 import io
 
 import pytest
+import sqlalchemy as sa
 from lxml import etree
 
 from tests.enrich_helpers import import_map
 from tests.fakes.thirdparty import gpx_from_points, make_points
-from tests.osm_maps import MapBuilder
+from tests.extracts import extract
+from tests.osm_maps import MapBuilder, map_support_or_skip
+from trips.core.text import shorten
+from trips.core.db import db
+from trips.models import Stage
 from trips.osm import basemap
+from trips.osm.geometry import metres_per_degree
+from trips.osm.importer import import_file
 from trips.readmodels import mapsvg
 from trips.services.sharing import share_trip
 from trips.services.trips import import_gpx
@@ -57,6 +64,45 @@ def test_what_is_drawn_follows_the_scale(ctx, tmp_path):
     assert len(narrow.roads) == 3  # primary, secondary, tertiary; never a residential street
     close = basemap.base_map((45.55, 5.85, 45.7, 6.05))
     assert "Talloires" in [p[0] for p in close.places] and "Angon" not in [p[0] for p in close.places]
+
+
+def _around(lat: float, lon: float, km: float) -> tuple[float, float, float, float]:
+    """A view `km` across (east–west) and two thirds of it high, centred on the point."""
+    north, east = metres_per_degree(lat)
+    return lat - km * 333 / north, lon - km * 500 / east, lat + km * 333 / north, lon + km * 500 / east
+
+
+def test_a_view_a_few_km_across_draws_every_street_of_a_real_extract(ctx):
+    """Helsinki's centre (tests/extracts.py): some 2 500 ways in 1.0 × 1.7 km. A view 3 km across is a street map and
+    draws every one of them a pixel long or more, footways too; 12 km across, every street but no path; 40 km, the
+    roads between towns."""
+    map_support_or_skip(db.engine)
+    import_file(db.engine, extract("helsinki"))
+
+    def ways(km: float, highways=None) -> int:
+        """The ways of the extract a pixel long or more in a view `km` across (of those `highways`)."""
+        where = " AND highway IN :kinds" if highways else ""
+        sql = sa.text(f"SELECT count(*) FROM osm_way WHERE length_m >= :pixel{where}")
+        if highways:
+            sql = sql.bindparams(sa.bindparam("kinds", expanding=True))
+        with db.engine.connect() as conn:
+            return conn.execute(sql, {"pixel": km * 1000 / basemap.PIXELS, "kinds": list(highways or [])}).scalar()
+
+    with db.engine.connect() as conn:
+        lat, lon = conn.execute(sa.text("SELECT (min(min_lat) + max(max_lat)) / 2, (min(min_lon) + max(max_lon)) / 2 "
+                                        "FROM osm_way")).one()
+    streets = ("residential", "unclassified", "living_street", "primary", "secondary", "tertiary", "primary_link",
+               "tertiary_link")
+    close = basemap.base_map(_around(lat, lon, 3.0))
+    assert ways(3.0) > 2000 and len(close.roads) + len(close.paths) == ways(3.0)  # every street and path
+    assert len(close.paths) >= ways(3.0, ("footway", "cycleway", "steps"))
+    town = basemap.base_map(_around(lat, lon, 12.0))
+    assert not town.paths and len(town.roads) == ways(12.0, streets)  # every street, no path, no service way
+    main = basemap.base_map(_around(lat, lon, 40.0))
+    assert not main.paths and len(main.roads) == ways(40.0, ("primary", "secondary", "tertiary"))
+    view = _around(lat, lon, 3.0)
+    svg = "".join(mapsvg.layers(close, mapsvg.fit([view[:2], view[2:]], 600, 400, 0)))
+    assert all(f'class="{layer}"' in svg for layer in ("map-path", "map-road", "map-road-major"))
 
 
 def test_a_view_off_the_map_is_not_covered(ctx, tmp_path):
@@ -105,6 +151,17 @@ def test_the_share_page_draws_the_map_under_the_route(client, rider, tmp_path):
     assert not etree.HTML(html).xpath("//*[@style]")  # the CSP would refuse inline style
 
 
+def test_a_long_place_name_is_cut_at_a_word_on_the_map(client, rider, tmp_path):
+    name = "Saint-Laurent-du-Pont-de-Beauvoisin"
+    import_map(region(town=name), tmp_path)
+    user, _ = rider
+    # a view of its own: the map drawn for a view is kept per process by its box and imports (docs/CACHES.md)
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(1790, step_m=100.0), name="Lakes")), {})
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    names = etree.HTML(html).xpath("//svg[@class='route']//g[@class='map-place']/text/text()")
+    assert shorten(name, mapsvg.MAX_LABEL) == "Saint-Laurent-du-Pont…" and "Saint-Laurent-du-Pont…" in names
+
+
 def test_the_share_page_without_map_data_draws_the_route_alone(client, rider):
     user, _ = rider
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(600, step_m=100.0), name="Bare")), {})
@@ -121,3 +178,59 @@ def test_the_scale_bar_moves_to_the_corner_the_route_leaves_free():
     start = proj.xy(45.0, 5.0)  # the route starts at the bottom left
     moved = mapsvg.scale_bar(proj, lambda km: f"{km:g} km", [start])
     assert 'x="8"' in left and 'x="8"' not in moved  # the bar's backdrop starts 4 units left of the bar
+
+
+def test_a_day_rerouted_straight_through_a_waypoint_is_drawn_dashed_there(client, rider):
+    """No map to route on: a waypoint's reroute joins the day's start, the waypoint and its end straight (the day is
+    approximate), and the share page's map draws those two joins dashed; the other days stay solid."""
+    from jobs.tasks import reroute_stage
+
+    user, headers = rider
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(1800, step_m=100.0), name="Detour")), {})
+    day = trip.stages[1]
+    lat, lon, _ = day.geometry[len(day.geometry) // 2]
+    asked = client.post(f"/api/trips/{trip.id}/stages/{day.id}/poi-waypoint", headers=headers,
+                        json={"lat": lat + 0.05, "lon": lon})
+    assert asked.status_code == 202
+    db.session.expire_all()
+    reroute_stage(trip.id, day.id, db.session.get(Stage, day.id).waypoint["requestId"])
+    db.session.expire_all()
+    assert db.session.get(Stage, day.id).approximate
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    svg = etree.HTML(html).xpath("//svg[@class='route']")[0]
+    days, dashes = 0, {}
+    for element in svg.iter():
+        days += element.get("class") == "day-line"
+        if element.get("class") == "day-straight":
+            assert element.xpath("./polyline[@stroke-dasharray]")
+            dashes[days] = dashes.get(days, 0) + 1
+    assert dashes == {2: 2}  # start → waypoint → end, on the second day alone
+    notes = [" ".join(p.itertext()) for p in etree.HTML(html).xpath("//li[contains(@class, 'day')]"
+                                                                   "/p[contains(@class, 'approximate')]")]
+    assert notes == ["Part of this day is joined straight where no road was found: dashed on the map."]
+
+
+def test_a_detour_to_a_point_off_the_route_is_drawn_dashed_out_and_back(client, rider):
+    """No router: moving a day's end 1.4 km off the route joins the route to it straight, out on that day and back
+    on the next (both approximate); the map draws the two joins dashed, and not the route's own long straight
+    segments (the first day's start, a cut on the route)."""
+    from trips.guards import Precondition
+    from trips.services import stages as stage_ops
+
+    user, _ = rider
+    road = make_points(2400, step_m=100.0, wiggle_deg=0.0)  # one straight line: its stored segments are long
+    trip = import_gpx(user, io.BytesIO(gpx_from_points(road, name="Out and back")), {})
+    lat, lon, _ = road[int(trip.stages[0].distance * 10) - 50]  # 5 km before the first day's end
+    stage_ops.update_stage(user, trip.id, trip.stages[0].id, Precondition.exact(trip.version),
+                           {"endPoint": {"lat": lat + 0.01, "lon": lon - 0.01}})
+    db.session.expire_all()
+    days = sorted(db.session.query(Stage).filter_by(trip_id=trip.id), key=lambda s: s.position)
+    assert days[0].approximate and days[1].approximate
+    html = client.get(f"/s/{share_trip(user, trip.id)[0].short_code}").get_data(as_text=True)
+    svg = etree.HTML(html).xpath("//svg[@class='route']")[0]
+    count, dashes = 0, {}
+    for element in svg.iter():
+        count += element.get("class") == "day-line"
+        if element.get("class") == "day-straight":
+            dashes[count] = dashes.get(count, 0) + 1
+    assert dashes == {1: 1, 2: 1}  # out on day 1, back on day 2

@@ -123,10 +123,21 @@ def test_nothing_to_ride_is_refused():
 
 
 def test_names_are_cut_at_a_character_not_a_byte():
-    long = "É" * 60  # two bytes each: 40 bytes hold 20 of them
+    long = "É" * 60  # two bytes each: 40 bytes hold 18 of them and the ellipsis
     line = np.array([[45.0, 5.0, 0.0], [45.01, 5.0, 0.0]])
     fit = read_fit(fit_export.course(long, [DayExport(1, None, line, tuple(line[-1]))], START, 15.0))
-    assert fit["course_mesgs"][0]["name"] == "É" * 20
+    assert fit["course_mesgs"][0]["name"] == "É" * 18 + "…"
+
+
+def test_names_are_cut_at_a_word():
+    line = np.array([[45.0, 5.0, 0.0], [45.01, 5.0, 0.0]])
+    hotel = {"name": "Hôtel-Restaurant du Lac International Résidence", "lat": 45.01, "lon": 5.0}
+    fit = read_fit(fit_export.course("Traversée des Alpes par les cols du Grand Tour", [
+        DayExport(1, None, line, tuple(line[-1]), accommodation=hotel)], START, 15.0))
+    assert fit["course_mesgs"][0]["name"] == "Traversée des Alpes par les cols du…"
+    assert fit["course_point_mesgs"][0]["name"] == "Hôtel-Restaurant du Lac…"  # "International" would be 41 bytes
+    assert all(len(n.encode()) <= fit_export.NAME_BYTES for n in (fit["course_mesgs"][0]["name"],
+                                                                  fit["course_point_mesgs"][0]["name"]))
 
 
 def test_the_reader_would_see_a_damaged_file():

@@ -2,7 +2,9 @@
 escaping and cleaning of text, links, rest days and empty trips."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
+import dataclasses
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 from pathlib import Path
 
 import numpy as np
@@ -94,6 +96,26 @@ def test_round_trip_through_parse_gpx():
     assert parsed.title == "Rhône 2025"
 
 
+def test_timed_days_carry_each_point_s_time_at_the_pace_and_stay_valid(schema):
+    """With a pace, each track point carries its UTC time from its day's departure (after <ele>, as the schema
+    orders them); a day without a departure, or a document without a pace, has none; the upload reads it back."""
+    days = sample_days()
+    leaving = datetime(2025, 5, 1, 8, tzinfo=ZoneInfo("America/New_York"))
+    days[0] = dataclasses.replace(days[0], departure=leaving)
+    days[2] = dataclasses.replace(days[2], departure=leaving + timedelta(days=2))
+    doc = valid(schema, write_gpx("Timed", days, speed_kmh=20.0))
+    first, third = doc.xpath("g:trk", namespaces=NS)
+    stamps = [datetime.fromisoformat(t) for t in first.xpath(".//g:trkpt/g:time/text()", namespaces=NS)]
+    assert len(stamps) == 40 and stamps[0] == datetime(2025, 5, 1, 12, tzinfo=timezone.utc)  # 08:00 EDT
+    assert (stamps[-1] - stamps[0]).total_seconds() == pytest.approx(39 * 250 / 20 * 3.6, abs=1)  # 9.75 km at 20
+    assert [etree.QName(el).localname for el in first.find("g:trkseg/g:trkpt", namespaces=NS)] == ["ele", "time"]
+    assert third.xpath(".//g:trkpt[1]/g:time/text()", namespaces=NS) == ["2025-05-03T12:00:00Z"]
+    days[2] = dataclasses.replace(days[2], departure=None)
+    assert not valid(schema, write_gpx("Timed", days, speed_kmh=20.0)).xpath("g:trk[2]//g:time", namespaces=NS)
+    assert not valid(schema, write_gpx("Untimed", days)).xpath("//g:trkpt/g:time", namespaces=NS)
+    assert len(parse_gpx(write_gpx("Timed", days, speed_kmh=20.0), split_tracks=True).tracks) == 2
+
+
 def test_round_trip_keeps_seven_decimals_and_one_decimal_elevation():
     pts = [(45.12345678, 5.98765432, 123.456), (-33.00000004, -70.99999996, -12.34)]
     day = DayExport(1, "x", pts, pts[-1], None)
@@ -104,6 +126,7 @@ def test_round_trip_keeps_seven_decimals_and_one_decimal_elevation():
 
 def test_hostile_text_is_escaped_or_cleaned(schema):
     assert clean_text(HOSTILE) == HOSTILE_CLEAN
+    assert clean_text("Camping " + "Grand " * 200, 30) == "Camping Grand Grand Grand…"  # at a word
     day = DayExport(1, HOSTILE, make_points(5), make_points(5)[-1], HOSTILE,
                     {"name": HOSTILE, "lat": 45.0, "lon": 5.0, "type": HOSTILE, "url": "https://example.com/"})
     data = write_gpx(HOSTILE, [day], creator="BTP " + HOSTILE)

@@ -7,6 +7,7 @@ import pytest
 from lxml import etree
 
 from oauth.kernel.models import User
+from tests.factories import auth, make_token
 from tests.fakes.thirdparty import gpx_from_points, make_points
 from trips.core.db import atomic, db
 from trips.models import Computation, Stage
@@ -114,3 +115,37 @@ def test_a_day_off_every_imported_map_says_so(client, shared):
     assert day["stay unknown"] == "Night: no map data here: import this region to look"
     first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
     assert "no map data" not in " ".join(first.values())  # the first day is on the map
+
+
+def test_a_finished_day_off_the_map_says_so_never_not_looked_up_yet(client, shared):
+    """The analysis finished. Day 2 lies on the map for its first 30 km only: its food and water were looked up on that
+    part, but its places to sleep (searched around its end) were not, as its end is off the map: the page says so,
+    and so does REST's group status; day 3, wholly off the map, says so in every map group."""
+    user, trip_id, code = shared
+    with atomic():
+        days = db.session.query(Stage).filter_by(trip_id=trip_id).order_by(Stage.position).all()
+        second = days[1]
+        second.enrichment = {**(second.enrichment or {}), "resupply": [], "waterPoints": [], "bikeShops": [],
+                             "mapCoverage": {"share": 0.37, "offMapKm": [[30.0, round(second.distance, 1)]]}}
+        second.alerts_by_group = {"pois": [], "water_point": [], "bike_shop": [], "terrain": []}
+        if len(days) > 2:
+            days[2].enrichment = {**(days[2].enrichment or {}),
+                                  "mapCoverage": {"share": 0.0, "offMapKm": [[0.0, round(days[2].distance, 1)]]}}
+        for c in db.session.query(Computation).filter_by(trip_id=trip_id):
+            c.status = "done"
+    page = services_of(client.get(f"/s/{code}").get_data(as_text=True))
+    assert page[2]["stay unknown"] == "Night: the day's end is off the imported map: import this region to look"
+    assert page[2]["services food"] == "Food: nothing found along the day (the map covers only part of the day)"
+    assert not any("not looked up yet" in words for day in page.values() for words in day.values()), page
+    headers = auth(make_token(user))
+    stages = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()["stages"]
+    assert stages[1]["groups"]["accommodations"] == "off map" and stages[1]["groups"]["pois"] == "partial"
+    assert stages[0]["groups"]["accommodations"] == "done"  # on the map: looked up, nothing near
+    if len(stages) > 2:
+        assert stages[2]["groups"]["pois"] == "off map" and stages[2]["groups"]["daylight"] == "not computed"
+        assert page[3]["stay unknown"] == "Night: no map data here: import this region to look"
+    with atomic():
+        db.session.get(User, user.id).locale = "fr"
+    second = services_of(client.get(f"/s/{code}").get_data(as_text=True))[2]
+    assert second["stay unknown"] == ("Nuit\u00a0: l'arrivée de l'étape est hors de la carte importée\u00a0: importez "
+                                      "cette région pour chercher")

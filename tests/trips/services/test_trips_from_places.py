@@ -4,6 +4,7 @@ said so; bad input is refused by name. On SQLite and on PostGIS (pgRouting where
 import math
 
 import pytest
+from lxml import etree
 
 from tests.factories import idem, make_user
 from tests.mcp_helpers import call, mcp_token, payload
@@ -13,6 +14,7 @@ from trips.core import i18n
 from trips.core.db import db
 from trips.osm.importer import import_file
 from trips.services import planned
+from trips.services.sharing import share_trip
 
 LAT, LON = 45.0, 5.0
 ROAD_KM = 70.0
@@ -73,9 +75,53 @@ def test_a_point_off_every_road_is_joined_straight_and_the_days_over_it_say_appr
     detail = client.get(f"/api/trips/{trip.id}", headers=headers).get_json()
     how = [leg["how"] for leg in detail["routing"]]
     assert how[0] == "routed"
-    assert how[1].startswith("straight, approximate: no road within 500 m of the end")
+    assert how[1].startswith("joined straight, approximate: no road within 500 m of the end")
     assert [s.approximate for s in trip.stages][-1] is True  # the last day rides the straight stretch
     assert trip.stages[0].approximate is False  # the first 30 km are on the road
+
+
+def dashed(client, user, trip_id) -> dict[int, int]:
+    """{day number: the straight joins the share page's map draws dashed on it}."""
+    html = client.get(f"/s/{share_trip(user, trip_id)[0].short_code}").get_data(as_text=True)
+    svg = etree.HTML(html).xpath("//svg[@class='route']")[0]
+    out, day = {}, 0
+    for element in svg.iter():
+        if element.get("class") == "day-line":
+            day += 1
+        elif element.get("class") == "day-straight":
+            assert element.xpath("./polyline[@stroke-dasharray]")
+            out[day] = out.get(day, 0) + 1
+    return out
+
+
+def test_a_straight_join_is_drawn_dashed_and_a_routed_day_is_not(app, client, rider, road_map):
+    user, headers = rider
+    off = {"lat": LAT + 0.1, "lon": along(60)["lon"]}  # 11 km north of the road: joined straight
+    straight = create(client, headers, {"waypoints": [along(0), along(55), off], "maxDistancePerDay": 30})
+    routed = create(client, headers, {"waypoints": [along(0), along(ROAD_KM)], "maxDistancePerDay": 40})
+    run_jobs(app)
+    trip = reload(straight["id"])
+    assert [s.approximate for s in trip.stages] == [False, False, True]
+    assert dashed(client, user, trip.id) == {3: 1}  # the last day's straight stretch, nothing else
+    assert dashed(client, user, routed["id"]) == {}
+
+
+def test_a_point_off_the_road_is_joined_to_it_straight_and_said_so(app, client, rider, road_map):
+    """A point 330 m off the road (within the 500 m a point is snapped from): the legs are routed, but the way from
+    the point to the road is a straight line, said so, its days approximate and drawn dashed there."""
+    user, headers = rider
+    aside = {"lat": round(LAT + 0.003, 6), "lon": along(35)["lon"]}
+    body = create(client, headers, {"waypoints": [along(0), aside, along(ROAD_KM)], "maxDistancePerDay": 40})
+    run_jobs(app)
+    trip = reload(body["id"])
+    how = [leg["how"] for leg in client.get(f"/api/trips/{trip.id}", headers=headers).get_json()["routing"]]
+    assert how == ["routed, joined straight for the 0.3 km from its road to point 2: approximate",
+                   "routed, joined straight for the 0.3 km from point 2 to its road: approximate"]
+    assert [s.approximate for s in trip.stages] == [True, False]  # the first 40 km ride to the point and back
+    assert dashed(client, user, trip.id) == {1: 2}  # points on the road: "routed", nothing dashed (the tests above)
+    french = client.get(f"/api/trips/{trip.id}", headers={**headers, "Accept-Language": "fr"}).get_json()
+    assert french["routing"][1]["how"] == ("tracé sur les routes, relié en ligne droite sur les 0,3 km du point 2 à sa "
+                                           "route\u00a0: approximatif")
 
 
 def test_create_trip_over_mcp_with_waypoints_answers_the_same_trip_again_and_get_trip_says_how(app, client,
@@ -160,6 +206,7 @@ def test_with_valhalla_configured_any_points_are_routed_by_it_through_every_poin
     assert [loc["type"] for loc in fake_valhalla.bodies[0]["locations"]] == ["break", "through", "break"]
     assert [(loc["lat"], loc["lon"]) for loc in fake_valhalla.bodies[0]["locations"]] == [(46.0, 6.0), (46.3, 6.2),
                                                                                            (46.6, 6.5)]
-    assert trip.route_legs == [{"from": 1, "to": 3, "fromKm": 0.0, "toKm": 77.0, "routed": True, "why": None}]
+    assert trip.route_legs == [{"from": 1, "to": 3, "fromKm": 0.0, "toKm": 77.0, "routed": True, "why": None,
+                                "straightKm": []}]
     assert trip.route.elevation_gain is None  # the service gives no elevation: unknown, never 0
     assert len(trip.stages) >= 2 and not any(s.approximate for s in trip.stages)
