@@ -96,6 +96,7 @@ def total_distance(trip: Trip, stages) -> float:
 
 MAX_OFF_MAP_DAYS = 4  # days named by the off-map next action
 DAY_SEPARATOR = N_("next.day_separator")
+ROUTING_AND = N_("routing.and")  # between the straight ends of a routed leg
 
 
 def _coverage(stage) -> dict | None:
@@ -156,7 +157,7 @@ def _how(leg: dict, locale: str) -> str:
             else Msg("routing.end_to", km=round(b - a, 1), point=leg["to"]) for a, b in leg.get("straightKm") or []]
     if not ends:
         return i18n.say(Msg("routing.routed"), locale)
-    return i18n.say(Msg("routing.routed_ends", ends=i18n.join(ends, locale, N_("routing.and"))), locale)
+    return i18n.say(Msg("routing.routed_ends", ends=i18n.join(ends, locale, ROUTING_AND)), locale)
 
 
 def waypoints(trip: Trip) -> list[dict] | None:
