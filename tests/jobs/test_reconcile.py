@@ -37,14 +37,16 @@ def test_a_lost_job_is_said_lost_in_the_reader_s_language(app, ctx, client, ride
     trip_id = new_trip(client, rider, fake_thirdparty)
     get_redis().flushdb()
     run_sweep(now=utcnow() + LATER)
-    said = {}
+    said, next_action = {}, {}
     for locale in ("en", "fr"):
         body = client.get(f"/api/trips/{trip_id}", headers={**rider[1], "Accept-Language": locale}).get_json()
         said[locale] = {c["name"]: c["reason"] for c in body["computations"]}["route"]
+        next_action[locale] = body["nextAction"]
         assert body["status"] == "draft" and "analyze_trip" in body["nextAction"]
     assert "job was lost" in said["en"] and "computation failed" not in said["en"]
     assert "travail a été perdu" in said["fr"]
-    assert "job was lost" in body["nextAction"]  # the agent's next action says why, then to call analyze_trip
+    # the agent's next action says why, then to call analyze_trip
+    assert "job was lost" in next_action["en"] and "travail a été perdu" in next_action["fr"]
 
 
 def test_a_queued_job_keeps_its_computations(app, ctx, client, rider, fake_thirdparty):

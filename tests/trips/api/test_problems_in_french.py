@@ -60,7 +60,8 @@ def test_field_messages_marshmallow_s_own_included_are_french(client, reader):
     assert english["errors"] == {"fatigueFactor": "Must be greater than or equal to 0.5 and less than or equal to 1."}
     dates = problem(client.patch(f"/api/trips/{trip.id}", json={"startDate": "2031-06-05", "endDate": "2031-06-01"},
                                  headers=fr), 422)
-    assert dates["errors"] == {"endDate": "La date de fin doit être après la date de départ."}
+    assert dates["errors"] == {"endDate": "La date de fin précède la date de départ. Mettez endDate au 2031-06-05 "
+                                          "(un voyage d'un jour) ou après."}
 
 
 def test_the_http_layer_s_own_refusals_are_french(client, reader):

@@ -104,7 +104,7 @@ def test_a_short_route_over_two_dates_is_refused_with_advice_that_can_be_followe
 def test_a_paced_route_over_ninety_days_names_a_daily_distance_that_fits(km):
     with pytest.raises(TooLarge) as refused:
         day_count(km, PacingSettings(max_distance_per_day=30.0))
-    fits = float(refused.value.message.split("at least ")[1].split(" km")[0])
+    fits = float(str(refused.value.message).split("at least ")[1].split(" km")[0])  # the English text
     assert refused.value.field == "maxDistancePerDay" and 30 <= fits <= 300
     assert day_count(km, PacingSettings(max_distance_per_day=fits)) <= MAX_TRIP_DAYS
 
