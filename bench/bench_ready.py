@@ -29,7 +29,7 @@ from bench_analysis import region, route, stop_workers, wait_settled  # noqa: E4
 from tests.fakes.thirdparty import gpx_from_points  # noqa: E402
 from tests.osm_maps import offset_north  # noqa: E402
 
-# What the original product claims for its analysis (reference/contracts.md), beside which BTP's figure is reported.
+# What the original product claims for its analysis, beside which BTP's figure is reported.
 ORIGINAL_CLAIM = "sub-second analysis"
 
 
