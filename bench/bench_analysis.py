@@ -425,9 +425,7 @@ def _write(args, mode: str, first: float, times: list[float], statuses, jobs, co
     notes = [f"first analysis (dispatched by the upload, workers cold): {first:.2f} s",
              "map tables (every ready area): " + ", ".join(f"{n:,} {t}" for t, n in tables.items()),
              "statuses: " + ", ".join(f"{n}={s}" for n, s in statuses),
-             "slowest jobs (last run): " + ", ".join(f"{n} {d:.2f} s" for n, d in jobs[:5]),
-             "previous figures (2026-12-01, before batching): 2 RQ workers 1.73 s best at load 0.4, 6.09 s at "
-             "load 3.9-5.1; about 5 300 map statements per analysis"]
+             "slowest jobs (last run): " + ", ".join(f"{n} {d:.2f} s" for n, d in jobs[:5])]
     write_result("analysis-postgresql" if args.database_url else "analysis", rows, notes)
 
 

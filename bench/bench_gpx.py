@@ -276,10 +276,7 @@ def _write(results: dict, size: int, args) -> None:
         f"RSS at start: btp-upload {results['btp-upload']['start_mb']:.0f} MB (the app loaded), btp-core "
         f"{results['btp-core']['start_mb']:.0f} MB, gpxpy {g['start_mb']:.0f} MB",
         "btp-upload reads the request body from a file (wsgi.input), as a server hands it over: the test client "
-        "holds no copy of it (before 2026-12-01 it held two, 58 MB, counted in BTP's peak)",
-        "previous figures (2026-11-29): btp-upload 1.38 s / 171 MB, gpxpy 11.09 s / 629 MB (ratios 0.124, 0.27); "
-        "2026-12-01 before the parser's fast path: btp-upload 0.856 s / 156.4 MB, gpxpy 9.962 s / 629.7 MB "
-        "(ratios 0.086, 0.248)",
+        "holds no copy of it",
     ]
     write_result("gpx", rows, notes)
 

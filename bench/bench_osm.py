@@ -203,9 +203,7 @@ def _write(args, file_bytes: int, counts: dict, report: dict, peak_mb: float, db
             row(f"import into {engine}: wall time", "s", round(report["seconds"], 2))]
     notes = [f"{file_bytes / 1e6:.1f} MB .osm.pbf: {counts['nodes']:,} nodes, {counts['ways']:,} ways, "
              f"{counts['relations']} relations; kept: " + ", ".join(f"{v:,} {k}" for k, v in report["kept"].items()),
-             f"RSS after imports and migrations: {report['rss_start_mb']:.0f} MB",
-             "previous figures (2026-12-01, load 4-9): SQLite 38.9-48.3 s, 180 000-222 000 objects/s, 375-383 MB, "
-             "94 MB database; PostgreSQL + PostGIS 56.2 s, 155 000 objects/s, 366 MB"]
+             f"RSS after imports and migrations: {report['rss_start_mb']:.0f} MB"]
     notes.append(f"{'PostgreSQL database size (pg_database_size)' if args.database_url else 'SQLite database on disk'}: "
                  f"{db_mb:,.0f} MB")
     notes.append(f"region: {'--country ' + str(COUNTRY) if args.country else str(REGION)} (min lat, min lon, max "

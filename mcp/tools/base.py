@@ -8,8 +8,8 @@ from functools import cached_property
 from oauth.kernel.principal import Principal
 
 ANNOTATION_KEYS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
-# The revisions whose Tool has no top-level `title` (it came with 2025-06-18): their clients show
-# annotations.title, so only their listing repeats the title there.
+# The revisions whose Tool has neither a top-level `title` nor an `outputSchema` (both came with 2025-06-18): their
+# clients show annotations.title, so only their listing repeats the title there, and it carries neither field.
 TITLE_IN_ANNOTATIONS = frozenset({"2025-03-26"})
 
 
@@ -99,4 +99,5 @@ class Tool:
             del listing["outputSchema"]
         if not self.annotations:  # {} says what absent annotations say (every hint at its default)
             del listing["annotations"]
-        return listing, {**listing, "annotations": {"title": self.title, **self.annotations}}
+        earlier = {k: v for k, v in listing.items() if k not in ("title", "outputSchema")}
+        return listing, {**earlier, "annotations": {"title": self.title, **self.annotations}}
