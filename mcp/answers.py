@@ -133,6 +133,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
+    # one key for both (tools/list's budget): the samples and the climbs, null together when the elevation is unknown
+    out["profile"] = None if full["profile"] is None else {"samples": full["profile"], "climbs": full["climbs"]}
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]
     if isinstance(out["terrain"], dict) and "elevationReason" in out["terrain"]:  # said once, beside the day's

@@ -34,9 +34,9 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run, reads=kept_reads,
-    description="A trip's settings and one line per day, with the version the edits need. While `partial` "
-                "is true, work is still running. `nextAction` says how to recover a failure (reason in "
-                "`categoryStatus`) or which days are off the map. Null is unknown, never 0." +
+    description="A trip's settings, one line per day and the version the edits need. `partial`: work "
+                "still running. `nextAction`: how to recover a failure (reason in `categoryStatus`) or which "
+                "days are off the map. Null is unknown, never 0." +
                 s.data_note("Title, labels, names, alerts"),
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

@@ -180,18 +180,6 @@ class StageSummaryOut(Answer):
 
 
 @answer
-class StageDetailOut(StageSummaryOut):
-    tripId = fields.String(metadata={"format": "uuid"})
-    version = fields.Integer(validate=validate.Range(min=1))
-    outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas."})
-    categoryStatus = fields.List(fields.Nested("CategoryStatusOut"))
-    routing = nullable(fields.List(fields.String(), metadata={
-        "description": "How the day's line was drawn through its waypoint, stretch by stretch (\"start → waypoint: "
-                       "routed on the map\", or \"…: joined straight: approximate (why)\"); null for a day that "
-                       "follows its route as planned."}))
-
-
-@answer
 class ComputationOut(Answer):
     name = fields.String()
     status = fields.String(validate=validate.OneOf(COMPUTATION_STATUSES))
@@ -379,7 +367,7 @@ RESPONSES = {
     "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "MapCoverage": MapCoverageOut,
     "StageSummary": StageSummaryOut,
     "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
-    "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
+    "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
     "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
     "Token": TokenOut, "TokenList": TokenListOut, "Problem": ProblemOut,
