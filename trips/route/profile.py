@@ -1,5 +1,5 @@
-"""A day's elevation along its distance: the compact profile and the climbs with their category (docs/RULES.md
-"Climbs"), and the steepest gradient over a stretch that terrain's `steepestPct` reads too.
+"""A day's elevation along its distance (docs/RULES.md "Climbs"): the compact profile and the climbs with their
+category, and the steepest gradient over a stretch that terrain's `steepestPct` reads too.
 
 A line is stored rows [[lat, lon, ele], …], ele null when unknown (docs/RULES.md "Elevation"); rows shorter than
 two numbers are skipped, a row without an elevation still counts for the distance.
