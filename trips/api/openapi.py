@@ -39,8 +39,8 @@ PROBLEMS = {
     401: ("Unauthorized", "No valid bearer token of audience api."),
     403: ("Forbidden", "The token lacks the scope this operation needs (WWW-Authenticate says which)."),
     404: ("NotFound", "No such trip, day, link or application (someone else's is not found either)."),
-    409: ("Conflict", "Another change or computation is in progress, or an Idempotency-Key was reused with another "
-                      "body."),
+    409: ("Conflict", "Another change or computation is in progress, an Idempotency-Key was reused with another "
+                      "body, or a calendar was asked of a trip without dates."),
     412: ("PreconditionFailed", "If-Match names a version the trip has moved past: read it again."),
     413: ("ContentTooLarge", "The request body is over 30 MB."),
     422: ("Unprocessable", "The content is invalid: `errors` names each field."),
@@ -102,6 +102,8 @@ FIT_FILES = {"description": "A FIT course file, the days as laps; with days=cour
              "content": {**FIT_FILE["content"], "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
 FIT_QUERY = [{"name": "days", "in": "query", "required": False, "schema": {"type": "string", "enum": ["laps", "courses"]},
               "description": "laps (default): one course, each day a lap; courses: a ZIP of one course per day."}]
+ICS_FILE = {"description": "An iCalendar file (RFC 5545, an attachment) in the reader's language.",
+            "content": {"text/calendar": {"schema": {"type": "string"}}}}
 NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
 EMPTY = {"description": "Done; no content."}
 
@@ -164,6 +166,8 @@ OPERATIONS = {
         201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
         (400, 404, 409, 429), headers=("IdempotencyKey",)),
     "trips_api.trip_gpx": Op("Download the trip as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+    "trips_api.trip_ics": Op("Download the trip's calendar (iCalendar): a riding day's event from departure to "
+                             "arrival, a rest day's all day", READ, {200: ICS_FILE}, (404, 409), tag="exports"),
     "trips_api.stage_gpx": Op("Download one day as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
     "trips_api.geocode": Op("Look places up by name", READ, {200: body("PlaceList", "The places found.")},
                             (400, 429, 502), query=GEOCODE_QUERY, tag="places"),

@@ -274,7 +274,9 @@ def _refusals(call, client, user, headers):
     call("patch", t, 422, json={"fatigueFactor": 9}, headers={**headers, "If-Match": "*"})
     call("get", "/api/geocode/search", 400)
     past = (date.today() - timedelta(days=1)).isoformat()
+    call("get", f"{t}.ics", 409)  # an undated trip has no calendar
     call("patch", t, 200, json={"startDate": past}, headers={**headers, "If-Match": "*"})
+    call("get", f"{t}.ics", 200)
     call("post", f"{t}/analyze", 423)
     stranger = auth(make_token(make_user()))
     call("delete", t, 404, headers=stranger)
