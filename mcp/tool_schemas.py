@@ -179,7 +179,7 @@ ACK = obj({"result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION}, requi
 
 CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing done yet."),
-    "confirmationToken": string("Send it back, once, within 5 min."),
+    "confirmationToken": string("Send back once, within 5 min."),
     "action": string("What confirming will do."),
     "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
                        "shareUrl."),

@@ -7,8 +7,8 @@ from trips.services import stages
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/tool_schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
-PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max} € a night, "
-                "estimate: false if its own; or null), distance (km from the day's end), possibleClosed, phone, "
+PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max, estimate} € a "
+                "night, or null), distance (km from the day's end), possibleClosed, phone, "
                 "website, address")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
@@ -25,10 +25,10 @@ OUTPUT = s.obj({
                                         "estimate), distance, possibleClosed, phone, website, address.", null=True),
     "alertCount": s.integer("Alerts."),
     "alerts": s.in_words("Critical first: code, severity (critical, warning, nudge), group, message, action (null, or "
-                         "kind navigate: go to lat/lon; auto_fix: splitAtKm as edit_stages update distance, maxDistance "
-                         "as maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
+                         "kind navigate: lat/lon; auto_fix: splitAtKm (edit_stages update distance), maxDistance "
+                         "(maxDistancePerDay), departureHour, or afterStage (a rest_day after this dayNumber)).",
                          many=True),
-    "groups": s.in_words(f"Per alert group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
+    "groups": s.in_words(f"Per group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
                          "failed, off map or not computed."),
     "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
@@ -39,8 +39,8 @@ OUTPUT = s.obj({
     "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
     "culturalPois": s.in_words("Three places to visit: name, type (museum…), km (from the start), distance "
                                "(m off the route), openingHours; null: not computed.", null=True, many=True),
-    "terrain": s.in_words("roughKm (rough surface), mainRoadKm (main roads), steepestPct (%; null: no elevation), "
-                          "mapCoverage (0–1, on the map); null: not computed.",
+    "terrain": s.in_words("roughKm, mainRoadKm (main roads), steepestPct (%; null: no elevation), "
+                          "mapCoverage (0–1); null: not computed.",
                           null=True),
     "weather": s.in_words("date, description, icon, weatherCode (WMO), tempMin/tempMax, "
                           "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from; "

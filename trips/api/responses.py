@@ -213,6 +213,25 @@ class RouteLegOut(Answer):
 
 
 @answer
+class BudgetTotalOut(Answer):
+    currency = fields.String(validate=validate.Regexp(r"^[A-Z]{3}$"), metadata={"description": "ISO 4217."})
+    min = fields.Float(validate=validate.Range(min=0))
+    max = fields.Float(validate=validate.Range(min=0))
+    nights = fields.Integer(validate=validate.Range(min=1), metadata={"description": "The nights priced in it."})
+
+
+@answer
+class BudgetOut(Answer):
+    totals = fields.List(fields.Nested(BudgetTotalOut), metadata={
+        "description": "The nights' price ranges summed, one sum per currency (never converted), most nights first."})
+    nights = fields.Integer(validate=validate.Range(min=0), metadata={
+        "description": "Every day's night but the last day's, unless a place is chosen there."})
+    chosen = fields.Integer(validate=validate.Range(min=0), metadata={
+        "description": "Nights at the rider's chosen place; the others count the best suggestion."})
+    unknown = fields.List(fields.Integer(), metadata={"description": "Day numbers whose night has no known price."})
+
+
+@answer
 class TripDetailOut(Answer):
     id = fields.String(metadata={"format": "uuid"})
     title = nullable(fields.String())
@@ -244,6 +263,7 @@ class TripDetailOut(Answer):
     totalElevation = nullable(fields.Integer(metadata={"description": "Null when a day's climbing is unknown."}))
     totalElevationLoss = nullable(fields.Integer())
     elevationReason = nullable(fields.String(metadata={"description": "Why the climbing is null."}))
+    budget = fields.Nested(BudgetOut, metadata={"description": "What the nights cost."})
     computations = fields.List(fields.Nested(ComputationOut))
     categoryStatus = fields.List(fields.Nested(CategoryStatusOut))
     stages = fields.List(fields.Nested(StageSummaryOut))
@@ -366,7 +386,8 @@ RESPONSES = {
     "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
     "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "MapCoverage": MapCoverageOut,
     "StageSummary": StageSummaryOut,
-    "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
+    "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "BudgetTotal": BudgetTotalOut,
+    "Budget": BudgetOut, "TripDetail": TripDetailOut,
     "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
     "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
