@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from icalendar import Calendar, Event, vGeo
-
 from trips.core import i18n
 from trips.core.text import floor
 from trips.errors import Conflict, N_
@@ -45,33 +43,29 @@ def _summary(stage: Stage, locale: str, end: str | None) -> str:
     return i18n.t(DAY_TO, locale, day=stage.day_number, end=end) if end else i18n.t(DAY, locale, day=stage.day_number)
 
 
-def _event(trip: Trip, stage: Stage, locale: str, stamp: datetime, host: str) -> Event:
+def _event(trip: Trip, stage: Stage, locale: str, stamp: datetime, host: str) -> list[tuple[str, object]]:
+    """The day's event as (property, value) pairs, in the order they are written."""
     _, end = day_labels(stage)
     end = floor(end) if end else None
-    event = Event()
-    event.add("uid", f"{stage.id}@{host}")
-    event.add("dtstamp", stamp)
-    event.add("summary", _summary(stage, locale, end))
+    out: list[tuple[str, object]] = [("uid", f"{stage.id}@{host}"), ("dtstamp", stamp),
+                                     ("summary", _summary(stage, locale, end))]
     day = stage_date(trip, stage)
     lines = []
     if stage.is_rest_day:
-        event.add("dtstart", day)
-        event.add("dtend", day + timedelta(days=1))
-        event.add("transp", "TRANSPARENT")
+        out += [("dtstart", day), ("dtend", day + timedelta(days=1)), ("transp", "TRANSPARENT")]
     else:
         timing = rider_time(stage.distance, stage.elevation, trip.average_speed, trip.departure_hour)
         leaving = departure(trip, stage)
-        event.add("dtstart", _clocked(leaving))
-        event.add("dtend", _clocked(leaving + timedelta(hours=timing.elapsed_at(stage.distance))))
+        out += [("dtstart", _clocked(leaving)),
+                ("dtend", _clocked(leaving + timedelta(hours=timing.elapsed_at(stage.distance))))]
         km = i18n.number(stage.distance, locale)
         lines.append(i18n.t(RIDE_UNKNOWN_CLIMB, locale, distance=km) if stage.elevation is None else
                      i18n.t(RIDE, locale, distance=km, up=i18n.number(rounded(stage.elevation), locale, 0)))
     lines.append(_night(stage, locale))
-    event.add("description", "\n".join(lines))
+    out.append(("description", "\n".join(lines)))
     if end:
-        event.add("location", end)
-    event.add("geo", vGeo((round(stage.end_lat, 6), round(stage.end_lon, 6))))
-    return event
+        out.append(("location", end))
+    return out + [("geo", (round(stage.end_lat, 6), round(stage.end_lon, 6)))]
 
 
 def trip_calendar(trip: Trip, locale: str, host: str) -> bytes:
@@ -79,6 +73,8 @@ def trip_calendar(trip: Trip, locale: str, host: str) -> bytes:
     without a date no day has a place in a calendar."""
     if trip.start_date is None:
         raise Conflict(UNDATED)
+    from icalendar import Calendar, Event  # 3 MB a web worker would keep for life: loaded by the first calendar
+
     stamp = _utc(trip.updated_at or trip.created_at)
     cal = Calendar()
     cal.add("prodid", PRODID)
@@ -88,7 +84,10 @@ def trip_calendar(trip: Trip, locale: str, host: str) -> bytes:
     if trip.title:
         cal.add("x-wr-calname", floor(trip.title))
     for stage in trip.stages:
-        cal.add_component(_event(trip, stage, locale, stamp, host))
+        event = Event()
+        for name, value in _event(trip, stage, locale, stamp, host):
+            event.add(name, value)
+        cal.add_component(event)
     last = trip.start_date + timedelta(days=len(trip.stages))
     # the zones' rules over the trip's dates only: a VTIMEZONE of every year since 1970 says nothing more
     cal.add_missing_timezones(first_date=trip.start_date - timedelta(days=7), last_date=last + timedelta(days=7))
