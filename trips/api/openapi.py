@@ -104,6 +104,15 @@ FIT_QUERY = [{"name": "days", "in": "query", "required": False, "schema": {"type
               "description": "laps (default): one course, each day a lap; courses: a ZIP of one course per day."}]
 ICS_FILE = {"description": "An iCalendar file (RFC 5545, an attachment) in the reader's language.",
             "content": {"text/calendar": {"schema": {"type": "string"}}}}
+EXPORT_QUERY = [{"name": "format", "in": "query", "required": False,
+                 "schema": {"type": "string", "enum": ["json", "zip"]},
+                 "description": "json (default); zip: account.json and each trip's GPX under trips/."}]
+ACCOUNT_EXPORT = {"description": "Everything BTP holds about the account (never a token nor its hash), an attachment.",
+                  "content": {"application/json": {"schema": {
+                      "type": "object", "required": ["exportedAt", "account", "trips", "agents", "tokens"],
+                      "properties": {"trips": {"type": "array", "items": {"type": "object"}, "description": "Each as the "
+                                                   "trip's detail, with its locale and its share links."}}}},
+                      "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
 NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
 EMPTY = {"description": "Done; no content."}
 
@@ -222,6 +231,9 @@ OPERATIONS = {
                                        tag="account"),
     "users_api.tokens": Op("My personal tokens (issued by `flask tokens issue`), newest first", READ, {
         200: body("TokenList", "The live tokens.")}, tag="account"),
+    "users_api.export": Op("Download everything BTP holds about my account: profile, trips with their days, choices "
+                           "and share links, agents, tokens' metadata", READ, {200: ACCOUNT_EXPORT}, (422,),
+                           query=EXPORT_QUERY, tag="account"),
     "users_api.revoke_token": Op("Revoke one of my personal tokens (the next request with it is 401)", WRITE, {
         204: EMPTY}, (404,), tag="account"),
     "openapi.document_view": Op("This document", None, {200: {"description": "OpenAPI 3.1.", "content": {
