@@ -8,6 +8,7 @@ from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
 from trips.readmodels import day
+from trips.readmodels.budget import trip_budget
 from trips.readmodels.trip import (elevation_totals, next_action, partial, routing, settings, total_distance,
                                    trip_list_item)
 from trips.route.elevation import rounded
@@ -21,6 +22,7 @@ DIGEST_TITLE = 100
 DIGEST_LABEL = 20
 DIGEST_NAME = 16
 DIGEST_ALERT = 60
+NIGHT_COLUMNS = ("accommodations", "selected_accommodation")  # what the budget reads of a day
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
@@ -108,8 +110,18 @@ def trip_digest(trip: Trip, line=None) -> dict:
         "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "categoryStatus": registry.category_statuses(trip),
         "stageCount": len(stages), "totalDistance": total_distance(trip, stages),
-        **_climbing(stages), **_routing(trip), "stages": [line(trip, s, locale) for s in stages],
+        **_climbing(stages), **_routing(trip), "budget": trip_budget(_with_nights(stages)),
+        "stages": [line(trip, s, locale) for s in stages],
     }
+
+
+def _with_nights(stages: list[Stage]) -> list[Stage]:
+    """The days with their places to sleep decoded where the trip was read as text (trip_reads.read_trip): only
+    those two columns, as a kept day line spares the rest."""
+    for stage in stages:
+        if getattr(stage, "stored_json", None) is not None:
+            load_day_json(stage, NIGHT_COLUMNS)
+    return stages
 
 
 def _routing(trip: Trip) -> dict:
@@ -133,6 +145,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
+    # one key for both (tools/list's budget): the samples and the climbs, null together when the elevation is unknown
+    out["profile"] = None if full["profile"] is None else {"samples": full["profile"], "climbs": full["climbs"]}
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]
     if isinstance(out["terrain"], dict) and "elevationReason" in out["terrain"]:  # said once, beside the day's

@@ -139,7 +139,7 @@ DAYS = integer("Days.")
 
 def category_status(states: str) -> dict:
     """Where each family of computations stands (get_trip, get_stage); `states` lists the statuses."""
-    return in_words(f"Per computation family: category, status ({states}), reason (why it failed, else null).",
+    return in_words(f"Per computation family: category, status ({states}), reason (if failed).",
                     many=True)
 
 
@@ -166,8 +166,8 @@ SETTINGS = {
 # The same settings as a trip's answer carries them: what each means (the ranges and defaults are on the input).
 SETTINGS_OUT = {
     "title": TITLE, "startDate": FIRST_DAY, "endDate": LAST_DAY,
-    "fatigueFactor": number("Each day is this fraction of the previous one."),
-    "elevationPenalty": number("Metres of climbing counted as 1 km less."),
+    "fatigueFactor": number("Day-on-day share."),
+    "elevationPenalty": number("Metres up worth 1 km."),
     "ebikeMode": boolean("E-bike."), "departureHour": integer("Local hour."),
     "maxDistancePerDay": number("Km."), "averageSpeed": number("km/h."),
     "enabledAccommodationTypes": array(bare("string"), "Places to sleep looked for."),
@@ -178,8 +178,8 @@ AFTER = integer("For the next edit.")
 ACK = obj({"result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION}, required=("result",))
 
 CHALLENGE_OR_ACK = obj({
-    "confirmationRequired": boolean("Nothing was done yet."),
-    "confirmationToken": string("Send it back, once, within 5 min."),
+    "confirmationRequired": boolean("Nothing done yet."),
+    "confirmationToken": string("Send back once, within 5 min."),
     "action": string("What confirming will do."),
     "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
                        "shareUrl."),

@@ -28,7 +28,7 @@ TOOL = Tool(
     name="create_trip", title="Create a trip", scope="trips:write", run=run,
     description="Create a multi-day trip from a route link (Komoot tour or collection, Strava or RideWithGPS route) "
                 "or from waypoints, routed by bicycle on BTP's map (search_places gives a place's). Answers at "
-                "once; the days are worked out in the background. The same call again within minutes answers the "
+                "once; the days are cut in the background. The same call again within minutes answers the "
                 "same trip.",
     input_schema=s.obj({
         "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")),

@@ -2,11 +2,12 @@
 tokens."""
 from __future__ import annotations
 
-from flask import Blueprint, g, jsonify
+from flask import Blueprint, g, jsonify, request
 
 from oauth.services import accounts
 from oauth.kernel.principal import require_api_scope
 from oauth.kernel.tokens import audience_name, personal_tokens, revoke_personal_token
+from oauth.web.export import export_answer
 from trips.core.db import atomic
 from trips.core.problems import json_body
 from trips.core.validation import load
@@ -41,6 +42,13 @@ def update_me():
     changes = load(accounts.AccountUpdate(), json_body())
     accounts.set_locale(g.principal.user, changes["locale"])
     return jsonify(_me(g.principal.user))
+
+
+@bp.get("/export")
+@require_api_scope("trips:read")
+def export():
+    # Everything BTP holds about the account (docs/RULES.md "Account export"); the /account page links its twin.
+    return export_answer(g.principal.user, request.args.get("format"))
 
 
 @bp.get("/authorized-applications")

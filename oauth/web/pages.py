@@ -9,6 +9,7 @@ from flask import Blueprint, redirect, render_template, request, url_for
 from oauth.services import accounts
 from oauth.services.session import csrf_ok, csrf_token, current_user, login_user, logout_user, safe_next
 from oauth.kernel.tokens import audience_name, personal_tokens, revoke_personal_token
+from oauth.web.export import export_answer
 from trips.core.db import atomic
 from trips.errors import Conflict, Invalid, NotFound, RateLimited
 from oauth.services.consent import SCOPE_WORDS
@@ -149,6 +150,15 @@ def revoke_token(token_id):
     except NotFound:
         pass  # already revoked, expired or not this person's: the page shows what is left
     return redirect(url_for(".account"))
+
+
+@bp.get("/account/export")
+def export_account():
+    # The REST export's twin for the signed-in session: a plain link on /account downloads it.
+    user = current_user()
+    if user is None:
+        return redirect(url_for(".login", next=request.full_path.rstrip("?")))
+    return export_answer(user, request.args.get("format"))
 
 
 @bp.get("/account/delete")

@@ -1,14 +1,16 @@
 """GPX downloads of a trip or of some of its days (GPX 1.1, waypoints at day ends and chosen stays), at the stored
-resolution (trips/services/gpx_days.py), streamed."""
+resolution (trips/services/gpx_days.py), streamed; and the trip's calendar (trips/readmodels/ical.py)."""
 from __future__ import annotations
 
 import dataclasses
 import re
+from urllib.parse import urlsplit
 
-from flask import Response
+from flask import Response, current_app
 
 from trips.core.text import floor
 from trips.models import Stage, Trip
+from trips.readmodels.ical import trip_calendar
 from trips.route.gpx_export import DayExport, iter_gpx
 from trips.services.gpx_days import day_exports
 
@@ -41,5 +43,14 @@ def gpx_download(trip: Trip, stages: list[Stage] | None = None, *, public: bool 
         title, days = _floored(title), [_floored_day(day) for day in days]
     response = Response(iter_gpx(title, days, speed_kmh=trip.average_speed), mimetype="application/gpx+xml")
     response.headers["Content-Disposition"] = f'attachment; filename="{filename(trip, stages)}"'
+    response.headers["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def ics_download(trip: Trip, locale: str) -> Response:
+    """The trip's calendar in `locale`'s words, an attachment; its events' UIDs name this server's host."""
+    host = urlsplit(current_app.config["BTP_BASE_URL"]).hostname or "btp"
+    response = Response(trip_calendar(trip, locale, host), mimetype="text/calendar")
+    response.headers["Content-Disposition"] = f'attachment; filename="{filename(trip, None).removesuffix(".gpx")}.ics"'
     response.headers["Cache-Control"] = "private, no-cache"
     return response

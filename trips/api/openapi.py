@@ -22,7 +22,7 @@ from trips.services import inputs
 from trips.services.manual_accommodation import ManualAccommodation
 from trips.services.nearby import NearbyQuery
 
-from trips.api import responses, rider_responses
+from trips.api import day_responses, responses, rider_responses
 from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
 
 log = logging.getLogger(__name__)
@@ -39,8 +39,8 @@ PROBLEMS = {
     401: ("Unauthorized", "No valid bearer token of audience api."),
     403: ("Forbidden", "The token lacks the scope this operation needs (WWW-Authenticate says which)."),
     404: ("NotFound", "No such trip, day, link or application (someone else's is not found either)."),
-    409: ("Conflict", "Another change or computation is in progress, or an Idempotency-Key was reused with another "
-                      "body."),
+    409: ("Conflict", "Another change or computation is in progress, an Idempotency-Key was reused with another "
+                      "body, or a calendar was asked of a trip without dates."),
     412: ("PreconditionFailed", "If-Match names a version the trip has moved past: read it again."),
     413: ("ContentTooLarge", "The request body is over 30 MB."),
     422: ("Unprocessable", "The content is invalid: `errors` names each field."),
@@ -102,6 +102,17 @@ FIT_FILES = {"description": "A FIT course file, the days as laps; with days=cour
              "content": {**FIT_FILE["content"], "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
 FIT_QUERY = [{"name": "days", "in": "query", "required": False, "schema": {"type": "string", "enum": ["laps", "courses"]},
               "description": "laps (default): one course, each day a lap; courses: a ZIP of one course per day."}]
+ICS_FILE = {"description": "An iCalendar file (RFC 5545, an attachment) in the reader's language.",
+            "content": {"text/calendar": {"schema": {"type": "string"}}}}
+EXPORT_QUERY = [{"name": "format", "in": "query", "required": False,
+                 "schema": {"type": "string", "enum": ["json", "zip"]},
+                 "description": "json (default); zip: account.json and each trip's GPX under trips/."}]
+ACCOUNT_EXPORT = {"description": "Everything BTP holds about the account (never a token nor its hash), an attachment.",
+                  "content": {"application/json": {"schema": {
+                      "type": "object", "required": ["exportedAt", "account", "trips", "agents", "tokens"],
+                      "properties": {"trips": {"type": "array", "items": {"type": "object"}, "description": "Each as the "
+                                                   "trip's detail, with its locale and its share links."}}}},
+                      "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
 NOT_MODIFIED = {"description": "Not modified: the If-None-Match tag is current."}
 EMPTY = {"description": "Done; no content."}
 
@@ -164,6 +175,8 @@ OPERATIONS = {
         201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
         (400, 404, 409, 429), headers=("IdempotencyKey",)),
     "trips_api.trip_gpx": Op("Download the trip as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+    "trips_api.trip_ics": Op("Download the trip's calendar (iCalendar): a riding day's event from departure to "
+                             "arrival, a rest day's all day", READ, {200: ICS_FILE}, (404, 409), tag="exports"),
     "trips_api.stage_gpx": Op("Download one day as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
     "trips_api.geocode": Op("Look places up by name", READ, {200: body("PlaceList", "The places found.")},
                             (400, 429, 502), query=GEOCODE_QUERY, tag="places"),
@@ -218,6 +231,9 @@ OPERATIONS = {
                                        tag="account"),
     "users_api.tokens": Op("My personal tokens (issued by `flask tokens issue`), newest first", READ, {
         200: body("TokenList", "The live tokens.")}, tag="account"),
+    "users_api.export": Op("Download everything BTP holds about my account: profile, trips with their days, choices "
+                           "and share links, agents, tokens' metadata", READ, {200: ACCOUNT_EXPORT}, (422,),
+                           query=EXPORT_QUERY, tag="account"),
     "users_api.revoke_token": Op("Revoke one of my personal tokens (the next request with it is 401)", WRITE, {
         204: EMPTY}, (404,), tag="account"),
     "openapi.document_view": Op("This document", None, {200: {"description": "OpenAPI 3.1.", "content": {
@@ -289,7 +305,7 @@ def build(app: Flask) -> dict:
         "type": "http", "scheme": "bearer",
         "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
                        "each operation names the scope it needs: trips:read or trips:write."})
-    for name, schema in {**responses.RESPONSES, **rider_responses.RESPONSES}.items():
+    for name, schema in {**responses.RESPONSES, **day_responses.RESPONSES, **rider_responses.RESPONSES}.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "WaypointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
                  "AccommodationChoice"):  # WaypointIn before TripCreate, which nests it

@@ -180,18 +180,6 @@ class StageSummaryOut(Answer):
 
 
 @answer
-class StageDetailOut(StageSummaryOut):
-    tripId = fields.String(metadata={"format": "uuid"})
-    version = fields.Integer(validate=validate.Range(min=1))
-    outOfZone = fields.Boolean(metadata={"description": "The route leaves the imported map areas."})
-    categoryStatus = fields.List(fields.Nested("CategoryStatusOut"))
-    routing = nullable(fields.List(fields.String(), metadata={
-        "description": "How the day's line was drawn through its waypoint, stretch by stretch (\"start → waypoint: "
-                       "routed on the map\", or \"…: joined straight: approximate (why)\"); null for a day that "
-                       "follows its route as planned."}))
-
-
-@answer
 class ComputationOut(Answer):
     name = fields.String()
     status = fields.String(validate=validate.OneOf(COMPUTATION_STATUSES))
@@ -222,6 +210,25 @@ class RouteLegOut(Answer):
                                                 "point n to its road: approximate\" where a point lies off the "
                                                 "roads; or \"joined straight, approximate: why\" where the map "
                                                 "cannot route it."})
+
+
+@answer
+class BudgetTotalOut(Answer):
+    currency = fields.String(validate=validate.Regexp(r"^[A-Z]{3}$"), metadata={"description": "ISO 4217."})
+    min = fields.Float(validate=validate.Range(min=0))
+    max = fields.Float(validate=validate.Range(min=0))
+    nights = fields.Integer(validate=validate.Range(min=1), metadata={"description": "The nights priced in it."})
+
+
+@answer
+class BudgetOut(Answer):
+    totals = fields.List(fields.Nested(BudgetTotalOut), metadata={
+        "description": "The nights' price ranges summed, one sum per currency (never converted), most nights first."})
+    nights = fields.Integer(validate=validate.Range(min=0), metadata={
+        "description": "Every day's night but the last day's, unless a place is chosen there."})
+    chosen = fields.Integer(validate=validate.Range(min=0), metadata={
+        "description": "Nights at the rider's chosen place; the others count the best suggestion."})
+    unknown = fields.List(fields.Integer(), metadata={"description": "Day numbers whose night has no known price."})
 
 
 @answer
@@ -256,6 +263,7 @@ class TripDetailOut(Answer):
     totalElevation = nullable(fields.Integer(metadata={"description": "Null when a day's climbing is unknown."}))
     totalElevationLoss = nullable(fields.Integer())
     elevationReason = nullable(fields.String(metadata={"description": "Why the climbing is null."}))
+    budget = fields.Nested(BudgetOut, metadata={"description": "What the nights cost."})
     computations = fields.List(fields.Nested(ComputationOut))
     categoryStatus = fields.List(fields.Nested(CategoryStatusOut))
     stages = fields.List(fields.Nested(StageSummaryOut))
@@ -378,8 +386,9 @@ RESPONSES = {
     "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
     "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "MapCoverage": MapCoverageOut,
     "StageSummary": StageSummaryOut,
-    "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "TripDetail": TripDetailOut,
-    "StageDetail": StageDetailOut, "TripListItem": TripListItemOut, "TripList": TripListOut,
+    "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "BudgetTotal": BudgetTotalOut,
+    "Budget": BudgetOut, "TripDetail": TripDetailOut,
+    "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
     "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
     "Token": TokenOut, "TokenList": TokenListOut, "Problem": ProblemOut,

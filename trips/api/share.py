@@ -17,7 +17,7 @@ from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
-from trips.api.exports import gpx_download
+from trips.api.exports import gpx_download, ics_download
 from trips.core.db import db
 from trips.core.problems import conditional_json
 from trips.core.text import clean_answer, floor
@@ -166,3 +166,9 @@ def _stay(stage) -> dict | None:
 @pages.get("/s/<code>.gpx")
 def shared_gpx(code):
     return gpx_download(sharing.shared_trip(code), public=True)
+
+
+@pages.get("/s/<code>.ics")
+def shared_ics(code):
+    trip = sharing.shared_trip(code)
+    return ics_download(trip, i18n.normalize(_owner_locale(trip)) or i18n.DEFAULT)  # in the page's language

@@ -13,7 +13,8 @@ from trips.services.stages import get_stage
 from trips.services.analysis import analyze_trip
 from trips.services.accommodations import scan_accommodations as look_again
 from trips.errors import Invalid, Msg
-from trips.api.exports import gpx_download
+from trips.api.exports import gpx_download, ics_download
+from trips.core import i18n
 from trips.guards import Precondition
 from trips.core.problems import conditional_json, json_body
 from trips.services.inputs import GpxUploadSettings
@@ -118,6 +119,12 @@ def duplicate(trip_id):
 @require_api_scope(READ)
 def trip_gpx(trip_id):
     return gpx_download(reads.get_trip(g.principal.user, trip_id))
+
+
+@bp.get("/trips/<trip_id>.ics")
+@require_api_scope(READ)
+def trip_ics(trip_id):
+    return ics_download(reads.get_trip(g.principal.user, trip_id), i18n.current_locale())
 
 
 @bp.get("/trips/<trip_id>/stages/<stage_id>.gpx")

@@ -17,6 +17,7 @@ from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
 from trips.osm import geometry as G
 from trips.osm import queries as Q
 from trips.route.elevation import NO_ELEVATION
+from trips.route.profile import steepest_pct
 
 NAME = "terrain"
 GROUP = A.GROUP
@@ -152,19 +153,8 @@ def _steep(stage: StageSnap, result: Result) -> float | None:
             result.add(AlertFact(A.STEEP_GRADIENT.code, stage.id, {
                 "gradient": round(float(rise[a:b].sum()) / length * 100, 1), "distance": round(length / 1000, 2)},
                 C.navigate(start[0], start[1])))
-    return _steepest(np.concatenate(([0.0], np.cumsum(dist))), np.concatenate(([pts[0, 2]], pts[1:, 2][keep])))
-
-
-def _steepest(cum: np.ndarray, ele: np.ndarray) -> float | None:
-    """The highest average gradient from any vertex to the first one at least STEEP_SECTION_M further."""
-    j = np.searchsorted(cum, cum + STEEP_SECTION_M)
-    ok = j < len(cum)
-    if not ok.any():
-        return None
-    i, j = np.flatnonzero(ok), j[ok]
-    grad = (ele[j] - ele[i]) / (cum[j] - cum[i]) * 100
-    grad = grad[np.isfinite(grad)]
-    return round(max(0.0, float(grad.max())), 1) if len(grad) else None
+    return steepest_pct(np.concatenate(([0.0], np.cumsum(dist))), np.concatenate(([pts[0, 2]], pts[1:, 2][keep])),
+                        STEEP_SECTION_M)
 
 
 def _ways(stage: StageSnap, ways: list, result: Result) -> dict:

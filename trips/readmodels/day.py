@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
+
 from trips import computations
 from trips.core import i18n
 from trips.core.stored_texts import said_stored
@@ -18,6 +20,7 @@ from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.enrich.weather import HORIZON_DAYS, today_utc
 from trips.models import Stage, Trip
 from trips.readmodels import words
+from trips.route import profile
 from trips.route.elevation import NO_ELEVATION, rounded
 from trips.route.pacing import rider_time
 from trips.services.lodging_road import shown
@@ -229,7 +232,23 @@ def _clock(hour: float) -> str:
     return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
 
 
+def elevation_profile(stage: Stage) -> dict:
+    """The day's compact profile ([[km, m], …], at most 64) and its categorised climbs (docs/RULES.md "Climbs"):
+    both null when the day's elevation is unknown (its elevationReason says why), empty on a rest day."""
+    if stage.is_rest_day:
+        return {"profile": [], "climbs": []}
+    if stage.elevation is None:
+        return {"profile": None, "climbs": None}
+    km, ele = profile.along(stage.geometry)
+    keep = np.isfinite(ele)  # a settled line is known everywhere (docs/RULES.md "Elevation")
+    km, ele = km[keep], ele[keep]
+    return {"profile": profile.sampled(km, ele), "climbs": [
+        {"startKm": c.start_km, "lengthKm": c.length_km, "gain": c.gain_m, "meanPct": c.mean_pct,
+         "steepestPct": c.steepest_pct, "category": c.category} for c in profile.climbs(km, ele)]}
+
+
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
             "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True),
+            **elevation_profile(stage),
             "routing": _stretches((stage.waypoint or {}).get("stretches"))}  # a waypoint's reroute, said stretch by stretch

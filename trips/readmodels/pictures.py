@@ -15,6 +15,7 @@ from markupsafe import Markup, escape
 from trips.core import i18n
 from trips.core.text import floor
 from trips.readmodels import mapsvg, words
+from trips.route import profile
 
 # Okabe and Ito's colour-blind-safe palette without its yellow (too pale on white), cycling past seven days.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
@@ -25,7 +26,6 @@ ROUTE_BUDGET, PROFILE_BUDGET, MIN_POINTS = 2400, 1200, 40
 ROUTE_W, ROUTE_PAD = 600, 24
 PROFILE_W, PROFILE_H = 400, 150
 PLOT = {"left": 58, "right": 14, "top": 14, "bottom": 30}  # the profile's margins for the axis labels
-EARTH_KM = 6371.0088
 KM = "\u00a0km"  # the unit after a number, kept on its line
 _COMPASS = {"N": 0, "NNE": 22.5, "NE": 45, "ENE": 67.5, "E": 90, "ESE": 112.5, "SE": 135, "SSE": 157.5,
             "S": 180, "SSW": 202.5, "SSO": 202.5, "SW": 225, "SO": 225, "WSW": 247.5, "OSO": 247.5,
@@ -133,27 +133,11 @@ def route_svg(days: Sequence[dict], title: str = "The route", base=None, scale_l
     return Markup("".join(parts))
 
 
-def _km(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Great-circle distance (haversine) in km."""
-    la1, lo1, la2, lo2 = map(math.radians, (*a, *b))
-    h = math.sin((la2 - la1) / 2) ** 2 + math.cos(la1) * math.cos(la2) * math.sin((lo2 - lo1) / 2) ** 2
-    return 2 * EARTH_KM * math.asin(min(1.0, math.sqrt(h)))
-
-
 def distance_profile(geometry, start_km: float = 0.0) -> list[tuple[float, float]]:
-    """[(km from the start, elevation m)] of a geometry [[lat, lon, ele], …]; points without an elevation
-    are skipped (their distance still counts)."""
-    out, km, prev = [], start_km, None
-    for p in geometry or []:
-        if len(p) < 2:
-            continue
-        here = (float(p[0]), float(p[1]))
-        if prev is not None:
-            km += _km(prev, here)
-        prev = here
-        if len(p) >= 3 and p[2] is not None:
-            out.append((km, float(p[2])))
-    return out
+    """[(km from the start, elevation m)] of a geometry [[lat, lon, ele], …] (trips/route/profile.py `along`);
+    points without an elevation are skipped (their distance still counts)."""
+    km, ele = profile.along(geometry)
+    return [(start_km + float(k), float(e)) for k, e in zip(km, ele) if math.isfinite(e)]
 
 
 def nice_step(span: float, most: int = 6) -> float:

@@ -12,6 +12,7 @@ from trips.guards import is_locked
 from trips.models import Trip
 from trips.enrich import registry
 from trips.enrich.registry import NO_MAP_DATA
+from trips.readmodels.budget import trip_budget
 from trips.readmodels.day import elevation_reason, stage_summary
 from trips.route.pacing import TooLarge, day_count
 from trips.services.pipeline import pacing_settings
@@ -173,7 +174,7 @@ def trip_detail(trip: Trip) -> dict:
         "partial": partial(trip), "nextAction": next_action(trip),
         "version": trip.version, "isLocked": is_locked(trip), "outOfZone": trip.out_of_zone,
         "totalDistance": total_distance(trip, stages),
-        **elevation_totals(stages),
+        **elevation_totals(stages), "budget": trip_budget(stages),
         "computations": [{"name": c.name, "status": c.status, "reason": said_stored(c.reason, locale)}
                          for c in trip.computations],
         "categoryStatus": registry.category_statuses(trip),

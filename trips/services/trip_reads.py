@@ -234,8 +234,9 @@ def _days_statement():
             .options(defer(Stage.geometry), defer(Stage.waypoint), *(defer(getattr(Stage, n)) for n in DAY_JSON)))
 
 
-def load_day_json(stage: Stage) -> None:
-    """Decode the DAY_JSON columns of a day `read_trip` read as text (as the ORM would have, without a query)."""
+def load_day_json(stage: Stage, names: tuple[str, ...] = DAY_JSON) -> None:
+    """Decode the DAY_JSON columns (or those of `names`) of a day `read_trip` read as text (as the ORM would have,
+    without a query)."""
     for name, text in stage.stored_json.items():
-        if name not in stage.__dict__:  # not loaded already in this session
+        if name in names and name not in stage.__dict__:  # not loaded already in this session
             set_committed_value(stage, name, None if text is None else json.loads(text))
