@@ -13,6 +13,7 @@ from trips.enrich import registry
 from trips.errors import Conflict, Invalid, Msg
 from trips.guards import WriteContext, guarded_write
 from trips.models import Trip
+from trips.services import work_budget
 
 
 def _structural_retry(trip: Trip) -> tuple[str, ...] | None:
@@ -29,7 +30,8 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
     """Reset and dispatch every enrichment; on a trip whose route fetch or cutting failed, retry that instead.
     Guards: ownership → lock (no version: nothing the rider set moves).
 
-    Raises NotFound, Locked, Invalid (no days yet), Conflict (something is running, or the trip lock).
+    Raises NotFound, Locked, Invalid (no days yet), Conflict (something is running, or the trip lock),
+    RateLimited or Invalid (a route to draw again past its budgets: trips/services/work_budget.py).
     """
 
     def validate(trip):
@@ -46,6 +48,8 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
     with guarded_write(ctx) as trip:
         retry = None if trip.stages else _structural_retry(trip)
+        if retry and "route" in retry and trip.source_points:  # a route to draw again: the work it causes
+            work_budget.charge_route(actor.id, trip.source_points, exclude=trip.id)
         if retry:
             _retry_structural(trip, retry)
             return trip

@@ -12,7 +12,7 @@ from trips.core.redis_client import get_redis
 from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
-from trips.services import pipeline, planned
+from trips.services import pipeline, planned, work_budget
 from trips.core.db import after_commit, atomic, db, new_id
 from trips.errors import Conflict, Invalid, Msg, as_msg
 from trips.route.gpx import GpxError, parse_gpx
@@ -44,6 +44,8 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
         raise
 
     def build() -> Trip:
+        if "source_points" in fields:  # the routing it causes, judged before its job is queued
+            work_budget.charge_route(actor.id, fields["source_points"])
         trip = new_trip(actor, fields)
         computations.initialize(trip, computations.STRUCTURAL, trip.generation)
         after_commit(_dispatch_fetch, trip.id)
