@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_bounds.py [--items 100000] [--rounds 5]
 
 A trip created from `--items` waypoints, sent to POST /api/trips and to the create_trip tool in-process (Flask's test
-client, SQLite, an embedded Redis): the median time from the request to its refusal, the JSON parsing included.
+client, SQLite, an embedded Redis): the median time from the request to its refusal, the JSON parsing included,
+after one untimed warm-up call each.
 What it reports: bench/README.md."""
 from __future__ import annotations
 
@@ -81,6 +82,7 @@ def main() -> None:
                 answer = client.post("/mcp", data=message, headers=sent).get_json()
                 return 422 if answer["result"].get("isError") else 200
 
+            over_rest(), over_mcp()  # warm-up: the catalogues and the tool's validator are loaded once per process
             rest_ms, rest_status = timed(over_rest, args.rounds)
             mcp_ms, mcp_status = timed(over_mcp, args.rounds)
     finally:

@@ -31,7 +31,7 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
     Guards: ownership → lock (no version: nothing the rider set moves).
 
     Raises NotFound, Locked, Invalid (no days yet), Conflict (something is running, or the trip lock),
-    RateLimited or Invalid (a route to draw again past its budgets: trips/services/work_budget.py).
+    RateLimited or Invalid (work past the account's budgets: trips/services/work_budget.py).
     """
 
     def validate(trip):
@@ -44,6 +44,7 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
         running = [c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status == "running"]
         if running:
             raise Conflict("refusal.analysis_running", running=", ".join(sorted(running)))
+        work_budget.check_analysis(actor.id, trip.id)
 
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
     with guarded_write(ctx) as trip:

@@ -1,9 +1,12 @@
 """The routing an account may cause (trips/services/work_budget.py): km of route drawn from places per window, and
-at most three of its trips waiting for their drawn route; refused with 429, Retry-After and a reason in the
+at most three of its trips waiting for their drawn route, or being analysed; refused with 429, Retry-After and a reason in the
 reader's language, one account never spending another's."""
+import io
+
 import pytest
 
 from tests.factories import auth, idem, make_token, make_user
+from tests.fakes.thirdparty import gpx_from_points, make_points
 from tests.mcp_helpers import call, mcp_token, payload
 from tests.trips.services.test_pipeline import run_jobs
 from tests.trips.services.test_trips_from_places import ROAD_KM, along, road_map  # noqa: F401 (a fixture)
@@ -73,3 +76,25 @@ def test_mcp_hears_the_km_budget_as_rate_limited(app, fresh_app, road_map):  # n
         again = {"waypoints": [along(1), along(ROAD_KM)]}  # another body: the same one would answer the same trip
         error = payload(call(client, token, "create_trip", again))["error"]
     assert error["code"] == "rate_limited" and error["retryAfter"] >= 1 and "km" in error["message"]
+
+
+def upload(client, headers) -> str:
+    gpx = gpx_from_points(make_points(60))
+    answer = client.post("/api/trips/gpx-upload", data={"gpxFile": (io.BytesIO(gpx), "a.gpx")}, headers=headers)
+    assert answer.status_code == 201, answer.get_json()
+    return answer.get_json()["id"]
+
+
+def test_a_trip_is_not_analysed_again_while_three_others_are_being_analysed(app, client, rider):
+    _, headers = rider
+    settled = upload(client, headers)
+    run_jobs(app)
+    for _ in range(work_budget.MAX_QUEUED_ANALYSES):
+        upload(client, headers)  # each one's analysis queued, no worker running
+    refused = client.post(f"/api/trips/{settled}/analyze", headers={**headers, "Accept-Language": "fr"})
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) == work_budget.QUEUED_RETRY_S
+    assert "analyse" in refused.get_json()["detail"]
+    other = auth(make_token(make_user()))
+    assert client.post(f"/api/trips/{upload(client, other)}/analyze", headers=other).status_code != 429
+    run_jobs(app)
+    assert client.post(f"/api/trips/{settled}/analyze", headers=headers).status_code == 202
