@@ -14,7 +14,7 @@ from trips import computations
 from trips.services import analysis
 from trips.services import pipeline, planned, work_budget
 from trips.core.db import after_commit, atomic, db, new_id
-from trips.errors import Conflict, Invalid, Msg, as_msg
+from trips.errors import BadRequest, Conflict, Invalid, Msg, as_msg
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
 from trips.core.text import shorten
@@ -32,7 +32,7 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
-    or for a trip since deleted), RateLimited (the new-trips budget, which a refused body spends too).
+    or for a trip since deleted), RateLimited (the new-trips budget, which a request refused for its body or key spends too).
     """
     try:
         fields = load(TripCreate(), data)
@@ -51,7 +51,11 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
         after_commit(_dispatch_fetch, trip.id)
         return trip
 
-    return idempotent(actor, operation, idempotency_key, digest(data), build)
+    try:
+        return idempotent(actor, operation, idempotency_key, digest(data), build)
+    except BadRequest:  # the key missing or malformed, refused before the budget was spent
+        spend_on_refusal(actor)
+        raise
 
 
 def spend_on_refusal(actor: User) -> None:

@@ -82,6 +82,14 @@ def test_bad_creates_spend_the_creation_budget_until_429(app, client, rider):
     assert client.post("/api/trips", json=good, headers={**headers, **idem()}).status_code == 429
 
 
+def test_creates_without_a_key_spend_the_creation_budget_too(app, client, rider):
+    _, headers = rider
+    good = {"sourceUrl": "https://www.komoot.com/tour/123"}
+    for _ in range(app.config["BTP_LIMITS"]["trip_create"][0]):
+        assert client.post("/api/trips", json=good, headers=headers).status_code == 400
+    assert client.post("/api/trips", json=good, headers={**headers, **idem()}).status_code == 429
+
+
 def test_bad_gpx_uploads_spend_the_creation_budget_too(app, client, rider):
     _, headers = rider
     count = app.config["BTP_LIMITS"]["trip_create"][0]
