@@ -89,9 +89,9 @@ def spend(redis: redis_lib.Redis | None, bucket: str, key: str, amount: float, r
         return
     if int(done) == 0:
         wait = max(1, math.ceil(int(wait_ms) / 1000))
-        exc = RateLimited(refusal, wait, limit=limit, per=per(window_s), amount=round(amount), wait=wait)
-        exc.bucket = bucket
-        raise exc
+        refused = RateLimited(refusal, wait, limit=limit, per=per(window_s), amount=round(amount), wait=wait)
+        refused.bucket = bucket  # the bucket that refused, as trips/core/ratelimit.py says it
+        raise refused
 
 
 __all__ = ["KEY_PREFIX", "per", "spend"]

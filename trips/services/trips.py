@@ -32,7 +32,8 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
-    or for a trip since deleted), RateLimited (the new-trips budget, which a request refused for its body or key spends too).
+    or for a trip since deleted), RateLimited (the new-trips budget, which a request refused for its body or key
+    spends too; the routing budgets of trips/services/work_budget.py).
     """
     try:
         fields = load(TripCreate(), data)
