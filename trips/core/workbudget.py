@@ -90,7 +90,7 @@ def spend(redis: redis_lib.Redis | None, bucket: str, key: str, amount: float, r
     if int(done) == 0:
         wait = max(1, math.ceil(int(wait_ms) / 1000))
         refused = RateLimited(refusal, wait, limit=limit, per=per(window_s), amount=round(amount), wait=wait)
-        refused.bucket = bucket  # the bucket that refused, as trips/core/ratelimit.py says it
+        refused.bucket = bucket  # type: ignore[attr-defined]  # the bucket that refused, as ratelimit says it
         raise refused
 
 
