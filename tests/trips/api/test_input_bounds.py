@@ -121,3 +121,16 @@ def test_another_account_keeps_its_own_creation_budget(app, client, rider, ctx):
     token = mcp_token(app, make_user())
     error = payload(call(client, token, "create_trip", {"waypoints": [BAD_ITEM, BAD_ITEM]}))["error"]
     assert error["code"] == "invalid_argument"
+
+
+def test_the_mcp_walk_judges_lengths_through_nullable_and_nested_schemas():
+    from mcp.arguments import _over_bounds
+
+    schema = {"type": "object", "properties": {
+        "tags": {"anyOf": [{"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 3}},
+                           {"type": "null"}]},
+        "point": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 4}}}}}
+    assert _over_bounds(schema, {"tags": ["a", "b", "c"]}, [])[0] == ["tags"]
+    assert _over_bounds(schema, {"tags": ["a", "long"]}, [])[0] == ["tags", 1]
+    assert _over_bounds(schema, {"point": {"name": "longer"}}, [])[0] == ["point", "name"]
+    assert _over_bounds(schema, {"tags": None, "point": "not an object", "other": "x" * 100}, []) is None
