@@ -24,6 +24,7 @@ from trips.route.pacing import TooLarge
 from trips.services.routing import reroute
 from trips.route.source_formats import FetchError
 from trips.route.sources import UnsupportedSource, parse_source_url
+from jobs import route_turns
 from trips.services import pipeline, planned
 from trips.services.waypoints import apply_reroute
 
@@ -58,9 +59,9 @@ def app_context():
         yield _bound_app
 
 
-def fetch_route(trip_id: str, generation: int) -> None:
-    """Fetch and parse the trip's route link (or draw the route through its points: trips/services/planned.py),
-    store it, then dispatch the cutting into days."""
+def fetch_route(trip_id: str, generation: int, leg: int = 0) -> None:
+    """Fetch and parse the trip's route link (or draw the route through its points, one leg a turn from `leg` on:
+    jobs/route_turns.py), store it, then dispatch the cutting into days."""
     with app_context():
         with atomic():
             if not computations.transition(trip_id, "route", generation, "running"):
@@ -70,7 +71,9 @@ def fetch_route(trip_id: str, generation: int) -> None:
         legs, kind = None, planned.SOURCE_TYPE
         try:
             if points is not None:  # a trip planned from places: BTP draws the route
-                drawn = planned.plan_route(points)
+                drawn = route_turns.draw(trip_id, generation, points, leg)
+                if drawn is None:
+                    return  # the next leg's turn is queued
                 parsed, legs = drawn.parsed, drawn.legs
             else:
                 ref = parse_source_url(source_url)
@@ -189,7 +192,7 @@ def run_enrichment(trip_id: str, name: str, generation: int, stage_ids=None, rad
 def _failed_computations(job) -> list[tuple[str, str, int]]:
     """(trip id, computation, generation) that a job's final failure leaves failed."""
     if job.func_name == "jobs.tasks.fetch_route":
-        trip_id, generation = job.args
+        trip_id, generation = job.args[:2]
         trip = db.session.get(Trip, trip_id)
         return [(trip_id, "route", generation)] + ([(trip_id, "stages", trip.generation)] if trip else [])
     if job.func_name == "jobs.tasks.generate_stages":

@@ -161,6 +161,9 @@ def _judge(tool, arguments: dict) -> dict:
         raise Invalid({"arguments": Plural("mcp.unknown_arguments", len(unknown), names=names,
                                            accepted=", ".join(properties))})
     args = dict(arguments)
+    over = _over_bounds(tool.input_schema, args, [])  # counts first: nothing below walks more items than allowed
+    if over is not None:
+        raise Invalid({_name(over[0]) or "arguments": over[1]})
     bad = _non_finite(args)
     if bad is not None:
         raise Invalid({_name(bad): Msg(NOT_FINITE)})
@@ -176,6 +179,38 @@ def _judge(tool, arguments: dict) -> dict:
             raise Invalid({_name(path): Msg("field.is_required")})
         raise Invalid({_name(list(error.absolute_path)) or "arguments": _message(error)})
     return args
+
+
+_JSON_TYPES = {"array": list, "string": str, "object": dict}
+
+
+def _over_bounds(schema: dict, value, path: list) -> tuple[list, Msg] | None:
+    """(path, message) of the first array or string longer than its schema's maxItems or maxLength, judged by
+    its length alone, containers before their items (an array's items only once its count is allowed); None
+    when every length is within bounds. A value of another type than its schema is left to the validator."""
+    for branch in schema.get("anyOf", ()):
+        if isinstance(value, _JSON_TYPES.get(branch.get("type"), ())):
+            return _over_bounds(branch, value, path)
+    if isinstance(value, list):
+        if len(value) > schema.get("maxItems", len(value)):
+            return path, Msg(SCHEMA_WORDS["maxItems"], expected=schema["maxItems"])
+        items = schema.get("items")
+        if isinstance(items, dict) and items.keys() & {"maxItems", "maxLength", "properties", "items", "anyOf"}:
+            for i, item in enumerate(value):
+                found = _over_bounds(items, item, [*path, i])
+                if found:
+                    return found
+    elif isinstance(value, str):
+        if len(value) > schema.get("maxLength", len(value)):
+            return path, Msg(SCHEMA_WORDS["maxLength"], expected=schema["maxLength"])
+    elif isinstance(value, dict):
+        properties = schema.get("properties", {})
+        for key, item in value.items():
+            rule = properties.get(key)
+            found = _over_bounds(rule, item, [*path, key]) if isinstance(rule, dict) else None
+            if found:
+                return found
+    return None
 
 
 def _non_finite(args: dict) -> list | None:

@@ -155,7 +155,7 @@ def tools_call(message, ex) -> dict:
             answer = tool.fast_path(ctx, message.params.get("arguments")) if tool.fast_path else None
             if answer is None:
                 admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
-                answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
+                answer = tool.run(ctx, _checked(tool, ctx, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
     except InputRequired as ask:
@@ -170,6 +170,16 @@ def tools_call(message, ex) -> dict:
         result = {"content": clean_answer(answer.blocks), "isError": answer.is_error}
         return _modern(result) if ex.modern else result
     return _tool_result(answer, False, ex.modern)
+
+
+def _checked(tool, ctx, arguments) -> dict:
+    """`check_arguments`; a refusal first spends what the tool's `on_refused` names (its RateLimited wins)."""
+    try:
+        return check_arguments(tool, arguments)
+    except Invalid:
+        if tool.on_refused is not None:
+            tool.on_refused(ctx)
+        raise
 
 
 def _admit(tool, arguments, principal) -> None:

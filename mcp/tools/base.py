@@ -69,6 +69,9 @@ class Tool:
     # admission, for a call it can settle with one conditional write whose WHERE is every guard (edit_stages: a
     # rename). None means nothing was written, and the call goes the whole way (admission, arguments, `run`).
     fast_path: Callable | None = None
+    # (ctx) -> None: what a call refused for its arguments still spends (create_trip: the creation budget), so a
+    # flood of bad calls costs what a flood of good ones does. Raises RateLimited when that budget is spent.
+    on_refused: Callable | None = None
 
     def __post_init__(self):
         unknown = set(self.annotations) - ANNOTATION_KEYS

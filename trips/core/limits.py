@@ -14,6 +14,7 @@ REGISTRY: dict[str, tuple[int, int, str]] = {
     "mcp_calls": (60, 60, "MCP tool calls per (user, agent)"),
     "mcp_writes": (20, 60, "MCP tool calls that write, per (user, agent), counted within mcp_calls"),
     "trip_create": (10, 60, "trip creations, GPX uploads and duplications per user, together"),
+    "route_km": (5000, 3600, "km of route drawn from places per user, estimated straight before it is drawn"),
     "geocode": (30, 60, "place searches that reach the upstream geocoder, per user"),
     "oauth_token": (60, 60, "token and revocation requests per client address"),
     "oauth_authorize": (30, 60, "authorization requests per user"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numbers
 import re
 
-from marshmallow import Schema, ValidationError, fields, pre_load
+from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
 from trips.core import jsonio
 from trips.core.i18n import N_
@@ -59,6 +59,9 @@ def load(schema: Schema, data, *, partial: bool = False) -> dict:
     """Validate `data` with `schema`. Raises Invalid naming each bad field (names and values quoted safely)."""
     if not isinstance(data, dict):
         raise Invalid({"body": Msg("field.body_not_an_object")})
+    over = over_bounds(schema, data)  # before anything walks the items: their count bounds that walk
+    if over is not None:
+        raise Invalid(over)
     where = jsonio.find_unstorable(data)  # form fields (a GPX upload's title) do not come through the JSON loader
     if where is not None:
         raise Invalid({where: Msg("field.unstorable")})
@@ -66,6 +69,36 @@ def load(schema: Schema, data, *, partial: bool = False) -> dict:
         return schema.load(data, partial=partial)
     except ValidationError as exc:
         raise Invalid(flatten(exc.messages)) from None
+
+
+def over_bounds(schema: Schema, data: dict, prefix: str = "") -> dict[str, Msg] | None:
+    """{field: message} for the first list or string of `data` longer than its field's Length allows, judged by
+    its count alone (the field's own Length validator, as the load would say it), nested objects and list items
+    after their container's count; None when every count is within bounds. Items are never read, nor echoed."""
+    for name, field in schema.fields.items():
+        key = field.data_key or name
+        value = data.get(key)
+        if not isinstance(value, (list, str, dict)):
+            continue
+        where = f"{prefix}.{bounded(key)}" if prefix else bounded(key)
+        if isinstance(value, (list, str)):
+            for rule in field.validators:
+                if isinstance(rule, validate.Length):
+                    try:
+                        rule(value)
+                    except ValidationError as exc:
+                        return {where: keyed(exc.messages[0])}
+        inner = field.inner if isinstance(field, fields.List) else None
+        if isinstance(inner, fields.Nested) and isinstance(value, list):
+            for i, item in enumerate(value):
+                found = over_bounds(inner.schema, item, f"{where}[{i}]") if isinstance(item, dict) else None
+                if found:
+                    return found
+        elif isinstance(field, fields.Nested) and isinstance(value, dict) and not field.many:
+            found = over_bounds(field.schema, value, where)
+            if found:
+                return found
+    return None
 
 
 def flatten(messages, prefix: str = "") -> dict[str, Msg]:

@@ -7,6 +7,7 @@ request, pgRouting where installed. A leg the map cannot route is joined straigh
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,8 +104,15 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
     a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed.
     """
+    return join(points, legs_from(engine, points, 0, use_pgrouting=use_pgrouting))
+
+
+def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, use_pgrouting: bool = False) -> list[Leg]:
+    """The legs of the route through `points` from leg `first` on, in order, as many as end within `seconds` (one
+    at least): a job routes a long trip in turns (jobs/route_turns.py). Raises ValueError as `route`."""
     pts = _points(points)
-    legs = []
+    legs: list[Leg] = []
+    began = time.monotonic()
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
         if conn.dialect.name == "postgresql":
@@ -112,8 +120,17 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
             # row against every box. For this transaction only; without JIT, which a disabled scan's price calls in.
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             without_jit(conn)
-        for a, b in zip(pts[:-1], pts[1:]):
+        for a, b in zip(pts[first:-1], pts[first + 1:]):
             legs.append(_leg(conn, a[:2], b[:2], pgr or None))
+            if time.monotonic() - began >= seconds:
+                break
+    return legs
+
+
+def join(points, legs: list[Leg]) -> Route:
+    """The route through `points` made of its `legs` (one per pair of points, in order). Raises ValueError as
+    `route`."""
+    pts = _points(points)
     rows = [pts[0]]
     for leg, end in zip(legs, pts[1:]):
         inner = leg.line[1:-1]

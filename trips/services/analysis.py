@@ -13,6 +13,7 @@ from trips.enrich import registry
 from trips.errors import Conflict, Invalid, Msg
 from trips.guards import WriteContext, guarded_write
 from trips.models import Trip
+from trips.services import work_budget
 
 
 def _structural_retry(trip: Trip) -> tuple[str, ...] | None:
@@ -29,7 +30,8 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
     """Reset and dispatch every enrichment; on a trip whose route fetch or cutting failed, retry that instead.
     Guards: ownership → lock (no version: nothing the rider set moves).
 
-    Raises NotFound, Locked, Invalid (no days yet), Conflict (something is running, or the trip lock).
+    Raises NotFound, Locked, Invalid (no days yet), Conflict (something is running, or the trip lock),
+    RateLimited or Invalid (work past the account's budgets: trips/services/work_budget.py).
     """
 
     def validate(trip):
@@ -42,10 +44,13 @@ def analyze_trip(actor: User, trip_id: str) -> Trip:
         running = [c.name for c in trip.computations if c.name in registry.ENRICHMENTS and c.status == "running"]
         if running:
             raise Conflict("refusal.analysis_running", running=", ".join(sorted(running)))
+        work_budget.check_analysis(actor.id, trip.id)
 
     ctx = WriteContext(actor.id, trip_id, precondition=None, validate=validate)
     with guarded_write(ctx) as trip:
         retry = None if trip.stages else _structural_retry(trip)
+        if retry and "route" in retry and trip.source_points:  # a route to draw again: the work it causes
+            work_budget.charge_route(actor.id, trip.source_points, exclude=trip.id)
         if retry:
             _retry_structural(trip, retry)
             return trip

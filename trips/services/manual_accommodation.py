@@ -42,7 +42,7 @@ class ManualAccommodation(Schema):
     price = Number(load_default=None, allow_none=True, allow_nan=False,
                          validate=validate.Range(0, MAX_PRICE),
                          metadata={"description": "€ for the night; absent or null: unknown."})
-    phone = fields.String(validate=validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error=Msg("field.not_a_phone")))
+    phone = fields.String(validate=[validate.Length(max=40), validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error=Msg("field.not_a_phone"))])
     website = fields.Url(schemes={"http", "https"}, require_tld=False, validate=validate.Length(max=2048))
     address = fields.String(validate=validate.Length(min=1, max=200))
 

@@ -4,6 +4,7 @@ points checked when the trip is created (`check_covered`), the route drawn throu
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,16 +58,33 @@ def plan_route(points: list[list[float]]) -> Planned:
         line = np.array([(p[0], p[1], np.nan) for p in geometry], dtype=float)  # Valhalla gives no elevation
         legs = [_leg(1, len(points), 0.0, length, True, None)]
     else:
-        engine = map_engine()
-        if engine is None:
-            raise RoutingError(NO_MAP_NOW)
-        found = router.route(engine, points)
-        line, legs, at = found.line, [], 0.0
-        for i, leg in enumerate(found.legs):
-            km = total_distance_km(leg.line) if len(leg.line) > 1 else 0.0
-            legs.append(_leg(i + 1, i + 2, at, at + km, leg.routed, leg.why, leg.ends_m))
-            at += km
+        return from_legs(points, draw_legs(points, 0))
     return Planned(ParsedRoute(title=_title(points), tracks=[line]), legs)
+
+
+def on_the_map() -> bool:
+    """Whether routes are drawn here, on the imported map (leg by leg, so in turns), rather than by Valhalla."""
+    return not configs().valhalla.valhalla_url
+
+
+def draw_legs(points: list[list[float]], first: int, seconds: float = math.inf) -> list[router.Leg]:
+    """The map's legs through `points` from leg `first` on, as many as end within `seconds` (one at least): a job's
+    turn (jobs/route_turns.py). Raises RoutingError when no imported map with roads is left to route on."""
+    engine = map_engine()
+    if engine is None:
+        raise RoutingError(NO_MAP_NOW)
+    return router.legs_from(engine, points, first, seconds)
+
+
+def from_legs(points: list[list[float]], legs: list[router.Leg]) -> Planned:
+    """The route through `points` made of its map legs (every one, in order), with each leg's account."""
+    found = router.join(points, legs)
+    accounts, at = [], 0.0
+    for i, leg in enumerate(found.legs):
+        km = total_distance_km(leg.line) if len(leg.line) > 1 else 0.0
+        accounts.append(_leg(i + 1, i + 2, at, at + km, leg.routed, leg.why, leg.ends_m))
+        at += km
+    return Planned(ParsedRoute(title=_title(points), tracks=[found.line]), accounts)
 
 
 def _leg(first: int, last: int, from_km: float, to_km: float, routed: bool, why: Msg | None,

@@ -12,9 +12,9 @@ from trips.core.redis_client import get_redis
 from oauth.kernel.models import User
 from trips import computations
 from trips.services import analysis
-from trips.services import pipeline, planned
+from trips.services import pipeline, planned, work_budget
 from trips.core.db import after_commit, atomic, db, new_id
-from trips.errors import Conflict, Invalid, Msg, as_msg
+from trips.errors import BadRequest, Conflict, Invalid, Msg, as_msg
 from trips.route.gpx import GpxError, parse_gpx
 from trips.core.ratelimit import limit
 from trips.core.text import shorten
@@ -32,20 +32,37 @@ def create_trip(actor: User, data, idempotency_key: str | None, operation: str =
 
     The same key with the same body answers the trip created first (created=False) and dispatches nothing.
     Raises BadRequest (key missing or malformed), Invalid (body), Conflict (key reused with another body,
-    or for a trip since deleted), RateLimited (the new-trips budget).
+    or for a trip since deleted), RateLimited (the new-trips budget, which a request refused for its body or key
+    spends too; the routing budgets of trips/services/work_budget.py).
     """
-    fields = load(TripCreate(), data)
-    if "source_points" in fields:  # a trip planned from places: refused here when the map cannot route it
-        planned.check_covered(fields["source_points"])
-        fields["source_type"] = planned.SOURCE_TYPE
+    try:
+        fields = load(TripCreate(), data)
+        if "source_points" in fields:  # a trip planned from places: refused here when the map cannot route it
+            planned.check_covered(fields["source_points"])
+            fields["source_type"] = planned.SOURCE_TYPE
+    except Invalid:
+        spend_on_refusal(actor)
+        raise
 
     def build() -> Trip:
+        if "source_points" in fields:  # the routing it causes, judged before its job is queued
+            work_budget.charge_route(actor.id, fields["source_points"])
         trip = new_trip(actor, fields)
         computations.initialize(trip, computations.STRUCTURAL, trip.generation)
         after_commit(_dispatch_fetch, trip.id)
         return trip
 
-    return idempotent(actor, operation, idempotency_key, digest(data), build)
+    try:
+        return idempotent(actor, operation, idempotency_key, digest(data), build)
+    except BadRequest:  # the key missing or malformed, refused before the budget was spent
+        spend_on_refusal(actor)
+        raise
+
+
+def spend_on_refusal(actor: User) -> None:
+    """A create refused for its input spends the creation budget as a made one does, so a flood of bad creates meets
+    429 too. Raises RateLimited when that budget is spent."""
+    limit(get_redis(), "trip_create", actor.id)
 
 
 def duplicate_trip(actor: User, trip_id: str, idempotency_key: str | None) -> tuple[Trip, bool]:
@@ -86,10 +103,10 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
 
     Raises Invalid naming `gpxFile` (missing, not a GPX, hostile, too large, no points) or a setting.
     """
+    limit(get_redis(), "trip_create", actor.id)  # before anything is read: a refused upload spends it too
     fields = load(GpxUploadSettings(), {k: v for k, v in form.items() if v != ""})
     if stream is None:
         raise Invalid({"gpxFile": Msg("field.gpx_required")})
-    limit(get_redis(), "trip_create", actor.id)
     try:
         parsed = parse_gpx(stream)
     except GpxError as exc:
