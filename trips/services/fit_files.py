@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from trips.errors import N_, Conflict, InvalidQuery, Msg
 from trips.models import Stage, Trip
+from trips.route import fit_export
 from trips.services.gpx_days import day_exports
 
 SPLITS = ("laps", "courses")
@@ -17,7 +18,6 @@ def fit_file(trip: Trip, stages: list[Stage] | None = None, split: str | None = 
     Raises InvalidQuery (`days`: not one of SPLITS) and Conflict (no riding day with a line yet: nothing to ride)."""
     if split is not None and split not in SPLITS:
         raise InvalidQuery({"days": Msg("field.laps_or_courses")})
-    from trips.route import fit_export  # fit_tool is heavy: a web worker loads it at its first FIT download
     days = day_exports(trip, stages)
     start = next((day.departure for day in days if day.departure is not None), None)
     if start is None:  # only rest days
