@@ -1,0 +1,233 @@
+"""Export files made once: a trip's GPX, FIT course or calendar is made the first time it is asked for a version of
+the trip, kept in the database (every web node shares it: trips/models.py TripExport) and served from there, with
+a strong ETag from its content. Any kind plugs in: `stored_export(trip, kind, options, language, make)`.
+
+The version is a digest of what the file is made from: the trip's row, its days' rows and its route's (on
+PostgreSQL their row versions, `xmin`; elsewhere their stored values), the writer's format, and today's date while
+the trip has no start date (its days are then dated from today). Any write to them gives another version; storing
+a version drops the trip's files of every other.
+
+Concurrent first requests make the file once: the first takes a Redis lock on the key and makes it, the others wait
+for the stored row (or take the lock over if its holder let it go without storing). A process makes at most
+`BTP_EXPORT_BUILDS` files at a time, so a burst of downloads leaves the rest of its requests their threads.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Callable, Iterable, Iterator
+
+import redis as redis_lib
+import sqlalchemy as sa
+from flask import current_app
+
+from trips.core.db import atomic, db, utcnow
+from trips.core.redis_client import get_redis
+from trips.errors import ServiceUnavailable
+from trips.models import Stage, Trip, TripExport, TripRoute
+
+__all__ = ["Stored", "stored_export", "export_version", "etag_matches", "FORMATS"]
+
+# The writer's format per kind: a change to what a writer puts in its files names a new one here, so the files
+# kept of the older writer are made again.
+FORMATS = {"gpx": "gpx-1", "fit": "fit-1"}
+LOCK_S = 60  # a maker's hold on a key: longer than any file takes to make
+WAIT_S = 20.0  # how long a request waits for another's file before making it itself
+POLL_S = (0.02, 0.05, 0.1, 0.2)  # the waits between two looks at the store, then the last one again
+BUILD_WAIT_S = 30.0  # how long a request waits for its turn to make a file
+CHUNK = 256 * 1024
+BUSY = "refusal.briefly_unavailable"  # the slots stay busy: as when Redis is away, try again soon
+
+_slots: dict[int, threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A kept file: its strong ETag (quoted), media type, size, and its bytes (None when the caller's
+    If-None-Match named it: nothing is read)."""
+    etag: str
+    media_type: str
+    size: int
+    content: bytes | None
+
+    def chunks(self) -> Iterator[bytes]:
+        """The file, decompressed a chunk at a time."""
+        inflate = zlib.decompressobj()
+        data = self.content or b""
+        while data:
+            yield inflate.decompress(data, CHUNK)
+            data = inflate.unconsumed_tail
+        rest = inflate.flush()
+        if rest:
+            yield rest
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an If-None-Match header names `etag` (or is `*`); weak validators compare weakly (RFC 9110)."""
+    if not if_none_match:
+        return False
+    tags = [t.strip() for t in if_none_match.split(",")]
+    return "*" in tags or etag in (t.removeprefix("W/") for t in tags)
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _pg_statement():
+    return sa.text(
+        "SELECT t.xmin::text, "
+        "(SELECT string_agg(s.id || ':' || s.xmin::text, ',' ORDER BY s.position) FROM stage s "
+        "WHERE s.trip_id = t.id), "
+        "(SELECT r.xmin::text FROM trip_route r WHERE r.trip_id = t.id) "
+        "FROM trip t WHERE t.id = :trip_id")
+
+
+def _stored_values(connection, trip_id: str) -> str:
+    """Elsewhere than PostgreSQL: a digest of the stored values of the trip, its days and its route."""
+    digest = hashlib.sha256()
+    for table, column, order in ((Trip.__table__, "id", None), (Stage.__table__, "trip_id", "position"),
+                                 (TripRoute.__table__, "trip_id", None)):
+        query = sa.select(*[sa.cast(c, sa.Text) if isinstance(c.type, sa.JSON) else c for c in table.c]) \
+            .where(table.c[column] == trip_id)
+        for row in connection.execute(query.order_by(table.c[order]) if order else query):
+            digest.update(repr(tuple(row)).encode())
+    return digest.hexdigest()
+
+
+def export_version(trip: Trip, kind: str) -> str:
+    """The version of `trip` a file of `kind` is made from (the module's docstring)."""
+    connection = db.session.connection()
+    if connection.dialect.name == "postgresql":
+        rows = tuple(connection.execute(_pg_statement(), {"trip_id": trip.id}).first() or ())
+    else:
+        rows = (_stored_values(connection, trip.id),)
+    today = datetime.now(timezone.utc).date() if trip.start_date is None else None
+    return _digest(FORMATS.get(kind, kind), rows, today)[:32]
+
+
+def _key(trip_id: str, kind: str, options: str, language: str, version: str) -> sa.ColumnElement:
+    t = TripExport
+    return sa.and_(t.trip_id == trip_id, t.kind == kind, t.options == options, t.language == language,
+                   t.version == version)
+
+
+def _look(where, connection=None) -> Stored | None:
+    """The kept file's validator (not its bytes), on `connection` (a fresh one sees every commit) or the session."""
+    query = sa.select(TripExport.etag, TripExport.media_type, TripExport.size).where(where)
+    found = (connection or db.session).execute(query).first()
+    return Stored(f'"{found[0]}"', found[1], found[2], None) if found else None
+
+
+def _slot() -> threading.BoundedSemaphore:
+    size = max(int(current_app.config.get("BTP_EXPORT_BUILDS", 1) or 1), 1)
+    slot = _slots.get(size)
+    if slot is None:
+        with _slots_lock:
+            slot = _slots.setdefault(size, threading.BoundedSemaphore(size))
+    return slot
+
+
+def _make(make: Callable[[], tuple[Iterable[bytes], str]]) -> tuple[bytes, str, int, str]:
+    """(the file compressed, its SHA-256, its size, its media type), made in one of the process's slots."""
+    slot = _slot()
+    if not slot.acquire(timeout=BUILD_WAIT_S):
+        raise ServiceUnavailable(BUSY, 5)
+    try:
+        chunks, media_type = make()
+        deflate, digest, size, parts = zlib.compressobj(6), hashlib.sha256(), 0, []
+        for chunk in chunks:
+            digest.update(chunk)
+            size += len(chunk)
+            parts.append(deflate.compress(chunk))
+        parts.append(deflate.flush())
+        return b"".join(parts), digest.hexdigest(), size, media_type
+    finally:
+        slot.release()
+
+
+def _store(trip_id: str, key: tuple, made: tuple[bytes, str, int, str]) -> None:
+    """Keep the file under its key; the trip's files of other versions go (two makers of one key: the first wins)."""
+    content, etag, size, media_type = made
+    kind, options, language, version = key
+    values = dict(trip_id=trip_id, kind=kind, options=options, language=language, version=version, etag=etag,
+                  media_type=media_type, size=size, content=content, created_at=utcnow())
+    with atomic() as session:
+        dialect = session.connection().dialect.name
+        session.execute(sa.delete(TripExport).where(TripExport.trip_id == trip_id, TripExport.version != version))
+        if dialect in ("postgresql", "sqlite"):
+            insert = (sa.dialects.postgresql.insert if dialect == "postgresql" else sa.dialects.sqlite.insert)
+            session.execute(insert(TripExport).values(**values).on_conflict_do_nothing())
+        elif session.execute(sa.select(TripExport.etag).where(_key(trip_id, *key))).first() is None:
+            session.add(TripExport(**values))
+
+
+def _lock(name: str):
+    """The Redis lock of a key, taken; None when another holds it; False when Redis cannot be reached (each
+    request then makes its own file)."""
+    try:
+        lock = get_redis().lock(name, timeout=LOCK_S)
+        return lock if lock.acquire(blocking=False) else None
+    except redis_lib.RedisError:
+        return False
+
+
+def _release(lock) -> None:
+    try:
+        lock.release()
+    except redis_lib.RedisError:  # expired: another may be making it already, which is only work done twice
+        pass
+
+
+def _wait(where, name: str):
+    """Wait for another request's file: (the kept file, None), or (None, the lock) once its holder let it go
+    without storing, or (None, False) when the wait is over."""
+    deadline = time.monotonic() + WAIT_S
+    for attempt in range(10_000):
+        time.sleep(POLL_S[min(attempt, len(POLL_S) - 1)])
+        with db.engine.connect() as connection:
+            found = _look(where, connection)
+        if found is not None:
+            return found, None
+        lock = _lock(name)
+        if lock is not None or time.monotonic() > deadline:
+            return None, lock or False
+    return None, False
+
+
+def stored_export(trip: Trip, kind: str, options: str, language: str,
+                  make: Callable[[], tuple[Iterable[bytes], str]], if_none_match: str | None = None) -> Stored:
+    """The file of `kind` (with `options`, in `language`; "" for none) of `trip` as it is now: the kept one, else
+    `make()` (its chunks and media type) once and kept. Its bytes are not read when `if_none_match` names it.
+    Raises what `make` raises (nothing is kept then), ServiceUnavailable when the process's slots stay busy."""
+    version = export_version(trip, kind)
+    key = (kind, options, language, version)
+    where = _key(trip.id, *key)
+    found = _look(where)
+    if found is None:
+        name = f"btp:export:{_digest(trip.id, *key)[:40]}"
+        lock = _lock(name)
+        if lock is None:
+            found, lock = _wait(where, name)
+        if found is None:
+            try:
+                made = _make(make)
+                _store(trip.id, key, made)
+            finally:
+                if lock:
+                    _release(lock)
+            # Another maker's file when it was stored first; this one when a newer version replaced it already.
+            found = _look(where) or Stored(f'"{made[1]}"', made[3], made[2], None)
+            if found.etag == f'"{made[1]}"' and not etag_matches(if_none_match, found.etag):
+                return Stored(found.etag, found.media_type, found.size, made[0])
+    if etag_matches(if_none_match, found.etag):
+        return found
+    content = db.session.scalar(sa.select(TripExport.content).where(where))
+    return Stored(found.etag, found.media_type, found.size, content)
