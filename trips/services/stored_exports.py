@@ -3,16 +3,17 @@ the trip, kept in the database (every web node shares it: trips/models.py TripEx
 a strong ETag from its content. Any kind plugs in: `stored_export(trip, kind, options, language, make)`.
 
 The version is a digest of what the file is made from: the trip's row, its days' rows and its route's (on
-PostgreSQL their row versions, `xmin`; elsewhere their stored values), the writer's format, and today's date while
-the trip has no start date (its days are then dated from today). Any write to them gives another version; storing
-a version drops the trip's files of every other.
+PostgreSQL their row versions, `xmin`; elsewhere their stored values), and today's date while the trip has no start
+date (its days are then dated from today). Any write to them gives another version; storing a version drops the
+trip's files of every other. The kind is stored with its writer's format (FORMATS).
 
 Concurrent first requests make the file once: the first takes a Redis lock on the key and makes it, the others wait
 for the stored row (or take the lock over if its holder let it go without storing). A process makes at most
-`BTP_EXPORT_BUILDS` files at a time, so a burst of downloads leaves the rest of its requests their threads.
+BUILDS_PER_PROCESS files at a time, so a burst of downloads leaves the rest of its requests their threads.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
@@ -24,7 +25,6 @@ from typing import Callable, Iterable, Iterator
 
 import redis as redis_lib
 import sqlalchemy as sa
-from flask import current_app
 
 from trips.core.db import atomic, db, utcnow
 from trips.core.redis_client import get_redis
@@ -33,9 +33,9 @@ from trips.models import Stage, Trip, TripExport, TripRoute
 
 __all__ = ["Stored", "stored_export", "export_version", "etag_matches", "FORMATS"]
 
-# The writer's format per kind: a change to what a writer puts in its files names a new one here, so the files
-# kept of the older writer are made again.
-FORMATS = {"gpx": "gpx-1", "fit": "fit-1"}
+# The kind as stored, with its writer's format: a change to what a writer puts in its files names a new one here,
+# so the files kept of the older writer are made again (a kind not named is stored as it is).
+FORMATS = {"gpx": "gpx.1", "fit": "fit.1"}
 LOCK_S = 60  # a maker's hold on a key: longer than any file takes to make
 WAIT_S = 20.0  # how long a request waits for another's file before making it itself
 POLL_S = (0.02, 0.05, 0.1, 0.2)  # the waits between two looks at the store, then the last one again
@@ -43,8 +43,10 @@ BUILD_WAIT_S = 30.0  # how long a request waits for its turn to make a file
 CHUNK = 256 * 1024
 BUSY = "refusal.briefly_unavailable"  # the slots stay busy: as when Redis is away, try again soon
 
-_slots: dict[int, threading.BoundedSemaphore] = {}
-_slots_lock = threading.Lock()
+# Files a process makes at a time: a long trip's file is seconds of CPU under the GIL, and the process's other
+# requests (a probe, a page) share that CPU with it.
+BUILDS_PER_PROCESS = 1
+_slot = threading.BoundedSemaphore(BUILDS_PER_PROCESS)
 
 
 @dataclass(frozen=True)
@@ -102,15 +104,15 @@ def _stored_values(connection, trip_id: str) -> str:
     return digest.hexdigest()
 
 
-def export_version(trip: Trip, kind: str) -> str:
-    """The version of `trip` a file of `kind` is made from (the module's docstring)."""
+def export_version(trip: Trip) -> str:
+    """The version of `trip` its files are made from (the module's docstring)."""
     connection = db.session.connection()
     if connection.dialect.name == "postgresql":
         rows = tuple(connection.execute(_pg_statement(), {"trip_id": trip.id}).first() or ())
     else:
         rows = (_stored_values(connection, trip.id),)
     today = datetime.now(timezone.utc).date() if trip.start_date is None else None
-    return _digest(FORMATS.get(kind, kind), rows, today)[:32]
+    return _digest(rows, today)[:32]
 
 
 def _key(trip_id: str, kind: str, options: str, language: str, version: str) -> sa.ColumnElement:
@@ -126,19 +128,9 @@ def _look(where, connection=None) -> Stored | None:
     return Stored(f'"{found[0]}"', found[1], found[2], None) if found else None
 
 
-def _slot() -> threading.BoundedSemaphore:
-    size = max(int(current_app.config.get("BTP_EXPORT_BUILDS", 1) or 1), 1)
-    slot = _slots.get(size)
-    if slot is None:
-        with _slots_lock:
-            slot = _slots.setdefault(size, threading.BoundedSemaphore(size))
-    return slot
-
-
 def _make(make: Callable[[], tuple[Iterable[bytes], str]]) -> tuple[bytes, str, int, str]:
     """(the file compressed, its SHA-256, its size, its media type), made in one of the process's slots."""
-    slot = _slot()
-    if not slot.acquire(timeout=BUILD_WAIT_S):
+    if not _slot.acquire(timeout=BUILD_WAIT_S):
         raise ServiceUnavailable(BUSY, 5)
     try:
         chunks, media_type = make()
@@ -150,7 +142,7 @@ def _make(make: Callable[[], tuple[Iterable[bytes], str]]) -> tuple[bytes, str, 
         parts.append(deflate.flush())
         return b"".join(parts), digest.hexdigest(), size, media_type
     finally:
-        slot.release()
+        _slot.release()
 
 
 def _store(trip_id: str, key: tuple, made: tuple[bytes, str, int, str]) -> None:
@@ -207,8 +199,7 @@ def stored_export(trip: Trip, kind: str, options: str, language: str,
     """The file of `kind` (with `options`, in `language`; "" for none) of `trip` as it is now: the kept one, else
     `make()` (its chunks and media type) once and kept. Its bytes are not read when `if_none_match` names it.
     Raises what `make` raises (nothing is kept then), ServiceUnavailable when the process's slots stay busy."""
-    version = export_version(trip, kind)
-    key = (kind, options, language, version)
+    key = (FORMATS.get(kind, kind), options, language, export_version(trip))
     where = _key(trip.id, *key)
     found = _look(where)
     if found is None:
@@ -218,16 +209,17 @@ def stored_export(trip: Trip, kind: str, options: str, language: str,
             found, lock = _wait(where, name)
         if found is None:
             try:
-                made = _make(make)
-                _store(trip.id, key, made)
+                content, etag, size, media_type = _make(make)
+                _store(trip.id, key, (content, etag, size, media_type))
             finally:
                 if lock:
                     _release(lock)
-            # Another maker's file when it was stored first; this one when a newer version replaced it already.
-            found = _look(where) or Stored(f'"{made[1]}"', made[3], made[2], None)
-            if found.etag == f'"{made[1]}"' and not etag_matches(if_none_match, found.etag):
-                return Stored(found.etag, found.media_type, found.size, made[0])
+            found = Stored(f'"{etag}"', media_type, size, content)
     if etag_matches(if_none_match, found.etag):
-        return found
-    content = db.session.scalar(sa.select(TripExport.content).where(where))
-    return Stored(found.etag, found.media_type, found.size, content)
+        return dataclasses.replace(found, content=None)
+    if found.content is None:
+        with db.engine.connect() as connection:  # a connection of its own sees the rows another request stored
+            found = dataclasses.replace(found, content=connection.scalar(sa.select(TripExport.content).where(where)))
+        if found.content is None:  # a newer version replaced it between the two reads
+            raise ServiceUnavailable(BUSY, 1)
+    return found
