@@ -95,7 +95,7 @@ def _end_name(day: DayExport) -> str:
 
 def _number(value) -> float | None:
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value)
     except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
@@ -141,20 +141,20 @@ def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_k
     timed = [along / speed for _, _, along in riding]  # seconds from the day's start at each point
     plan: list[tuple[DayExport, np.ndarray, np.ndarray, np.ndarray, int]] = []  # metres, seconds, start (Unix ms)
     offset = 0.0
-    for (day, line, along), secs, begin in zip(riding, timed, ride_starts(leaving, [t[-1] for t in timed])):
-        plan.append((day, line, offset + along, secs, _unix_ms(begin)))
+    for (day, line, along), secs, leaves in zip(riding, timed, ride_starts(leaving, [t[-1] for t in timed])):
+        plan.append((day, line, offset + along, secs, _unix_ms(leaves)))
         offset += float(along[-1])
-    for day, line, metres, seconds, begin in plan:
-        end = fit_seconds(begin + round(float(seconds[-1]) * 1000))
-        w.add(LAP, (end, fit_seconds(begin), semicircles(float(line[0, 0])), semicircles(float(line[0, 1])),
+    for day, line, metres, seconds, began in plan:
+        end = fit_seconds(began + round(float(seconds[-1]) * 1000))
+        w.add(LAP, (end, fit_seconds(began), semicircles(float(line[0, 0])), semicircles(float(line[0, 1])),
                     semicircles(float(line[-1, 0])), semicircles(float(line[-1, 1])), float(seconds[-1]),
                     float(seconds[-1]), float(metres[-1] - metres[0])))
     w.add(EVENT, (fit_seconds(plan[0][4]), TIMER, START))
     w.add_many(RECORD, _records(plan))
     points = []
-    for day, line, metres, seconds, begin in plan:
-        points += _cue_points(by_day.get(id(day), ()), float(metres[0]), float(metres[-1] - metres[0]), begin, speed)
-        points.append((fit_seconds(begin + round(float(seconds[-1]) * 1000)), semicircles(float(line[-1, 0])),
+    for day, line, metres, seconds, began in plan:
+        points += _cue_points(by_day.get(id(day), ()), float(metres[0]), float(metres[-1] - metres[0]), began, speed)
+        points.append((fit_seconds(began + round(float(seconds[-1]) * 1000)), semicircles(float(line[-1, 0])),
                        semicircles(float(line[-1, 1])), float(metres[-1]), SEGMENT_END, _end_name(day)))
     for point in points:
         w.add(COURSE_POINT, point)
