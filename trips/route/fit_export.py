@@ -17,7 +17,7 @@ import numpy as np
 from trips.core.text import shorten
 from trips.route.clock import ride_starts
 from trips.route.geo import cumulative_km
-from trips.route.pacing import MAX_STAGE_POINTS, fit_points
+from trips.route.pacing import MAX_STAGE_POINTS, fit_points_each
 from trips.route.gpx_export import MIN_SPEED_KMH, DayExport, clean_text
 from trips.route.fit_writer import Field, FitWriter, Message, fit_seconds, fit_time, semicircles
 
@@ -66,10 +66,16 @@ def _name(text: str | None, fallback: str, chars: int | None = None) -> str:
     return shorten(value, NAME_BYTES, _utf8) or fallback
 
 
-def _days(days: Sequence[DayExport]) -> list[tuple[DayExport, np.ndarray, np.ndarray]]:
+def _days(days: Sequence[DayExport], simplified: Sequence | None = None,
+          ) -> list[tuple[DayExport, np.ndarray, np.ndarray]]:
     """The riding days with a line: (day, its line (lat, lon, ele; NaN: unknown) thinned to the day's share of
     MAX_COURSE_POINTS, the metres along each point). The metres are the thinned line's, stretched to the whole
-    line's length: a lap is as long as the day, however many points carry it."""
+    line's length: a lap is as long as the day, however many points carry it.
+
+    `simplified`: per day of `days`, its line simplified at 20 m already (the day's stored line), thinned in its
+    stead when the line has more points than its share: thinning starts with that same 20 m pass (pacing.py
+    fit_points), so it keeps the same points for a fraction of the work."""
+    first_pass = {id(day): line for day, line in zip(days, simplified or ()) if line is not None and len(line) >= 2}
     out = []
     for day in days:
         line = np.asarray(day.geometry if day.geometry is not None else [], dtype=float)
@@ -78,14 +84,27 @@ def _days(days: Sequence[DayExport]) -> list[tuple[DayExport, np.ndarray, np.nda
                 line = np.column_stack((line, np.full(len(line), np.nan)))
             out.append((day, line[:, :3]))
     budget = min(MAX_STAGE_POINTS, max(MIN_DAY_POINTS, MAX_COURSE_POINTS // max(len(out), 1)))
+    sources = [_first_pass(first_pass.get(id(day)), line) if len(line) > budget else line for day, line in out]
+    long = [i for i, line in enumerate(sources) if len(line) > budget]
+    fitted = dict(zip(long, fit_points_each([sources[i] for i in long], budget)))  # every day's passes at once
     thinned = []
-    for day, line in out:
-        kept = fit_points(line, budget) if len(line) > budget else line
+    for i, (day, line) in enumerate(out):
+        kept = fitted.get(i, sources[i])
         along = cumulative_km(kept) * 1000.0
         if len(kept) < len(line) and along[-1] > 0:
             along *= float(cumulative_km(line)[-1] * 1000.0) / float(along[-1])
         thinned.append((day, kept, along))
     return thinned
+
+
+def _first_pass(simplified, line: np.ndarray) -> np.ndarray:
+    """The day's 20 m line as (lat, lon, ele) when it has one, else its line."""
+    if simplified is None:
+        return line
+    coarse = np.asarray(simplified, dtype=float)
+    if coarse.ndim != 2 or coarse.shape[1] < 2:
+        return line
+    return coarse[:, :3] if coarse.shape[1] >= 3 else np.column_stack((coarse, np.full(len(coarse), np.nan)))
 
 
 def _end_name(day: DayExport) -> str:
@@ -122,13 +141,14 @@ def _unix_ms(moment: datetime) -> int:
 
 
 def course(name: str | None, days: Sequence[DayExport], start: datetime, speed_kmh: float,
-           cues: Sequence[Sequence[Cue] | None] | None = None) -> bytes:
+           cues: Sequence[Sequence[Cue] | None] | None = None, simplified: Sequence | None = None) -> bytes:
     """One course over the riding days of `days` (in order), each a lap leaving at its `departure` (a day without
     one: `start`, the first day's departure, N - 1 days later for day N), or when the day before ends if that is
     later. `cues`: per day of `days` (same order), its cues ({lat, lon, km along the day, turn, street,
-    instruction}), written as course points. Raises ValueError when no day has a line."""
+    instruction}), written as course points. `simplified`: per day of `days`, its line simplified at 20 m already
+    (`_days`). Raises ValueError when no day has a line."""
     by_day = {id(day): list(day_cues or ()) for day, day_cues in zip(days, cues or ())}
-    riding = _days(days)
+    riding = _days(days, simplified)
     if not riding:
         raise ValueError("no riding day with a line to write")
     speed = max(float(speed_kmh or 0), MIN_SPEED_KMH) / 3.6  # m/s
@@ -178,10 +198,11 @@ def _records(plan) -> list[np.ndarray]:
 
 
 def course_per_day(name: str | None, days: Sequence[DayExport], start: datetime, speed_kmh: float,
-                   cues: Sequence[Sequence[Cue] | None] | None = None) -> bytes:
-    """A ZIP of one course per riding day ("day-01.fit", …), each named "Day N: label", with its cues (`cues` as
-    `course`'s). Raises ValueError when no day has a line."""
+                   cues: Sequence[Sequence[Cue] | None] | None = None, simplified: Sequence | None = None) -> bytes:
+    """A ZIP of one course per riding day ("day-01.fit", …), each named "Day N: label", with its cues (`cues` and
+    `simplified` as `course`'s). Raises ValueError when no day has a line."""
     by_day = {id(day): day_cues for day, day_cues in zip(days, cues or ())}
+    coarse = {id(day): line for day, line in zip(days, simplified or ())}
     riding = [day for day, _, _ in _days(days)]
     if not riding:
         raise ValueError("no riding day with a line to write")
@@ -191,5 +212,5 @@ def course_per_day(name: str | None, days: Sequence[DayExport], start: datetime,
             begin = day.departure or start + timedelta(days=day.day_number - riding[0].day_number)
             title = f"Day {day.day_number}: {day.label}" if day.label else f"Day {day.day_number}: {name or 'BTP'}"
             archive.writestr(f"day-{day.day_number:02d}.fit",
-                             course(title, [day], begin, speed_kmh, [by_day.get(id(day))]))
+                             course(title, [day], begin, speed_kmh, [by_day.get(id(day))], [coarse.get(id(day))]))
     return buffer.getvalue()

@@ -25,13 +25,16 @@ def fit_file(trip: Trip, stages: list[Stage] | None = None, split: str | None = 
 
     Raises InvalidQuery (`days`: not one of SPLITS) and Conflict (no riding day with a line yet: nothing to ride)."""
     split_of(split)
-    days = day_exports(trip, stages)
+    chosen = stages if stages is not None else list(trip.stages)
+    days = day_exports(trip, chosen)
     start = next((day.departure for day in days if day.departure is not None), None)
     if start is None:  # only rest days
         raise Conflict(NOTHING_TO_RIDE)
     write = fit_export.course_per_day if split == "courses" else fit_export.course
     try:
-        data = write(trip.title, days, start, trip.average_speed, cues)
+        # each day's stored line: its route's points simplified at 20 m, where a long day's thinning starts
+        data = write(trip.title, days, start, trip.average_speed, cues,
+                     [None if s.is_rest_day else s.geometry for s in chosen])
     except ValueError:  # no riding day with a line
         raise Conflict(NOTHING_TO_RIDE) from None
     return data, "application/zip" if split == "courses" else fit_export.MEDIA_TYPE
