@@ -74,6 +74,20 @@ def test_each_day_s_own_course_carries_its_cues():
     assert second_day[0]["distance"] == pytest.approx(2000, abs=0.01)
 
 
+def test_a_long_day_thinned_from_its_20_m_line_keeps_the_points_and_its_length():
+    from tests.fakes.thirdparty import make_points
+    from trips.route import geo
+
+    route = np.array(make_points(45 * 800 + 1, step_m=100.0))  # 45 days: each day's share is 500 points
+    lines = [route[d * 800:(d + 1) * 800 + 1] for d in range(45)]
+    days = [DayExport(d + 1, None, line, tuple(line[-1])) for d, line in enumerate(lines)]
+    simplified = [geo.simplify(line, geo.TOLERANCE_M) for line in lines]
+    full = read_fit(fit_export.course("Full", days, START, 15.0))
+    fast = read_fit(fit_export.course("Full", days, START, 15.0, simplified=simplified))
+    assert len(full["record_mesgs"]) < 45 * 500  # thinned
+    assert fast["record_mesgs"] == full["record_mesgs"] and fast["lap_mesgs"] == full["lap_mesgs"]
+
+
 @pytest.mark.parametrize("data", [b"", b".FIT", bytes(range(256)) * 3])
 def test_the_crc_is_garmin_s(data):
     assert crc16(data) == crc_calculator.CrcCalculator.calculate_crc(bytearray(data), 0, len(data))
