@@ -100,7 +100,9 @@ def _stored_values(connection, trip_id: str) -> str:
         query = sa.select(*[sa.cast(c, sa.Text) if isinstance(c.type, sa.JSON) else c for c in table.c]) \
             .where(table.c[column] == trip_id)
         for row in connection.execute(query.order_by(table.c[order]) if order else query):
-            digest.update(repr(tuple(row)).encode())
+            for value in row:  # each value as itself: the repr of a route's megabytes would cost more than it
+                digest.update(value if isinstance(value, bytes) else repr(value).encode())
+                digest.update(b"\x1f")
     return digest.hexdigest()
 
 
