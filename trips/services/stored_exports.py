@@ -191,6 +191,12 @@ def _wait(where, name: str):
         if found is not None:
             return found, None
         lock = _lock(name)
+        if lock:  # its maker let it go: stored just now, or failed
+            with db.engine.connect() as connection:
+                found = _look(where, connection)
+            if found is not None:
+                _release(lock)
+                return found, None
         if lock is not None or time.monotonic() > deadline:
             return None, lock or False
     return None, False
@@ -209,6 +215,11 @@ def stored_export(trip: Trip, kind: str, options: str, language: str,
         lock = _lock(name)
         if lock is None:
             found, lock = _wait(where, name)
+        elif lock:  # the lock may have been let go by a maker that has just stored the file
+            with db.engine.connect() as connection:
+                found = _look(where, connection)
+            if found is not None:
+                _release(lock)
         if found is None:
             try:
                 content, etag, size, media_type = _make(make)

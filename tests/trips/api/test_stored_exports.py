@@ -156,6 +156,21 @@ def test_two_first_downloads_at_once_make_the_file_once(app, rider, trip, builds
     assert len(builds) == 1 and len(kept(trip.id)) == 1
 
 
+def test_a_request_that_looked_just_before_the_file_was_stored_does_not_make_it_again(client, rider, trip, builds,
+                                                                                      monkeypatch):
+    _, headers = rider
+    first = client.get(f"/api/trips/{trip.id}.fit", headers=headers)
+    look, looks = stored_exports._look, []
+
+    def late_look(*args, **kwargs):  # the first look ran before the maker committed; the lock is free after
+        looks.append(1)
+        return None if len(looks) == 1 else look(*args, **kwargs)
+
+    monkeypatch.setattr(stored_exports, "_look", late_look)
+    again = client.get(f"/api/trips/{trip.id}.fit", headers=headers)
+    assert again.status_code == 200 and again.headers["ETag"] == first.headers["ETag"] and len(builds) == 1
+
+
 def test_a_refusal_keeps_nothing(client, rider):
     _, headers = rider
     created = client.post("/api/trips", json={"sourceUrl": "https://www.komoot.com/tour/123456"},
