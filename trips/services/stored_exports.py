@@ -9,7 +9,8 @@ trip's files of every other. The kind is stored with its writer's format (FORMAT
 
 Concurrent first requests make the file once: the first takes a Redis lock on the key and makes it, the others wait
 for the stored row (or take the lock over if its holder let it go without storing). A process makes at most
-BUILDS_PER_PROCESS files at a time, so a burst of downloads leaves the rest of its requests their threads.
+BUILDS_PER_PROCESS files at a time, so a burst of downloads of many trips leaves its other requests their share of
+the CPU.
 """
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ BUILD_WAIT_S = 30.0  # how long a request waits for its turn to make a file
 CHUNK = 256 * 1024
 BUSY = "refusal.briefly_unavailable"  # the slots stay busy: as when Redis is away, try again soon
 
-# Files a process makes at a time: a long trip's file is seconds of CPU under the GIL, and the process's other
-# requests (a probe, a page) share that CPU with it.
+# Files a process makes at a time: making a long trip's file is CPU-bound work under the GIL, which the process's
+# other requests (a probe, a page) share with it.
 BUILDS_PER_PROCESS = 1
 _slot = threading.BoundedSemaphore(BUILDS_PER_PROCESS)
 
