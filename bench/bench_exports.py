@@ -250,6 +250,8 @@ def main() -> None:
                         f"FIT of {local['bytes']} bytes; gunicorn -w {args.workers}; cold makes "
                         f"{[round(x, 3) for x in local['cold_s']]}")
         log("written", write_result(f"exports{'' if engine == 'sqlite' else '-' + engine}", rows, notes))
+        if any(code != 200 for got in (first, again) for code in got["codes"]):
+            raise SystemExit("a download was not answered 200")
     finally:
         if redis_proc is not None:
             redis_proc.terminate()
