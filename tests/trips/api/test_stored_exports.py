@@ -179,3 +179,19 @@ def test_a_refusal_keeps_nothing(client, rider):
     assert client.get(f"/api/trips/{trip_id}.fit", headers=headers).status_code == 409
     assert client.get(f"/api/trips/{trip_id}.fit?days=weeks", headers=headers).status_code == 400
     assert kept(trip_id) == []
+
+
+def test_an_undated_trip_s_files_are_made_again_the_next_day(rider, trip, monkeypatch):
+    from datetime import datetime, timezone
+
+    undated = import_gpx(rider[0], io.BytesIO(GPX), {})
+    today = stored_exports.export_version(undated), stored_exports.export_version(trip)
+
+    class Tomorrow(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2099, 1, 2, tzinfo=timezone.utc)
+
+    monkeypatch.setattr(stored_exports, "datetime", Tomorrow)
+    assert stored_exports.export_version(undated) != today[0]  # its days are dated from today
+    assert stored_exports.export_version(trip) == today[1]
