@@ -1,4 +1,4 @@
-"""Trips, their route, their days, their computations and creation idempotency records."""
+"""Trips, their route, their days, their computations, their stored export files and creation idempotency records."""
 from __future__ import annotations
 
 from datetime import date, datetime
@@ -151,6 +151,25 @@ class Computation(db.Model):
     generation: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     reason: Mapped[str | None] = mapped_column(sa.String(255))
     updated_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow, onupdate=utcnow)
+
+
+class TripExport(db.Model):
+    """A file made of a trip (its GPX, its FIT course, …), kept so that it is made once per version of the trip
+    (trips/services/stored_exports.py): the database is the store every web node shares."""
+
+    __tablename__ = "trip_export"
+
+    trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    options: Mapped[str] = mapped_column(sa.String(80), primary_key=True)
+    language: Mapped[str] = mapped_column(sa.String(8), primary_key=True)
+    # What the file was made from: a digest of the trip's stored rows and the writer's format (the key's last part).
+    version: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    etag: Mapped[str] = mapped_column(sa.String(64), nullable=False)  # SHA-256 of the file, hex
+    media_type: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    size: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    content: Mapped[bytes] = mapped_column(sa.LargeBinary, nullable=False)  # the file, zlib-compressed
+    created_at: Mapped[datetime] = mapped_column(sa.DateTime, nullable=False, default=utcnow)
 
 
 class IdempotencyRecord(db.Model):

@@ -66,7 +66,7 @@ HEADERS = {
                        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{16,255}$"},
                        "description": "A replay with the same key and body answers the first result (24 h)."},
     "IfNoneMatch": {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"},
-                    "description": "The ETag of a route already held: 304 when it has not changed."},
+                    "description": "The ETag of a route or file already held: 304 when it has not changed."},
 }
 PATH_PARAMETERS = {
     "trip_id": ("The trip's id.", {"type": "string", "format": "uuid"}),
@@ -94,11 +94,14 @@ def body(schema: str, description: str) -> dict:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-GPX_FILE = {"description": "A GPX 1.1 file (an attachment).", "content": {"application/gpx+xml": {
-    "schema": {"type": "string"}}}}
+FILE_TAG = {"ETag": {"description": "The file's strong tag (a hash of its content).", "schema": {"type": "string"}}}
+GPX_FILE = {"description": "A GPX 1.1 file (an attachment).", "headers": FILE_TAG, "content": {
+    "application/gpx+xml": {"schema": {"type": "string"}}}}
 FIT_FILE = {"description": "A FIT course file (an attachment): Garmin, Wahoo and other bike computers load it.",
+            "headers": FILE_TAG,
             "content": {"application/vnd.ant.fit": {"schema": {"type": "string", "format": "binary"}}}}
 FIT_FILES = {"description": "A FIT course file, the days as laps; with days=courses a ZIP of one course per day.",
+             "headers": FILE_TAG,
              "content": {**FIT_FILE["content"], "application/zip": {"schema": {"type": "string", "format": "binary"}}}}
 FIT_QUERY = [{"name": "days", "in": "query", "required": False, "schema": {"type": "string", "enum": ["laps", "courses"]},
               "description": "laps (default): one course, each day a lap; courses: a ZIP of one course per day."}]
@@ -174,10 +177,13 @@ OPERATIONS = {
     "trips_api.duplicate": Op("Copy a trip with its days", WRITE, {
         201: trip("The copy.", LOCATION), 200: trip("A replay of an earlier request with this key.", LOCATION)},
         (400, 404, 409, 429), headers=("IdempotencyKey",)),
-    "trips_api.trip_gpx": Op("Download the trip as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+    "trips_api.trip_gpx": Op("Download the trip as GPX", READ, {200: GPX_FILE, 304: NOT_MODIFIED}, (404,),
+                             headers=("IfNoneMatch",), tag="exports"),
     "trips_api.trip_ics": Op("Download the trip's calendar (iCalendar): a riding day's event from departure to "
-                             "arrival, a rest day's all day", READ, {200: ICS_FILE}, (404, 409), tag="exports"),
-    "trips_api.stage_gpx": Op("Download one day as GPX", READ, {200: GPX_FILE}, (404,), tag="exports"),
+                             "arrival, a rest day's all day", READ, {200: ICS_FILE, 304: NOT_MODIFIED}, (404, 409),
+                             headers=("IfNoneMatch",), tag="exports"),
+    "trips_api.stage_gpx": Op("Download one day as GPX", READ, {200: GPX_FILE, 304: NOT_MODIFIED}, (404,),
+                              headers=("IfNoneMatch",), tag="exports"),
     "trips_api.geocode": Op("Look places up by name", READ, {200: body("PlaceList", "The places found.")},
                             (400, 429, 502), query=GEOCODE_QUERY, tag="places"),
     "stages_api.add": Op("Add a day", WRITE, {200: trip("The trip with the new day.")}, WRITE_ERRORS,
@@ -205,9 +211,10 @@ OPERATIONS = {
     "rider_api.nearby": Op("The imported map's places near a GPS fix, by category and radius (offline)", READ, {
         200: body("NearbyPlaces", "The places, with how much of the circle the map covers.")}, (400,),
         query=NearbyQuery, tag="places"),
-    "rider_api.trip_fit": Op("Download the trip as a FIT course", READ, {200: FIT_FILES}, (400, 409),
-                             query=FIT_QUERY, tag="exports"),
-    "rider_api.stage_fit": Op("Download one day as a FIT course", READ, {200: FIT_FILE}, (409,), tag="exports"),
+    "rider_api.trip_fit": Op("Download the trip as a FIT course", READ, {200: FIT_FILES, 304: NOT_MODIFIED},
+                             (400, 409), query=FIT_QUERY, headers=("IfNoneMatch",), tag="exports"),
+    "rider_api.stage_fit": Op("Download one day as a FIT course", READ, {200: FIT_FILE, 304: NOT_MODIFIED}, (409,),
+                              headers=("IfNoneMatch",), tag="exports"),
     "rider_api.email_change": Op("Change my e-mail address: a link is mailed to the new one (30 min, once)", WRITE, {
         202: body("EmailChangeSent", "Mailed; the address changes when the link's page is confirmed.")},
         (400, 413, 422, 429, 502), body=EmailChange, tag="account"),

@@ -7,12 +7,12 @@ from flask import Blueprint, Response, g, jsonify, request
 
 from oauth.services import accounts
 from oauth.kernel.principal import require_api_scope
-from trips.api.exports import filename
+from trips.api.exports import export_answer, filename, options
 from trips.api.trips import READ, WRITE, if_match, trip_answer
 from trips.core.problems import json_body
 from trips.services import sharing
 from trips.services import trip_reads as reads
-from trips.services.fit_files import fit_file
+from trips.services.fit_files import fit_file, split_of
 from trips.services.manual_accommodation import add_manual_accommodation
 from trips.core.validation import load
 from trips.services.nearby import nearby_points
@@ -67,9 +67,11 @@ def shared_stage_fit(code, stage_id):
 
 
 def fit_download(trip, stages=None, split: str | None = None) -> Response:
-    data, media = fit_file(trip, stages, split)
-    name = filename(trip, stages).removesuffix(".gpx") + (".zip" if media == "application/zip" else ".fit")
-    response = Response(data, mimetype=media)
-    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
-    response.headers["Cache-Control"] = "private, no-cache"
-    return response
+    split = split_of(split)
+    name = filename(trip, stages).removesuffix(".gpx") + (".zip" if split == "courses" else ".fit")
+
+    def make():
+        data, media = fit_file(trip, stages, split)
+        return (data,), media
+
+    return export_answer(trip, "fit", options(stages, split), make, name)

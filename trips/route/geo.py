@@ -288,13 +288,15 @@ def _chunk(starts: np.ndarray, ends: np.ndarray, size: int):
     return new_starts, new_ends, np.concatenate([b[1:-1] for b in bounds]).astype(np.int64)
 
 
-def _dp_keep_mask(pts: np.ndarray, tol: float) -> np.ndarray:
+def _dp_keep_mask(pts: np.ndarray, tol: float, starts=None, ends=None) -> np.ndarray:
+    """The points Douglas–Peucker keeps of each line (starts[k], ends[k]) of `pts` (default: one, all of it)."""
     n = len(pts)
     lat, lon = np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1])
     unit = _unit_vectors(lat, lon)
     keep = np.zeros(n, dtype=bool)
-    keep[0] = keep[-1] = True
-    starts, ends = np.array([0], dtype=np.int64), np.array([n - 1], dtype=np.int64)
+    starts = np.array([0], dtype=np.int64) if starts is None else np.asarray(starts, dtype=np.int64)
+    ends = np.array([n - 1], dtype=np.int64) if ends is None else np.asarray(ends, dtype=np.int64)
+    keep[starts] = keep[ends] = True
     work = exact = levels = 0
     budgets = [(_WORK_PER_POINT * n, n), (_CHUNKED_WORK_PER_POINT * n, n)]
     work_limit, exact_limit = budgets.pop(0)

@@ -199,6 +199,29 @@ def fit_points(points, max_points: int = MAX_STAGE_POINTS, tolerance_m: float = 
     return pts
 
 
+def fit_points_each(lines: list[np.ndarray], max_points: int,
+                    tolerance_m: float = geo.TOLERANCE_M) -> list[np.ndarray]:
+    """`fit_points` of each line of `lines` (the same points), each pass made over all the lines still too long
+    at once: Douglas–Peucker is breadth-first over every open segment, so many short lines cost about one."""
+    out = [geo.as_points(line) for line in lines]
+    busy = [i for i, line in enumerate(out) if len(line) > 2]
+    while busy:
+        ends = np.cumsum([len(out[i]) for i in busy]) - 1
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        joined = np.concatenate([out[i] for i in busy])
+        keep = geo._dp_keep_mask(joined, tolerance_m, starts, ends)
+        for i, s, e in zip(busy, starts.tolist(), ends.tolist()):
+            out[i] = joined[s:e + 1][keep[s:e + 1]]
+        busy = [i for i in busy if len(out[i]) > max_points]
+        if tolerance_m >= _MAX_TOLERANCE_M:
+            break
+        tolerance_m *= 2
+    for i, pts in enumerate(out):
+        if len(pts) > max(max_points, 2):
+            out[i] = pts[np.unique(np.linspace(0, len(pts) - 1, max(max_points, 2)).round().astype(int))]
+    return out
+
+
 def _stages(lines) -> list[StagePlan]:
     """The days of `lines` (an iterable: each day's full-resolution line is measured, simplified at 20 m and
     let go before the next is made), then each pass coarser for all days alike until the trip keeps at most

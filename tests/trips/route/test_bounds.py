@@ -112,6 +112,16 @@ def test_fit_points_keeps_the_ends_and_falls_back_to_even_spacing():
     assert len(kept) == 100 and (kept[0] == line[0]).all() and (kept[-1] == line[-1]).all()
 
 
+def test_many_lines_fitted_at_once_keep_what_each_keeps_alone():
+    rng = np.random.default_rng(11)
+    scattered = np.column_stack((rng.uniform(40, 50, 400), rng.uniform(0, 10, 400), np.zeros(400)))
+    lines = [zigzag(3_000), zigzag(800)[::-1], scattered, zigzag(2)[:2], zigzag(5_000)[:1_200]]
+    together = pacing.fit_points_each(lines, 150)
+    assert len(together) == len(lines)
+    for line, kept in zip(lines, together):
+        assert np.array_equal(kept, pacing.fit_points(line, 150))
+
+
 def test_a_stored_day_keeps_at_most_its_budget_of_points_but_its_full_length(ctx):
     line = zigzag(12_000)
     stage = Stage(accommodations=[])

@@ -1,6 +1,6 @@
-"""FIT course files (the trip's, a day's, the shared link's; days as laps or one course per day), written by fit-tool
-(trips/route/fit_export.py) and read back here by another library, Garmin's own FIT SDK decoder, which checks the
-header, the CRC and every message against the FIT profile."""
+"""FIT course files (the trip's, a day's, the shared link's; days as laps or one course per day), written by BTP's
+encoder (trips/route/fit_export.py, fit_writer.py) and read back here by another library, Garmin's own FIT SDK
+decoder, which checks the header, the CRC and every message against the FIT profile."""
 import io
 import zipfile
 from datetime import datetime, timezone
