@@ -57,7 +57,7 @@ def run(ctx, args: dict) -> dict:
 
 
 TOOL = Tool(
-    name="get_stage", title="Read one day", scope="trips:read", run=run, local_read=True,
+    name="get_stage", title="Read one day", scope="trips:read", run=run,
     description="One day in full: places to sleep (contacts, prices), food (groceries first) and water along "
                 "the way, alerts, weather, terrain, which analyses ran (`groups`). Null is unknown, never 0; "
                 "no route coordinates." +

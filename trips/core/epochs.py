@@ -10,6 +10,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from contextlib import contextmanager
 
 import redis as redis_lib
@@ -20,7 +21,6 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm.util import identity_key
 
-from trips.core import redisline
 from trips.core.redis_client import get_redis
 
 TOKEN_KEY = "btp:token-epoch"
@@ -158,13 +158,6 @@ def owner_of(session, trip_id: str | None) -> str | None:
     return owner
 
 
-def written_by_hand(info: dict, owner_id: str) -> None:
-    """A statement run on a pooled DBAPI connection outside SQLAlchemy (no cursor event sees it; `info`: the
-    connection's pool record, `raw_connection().info`) wrote trips of `owner_id`: their epoch is replaced once that
-    connection is back in the pool, after its commit."""
-    _written(info).add(user_key(owner_id))
-
-
 @contextmanager
 def writing_owned(session, owner_id: str):
     """Statements written by hand inside change only trips of `owner_id` (their epoch): for a statement whose own
@@ -214,75 +207,26 @@ def _after_checkin(dbapi_connection, record):
     for key in keys:
         for reset in _local_resets.get(key, ()):
             reset()
-    if redis is False:
-        return
-    sent = _send_replace(redis, keys)
-    deferred = _deferred.get()
-    if sent is not None and deferred is not None:  # a request: its answer is read as the request ends
-        deferred.append((redis, keys, max_age_s, sent))
-    elif not _replaced(sent):
+    if redis is not False and not _replace(redis, keys):
         _retry_later(redis, keys, max_age_s)
 
 
-# In a request, the replacements' answers are read as it ends (`settle`, before the server has the answer), so Redis
-# works while the request builds its answer; a job or the CLI reads each at once.
-_deferred: contextvars.ContextVar[list | None] = contextvars.ContextVar("btp_epochs_deferred", default=None)
-
-
-def defer() -> None:
-    """A request starts (a before_request hook): its replacements are read by `settle`."""
-    _deferred.set([])
-
-
-def settle(_exc=None) -> None:
-    """A request ends (a teardown_request hook, also after an error): read what its writes replaced; one not
-    written is retried as any (`_retry_later`)."""
-    pending = _deferred.get()
-    if pending is None:
-        return
-    _deferred.set(None)
-    for redis, keys, max_age_s, sent in pending:
-        if not _replaced(sent):
-            _retry_later(redis, keys, max_age_s)
-
-
-def init_app(app) -> None:
-    app.before_request_funcs.setdefault(None, []).insert(0, defer)
-    app.teardown_request(settle)
-
-
-# KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: one script, sent on the writing
-# thread's own connection (trips/core/redisline.py: no pooled connection taken and given back, no pipeline object).
+# KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: all of them in one round trip.
 _REPLACE_LUA = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ARGV[#KEYS + 1]) end return #KEYS"
-_REPLACE_ATTR = "_btp_epochs_replace_script"
-
-
-def _send_replace(redis, keys):
-    """The replacement of `keys` sent (a redisline.Pending), or None when it could not be sent."""
-    keys = list(keys)
-    try:
-        script = getattr(redis, _REPLACE_ATTR, None)
-        if script is None:
-            script = redis.register_script(_REPLACE_LUA)
-            setattr(redis, _REPLACE_ATTR, script)
-        return redisline.send(redis, script, keys, [*(new_epoch() for _ in keys), READ_KEY_TTL_S])
-    except (redis_lib.RedisError, OSError):
-        return None
-
-
-def _replaced(sent) -> bool:
-    """True once the replacement `sent` is written (its answer read, exactly once)."""
-    if sent is None:
-        return False
-    try:
-        sent.reply()
-        return True
-    except (redis_lib.RedisError, OSError):
-        return False
+_scripts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> the script registered with it
 
 
 def _replace(redis, keys) -> bool:
-    return _replaced(_send_replace(redis, keys))
+    """True once `keys` have new epochs; False when Redis could not be told."""
+    keys = list(keys)
+    try:
+        script = _scripts.get(redis)
+        if script is None:
+            script = _scripts[redis] = redis.register_script(_REPLACE_LUA)
+        script(keys=keys, args=[*(new_epoch() for _ in keys), READ_KEY_TTL_S])
+        return True
+    except (redis_lib.RedisError, OSError):
+        return False
 
 
 _retry: dict = {}  # Redis client -> (keys not replaced yet, until when to try: time.monotonic())
