@@ -106,14 +106,14 @@ def _written(info: dict) -> set:
 
 class TrackedSession(FlaskSession):
     """The app's session: a flush says whose trips it writes (their owners' epochs), so those writes replace only
-    the epochs they change. A model whose rows a list page shows names its trip (`_epoch_trip`: the attribute
-    holding the trip's id) or its owner (`_epoch_owner`)."""
+    the epochs they change. A model whose rows a list page shows names its trip (`epoch_trip`: the attribute
+    holding the trip's id) or its owner (`epoch_owner`)."""
 
     def flush(self, objects=None) -> None:
         if self._is_clean():
             return super().flush(objects)
         watched = [o for o in (*self.new, *self.dirty, *self.deleted)
-                   if hasattr(o, "_epoch_trip") or hasattr(o, "_epoch_owner")]
+                   if hasattr(o, "epoch_trip") or hasattr(o, "epoch_owner")]
         token = _attributed.set(True)
         try:
             super().flush(objects)
@@ -122,15 +122,15 @@ class TrackedSession(FlaskSession):
         if watched:  # after the flush: new rows have their ids and foreign keys now
             owners = {}  # trip id -> owner, from the trips this flush wrote (a deleted one can no longer be read)
             for obj in watched:
-                if hasattr(obj, "_epoch_owner"):
+                if hasattr(obj, "epoch_owner"):
                     identity = sa_inspect(obj).identity
                     trip_id = identity[0] if identity else obj.__dict__.get("id")
-                    owners[trip_id] = obj.__dict__.get(obj._epoch_owner) or owner_of(self, trip_id)
+                    owners[trip_id] = obj.__dict__.get(obj.epoch_owner) or owner_of(self, trip_id)
             keys = _written(self.connection().info)
             keys.update(user_key(owner) for owner in owners.values())
             for obj in watched:
-                if not hasattr(obj, "_epoch_owner"):
-                    trip_id = obj.__dict__.get(obj._epoch_trip)  # None when expired: every trip's epoch
+                if not hasattr(obj, "epoch_owner"):
+                    trip_id = obj.__dict__.get(obj.epoch_trip)  # None when expired: every trip's epoch
                     keys.add(user_key(owners[trip_id] if trip_id in owners else owner_of(self, trip_id)))
 
 
@@ -138,8 +138,8 @@ _OWNED: list = []  # the one mapped class whose rows name their account (`owned`
 
 
 def owned(cls):
-    """Class decorator: `cls` is the trip, whose `_epoch_owner` attribute holds its account; the rows of other
-    watched models name their trip (`_epoch_trip`), and `owner_of` reads the owner through this class."""
+    """Class decorator: `cls` is the trip, whose `epoch_owner` attribute holds its account; the rows of other
+    watched models name their trip (`epoch_trip`), and `owner_of` reads the owner through this class."""
     _OWNED[:] = [cls]
     return cls
 
@@ -149,7 +149,7 @@ def owner_of(session, trip_id: str | None) -> str | None:
     if not trip_id:
         return None
     trip_class = _OWNED[0]
-    owner_column = trip_class._epoch_owner
+    owner_column = trip_class.epoch_owner
     trip = session.identity_map.get(identity_key(trip_class, trip_id))
     owner = trip.__dict__.get(owner_column) if trip is not None else None  # never a load of an expired attribute
     if owner is None:
