@@ -23,7 +23,7 @@ from trips.providers.settings import init_app as init_providers
 from trips.api.web import init_app as init_rest
 from trips.cli.osm import osm_cli
 from trips.cli.trips import purge_command, trips_cli
-from trips.core import epochs, limits, observability, problems
+from trips.core import limits, observability, problems
 from trips.core.db import configure_engine_options, db
 from trips.core.jsonio import StrictJSONProvider
 
@@ -66,26 +66,11 @@ PROBES = frozenset(("/healthz", "/readyz", "/metrics"))
 
 
 class App(Flask):
-    """Flask, its ensure_sync answer kept per function: Flask asks inspect whether each hook and the view is a
-    coroutine function again on every request (six times per /mcp call), and a function never changes its kind;
-    and the Host allow-list."""
+    """Flask with the Host allow-list."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._synced: dict = {}
         self._hosts_seen: dict = {}
-
-    def ensure_sync(self, func):
-        synced = self._synced
-        try:
-            known = synced.get(func)
-        except TypeError:  # an unhashable callable: asked every time, as Flask does
-            return super().ensure_sync(func)
-        if known is None:
-            known = super().ensure_sync(func)
-            if len(synced) < 4096:
-                synced[func] = known
-        return known
 
     # The Host allow-list: a DNS-rebinding page or a stray name pointed at the server gets nothing. The host of
     # BTP_BASE_URL; loopback names in development or when that host is loopback itself; and for /healthz, /readyz
@@ -250,7 +235,6 @@ def create_app(overrides: dict | None = None, environ: dict | None = None, *, se
     app.config.setdefault("BTP_READ_CACHE_S", 60.0)
     observability.configure_logging(logging.INFO)
     observability.init_app(app)
-    epochs.init_app(app)  # a write's new epochs are read as its request ends (Redis works while the answer is made)
     if conf["BTP_TRUSTED_PROXIES"]:
         # The client address, scheme and host the proxy saw (X-Forwarded-For / -Proto / -Host), from as many
         # proxies as are trusted. The host is only checked (App above): URLs come from BTP_BASE_URL, never the request.

@@ -19,8 +19,8 @@ timeout = 120
 worker_class = "httpworker.worker.KeepAliveWorker"
 keepalive = 5
 # Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
-# pool holds as many connections as threads, and as many again for a burst (trips/core/db.py POOL), and each thread
-# keeps its own Redis connection for the budgets (trips/core/redisline.py).
+# pool holds as many connections as threads, and as many again for a burst (trips/core/db.py POOL); redis-py's pool
+# makes a Redis connection per thread that needs one.
 threads = 8
 # Kept connections per worker (an idle one costs a file descriptor and a few KB; the worker raises its own
 # descriptor limit to twice this, within the hard limit); beyond that an answer says `Connection: close`.

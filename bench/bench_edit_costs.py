@@ -42,7 +42,7 @@ PEER_RENAME = {"calls_s": 331, "p50_ms": 2.9}  # the FastMCP peer's one-UPDATE r
 ACTIONS = ("rename", "update_distance", "add", "delete", "move", "rest_day")
 LAYERS = (  # (layer, path fragments), first match wins
     ("JSON", ("/json/", "jsonio.py", "orjson", "protocol.py")),
-    ("Redis", ("/redis/", "redisline.py", "ratelimit.py", "epochs.py", "redis_client.py")),
+    ("Redis", ("/redis/", "ratelimit.py", "epochs.py", "redis_client.py")),
     ("SQLAlchemy ORM flush/load", ("sqlalchemy/orm/",)),
     ("SQLAlchemy core + driver", ("sqlalchemy/", "psycopg", "sqlite3")),
     ("guards + services", ("trips/guards.py", "trips/services/", "trips/core/db.py", "trips/computations.py",
@@ -162,22 +162,6 @@ class Meter:
 
         event.listen(engine, "before_cursor_execute", before)
         event.listen(engine, "after_cursor_execute", after)
-        if engine.dialect.name == "postgresql":  # a statement run on the DBAPI connection itself (the rename:
-            import psycopg  # trips/services/rename.py) passes no SQLAlchemy event
-
-            by_hand = psycopg.Connection.execute
-
-            def driver_execute(conn, query, params=None, **kwargs):
-                if meter.on:
-                    meter.sql.append(" ".join(str(query).split()[:4])[:60])
-                t = time.perf_counter()
-                try:
-                    return by_hand(conn, query, params, **kwargs)
-                finally:
-                    if meter.on:
-                        meter.sql_s += time.perf_counter() - t
-
-            psycopg.Connection.execute = driver_execute
 
     def reset(self):
         self.sql, self.sql_s, self.redis, self.redis_s = [], 0.0, 0, 0.0

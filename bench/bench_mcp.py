@@ -214,7 +214,7 @@ def peer_catalogue() -> dict:
         "alerts": {code: [k.severity, k.group, _english(i18n, code, k)] for code, k in CATALOGUE.items()},
         "groups": list(GROUPS), "severities": list(SEVERITIES), "counters": sorted(COUNTERS),
         "categories": {c: list(names) for c, names in registry.categories().items()},
-        "weather_words": {str(row[0]): words.describe({"weatherCode": row[0]}, "en") for row in weather._WMO},
+        "weather_words": {str(row[0]): words.describe({"weatherCode": row[0]}, "en") for row in weather.WMO},
         "no_map_data": NO_MAP_DATA,
     }
 

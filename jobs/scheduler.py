@@ -37,10 +37,10 @@ def stop_with_parent(parent_pid: int) -> bool:
 class BTPScheduler(RQScheduler):
     """RQ's scheduler, its process stopped when the worker that forked it dies (module docstring)."""
 
-    _parent_pid = 0
+    worker_pid = 0
 
     def start(self):
-        self._parent_pid = os.getpid()  # the worker, before the fork
+        self.worker_pid = os.getpid()  # the worker, before the fork
         # SIGTERM and SIGINT held back across the fork: until the scheduler has its own handlers, the forked process
         # would run the worker's (inherited), which stops a worker through the worker's Redis connection, shared
         # with the parent, and hung a worker told to stop just after it forked (its join waited for ever). Held in
@@ -52,11 +52,13 @@ class BTPScheduler(RQScheduler):
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def work(self):
-        # In the forked process, its stop signals still held (`start`): RQ's handlers first, then let them in.
-        self._install_signal_handlers()
+        # In the forked process, its stop signals still held (`start`): the handlers RQ installs in `work` (its
+        # `request_stop`) first, then let them in.
+        for stop in STOP_SIGNALS:
+            signal.signal(stop, self.request_stop)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         # PR_SET_PDEATHSIG follows the thread that forked: the worker's main thread, where RQ starts the scheduler
         # (at start-up and from its maintenance).
-        if self._parent_pid and stop_with_parent(self._parent_pid):
+        if self.worker_pid and stop_with_parent(self.worker_pid):
             self.request_stop()
         super().work()

@@ -31,6 +31,7 @@ import time
 
 from redis import Redis
 from rq import Worker, worker_registration
+from rq.worker import DequeueStrategy
 from rq.defaults import DEFAULT_LOGGING_DATE_FORMAT, DEFAULT_LOGGING_FORMAT
 from rq.exceptions import StopRequested
 from rq.scheduler import RQScheduler
@@ -79,8 +80,27 @@ class BTPWorker(Worker):
         kwargs.setdefault("worker_ttl", WORKER_TTL)
         kwargs.setdefault("job_monitoring_interval", BEAT_S)
         kwargs.setdefault("maintenance_interval", MAINTENANCE_S)
-        super().__init__(*args, **kwargs)
+        self.stopping = False  # told to stop (`handle_warm_shutdown_request`): no more waiting for Redis
+        self.scheduler_burst: bool | None = None  # `work(with_scheduler=True)`: whether in burst mode
         self._warm = False
+        # RQ's constructor asks Redis for the worker's address (CLIENT SETNAME, CLIENT INFO): a worker made while
+        # Redis is away waits for it here.
+        self._until_redis_answers("starting", lambda: super(BTPWorker, self).__init__(*args, **kwargs))
+
+    def work(self, burst=False, logging_level=None, date_format=DEFAULT_LOGGING_DATE_FORMAT,
+             log_format=DEFAULT_LOGGING_FORMAT, max_jobs=None, max_idle_time=None, with_scheduler=False,
+             dequeue_strategy=DequeueStrategy.DEFAULT):
+        """RQ's loop, with BTPScheduler for its scheduler (jobs/scheduler.py: it stops when this worker dies):
+        RQ makes its own scheduler inside `work` with no argument to choose its class, so RQ is asked for none
+        and `bootstrap` starts this one; RQ's maintenance starts it again when it is not running and its
+        teardown stops it (both use the worker's `scheduler`)."""
+        self.scheduler_burst = burst if with_scheduler else None
+        return super().work(burst, logging_level, date_format, log_format, max_jobs, max_idle_time,
+                            with_scheduler=False, dequeue_strategy=dequeue_strategy)
+
+    def handle_warm_shutdown_request(self):
+        self.stopping = True
+        super().handle_warm_shutdown_request()
 
     def fork_work_horse(self, job, queue):
         """RQ's fork, what every horse needs loaded once (trips/enrich/registry.py `warm`) and the worker's heap frozen
@@ -98,20 +118,15 @@ class BTPWorker(Worker):
         """`step()`, tried again while Redis is unreachable (1 s, doubling to RECONNECT_MAX_S); None once asked to
         stop meanwhile."""
         wait = 1.0
-        while not self._stop_requested:
+        while not self.stopping:
             try:
                 return step()
             except REDIS_DOWN as exc:
-                log.error("worker %s: Redis unreachable while %s (%s); trying again in %.0f s", self.name, doing,
-                          exc, wait)
+                log.error("worker %s: Redis unreachable while %s (%s); trying again in %.0f s",
+                          getattr(self, "name", None), doing, exc, wait)
                 time.sleep(wait)
                 wait = min(wait * 2, RECONNECT_MAX_S)
         return None
-
-    def _set_ip_address(self, connection):
-        """RQ asks Redis for the worker's address while the worker is made: a worker started while Redis is away
-        waits for it here."""
-        self._until_redis_answers("starting", lambda: super(BTPWorker, self)._set_ip_address(connection))
 
     def register_birth(self):
         """RQ's registration, waiting for Redis: a worker started while Redis is away (or restarting) starts once
@@ -130,6 +145,14 @@ class BTPWorker(Worker):
     def subscribe(self):
         self._until_redis_answers("subscribing to its command channel", super().subscribe)
 
+    def bootstrap(self, logging_level="INFO", date_format=DEFAULT_LOGGING_DATE_FORMAT,
+                  log_format=DEFAULT_LOGGING_FORMAT):
+        """RQ's start-up (registration, the command channel), then the scheduler `work` was asked for, where RQ
+        starts its own."""
+        super().bootstrap(logging_level, date_format, log_format)
+        if self.scheduler_burst is not None:
+            self.start_scheduler(self.scheduler_burst, logging_level, date_format, log_format)
+
     def set_state(self, state, pipeline=None):
         if pipeline is not None:
             return super().set_state(state, pipeline)
@@ -138,10 +161,10 @@ class BTPWorker(Worker):
         except REDIS_DOWN as exc:  # only shown by `rq info`; the next state change writes it again
             log.warning("worker %s: could not record its state %s, Redis unreachable: %s", self.name, state, exc)
 
-    def _start_scheduler(self, burst: bool = False, logging_level="INFO", date_format=DEFAULT_LOGGING_DATE_FORMAT,
-                         log_format=DEFAULT_LOGGING_FORMAT):
-        """RQ 3.0's, with BTPScheduler (jobs/scheduler.py: it stops when this worker dies, however it dies); RQ
-        names its scheduler class inside this method, with no attribute to set it."""
+    def start_scheduler(self, burst: bool = False, logging_level="INFO", date_format=DEFAULT_LOGGING_DATE_FORMAT,
+                        log_format=DEFAULT_LOGGING_FORMAT):
+        """What RQ's `work(with_scheduler=True)` does at start-up, with BTPScheduler: the queue's scheduler lock
+        taken, then the scheduler forked (in burst mode: the jobs due enqueued once, the lock let go)."""
         try:
             self.scheduler = BTPScheduler(
                 self.queues, connection=self.connection,
@@ -228,8 +251,7 @@ class BTPWorker(Worker):
             freed = [q.name for q in self.queues if free_stale_scheduler_lock(self.connection, q.name)]
             if freed:
                 log.warning("worker %s: freed the scheduler lock of %s (its holder died)", self.name, freed)
-                running = self.scheduler and self.scheduler._process and self.scheduler._process.is_alive()
-                if self.scheduler and not running:  # RQ would take it only at the next maintenance
+                if self.scheduler:  # started unless it runs; RQ would take the lock only at the next maintenance
                     self.scheduler.acquire_locks(auto_start=True)
         except StopRequested:
             raise

@@ -99,60 +99,6 @@ def check_arguments(tool, arguments) -> dict:
     return args
 
 
-# The keywords `plain_checked` judges by hand; a property or tool schema using any other is left to `check_arguments`.
-_PLAIN_PROPERTY = frozenset({"type", "description", "minimum", "maxLength"})
-_PLAIN_TOOL = frozenset({"type", "properties", "required", "description"})
-_PLAIN_INT_MAX = 2**31 - 1  # a plainly whole number: bigger ones are judged by check_arguments (_non_finite …)
-
-
-def plain_checked(tool, arguments) -> dict | None:
-    """What `check_arguments` returns for `arguments` when each value plainly passes its property's schema (a string
-    within its maxLength, an integer, not a boolean, from its minimum to 2**31 - 1), judged without jsonschema for
-    arguments new on every call, never remembered as passed. None when anything is less plain: the caller then runs
-    `check_arguments`. Never accepts what it refuses (tests/mcp/test_mcp_argument_rules.py compares them)."""
-    rules = tool.__dict__.get("_plain_rules", _UNSEEN)
-    if rules is _UNSEEN:
-        rules = tool.__dict__["_plain_rules"] = _plain_rules(tool.input_schema)
-    if rules is None or not isinstance(arguments, dict) or not rules[1] <= arguments.keys():
-        return None
-    by_name = rules[0]
-    for name, value in arguments.items():
-        rule = by_name.get(name)
-        if rule is None:
-            return None
-        kind, low, longest = rule
-        if kind == "string":
-            if type(value) is not str or (longest is not None and len(value) > longest):
-                return None
-        elif type(value) is not int or not (low if low is not None else -_PLAIN_INT_MAX) <= value <= _PLAIN_INT_MAX:
-            return None
-    return dict(arguments)
-
-
-_UNSEEN = object()
-
-
-def _plain_rules(schema: dict) -> tuple[dict, frozenset] | None:
-    """({name: (type, minimum, maxLength)}, required names) for `plain_checked`, or None when the schema uses what
-    it does not judge."""
-    if schema.get("type") != "object" or not schema.keys() <= _PLAIN_TOOL:
-        return None
-    out = {}
-    for name, rule in schema.get("properties", {}).items():
-        if not isinstance(rule, dict) or not rule.keys() <= _PLAIN_PROPERTY or rule.get("type") not in ("string",
-                                                                                                         "integer"):
-            continue  # not judged by hand: an argument of that name leaves the call to check_arguments
-        if rule["type"] == "string" and "minimum" in rule or rule["type"] == "integer" and "maxLength" in rule:
-            continue
-        low, longest = rule.get("minimum"), rule.get("maxLength")
-        if (low is not None and type(low) is not int) or (longest is not None and type(longest) is not int):
-            continue
-        if name == "version" and (rule["type"] != "integer" or low is None or low < 0):
-            continue  # parse_version refuses a negative version in its own words
-        out[name] = (rule["type"], low, longest)
-    return out, frozenset(schema.get("required", ()))
-
-
 def _judge(tool, arguments: dict) -> dict:
     properties = tool.input_schema["properties"]
     unknown = [name for name in arguments if name not in properties]

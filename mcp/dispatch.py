@@ -30,7 +30,7 @@ from trips.core.observability import current_request_id
 from trips.errors import DomainError, Invalid, RateLimited
 from trips.guards import admit
 from trips.core.metrics import counted_tool_calls
-from trips.core.ratelimit import start_limit_all
+from trips.core.ratelimit import limit_all
 
 log = logging.getLogger(__name__)
 TOOLS_TTL_MS = 300_000
@@ -141,21 +141,10 @@ def tools_call(message, ex) -> dict:
                       input_responses=message.params.get("inputResponses"),
                       request_state=message.params.get("requestState"))
     try:
-        if tool.local_read:  # the budgets' round trip overlaps the tool's own reads; their verdict comes first
-            started = _start_budget(ex, tool)
-            try:
-                answer = tool.run(ctx, check_arguments(tool, message.params.get("arguments")))
-            except BaseException:
-                _settle_budget(ex, started)  # a refusal (or a revoked token) replaces the tool's own outcome
-                raise
-            _settle_budget(ex, started)
-        else:
-            reads = tool.reads(ctx, message.params.get("arguments")) if tool.reads else ()
-            ctx.read_values = _spend_budget(ex, tool, reads)  # the epochs a kept answer stands on (mcp/kept.py)
-            answer = tool.fast_path(ctx, message.params.get("arguments")) if tool.fast_path else None
-            if answer is None:
-                admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
-                answer = tool.run(ctx, _checked(tool, ctx, message.params.get("arguments")))
+        reads = tool.reads(ctx, message.params.get("arguments")) if tool.reads else ()
+        ctx.read_values = _spend_budget(ex, tool, reads)  # the epochs a kept answer stands on (mcp/kept.py)
+        admitted = _admit(tool, message.params.get("arguments"), ex.principal)  # noqa: F841  (see _admit)
+        answer = tool.run(ctx, _checked(tool, ctx, message.params.get("arguments")))
     except ConfirmationRequired as challenge:
         return _tool_result(challenge.answer, False, ex.modern)
     except InputRequired as ask:
@@ -219,40 +208,20 @@ def _spend_budget(ex, tool, reads=()) -> tuple | None:
     token is a remembered one (oauth/services/resource.py confirm) and the tool's own `reads`: one Redis round trip, before
     the tool runs. Returns the values of `reads` (None when Redis could not be asked). Raises AddressRefused,
     RateLimited for the agent's budgets, McpUnauthorized for a token no longer live."""
-    return _settle_budget(ex, _start_budget(ex, tool, reads))
-
-
-class _Sent:
-    """The budgets' round trip, sent (trips/core/ratelimit.py start_hits), and whether it reads the token epoch
-    first."""
-
-    __slots__ = ("started", "token")
-
-    def __init__(self, started, token: bool):
-        self.started, self.token = started, token
-
-
-def _start_budget(ex, tool, reads=()) -> _Sent:
-    """`_spend_budget`'s round trip, sent and not yet read."""
     token = epoch_to_read()
-    return _Sent(start_limit_all(get_redis(), _budget_pairs(ex, tool), token + tuple(reads)), bool(token))
-
-
-def _settle_budget(ex, sent: _Sent) -> tuple | None:
-    """The verdict of the budgets' round trip `sent`: returns and raises as `_spend_budget`."""
     try:
-        values = sent.started.finish()
+        values = limit_all(get_redis(), _budget_pairs(ex, tool), token + tuple(reads))
     except RateLimited as exc:
         if getattr(exc, "bucket", None) == "mcp_address":
             raise AddressRefused(exc) from None
         read = getattr(exc, "read", None)
-        confirm(read[0] if read and sent.token else None)  # a revoked token hears 401, not its budget's refusal
+        confirm(read[0] if read and token else None)  # a revoked token hears 401, not its budget's refusal
         raise
     if values is None:
         confirm(None)
         return None
-    confirm(values[0] if sent.token else None)
-    return values[1:] if sent.token else values
+    confirm(values[0] if token else None)
+    return values[1:] if token else values
 
 
 MODERN = {"server/discover": discover, "tools/list": tools_list, "tools/call": tools_call}

@@ -18,7 +18,7 @@ ACCOMMODATION_TYPES = (
 class Trip(db.Model):
     __tablename__ = "trip"
     __table_args__ = (sa.Index("ix_trip_user_created", "user_id", "created_at"),)
-    _epoch_owner = "user_id"  # a write of a trip replaces its owner's trips epoch (trips/core/epochs.py)
+    epoch_owner = "user_id"  # a write of a trip replaces its owner's trips epoch (trips/core/epochs.py)
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     user_id: Mapped[str] = mapped_column(sa.ForeignKey("user_account.id", ondelete="CASCADE"), nullable=False)
@@ -80,7 +80,7 @@ class TripRoute(db.Model):
 class Stage(db.Model):
     __tablename__ = "stage"
     __table_args__ = (sa.Index("ix_stage_trip_position", "trip_id", "position"),)
-    _epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
+    epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
 
     id: Mapped[str] = mapped_column(sa.String(36), primary_key=True, default=new_id)
     trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), nullable=False)
@@ -143,7 +143,7 @@ class Computation(db.Model):
     """One tracked computation of a trip (route, stages, each enrichment): the status contract."""
 
     __tablename__ = "computation"
-    _epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
+    epoch_trip = "trip_id"  # a write of it replaces its trip's owner's trips epoch (trips/core/epochs.py)
 
     trip_id: Mapped[str] = mapped_column(sa.ForeignKey("trip.id", ondelete="CASCADE"), primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(32), primary_key=True)

@@ -59,16 +59,9 @@ class Tool:
     # The argument naming the trip a lock-carrying tool writes: its ownership and lock are judged before
     # the other arguments, so a started trip answers "locked" whatever else was sent (docs/RULES.md "Write guards").
     locked_trip: str | None = None
-    # Reads BTP's own database and nothing else (no third party, no write): it may run while the budgets' answer is
-    # on its way (mcp/dispatch.py tools_call), its answer thrown away if they refuse.
-    local_read: bool = False
     # (ctx, the arguments as sent) -> Redis string keys to read in the budgets' round trip, each with the value it
     # takes when missing (trips/core/epochs.py): their values reach `run` as ctx.read_values.
     reads: Callable | None = None
-    # (ctx, the arguments as sent) -> the answer, or None: tried once the budgets allow the call and before the
-    # admission, for a call it can settle with one conditional write whose WHERE is every guard (edit_stages: a
-    # rename). None means nothing was written, and the call goes the whole way (admission, arguments, `run`).
-    fast_path: Callable | None = None
     # (ctx) -> None: what a call refused for its arguments still spends (create_trip: the creation budget), so a
     # flood of bad calls costs what a flood of good ones does. Raises RateLimited when that budget is spent.
     on_refused: Callable | None = None
@@ -77,10 +70,6 @@ class Tool:
         unknown = set(self.annotations) - ANNOTATION_KEYS
         if unknown:
             raise ValueError(f"{self.name}: unknown annotation keys {sorted(unknown)}")
-        if self.local_read and (self.writes or self.locked_trip or not self.annotations.get("readOnlyHint")):
-            raise ValueError(f"{self.name}: a local read writes nothing and takes no lock")
-        if self.local_read and self.reads:
-            raise ValueError(f"{self.name}: a tool reading epochs runs after the budgets' answer, not beside it")
 
     @property
     def writes(self) -> bool:

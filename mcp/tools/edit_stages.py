@@ -3,10 +3,9 @@ from mcp.answers import ack
 from trips.core.text import quote
 from mcp.tools.base import Tool
 from trips.services.inputs import StageAdd, StageUpdate
-from trips.services import rename as renaming, stages as stage_ops
-from mcp.arguments import check_arguments, plain_checked
+from trips.services import stages as stage_ops
 from trips.core import i18n
-from trips.errors import DomainError, Invalid, Msg, N_
+from trips.errors import Invalid, Msg, N_
 from trips.guards import Precondition
 
 # action → (service, the arguments it reads, what to say)
@@ -35,30 +34,6 @@ def run(ctx, args: dict) -> dict:
     ids = (args["tripId"],) if action == "add" else (args["tripId"], args["stageId"])
     trip = service(ctx.user, *ids, pre, body) if reads else service(ctx.user, *ids, pre)
     return answer(said, trip.version, getattr(trip, "edit_summary", None))
-
-
-RENAME_ARGUMENTS = frozenset({*ADDRESSING, "label"})
-
-
-def rename(ctx, arguments) -> dict | None:
-    """The fast path of `update` with nothing but a label (Tool.fast_path): one conditional write
-    (trips/services/rename.py rename_stage). None, having written nothing, for any other call, or any call that
-    write does not settle: the whole path then answers it, refusals in the guards' order."""
-    if not isinstance(arguments, dict) or arguments.keys() != RENAME_ARGUMENTS or arguments.get("action") != "update":
-        return None
-    if ctx.read_values is None:  # the budgets' round trip found no Redis: the epochs could not be replaced after the
-        return None  # write, so the whole path answers (its trip lock refuses while Redis is away: "unavailable")
-    args = plain_checked(TOOL, arguments)  # the label is new on every call: judged by hand, not by jsonschema
-    if args is None:
-        try:
-            args = check_arguments(TOOL, arguments)
-        except DomainError:
-            return None
-    version = renaming.rename_stage(ctx.principal.user_id, args["tripId"], args["stageId"],
-                                    Precondition.exact(args["version"]), args["label"])
-    if version is None:
-        return None
-    return answer(ACTIONS["update"][2], version, renaming.NO_DAY_MOVED)
 
 
 def answer(said: str, version: int, summary: dict | None) -> dict:
@@ -102,5 +77,5 @@ TOOL = Tool(
         "distance": s.number("update: cut the day this many km from its start.",
                              **s.rules(StageUpdate, "distance")),
     }, required=("tripId", "action", "version")),
-    output_schema=s.ACK, annotations={"destructiveHint": True}, fast_path=rename,
+    output_schema=s.ACK, annotations={"destructiveHint": True},
 )

@@ -58,7 +58,7 @@ def run(ctx, args: dict) -> dict:
 
 
 TOOL = Tool(
-    name="get_stage", title="Read one day", scope="trips:read", run=run, local_read=True,
+    name="get_stage", title="Read one day", scope="trips:read", run=run,
     description="One day in full: places to sleep, food and water along the way, alerts, weather, terrain, "
                 "climbs, which analyses ran (`groups`). Null is unknown, never 0." +
                 s.data_note("Names, labels, opening hours, alert messages"),

@@ -53,14 +53,14 @@ class MailConfig:
     url: str | None = field(repr=False)  # may hold a password
     outbox_dir: Path
     sender: str
-    _target: _Target | None = field(init=False, repr=False, compare=False, default=None)
+    target: _Target | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self):
         self.url = (self.url or "").strip() or None
         self.outbox_dir = Path(self.outbox_dir)
         if _has_control(self.sender) or "@" not in parseaddr(self.sender)[1]:
             raise ValueError("mail sender must be an e-mail address, optionally with a display name")
-        self._target = parse_mail_url(self.url) if self.url else None
+        self.target = parse_mail_url(self.url) if self.url else None
 
 
 def parse_mail_url(url: str) -> _Target:
@@ -125,7 +125,7 @@ def build_message(config: MailConfig, to: str, subject: str, text: str, *, eight
 
 def send_mail(config: MailConfig, to: str, subject: str, text: str) -> None:
     """Send one text/plain UTF-8 mail. ValueError for a bad recipient or subject, MailError when sending fails."""
-    if config._target is None:
+    if config.target is None:
         msg = build_message(config, to, subject, text, eight_bit=True)
         try:
             path = write_outbox(config.outbox_dir, msg)
@@ -133,7 +133,7 @@ def send_mail(config: MailConfig, to: str, subject: str, text: str) -> None:
             raise MailError(f"writing mail to outbox {config.outbox_dir} failed: {exc}") from exc
         log.info("mail to %s written to %s", to, path)
     else:
-        _send_smtp(config._target, build_message(config, to, subject, text))
+        _send_smtp(config.target, build_message(config, to, subject, text))
 
 
 def write_outbox(outbox_dir: Path, msg: EmailMessage) -> Path:

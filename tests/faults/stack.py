@@ -86,7 +86,7 @@ def admin_url() -> str:
 
 
 def _admin() -> sa.Engine:
-    return sa.create_engine(admin_url(), isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    return sa.create_engine(admin_url(), execution_options={"isolation_level": "AUTOCOMMIT"}, poolclass=sa.NullPool)
 
 
 PREFIX = "btp_faults_"

@@ -182,7 +182,7 @@ def test_a_worker_whose_redis_restarts_midway_through_its_start_up_goes_on(priva
     monkeypatch.setattr(Worker, "subscribe", subscribe_as_redis_restarts)
     try:
         worker.bootstrap()
-        worker._start_scheduler(burst=True)
+        worker.start_scheduler(burst=True)
         assert restarts and not live_workers(connection)  # not live before it beats
         worker.heartbeat()
         assert live_workers(connection) == [worker.name]

@@ -61,16 +61,6 @@ def counted(monkeypatch):
         return sent(self, command, check_health)
 
     monkeypatch.setattr(redis_lib.connection.AbstractConnection, "send_packed_command", round_trip)
-    if db.engine.dialect.name == "postgresql":  # a statement run on the DBAPI connection itself (a rename:
-        import psycopg  # trips/services/rename.py) passes no SQLAlchemy event; SQLAlchemy's own go through cursors
-
-        by_hand = psycopg.Connection.execute
-
-        def driver_statement(self, query, params=None, **kwargs):
-            statement(None, None, str(query), params, None, False)
-            return by_hand(self, query, params, **kwargs)
-
-        monkeypatch.setattr(psycopg.Connection, "execute", driver_statement)
     event.listen(db.engine, "before_cursor_execute", statement)
     try:
         yield seen
@@ -134,11 +124,11 @@ def test_list_trips_and_a_rename_are_bounded_too(client, owner, monkeypatch):
     with counted(monkeypatch) as seen:
         result = call(client, token, "edit_stages", {**rename, "version": version, "label": "Col du Rousset"})
     assert payload(result)["version"] == version + 1
-    # one conditional write, nothing read (trips/services/rename.py rename_stage): PostgreSQL's one statement,
-    # SQLite's two (the token is remembered)
-    assert len(seen["sql"]) == (1 if db.engine.dialect.name == "postgresql" else 2), seen["sql"]
-    # budgets, its epochs replaced after the commit, the request's counters; no trip lock
-    assert seen["redis"] == 3
+    # the path every edit takes (trips/services/stages.py update_stage): the admission's read, the trip with its days
+    # under the lock, the trip's and the day's UPDATEs (the token is remembered)
+    assert len(seen["sql"]) == 5, seen["sql"]
+    # budgets, the trip's lock taken and released, its epochs replaced after the commit, the request's counters
+    assert seen["redis"] == 5
 
 
 def test_a_list_page_is_kept_by_what_it_shows_and_changes_with_it(client, owner):
@@ -264,21 +254,6 @@ def test_the_fingerprint_moves_with_any_stored_value_a_digest_shows(owner, chang
     after = trip_fingerprint(user, trip_id)
     assert (after == before) is (change == "nothing")
     assert after[0] == trip_id
-
-
-def test_flask_asks_each_function_its_kind_once(app, monkeypatch):
-    import flask.app
-
-    asked = []
-    real = flask.app.iscoroutinefunction
-    monkeypatch.setattr(flask.app, "iscoroutinefunction", lambda func: asked.append(func) or real(func))
-
-    def hook():
-        return None
-
-    assert [app.ensure_sync(hook) for _ in range(3)] == [hook] * 3
-    assert asked == [hook]  # once, then kept (app.py App)
-    assert app.ensure_sync(app.ensure_sync) == app.ensure_sync  # a bound method (made anew on each access) too
 
 
 def test_a_tools_call_looks_its_tool_up_once(app, client, owner, monkeypatch):

@@ -156,9 +156,10 @@ def _pg_before_execute(conn, cursor, statement, parameters, context, executemany
 
 
 def _autocommit_asked(conn) -> bool:
-    """True when the engine or the connection was made AUTOCOMMIT on purpose (CREATE DATABASE, VACUUM …)."""
-    return "AUTOCOMMIT" in (conn.get_execution_options().get("isolation_level"),
-                            getattr(conn.dialect, "_on_connect_isolation_level", None))
+    """True when the engine or the connection was made AUTOCOMMIT on purpose (CREATE DATABASE, VACUUM …), through
+    its execution options: `create_engine(url, execution_options={"isolation_level": "AUTOCOMMIT"})` or
+    `.execution_options(isolation_level="AUTOCOMMIT")`."""
+    return conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
 
 
 def transactional(session) -> None:

@@ -10,6 +10,7 @@ import re
 import threading
 import time
 import uuid
+import weakref
 from contextlib import contextmanager
 
 import redis as redis_lib
@@ -20,7 +21,6 @@ from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm.util import identity_key
 
-from trips.core import redisline
 from trips.core.redis_client import get_redis
 
 TOKEN_KEY = "btp:token-epoch"
@@ -106,14 +106,14 @@ def _written(info: dict) -> set:
 
 class TrackedSession(FlaskSession):
     """The app's session: a flush says whose trips it writes (their owners' epochs), so those writes replace only
-    the epochs they change. A model whose rows a list page shows names its trip (`_epoch_trip`: the attribute
-    holding the trip's id) or its owner (`_epoch_owner`)."""
+    the epochs they change. A model whose rows a list page shows names its trip (`epoch_trip`: the attribute
+    holding the trip's id) or its owner (`epoch_owner`)."""
 
     def flush(self, objects=None) -> None:
         if self._is_clean():
             return super().flush(objects)
         watched = [o for o in (*self.new, *self.dirty, *self.deleted)
-                   if hasattr(o, "_epoch_trip") or hasattr(o, "_epoch_owner")]
+                   if hasattr(o, "epoch_trip") or hasattr(o, "epoch_owner")]
         token = _attributed.set(True)
         try:
             super().flush(objects)
@@ -122,15 +122,15 @@ class TrackedSession(FlaskSession):
         if watched:  # after the flush: new rows have their ids and foreign keys now
             owners = {}  # trip id -> owner, from the trips this flush wrote (a deleted one can no longer be read)
             for obj in watched:
-                if hasattr(obj, "_epoch_owner"):
+                if hasattr(obj, "epoch_owner"):
                     identity = sa_inspect(obj).identity
                     trip_id = identity[0] if identity else obj.__dict__.get("id")
-                    owners[trip_id] = obj.__dict__.get(obj._epoch_owner) or owner_of(self, trip_id)
+                    owners[trip_id] = obj.__dict__.get(obj.epoch_owner) or owner_of(self, trip_id)
             keys = _written(self.connection().info)
             keys.update(user_key(owner) for owner in owners.values())
             for obj in watched:
-                if not hasattr(obj, "_epoch_owner"):
-                    trip_id = obj.__dict__.get(obj._epoch_trip)  # None when expired: every trip's epoch
+                if not hasattr(obj, "epoch_owner"):
+                    trip_id = obj.__dict__.get(obj.epoch_trip)  # None when expired: every trip's epoch
                     keys.add(user_key(owners[trip_id] if trip_id in owners else owner_of(self, trip_id)))
 
 
@@ -138,8 +138,8 @@ _OWNED: list = []  # the one mapped class whose rows name their account (`owned`
 
 
 def owned(cls):
-    """Class decorator: `cls` is the trip, whose `_epoch_owner` attribute holds its account; the rows of other
-    watched models name their trip (`_epoch_trip`), and `owner_of` reads the owner through this class."""
+    """Class decorator: `cls` is the trip, whose `epoch_owner` attribute holds its account; the rows of other
+    watched models name their trip (`epoch_trip`), and `owner_of` reads the owner through this class."""
     _OWNED[:] = [cls]
     return cls
 
@@ -149,20 +149,13 @@ def owner_of(session, trip_id: str | None) -> str | None:
     if not trip_id:
         return None
     trip_class = _OWNED[0]
-    owner_column = trip_class._epoch_owner
+    owner_column = trip_class.epoch_owner
     trip = session.identity_map.get(identity_key(trip_class, trip_id))
     owner = trip.__dict__.get(owner_column) if trip is not None else None  # never a load of an expired attribute
     if owner is None:
         owner = session.connection().execute(
             select(getattr(trip_class, owner_column)).where(trip_class.id == trip_id)).scalar()
     return owner
-
-
-def written_by_hand(info: dict, owner_id: str) -> None:
-    """A statement run on a pooled DBAPI connection outside SQLAlchemy (no cursor event sees it; `info`: the
-    connection's pool record, `raw_connection().info`) wrote trips of `owner_id`: their epoch is replaced once that
-    connection is back in the pool, after its commit."""
-    _written(info).add(user_key(owner_id))
 
 
 @contextmanager
@@ -214,75 +207,26 @@ def _after_checkin(dbapi_connection, record):
     for key in keys:
         for reset in _local_resets.get(key, ()):
             reset()
-    if redis is False:
-        return
-    sent = _send_replace(redis, keys)
-    deferred = _deferred.get()
-    if sent is not None and deferred is not None:  # a request: its answer is read as the request ends
-        deferred.append((redis, keys, max_age_s, sent))
-    elif not _replaced(sent):
+    if redis is not False and not _replace(redis, keys):
         _retry_later(redis, keys, max_age_s)
 
 
-# In a request, the replacements' answers are read as it ends (`settle`, before the server has the answer), so Redis
-# works while the request builds its answer; a job or the CLI reads each at once.
-_deferred: contextvars.ContextVar[list | None] = contextvars.ContextVar("btp_epochs_deferred", default=None)
-
-
-def defer() -> None:
-    """A request starts (a before_request hook): its replacements are read by `settle`."""
-    _deferred.set([])
-
-
-def settle(_exc=None) -> None:
-    """A request ends (a teardown_request hook, also after an error): read what its writes replaced; one not
-    written is retried as any (`_retry_later`)."""
-    pending = _deferred.get()
-    if pending is None:
-        return
-    _deferred.set(None)
-    for redis, keys, max_age_s, sent in pending:
-        if not _replaced(sent):
-            _retry_later(redis, keys, max_age_s)
-
-
-def init_app(app) -> None:
-    app.before_request_funcs.setdefault(None, []).insert(0, defer)
-    app.teardown_request(settle)
-
-
-# KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: one script, sent on the writing
-# thread's own connection (trips/core/redisline.py: no pooled connection taken and given back, no pipeline object).
+# KEYS = the epochs to replace, ARGV = their new values, then the expiry in seconds: all of them in one round trip.
 _REPLACE_LUA = "for i = 1, #KEYS do redis.call('SET', KEYS[i], ARGV[i], 'EX', ARGV[#KEYS + 1]) end return #KEYS"
-_REPLACE_ATTR = "_btp_epochs_replace_script"
-
-
-def _send_replace(redis, keys):
-    """The replacement of `keys` sent (a redisline.Pending), or None when it could not be sent."""
-    keys = list(keys)
-    try:
-        script = getattr(redis, _REPLACE_ATTR, None)
-        if script is None:
-            script = redis.register_script(_REPLACE_LUA)
-            setattr(redis, _REPLACE_ATTR, script)
-        return redisline.send(redis, script, keys, [*(new_epoch() for _ in keys), READ_KEY_TTL_S])
-    except (redis_lib.RedisError, OSError):
-        return None
-
-
-def _replaced(sent) -> bool:
-    """True once the replacement `sent` is written (its answer read, exactly once)."""
-    if sent is None:
-        return False
-    try:
-        sent.reply()
-        return True
-    except (redis_lib.RedisError, OSError):
-        return False
+_scripts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> the script registered with it
 
 
 def _replace(redis, keys) -> bool:
-    return _replaced(_send_replace(redis, keys))
+    """True once `keys` have new epochs; False when Redis could not be told."""
+    keys = list(keys)
+    try:
+        script = _scripts.get(redis)
+        if script is None:
+            script = _scripts[redis] = redis.register_script(_REPLACE_LUA)
+        script(keys=keys, args=[*(new_epoch() for _ in keys), READ_KEY_TTL_S])
+        return True
+    except (redis_lib.RedisError, OSError):
+        return False
 
 
 _retry: dict = {}  # Redis client -> (keys not replaced yet, until when to try: time.monotonic())

@@ -15,7 +15,6 @@ import time
 from datetime import datetime, timezone
 
 from flask import Flask, current_app, g, request
-from flask.globals import request_ctx
 from rq.job import Job
 
 from trips.core import metrics
@@ -95,13 +94,10 @@ def _user_id(here) -> str | None:
     if principal is not None:
         user_id = getattr(principal, "user_id", None)  # as read with the token (no read after a commit)
         return str(user_id) if user_id is not None else None
-    # A page that read the session. Flask marks a session read as soon as its proxy is touched (even to ask
-    # `session.accessed`), which adds Vary: Cookie to the answer: the request context's own is asked instead.
-    ctx = request_ctx._get_current_object()  # type: ignore[attr-defined]  # Flask types its proxies as their objects
-    opened = getattr(ctx, "_session", None)
-    if opened is not None and opened.accessed:
-        return opened.get("uid")
-    return None
+    # A page that read its signed-in account (oauth/services/session.py notes it on `g`): Flask marks a session
+    # read as soon as its proxy is touched, which would add Vary: Cookie to every answer.
+    user_id = getattr(here, "session_user_id", None)
+    return str(user_id) if user_id is not None else None
 
 
 def _begin_request() -> None:

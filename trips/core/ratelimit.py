@@ -16,10 +16,10 @@ from __future__ import annotations
 import logging
 import math
 import os
+import weakref
 
 import redis as redis_lib
 
-from trips.core import redisline
 from trips.core.epochs import READ_KEY_TTL_S, READ_KEYS_LUA
 from trips.core.limits import DEFAULTS, configured
 from trips.errors import Msg, N_, Plural, RateLimited
@@ -65,7 +65,7 @@ local member = ARGV[2 * sets + 2]
 end
 return {0, 0, values}
 """
-_SCRIPT_ATTR = "_btp_rate_limit_script"  # kept on the client: registered (its SHA computed) once per client
+_scripts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # client -> the script registered with it
 
 
 def _key(bucket: str, key: str) -> str:
@@ -80,10 +80,10 @@ def _per(window_s: int) -> Msg:
 
 
 def _script(redis: redis_lib.Redis):
-    script = getattr(redis, _SCRIPT_ATTR, None)
+    """The budgets' script of `redis` (redis-py's Script: EVALSHA, loaded again on NOSCRIPT), registered once."""
+    script = _scripts.get(redis)
     if script is None:
-        script = redis.register_script(_SCRIPT)
-        setattr(redis, _SCRIPT_ATTR, script)
+        script = _scripts[redis] = redis.register_script(_SCRIPT)
     return script
 
 
@@ -103,8 +103,16 @@ def hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]]
     (retry_after = whole seconds, at least 1, until the oldest counted hit leaves the window; `bucket` = the
     bucket that refused; `read` = the values read) at the first budget that is spent; ValueError for a limit or
     window below 1. A missing or unreachable Redis lets the hits through (logged): see the module docstring."""
-    return start_hits(redis, budgets, reads).finish()
-
+    call = _prepare(redis, budgets, reads)
+    if call is None:
+        return UNREAD
+    keys, args = call
+    try:
+        reply = _script(redis)(keys=keys, args=args)
+    except (redis_lib.RedisError, OSError) as exc:
+        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
+        return UNREAD
+    return _outcome(budgets, reply)
 
 def _what(budgets, reads) -> str:
     return budgets[0][0] if budgets else reads[0]
@@ -136,45 +144,6 @@ def _outcome(budgets, reply) -> tuple:
     raise exc
 
 
-class Started:
-    """Hits sent to Redis whose answer is read later (`start_hits`): the caller reads the database meanwhile."""
-
-    __slots__ = ("pending", "budgets", "reads")
-
-    def __init__(self, pending: redisline.Pending | None, budgets, reads):
-        self.pending, self.budgets, self.reads = pending, budgets, reads
-
-    def finish(self) -> tuple | None:
-        """What `hits` returns or raises for these budgets. Called exactly once, whatever happened meanwhile."""
-        pending, self.pending = self.pending, None
-        if pending is None:  # nothing was sent: nothing to ask, or Redis unreachable (logged by start_hits)
-            return UNREAD
-        try:
-            reply = pending.reply()
-        except (redis_lib.RedisError, OSError) as exc:
-            log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(self.budgets, self.reads), exc)
-            return UNREAD
-        return _outcome(self.budgets, reply)
-
-
-def start_hits(redis: redis_lib.Redis | None, budgets: list[tuple[str, str, int, int]],
-               reads: Reads = ()) -> Started:
-    """`hits`, in two halves: the script is sent now, on this thread's own connection (trips/core/redisline.py),
-    and its answer read by `Started.finish()` (which raises what `hits` raises). Between the two the caller may do
-    work whose result it throws away if `finish` refuses (a read of its own database): the budgets' round trip then
-    costs no wait of its own. Raises ValueError as hits."""
-    call = _prepare(redis, budgets, reads)
-    if call is None:
-        return Started(None, budgets, reads)
-    keys, args = call
-    try:
-        pending = redisline.send(redis, _script(redis), keys, args)
-    except (redis_lib.RedisError, OSError) as exc:  # fail open at once, as `hits` does: no second wait
-        log.warning("rate limit %s: Redis unavailable, not enforced: %s", _what(budgets, reads), exc)
-        return Started(None, budgets, reads)
-    return Started(pending, budgets, reads)
-
-
 def hit(redis: redis_lib.Redis | None, bucket: str, key: str, limit: int, window_s: int) -> None:
     """Count one hit for `key` in `bucket`, allowing at most `limit` hits in any `window_s` seconds (`hits` with
     one budget). Raises RateLimited or ValueError as `hits`; a missing or unreachable Redis lets it through."""
@@ -196,9 +165,4 @@ def limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]], reads
     return hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], reads)
 
 
-def start_limit_all(redis: redis_lib.Redis | None, pairs: list[tuple[str, str]], reads: Reads = ()) -> Started:
-    """`limit_all` in two halves (`start_hits`)."""
-    return start_hits(redis, [(bucket, key, *configured(bucket)) for bucket, key in pairs], reads)
-
-
-__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "Reads", "Started", "hit", "hits", "limit", "limit_all", "start_hits", "start_limit_all"]
+__all__ = ["KEY_PREFIX", "LIMITS", "UNREAD", "Reads", "hit", "hits", "limit", "limit_all"]

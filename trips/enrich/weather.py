@@ -25,7 +25,7 @@ POINT_DEG = {p: 45.0 * i for i, p in enumerate(POINTS)}
 # defaults when a comfort input is missing (docs/RULES.md "Comfort index")
 DEFAULT_WIND, DEFAULT_HUMIDITY, DEFAULT_PROBABILITY = 0.0, 50.0, 0.0
 
-_WMO = ((0, 0, "clear", "01d"), (1, 1, "mainly clear", "02d"), (2, 2, "partly cloudy", "03d"),
+WMO = ((0, 0, "clear", "01d"), (1, 1, "mainly clear", "02d"), (2, 2, "partly cloudy", "03d"),
         (3, 3, "overcast", "04d"), (45, 45, "fog", "50d"), (48, 48, "fog", "50d"), (51, 57, "drizzle", "09d"), (61, 67, "rain", "10d"),
         (71, 77, "snow", "13d"), (80, 82, "rain showers", "09d"), (85, 86, "snow showers", "13d"),
         (95, 99, "thunderstorm", "11d"))
@@ -42,7 +42,7 @@ def in_horizon(day: date | None, today: date) -> bool:
 def wmo(code: float | None) -> tuple[str, str]:
     """(description, icon) of a WMO weather code; unknown (01d) otherwise."""
     if code is not None:
-        for low, high, description, icon in _WMO:
+        for low, high, description, icon in WMO:
             if low <= code <= high:
                 return description, icon
     return "unknown", "01d"

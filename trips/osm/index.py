@@ -38,9 +38,9 @@ def _around(lat: np.ndarray, lon: np.ndarray, metres: float) -> tuple[np.ndarray
     1 % margin leaves without effect on what the queries answer)."""
     def per_degree(phi):
         s = np.sin(np.radians(phi))
-        w = 1 - G._E2 * s * s
-        north = G._A * (1 - G._E2) / w ** 1.5 * np.pi / 180
-        east = G._A / np.sqrt(w) * np.cos(np.radians(phi)) * np.pi / 180
+        w = 1 - G.GEOD.es * s * s
+        north = G.GEOD.a * (1 - G.GEOD.es) / w ** 1.5 * np.pi / 180
+        east = G.GEOD.a / np.sqrt(w) * np.cos(np.radians(phi)) * np.pi / 180
         return north, np.maximum(east, 1e-6)
 
     north, east = per_degree(lat)

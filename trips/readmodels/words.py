@@ -29,9 +29,9 @@ def weather_key(description: str) -> str:
     return "weather." + description.replace(" ", "_")
 
 
-WEATHER_KEYS = tuple(dict.fromkeys(weather_key(row[2]) for row in weather._WMO)) + (weather_key(UNKNOWN),)
+WEATHER_KEYS = tuple(dict.fromkeys(weather_key(row[2]) for row in weather.WMO)) + (weather_key(UNKNOWN),)
 DYNAMIC_KEYS = frozenset(WEATHER_KEYS + WIND_KEYS + OSM_KEYS)
-_BY_DESCRIPTION = {row[2]: weather_key(row[2]) for row in weather._WMO} | {UNKNOWN: weather_key(UNKNOWN)}
+_BY_DESCRIPTION = {row[2]: weather_key(row[2]) for row in weather.WMO} | {UNKNOWN: weather_key(UNKNOWN)}
 
 
 def describe(forecast: dict, locale: str | None) -> str:

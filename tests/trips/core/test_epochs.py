@@ -17,7 +17,7 @@ from tests.factories import make_user
 from tests.mcp_helpers import call, mcp_token, payload
 from trips import computations
 from tests.live import free_port
-from trips.core import epochs, redisline
+from trips.core import epochs
 from trips.core.redis_client import get_redis
 from trips.core.db import atomic, db
 from trips.models import Computation, Stage, Trip
@@ -240,17 +240,16 @@ def test_which_statements_replace_which_epochs(statement, family):
 def test_epochs_that_could_not_be_replaced_are_replaced_later(ctx, monkeypatch):
     """The app's real Redis, unreachable for the first two tries (the sending fails as a cut connection does)."""
     redis = get_redis()
-    real_send, tries = redisline.send, []
+    real_script, tries = redis.register_script(epochs._REPLACE_LUA), []
 
-    def flaky_send(client, script, keys, args):
-        if set(keys) == want:  # this test's epochs (not another request's budgets)
-            tries.append(1)
-            if len(tries) < 3:
-                raise redis_lib.ConnectionError("down")
-        return real_send(client, script, keys, args)
+    def flaky_script(keys, args):
+        tries.append(1)
+        if len(tries) < 3:
+            raise redis_lib.ConnectionError("Connection closed by server.")  # as an answer cut mid-read
+        return real_script(keys=keys, args=args)
 
-    keys = want = {epochs.TOKEN_KEY, epochs.user_key("u1")}
-    monkeypatch.setattr(redisline, "send", flaky_send)
+    keys = {epochs.TOKEN_KEY, epochs.user_key("u1")}
+    monkeypatch.setattr(epochs, "_scripts", {redis: flaky_script})
     monkeypatch.setattr(epochs, "_retry", {})
     monkeypatch.setattr(epochs, "_retrier", None)
     before = {key: redis.get(key) for key in keys}

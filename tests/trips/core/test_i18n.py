@@ -322,7 +322,7 @@ def test_the_extraction_sees_the_code_and_the_templates_and_the_registry_the_res
     from trips.readmodels import pictures
 
     assert set(pictures._WIND_WORDS.values()) <= words.DYNAMIC_KEYS
-    assert {words.weather_key(row[2]) for row in weather._WMO} <= words.DYNAMIC_KEYS
+    assert {words.weather_key(row[2]) for row in weather.WMO} <= words.DYNAMIC_KEYS
 
 
 def test_plural_keys_have_plural_forms_and_the_others_none():

@@ -123,7 +123,7 @@ def test_checkout_pings_only_a_connection_idle_for_long(pg, monkeypatch):
 
 def test_an_engine_or_connection_asked_for_autocommit_keeps_it(pg):
     """CREATE DATABASE and the like cannot run in a transaction: an AUTOCOMMIT engine or connection is left as is."""
-    admin = sa.create_engine(db.engine.url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    admin = sa.create_engine(db.engine.url, execution_options={"isolation_level": "AUTOCOMMIT"}, poolclass=sa.pool.NullPool)
     try:
         with admin.connect() as conn:
             conn.execute(sa.text("CREATE TEMPORARY TABLE btp_scratch (id int)"))
