@@ -288,7 +288,7 @@ def _chunk(starts: np.ndarray, ends: np.ndarray, size: int):
     return new_starts, new_ends, np.concatenate([b[1:-1] for b in bounds]).astype(np.int64)
 
 
-def _dp_keep_mask(pts: np.ndarray, tol: float, starts=None, ends=None) -> np.ndarray:
+def dp_keep_mask(pts: np.ndarray, tol: float, starts=None, ends=None) -> np.ndarray:
     """The points Douglas–Peucker keeps of each line (starts[k], ends[k]) of `pts` (default: one, all of it)."""
     n = len(pts)
     lat, lon = np.ascontiguousarray(pts[:, 0]), np.ascontiguousarray(pts[:, 1])
@@ -337,7 +337,7 @@ def simplify(points, tolerance_m: float = TOLERANCE_M) -> np.ndarray:
         raise ValueError("tolerance_m must be a finite number >= 0")
     if len(pts) <= 2:
         return pts.copy()
-    return pts[_dp_keep_mask(pts, float(tolerance_m))]
+    return pts[dp_keep_mask(pts, float(tolerance_m))]
 
 
 def locate_on_line(points, cum_km, lat: float, lon: float, near_m: float, ref_km: float,

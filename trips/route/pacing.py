@@ -209,7 +209,7 @@ def fit_points_each(lines: list[np.ndarray], max_points: int,
         ends = np.cumsum([len(out[i]) for i in busy]) - 1
         starts = np.concatenate(([0], ends[:-1] + 1))
         joined = np.concatenate([out[i] for i in busy])
-        keep = geo._dp_keep_mask(joined, tolerance_m, starts, ends)
+        keep = geo.dp_keep_mask(joined, tolerance_m, starts, ends)
         for i, s, e in zip(busy, starts.tolist(), ends.tolist()):
             out[i] = joined[s:e + 1][keep[s:e + 1]]
         busy = [i for i in busy if len(out[i]) > max_points]
