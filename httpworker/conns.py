@@ -12,8 +12,7 @@ import selectors
 import socket
 import time
 
-from gunicorn import util
-
+from httpworker import gunicorn_internals as gi
 from httpworker.frame import Incoming
 from httpworker.wire import _stall_bound
 
@@ -64,7 +63,7 @@ class Connections:
                              errno.ENOMEM):
                 return
             raise
-        util.close_on_exec(client)
+        gi.close_on_exec(client)
         _stall_bound(client)
         if client.family != socket.AF_UNIX:
             client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

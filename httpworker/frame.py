@@ -30,10 +30,9 @@ import tempfile
 from collections import deque
 from dataclasses import dataclass
 
-from gunicorn.http.body import Body, ChunkedReader, LengthReader
-from gunicorn.http.errors import NoMoreData
-from gunicorn.http.message import DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE
-from gunicorn.http.parser import RequestParser
+from httpworker import gunicorn_internals as gi
+from httpworker.gunicorn_internals import (DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE, ChunkedReader,
+                                           LengthReader, NoMoreData, RequestParser)
 
 HEAD_TIMEOUT_S = 10.0  # a request's head whole within this of its first byte; also the body's grace
 MIN_RATE = 32 * 1024  # bytes/s a body must average after that grace (a weak mobile uplink: 256 kbit/s)
@@ -234,8 +233,8 @@ class Incoming:
         feed = self.feed
         if feed.pieces or feed.file is not None:
             feed.clear()
-        if self.parser.unreader.buf.tell():
-            self.parser.unreader.take_buffered()
+        if gi.held_ahead(self.parser):
+            gi.take_held(self.parser)
 
     def discard(self) -> None:
         self.served()
@@ -266,10 +265,10 @@ class Incoming:
         except Exception as exc:  # gunicorn's refusal: answered by the worker's handle_error, as gunicorn does
             self.feed.clear()
             return REFUSED, exc
-        self.parser.mesg = None  # its body is delivered here: the parser never drains it from the source
-        if not whole or self.parser.unreader.buf.tell():  # gunicorn's head ends before the buffer's: bytes left
+        gi.let_go_of_message(self.parser)  # its body is delivered here: the parser never drains it from the source
+        if not whole or gi.held_ahead(self.parser):  # gunicorn's head ends before the buffer's: bytes left
             return REFUSED, (400, "Bad Request", "request head ends elsewhere")
-        reader = req.body.reader
+        reader = gi.body_reader(req)
         self.head_at = now
         if type(reader) is ChunkedReader:
             self.req, self.chunks, self.scanned = req, ChunkScan(self.limits), 0
@@ -284,8 +283,7 @@ class Incoming:
         else:
             return REFUSED, (400, "Bad Request", "no body framing")
         outcome = self._body(now)
-        if outcome[0] is NEED and req._expected_100_continue:
-            req._expected_100_continue = False  # the worker sends it now; gunicorn's wsgi.create must not again
+        if outcome[0] is NEED and gi.take_continue(req):  # the worker sends it now, gunicorn's wsgi.create not
             return CONTINUE, None
         return outcome
 
@@ -347,7 +345,7 @@ class Incoming:
             out.close()
             self.feed.clear()
             return REFUSED, (400, "Bad Request", "chunked body ends elsewhere") if isinstance(exc, NoMoreData) else exc
-        left = self.parser.unreader.take_buffered() or next(self.feed)
+        left = gi.take_held(self.parser) or next(self.feed)
         if scan.bad or left:
             out.close()
             self.feed.clear()
@@ -355,7 +353,7 @@ class Incoming:
         size = out.tell()
         out.seek(0)
         self.feed.file = out
-        req.body = Body(LengthReader(self.parser.unreader, size))
+        gi.whole_body(req, self.parser, size)
         return self._whole()
 
     def _whole(self):

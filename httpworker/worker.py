@@ -38,9 +38,9 @@ from collections import deque
 from datetime import datetime
 from itertools import count
 
-from gunicorn import http, util
-from gunicorn.http import wsgi
 from gunicorn.workers import base
+
+from httpworker import gunicorn_internals as gi
 
 from httpworker.conns import ACCEPT, CONN, LINGER, WAKE, Connections, _Conn, _readable
 from httpworker.crew import Crew
@@ -94,7 +94,7 @@ class KeepAliveWorker(Connections, base.Worker):
             self.log.warning("BTP's worker serves plain HTTP/1.1: TLS, HTTP/2 and PROXY v2 end at nginx")
         for listener in self.sockets:
             listener.setblocking(False)
-        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (WAKE, None))
+        self.poller.register(gi.wake_pipe(self)[0], selectors.EVENT_READ, (WAKE, None))
         self._accepting(True)
         self.crew = Crew(self.cfg.threads, self._lead, self._beat, self.log)
         try:
@@ -174,17 +174,17 @@ class KeepAliveWorker(Connections, base.Worker):
     def _beat(self, at: float) -> None:
         """gunicorn's heartbeat (WorkerTmp.notify), dated `at` (time.monotonic()): the arbiter kills a worker whose
         last beat is older than `timeout`."""
-        os.utime(self.tmp.fileno(), (at, at))
+        gi.beat(self, at)
 
     def _wake(self) -> None:
         try:
-            os.write(self.PIPE[1], b"\0")
+            os.write(gi.wake_pipe(self)[1], b"\0")
         except OSError:  # full (the leader has wake-ups to read already) or closed (the worker is ending)
             pass
 
     def _drain_wakeups(self) -> None:
         try:
-            while os.read(self.PIPE[0], 4096):
+            while os.read(gi.wake_pipe(self)[0], 4096):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
@@ -267,7 +267,7 @@ class KeepAliveWorker(Connections, base.Worker):
             log = self.log.info if status == 408 else self.log.warning
             log("Invalid request from ip=%s: %s %s", (conn.addr or ("",))[0], status, mesg)
             try:
-                util.write_error(conn.sock, status, reason, mesg)
+                gi.error_page(conn.sock, status, reason, mesg)
             except Exception:
                 self.log.debug("Failed to send error message.")
         else:
@@ -281,7 +281,7 @@ class KeepAliveWorker(Connections, base.Worker):
         keep = False
         try:
             keep = self._handle_request(req, conn)
-        except http.errors.NoMoreData as exc:
+        except gi.NoMoreData as exc:
             self.log.debug("Ignored premature client disconnection. %s", exc)
         except StopIteration as exc:
             self.log.debug("Closing connection. %s", exc)
@@ -309,7 +309,7 @@ class KeepAliveWorker(Connections, base.Worker):
         try:
             self.cfg.pre_request(self, req)
             started = datetime.now() if self.cfg.accesslog else None
-            resp, environ = wsgi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
+            resp, environ = gi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
                                          response_class=_OneSendResponse)
             resp.worker = self
             environ["wsgi.multithread"] = True
@@ -336,7 +336,7 @@ class KeepAliveWorker(Connections, base.Worker):
                     respiter.close()
             return not resp.should_close()
         except OSError:
-            util.reraise(*sys.exc_info())
+            gi.reraise(*sys.exc_info())
         except (Exception, SystemExit):
             if resp and resp.headers_sent:
                 self.log.exception("Error handling request")
