@@ -1,5 +1,7 @@
 """The connections of BTP's gunicorn worker (httpworker/worker.py): taking clients from the listening sockets
-(one per round, up to `worker_connections`), registering them with the selector, and closing them: at once when
+(one per round), registering them with the selector, shedding one when `worker_connections` are open (the idlest
+kept-alive connection first, then the slowest sender, then the slowest reader: never one a thread serves), so a
+new client is still served however many connections others hold open, and closing them: at once when
 nothing was answered, else lingering (our FIN first, then whatever the client still sends is read and dropped for at
 most LINGER_S, without holding a thread: closing at once could reset the connection and cut the answer short,
 RFC 9112 §9.6). Only the thread that runs the worker's loop calls these. Stdlib and gunicorn only.
@@ -17,7 +19,7 @@ from httpworker.frame import Incoming
 from httpworker.wire import _stall_bound
 
 LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side
-ACCEPT, CONN, WAKE, LINGER = "accept", "conn", "wake", "linger"  # what a selector key is
+ACCEPT, CONN, WAKE, LINGER, OUT = "accept", "conn", "wake", "linger", "out"  # what a selector key is
 
 
 def _readable(sock: socket.socket) -> bool:
@@ -28,7 +30,7 @@ def _readable(sock: socket.socket) -> bool:
 
 
 class _Conn:
-    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed")
+    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed", "outbox", "keep")
 
     def __init__(self, sock, addr, server, incoming: Incoming):
         self.sock, self.addr, self.server, self.incoming = sock, addr, server, incoming
@@ -36,6 +38,8 @@ class _Conn:
         self.busy = False  # a thread serves its request: the leader reads nothing of it meanwhile
         self.registered = False  # with the selector
         self.closed = False
+        self.outbox = None  # the rest of an answer the loop sends as the client reads (httpworker/outbox.py)
+        self.keep = False  # with an outbox: keep the connection once it is sent
 
 
 class Connections:
@@ -53,7 +57,11 @@ class Connections:
         self.accepting = on
 
     def _accept(self, listener) -> None:
-        """Take one waiting client, if any (the worker's loop takes one per round)."""
+        """Take one waiting client, if any (the worker's loop takes one per round), shedding a connection first
+        when the worker holds `worker_connections` already."""
+        if len(self.conns) >= self.cfg.worker_connections and not self._shed(time.monotonic()):
+            self._accepting(False)  # every connection is being served: the backlog waits until one closes
+            return
         try:
             client, addr = listener.accept()
         except (BlockingIOError, InterruptedError):
@@ -71,8 +79,27 @@ class Connections:
         conn.deadline = time.monotonic() + self.keepalive
         self.conns[client.fileno()] = conn
         self._register(conn)
-        if len(self.conns) >= self.cfg.worker_connections:
-            self._accepting(False)  # full: the backlog waits until a connection closes
+
+    def _shed(self, now: float) -> bool:
+        """Close the connection that least deserves its slot; False when every one is being served."""
+        victim, worst = None, None
+        for conn in self.conns.values():
+            if conn.busy:
+                continue
+            if conn.outbox is not None:
+                rank = (2, conn.outbox.pace.rate(now))
+            elif conn.incoming.started:
+                rank = (1, conn.incoming.rate(now))
+            else:
+                rank = (0, conn.deadline)  # idle: the one idle longest ends its keep-alive first
+            if worst is None or rank < worst:
+                victim, worst = conn, rank
+                if rank[0] == 0 and conn.deadline <= now + self.keepalive / 2:
+                    break  # idle for half its keep-alive at least: good enough, no need to look at them all
+        if victim is None:
+            return False
+        self._close(victim)
+        return True
 
     def _register(self, conn: _Conn) -> None:
         self.poller.register(conn.sock, selectors.EVENT_READ, (CONN, conn))
@@ -93,6 +120,9 @@ class Connections:
             except (KeyError, ValueError):
                 pass
         conn.incoming.discard()
+        if conn.outbox is not None:
+            conn.outbox.discard()
+            conn.outbox = None
         if after_answer:
             self._linger(conn.sock)
         else:

@@ -19,7 +19,7 @@ from gunicorn.http.parser import RequestParser
 __all__ = ["DEFAULT_MAX_HEADERFIELD_SIZE", "MAX_HEADERS", "MAX_REQUEST_LINE", "Body", "ChunkedReader", "LengthReader",
            "NoMoreData", "RequestParser", "Response", "beat", "body_reader", "close_on_exec", "create", "error_page",
            "head_bytes", "held_ahead", "let_go_of_message", "mark_sent", "omits_body", "reraise",
-           "take_continue", "take_held", "wake_pipe", "whole_body"]
+           "take_continue", "take_held", "wake_pipe", "whole_body", "write_through"]
 
 Response = wsgi.Response  # subclassed by wire._OneSendResponse
 create = wsgi.create  # (req, sock, client, server, cfg, response_class=...) -> (response, environ)
@@ -79,6 +79,12 @@ def head_bytes(resp) -> bytes:
     tosend = Response.default_headers(resp)
     tosend.extend(["%s: %s\r\n" % (k, v) for k, v in resp.headers])
     return util.to_bytestring("%s\r\n" % "".join(tosend), "latin-1")
+
+
+def write_through(resp, sink) -> None:
+    """Everything the response writes (head, body, chunks, sendfile) goes to `sink` (sendall, sendfile) instead of
+    the socket it was made with."""
+    resp.sock = sink
 
 
 def error_page(sock, status: int, reason: str, mesg: str) -> None:

@@ -414,7 +414,7 @@ def test_demo_answers_in_one_part_in_parts_and_streamed_on_one_connection(demo_s
 
 
 class CountingSocket:
-    """One end of a socketpair, counting what is sent on it: each sendall (its bytes) and sendfile."""
+    """One end of a socketpair, counting what is sent on it: each send or sendall (its bytes) and sendfile."""
 
     def __init__(self, sock):
         self._sock, self.sends = sock, []
@@ -422,6 +422,11 @@ class CountingSocket:
     def sendall(self, data):
         self.sends.append(bytes(data))
         return self._sock.sendall(data)
+
+    def send(self, data, flags=0):  # the worker's Outbox sends with MSG_DONTWAIT
+        sent = self._sock.send(data, flags)
+        self.sends.append(bytes(data[:sent]))
+        return sent
 
     def sendfile(self, file, offset=0, count=None):
         self.sends.append(("sendfile", count))
