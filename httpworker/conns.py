@@ -12,6 +12,7 @@ import errno
 import select
 import selectors
 import socket
+import struct
 import time
 
 from httpworker import gunicorn_internals as gi
@@ -29,8 +30,17 @@ def _readable(sock: socket.socket) -> bool:
         return False
 
 
+def _reset(sock: socket.socket) -> None:
+    """Its close resets the connection (SO_LINGER 0): unsent bytes are dropped, not sent to a client cut off."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+
+
 class _Conn:
-    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed", "outbox", "keep")
+    __slots__ = ("sock", "addr", "server", "incoming", "deadline", "busy", "registered", "closed", "outbox", "keep",
+                 "cut")
 
     def __init__(self, sock, addr, server, incoming: Incoming):
         self.sock, self.addr, self.server, self.incoming = sock, addr, server, incoming
@@ -40,6 +50,7 @@ class _Conn:
         self.closed = False
         self.outbox = None  # the rest of an answer the loop sends as the client reads (httpworker/outbox.py)
         self.keep = False  # with an outbox: keep the connection once it is sent
+        self.cut = False  # closed with a reset: what the kernel still holds for a client cut off goes at once
 
 
 class Connections:
@@ -98,14 +109,14 @@ class Connections:
                     break  # idle for half its keep-alive at least: good enough, no need to look at them all
         if victim is None:
             return False
-        self._close(victim)
+        self._close(victim, cut=worst[0] > 0)
         return True
 
     def _register(self, conn: _Conn) -> None:
         self.poller.register(conn.sock, selectors.EVENT_READ, (CONN, conn))
         conn.registered = True
 
-    def _close(self, conn: _Conn, after_answer: bool = False) -> None:
+    def _close(self, conn: _Conn, after_answer: bool = False, cut: bool = False) -> None:
         """Forget the connection and close it: at once when nothing was answered; after an answer, by sending our
         FIN first and reading whatever the client still sends until it closes too, for at most LINGER_S, without
         holding the thread (`_drain`): closing at once could reset the connection and cut the answer short."""
@@ -123,7 +134,10 @@ class Connections:
         if conn.outbox is not None:
             conn.outbox.discard()
             conn.outbox = None
-        if after_answer:
+        if cut or conn.cut:
+            _reset(conn.sock)
+            conn.sock.close()
+        elif after_answer:
             self._linger(conn.sock)
         else:
             conn.sock.close()

@@ -145,7 +145,7 @@ class KeepAliveWorker(Connections, base.Worker):
             if conn.outbox is not None:
                 if conn.outbox.overdue(now):
                     self.log.debug("Closing a connection that reads its answer under the floor")
-                    self._close(conn)
+                    self._close(conn, cut=True)
                 else:
                     conn.deadline = conn.outbox.pace.deadline
             elif conn.incoming.started:
@@ -331,6 +331,7 @@ class KeepAliveWorker(Connections, base.Worker):
             self.handle_error(req, conn.sock, conn.addr, exc)
         except OSError as exc:
             if _stalled(exc):
+                conn.cut = True
                 self.log.debug("Closing a connection that reads its answer too slowly")
             elif exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
