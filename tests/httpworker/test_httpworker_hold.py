@@ -204,14 +204,15 @@ def _gpx_pieces():
 
 
 @contextmanager
-def served_like_make_run(tmp_path):
-    """big_gpx_app under gunicorn with BTP's worker and gunicorn.conf.py's own settings for it."""
+def served_like_make_run(tmp_path, app: str = "tests.httpworker.test_httpworker_hold:big_gpx_app", extra=()):
+    """`app` (big_gpx_app) under gunicorn with BTP's worker and gunicorn.conf.py's own settings for it; `extra`:
+    more gunicorn options. Yields (the master process, the port, the log)."""
     port = free_port()
     log = tmp_path / "gpx.log"
     args = ["--no-control-socket", "-c", "/dev/null", "--workers", str(WORKERS), "--worker-class",
             CONF["worker_class"], "--threads", str(CONF["threads"]), "--worker-connections",
             str(CONF["worker_connections"]), "--keep-alive", str(CONF["keepalive"]), "--timeout", str(CONF["timeout"]),
-            "--bind", f"127.0.0.1:{port}", "tests.httpworker.test_httpworker_hold:big_gpx_app"]
+            *extra, "--bind", f"127.0.0.1:{port}", app]
     with open(log, "wb") as sink:
         proc = subprocess.Popen([str(BIN / "gunicorn"), *args], cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT)
     try:
