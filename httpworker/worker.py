@@ -330,9 +330,8 @@ class KeepAliveWorker(Connections, base.Worker):
         except ssl.SSLError as exc:
             self.handle_error(req, conn.sock, conn.addr, exc)
         except OSError as exc:
-            if _stalled(exc):
+            if _stalled(exc):  # read under the floor: reset, what the kernel holds for it dropped
                 conn.cut = True
-                self.log.debug("Closing a connection that reads its answer too slowly")
             elif exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
         except Exception as exc:
