@@ -95,6 +95,15 @@ def summarise(per: dict, points: list, rounds: int) -> tuple[list, dict]:
     return rows, summary
 
 
+def decide(summary: dict) -> tuple[bool, str]:
+    """(switch to gthread?, the sentence saying so): gthread within SWITCH_WITHIN of BTP's worker on every point."""
+    ratios = [v["ratio"] for v in summary.values()]
+    within = bool(ratios) and all(r is not None and r < 1 + SWITCH_WITHIN for r in ratios)
+    if within:
+        return True, f"gthread within {SWITCH_WITHIN:.0%} of BTP's worker on every point: switch (README 'Which worker')"
+    return False, f"BTP's worker ahead by {SWITCH_WITHIN:.0%} or more on at least one point: keep it"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=8.0, help="duration of each point (default 8)")
@@ -142,10 +151,7 @@ def run(stack: mcp.Stack, exits: ExitStack, args, points: list) -> int:
                 said.append(f"{name} {point}@{connections} {out['calls_s']:.0f}/s")
         mcp.log(f"round {n + 1}/{args.rounds}: " + " | ".join(said))
     rows, summary = summarise(per, points, args.rounds)
-    ratios = [v["ratio"] for v in summary.values() if v["ratio"]]
-    within = bool(ratios) and max(ratios) < 1 + SWITCH_WITHIN
-    verdict = (f"gthread within {SWITCH_WITHIN:.0%} of BTP's worker on every point: switch (README 'Which worker')"
-               if within else f"BTP's worker ahead by {SWITCH_WITHIN:.0%} or more on at least one point: keep it")
+    within, verdict = decide(summary)
     for key, v in summary.items():
         mcp.log(f"{key}: BTP {v['btp_calls_s']} calls/s, gthread {v['gthread_calls_s']}, ratio {v['ratio']} "
                 f"(rounds {v['ratio_min']}–{v['ratio_max']}), errors {v['errors']}")
