@@ -9,21 +9,26 @@ timeout = 120
 # BTP's own worker (httpworker/worker.py), with keep-alive: a client's connection stays open between requests
 # (an agent's run of tool calls, nginx's upstream keep-alive). It reads every connection without blocking and runs
 # no app code before a request is whole (a client sending slowly holds no thread; a head is due within 10 s, a body
-# at 32 KB/s after that, else 408; a body over 32 MB is refused with 413 unread: httpworker/frame.py). The thread
+# must keep arriving at 32 KB/s over each 10 s window after a 5 s grace, else 408; a body over 32 MB is refused with
+# 413 unread: httpworker/frame.py); an answer must be read at 16 KB/s over the same windows, the loop sending what a
+# slow reader has not taken yet (httpworker/outbox.py). The thread
 # that reads a request serves it at once, without a handoff between threads (gthread's costs about 40 % of a
 # get_trip's CPU, bench/bench_mcp.py); when a request takes longer than 25 ms (a slow upstream), another of the
 # worker's `threads` takes over the loop, so no request waits behind it while a thread is free
 # (httpworker/crew.py). nginx lets an idle upstream connection go after 4 s, before this 5 s. The bounds are
-# HTTPWORKER_HEAD_TIMEOUT_S (10), HTTPWORKER_MIN_RATE (32768 bytes/s) and HTTPWORKER_MAX_BODY (33554432, app.py's
-# MAX_CONTENT_LENGTH) in the environment, or here as raw_env = ["HTTPWORKER_MAX_BODY=..."].
+# HTTPWORKER_HEAD_TIMEOUT_S (10), HTTPWORKER_MIN_RATE (32768 bytes/s), HTTPWORKER_SEND_RATE (16384 bytes/s),
+# HTTPWORKER_RATE_WINDOW_S (10), HTTPWORKER_RATE_GRACE_S (5), HTTPWORKER_OUTBOX_BYTES (134217728 a worker) and
+# HTTPWORKER_MAX_BODY (33554432, app.py's MAX_CONTENT_LENGTH) in the environment, or here as
+# raw_env = ["HTTPWORKER_MAX_BODY=..."]. BTP's worker or gunicorn's gthread: README "Which worker".
 worker_class = "httpworker.worker.KeepAliveWorker"
 keepalive = 5
 # Threads per worker, made only when a request is slow (most requests are served by the first). The app's database
 # pool holds as many connections as threads, and as many again for a burst (trips/core/db.py POOL); redis-py's pool
 # makes a Redis connection per thread that needs one.
 threads = 8
-# Kept connections per worker (an idle one costs a file descriptor and a few KB; the worker raises its own
-# descriptor limit to twice this, within the hard limit); beyond that an answer says `Connection: close`.
+# Connections per worker (an idle one costs a file descriptor and a few KB; the worker raises its own descriptor
+# limit to twice this, within the hard limit); when all are open, an answer says `Connection: close` and a new
+# client takes the slot of the connection idle longest (else the slowest: httpworker/conns.py).
 worker_connections = 2000
 
 # The client address and scheme are BTP_TRUSTED_PROXIES's business alone (ProxyFix in app.py): gunicorn would

@@ -443,9 +443,11 @@ def wait_quiet(timeout: float = 60.0, below: float = 0.15) -> float:
 
 # --- load ------------------------------------------------------------------------------------------------------
 def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, edits=None, threads=None,
-        timeout_s: int = 10, server: subprocess.Popen | None = None, beside: Beside | None = None) -> dict:
+        timeout_s: int = 10, server: subprocess.Popen | None = None, beside: Beside | None = None,
+        url: str | None = None) -> dict:
     """One wrk run with bench/lua/mcp_call.lua; returns its WRKJSON figures plus calls_s, and with `server` the
-    CPU milliseconds that server's processes spent per call (cpu_ms)."""
+    CPU milliseconds that server's processes spent per call (cpu_ms). `url`: another endpoint than the port's
+    /mcp (a proxy in front)."""
     env = {**os.environ, "MCP_TOKEN": token}
     if edits is not None:
         env["MCP_EDITS"] = ";".join(f"{t},{s},{v}" for t, s, v in edits)
@@ -454,7 +456,7 @@ def wrk(port: int, token: str, seconds: float, connections: int, *, calls=None, 
         env["MCP_CALLS"] = "\n".join(f"{tool}\t{json.dumps(args, separators=(',', ':'))}" for tool, args in calls)
         threads = threads or min(connections, 2)
     cmd = ["wrk", "-t", str(threads), "-c", str(connections), "-d", f"{max(1, round(seconds))}s",
-           "--timeout", f"{timeout_s}s", "-s", str(LUA), f"http://127.0.0.1:{port}/mcp"]
+           "--timeout", f"{timeout_s}s", "-s", str(LUA), url or f"http://127.0.0.1:{port}/mcp"]
     cpu_before, stores_before = cpu_seconds(server), beside.seconds() if beside else None
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
     cpu = cpu_seconds(server) - cpu_before

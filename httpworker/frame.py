@@ -11,16 +11,15 @@ one gunicorn saw whole, ending where gunicorn says, and the bytes after it (a pi
 for the next one, in order; no second request is ever served from bytes two parsers read differently.
 
 Bounds, each answered and the connection closed (gunicorn's error page, `Connection: close`):
-- the head must be whole within HEAD_TIMEOUT_S of the request's first byte, and the body within HEAD_TIMEOUT_S of
-  the head plus its size at MIN_RATE: past that, 408 (the worker's sweep, httpworker/worker.py);
+- the head must be whole within HEAD_TIMEOUT_S of the request's first byte, and the body must keep arriving at
+  MIN_RATE, measured over each RATE_WINDOW_S after RATE_GRACE_S (httpworker/outbox.py Pace), however large it says
+  it is: else 408 (the worker's sweep, httpworker/worker.py);
 - a head longer than gunicorn's own limits allow (limit_request_fields x limit_request_field_size, plus the request
   line): gunicorn's refusal, else 431; a bare LF in an unfinished head is handed to gunicorn at once (400);
 - a Content-Length, or chunks adding up to, more than MAX_BODY: 413 at once, the body not read.
 A body over BODY_IN_MEMORY goes to a temporary file (SpooledTemporaryFile) as it arrives, so slow or large uploads
 on many connections do not add up in the worker's memory. A body the app leaves unread is already here: it is
-dropped, never drained from the socket, and the connection serves its next request.
-
-Nothing here touches a socket or imports the project: stdlib and gunicorn only (tests/httpworker/test_httpworker_frame.py).
+dropped, never drained from the socket, and the connection serves its next request. Nothing here touches a socket.
 """
 from __future__ import annotations
 
@@ -30,18 +29,24 @@ import tempfile
 from collections import deque
 from dataclasses import dataclass
 
-from gunicorn.http.body import Body, ChunkedReader, LengthReader
-from gunicorn.http.errors import NoMoreData
-from gunicorn.http.message import DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE
-from gunicorn.http.parser import RequestParser
+from httpworker import gunicorn_internals as gi
+from httpworker.gunicorn_internals import (DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE, ChunkedReader,
+                                           LengthReader, NoMoreData, RequestParser)
+from httpworker.outbox import Pace
 
-HEAD_TIMEOUT_S = 10.0  # a request's head whole within this of its first byte; also the body's grace
-MIN_RATE = 32 * 1024  # bytes/s a body must average after that grace (a weak mobile uplink: 256 kbit/s)
+HEAD_TIMEOUT_S = 10.0  # a request's head whole within this of its first byte
+MIN_RATE = 32 * 1024  # bytes/s a body must keep arriving at (a weak mobile uplink: 256 kbit/s)
+SEND_RATE = 16 * 1024  # bytes/s a client must keep reading its answer at
+RATE_WINDOW_S = 10.0  # each rate is measured over this
+RATE_GRACE_S = 5.0  # added to the first window (a connection's slow start, a client's pause before it reads)
+OUTBOX_BYTES = 128 * 1024 * 1024  # what a worker's answers to slow readers may hold together (httpworker/outbox.py)
 MAX_BODY = 32 * 1024 * 1024  # app.py MAX_CONTENT_LENGTH: a 30 MB GPX plus its multipart envelope
 BODY_IN_MEMORY = 1024 * 1024  # a body over this is spooled to a temporary file as it arrives
 FILE_PIECE = 256 * 1024  # how much of a spooled body gunicorn's reader gets at a time
 ENV = {"head_timeout": ("HTTPWORKER_HEAD_TIMEOUT_S", float), "min_rate": ("HTTPWORKER_MIN_RATE", float),
-       "max_body": ("HTTPWORKER_MAX_BODY", int)}
+       "max_body": ("HTTPWORKER_MAX_BODY", int), "send_rate": ("HTTPWORKER_SEND_RATE", float),
+       "window": ("HTTPWORKER_RATE_WINDOW_S", float), "grace": ("HTTPWORKER_RATE_GRACE_S", float),
+       "outbox": ("HTTPWORKER_OUTBOX_BYTES", int)}
 
 NEED, WHOLE, CONTINUE, REFUSED = "need", "whole", "continue", "refused"  # what Incoming.advance found
 
@@ -51,6 +56,10 @@ class Limits:
     head_timeout: float = HEAD_TIMEOUT_S
     min_rate: float = MIN_RATE
     max_body: int = MAX_BODY
+    send_rate: float = SEND_RATE
+    window: float = RATE_WINDOW_S
+    grace: float = RATE_GRACE_S
+    outbox: int = OUTBOX_BYTES
     in_memory: int = BODY_IN_MEMORY
     head_cap: int = 100 * (DEFAULT_MAX_HEADERFIELD_SIZE + 2) + 4 + 4094 + 4  # gunicorn's defaults
     line_cap: int = 4094  # limit_request_line (0: none)
@@ -184,7 +193,7 @@ class Incoming:
     `served` once the request is answered."""
 
     __slots__ = ("limits", "buf", "feed", "parser", "req", "need", "chunks", "spool", "scanned", "started",
-                 "head_at", "deadline", "searched")
+                 "head_at", "deadline", "searched", "pace")
 
     def __init__(self, cfg, addr, limits: Limits):
         self.limits = limits
@@ -200,8 +209,11 @@ class Incoming:
         self.head_at = 0.0
         self.deadline = 0.0  # by when the request must be whole
         self.searched = 0  # where the search for the head's end resumes
+        self.pace: Pace | None = None  # the body's, once its head is read
 
     def add(self, data: bytes) -> None:
+        if self.pace is not None:
+            self.pace.moved += len(data)
         buf = self.buf
         if not buf:
             self.buf = data
@@ -229,13 +241,29 @@ class Incoming:
             return self._parse(len(buf), now, whole=False)
         return NEED, None
 
+    def overdue(self, now: float) -> bool:
+        """At `deadline`, with a request under way: True when it must be cut (its head is not whole; its body came
+        slower than MIN_RATE over the last window); else `deadline` is the next window's end."""
+        pace = self.pace
+        if self.req is None or pace is None:
+            return True
+        left = float("inf") if self.chunks is not None else self.need - (0 if self.spool is not None else len(self.buf))
+        if not pace.check(now, left):
+            return True
+        self.deadline = pace.deadline
+        return False
+
+    def rate(self, now: float) -> float:
+        """Bytes/s since the request began (the worker sheds the slowest first)."""
+        return self.pace.rate(now) if self.pace is not None else 0.0
+
     def served(self) -> None:
         """The request is answered: what the app did not read of its body goes."""
         feed = self.feed
         if feed.pieces or feed.file is not None:
             feed.clear()
-        if self.parser.unreader.buf.tell():
-            self.parser.unreader.take_buffered()
+        if gi.held_ahead(self.parser):
+            gi.take_held(self.parser)
 
     def discard(self) -> None:
         self.served()
@@ -266,26 +294,27 @@ class Incoming:
         except Exception as exc:  # gunicorn's refusal: answered by the worker's handle_error, as gunicorn does
             self.feed.clear()
             return REFUSED, exc
-        self.parser.mesg = None  # its body is delivered here: the parser never drains it from the source
-        if not whole or self.parser.unreader.buf.tell():  # gunicorn's head ends before the buffer's: bytes left
+        gi.let_go_of_message(self.parser)  # its body is delivered here: the parser never drains it from the source
+        if not whole or gi.held_ahead(self.parser):  # gunicorn's head ends before the buffer's: bytes left
             return REFUSED, (400, "Bad Request", "request head ends elsewhere")
-        reader = req.body.reader
+        reader = gi.body_reader(req)
         self.head_at = now
+        limits = self.limits
+        self.pace = Pace(now, limits.min_rate, limits.window, limits.grace)
+        self.pace.moved = len(self.buf)  # body bytes that came with the head
+        self.deadline = self.pace.deadline
         if type(reader) is ChunkedReader:
             self.req, self.chunks, self.scanned = req, ChunkScan(self.limits), 0
-            self.deadline = now + self.limits.head_timeout
         elif type(reader) is LengthReader:
             if reader.length > self.limits.max_body:
                 return REFUSED, (413, "Content Too Large", f"a body of {reader.length} bytes is over the limit")
             self.req, self.need = req, reader.length
-            self.deadline = now + self.limits.head_timeout + reader.length / self.limits.min_rate
             if reader.length > self.limits.in_memory:
                 self.spool = tempfile.SpooledTemporaryFile(max_size=self.limits.in_memory)
         else:
             return REFUSED, (400, "Bad Request", "no body framing")
         outcome = self._body(now)
-        if outcome[0] is NEED and req._expected_100_continue:
-            req._expected_100_continue = False  # the worker sends it now; gunicorn's wsgi.create must not again
+        if outcome[0] is NEED and gi.take_continue(req):  # the worker sends it now, gunicorn's wsgi.create not
             return CONTINUE, None
         return outcome
 
@@ -310,7 +339,7 @@ class Incoming:
             self.feed.pieces.append(bytes(buf[:need]))
             self.buf = buf[need:]
         req = self.req
-        self.req, self.need, self.started = None, 0, 0.0
+        self.req, self.need, self.started, self.pace = None, 0, 0.0, None
         return WHOLE, req
 
     def _chunked(self, now: float):
@@ -323,7 +352,6 @@ class Incoming:
         if self.spool is not None:  # what is scanned goes to the file
             self.spool.write(self.buf[:self.scanned])
             self.buf, self.scanned = self.buf[self.scanned:], 0
-        self.deadline = self.head_at + limits.head_timeout + scan.size / limits.min_rate
         if not (scan.done or scan.bad):
             return NEED, None
         taken = len(self.buf) if scan.bad else self.scanned  # bad: gunicorn gets all there is, to say why
@@ -347,7 +375,7 @@ class Incoming:
             out.close()
             self.feed.clear()
             return REFUSED, (400, "Bad Request", "chunked body ends elsewhere") if isinstance(exc, NoMoreData) else exc
-        left = self.parser.unreader.take_buffered() or next(self.feed)
+        left = gi.take_held(self.parser) or next(self.feed)
         if scan.bad or left:
             out.close()
             self.feed.clear()
@@ -355,12 +383,12 @@ class Incoming:
         size = out.tell()
         out.seek(0)
         self.feed.file = out
-        req.body = Body(LengthReader(self.parser.unreader, size))
+        gi.whole_body(req, self.parser, size)
         return self._whole()
 
     def _whole(self):
         req = self.req
-        self.req, self.chunks, self.need, self.started = None, None, 0, 0.0
+        self.req, self.chunks, self.need, self.started, self.pace = None, None, 0, 0.0, None
         return WHOLE, req
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from gunicorn import util
-from gunicorn.http import wsgi
+from httpworker import gunicorn_internals as gi
 
 READ_TIMEOUT_S = 10.0  # the longest a response's write (or a blocking read) may stall before the socket gives up
 ONE_SEND_MAX_BYTES = 64 * 1024  # the largest body sent in the same send as its headers (_OneSendResponse)
@@ -33,7 +32,7 @@ def _stalled(exc: OSError) -> bool:
     return isinstance(exc, (TimeoutError, BlockingIOError))  # BlockingIOError: EAGAIN / EWOULDBLOCK
 
 
-class _OneSendResponse(wsgi.Response):
+class _OneSendResponse(gi.Response):
     """gunicorn's HTTP/1.1 response, except that the head (status line and headers) and the body leave in ONE sendall
     when the first bytes the app writes are its whole declared body: gunicorn sends the head in one sendall and the
     body in a second (Response.write: send_headers, then util.write), two syscalls and, with TCP_NODELAY, usually
@@ -56,13 +55,12 @@ class _OneSendResponse(wsgi.Response):
 
     def write(self, arg):
         length = self.response_length
-        if (self.headers_sent or self._omits_body or length is None or length > ONE_SEND_MAX_BYTES
+        if (self.headers_sent or gi.omits_body(self) or length is None or length > ONE_SEND_MAX_BYTES
                 or not isinstance(arg, bytes) or len(arg) < length):
             return super().write(arg)
         body = arg if len(arg) == length else arg[:length]  # never more than declared, as gunicorn's write
         self.sock.sendall(self._head() + body)
-        self.headers_sent = True  # after the send, as gunicorn's send_headers
-        self.sent = length
+        gi.mark_sent(self, length)  # after the send, as gunicorn's send_headers
         return None
 
     def _head(self) -> bytes:
@@ -70,9 +68,7 @@ class _OneSendResponse(wsgi.Response):
         wire bytes with gunicorn's own Response's)."""
         if self.worker is not None and not self.worker.alive:  # default_headers above, without a call
             self.must_close = True
-        tosend = wsgi.Response.default_headers(self)
-        tosend.extend(["%s: %s\r\n" % (k, v) for k, v in self.headers])
-        return util.to_bytestring("%s\r\n" % "".join(tosend), "latin-1")
+        return gi.head_bytes(self)
 
 
 class _Settled:

@@ -6,23 +6,21 @@ that machinery at about 40 % of a served get_trip's CPU), and reads a request's 
 pool thread, with no deadline: a client sending its head a byte at a time holds a thread.
 
 This worker polls its listening sockets and the connections it keeps with one selector and reads each readable
-connection without blocking (recv with MSG_DONTWAIT: the socket stays blocking, so the response's writes keep the
-kernel's bound, httpworker/wire.py) into that connection's buffer. No app code runs before the buffer holds a
-whole request (httpworker/frame.py: gunicorn's own parser judges it; its bounds: the head within
-HEAD_TIMEOUT_S, the body at MIN_RATE, 408 past them; a body over MAX_BODY refused with 413 unread): a slow sender
-holds no thread, only its connection's buffer. The thread that reads a whole request serves it at once (no handoff),
-then goes back to the selector; bytes after it (pipelining) are served next, in order. When one request takes long
-(a slow upstream), another thread takes over the loop (httpworker/crew.py: lazy leader and followers, at most
-gunicorn's `threads`), so the requests of other connections are answered meanwhile.
+connection without blocking (recv with MSG_DONTWAIT) into that connection's buffer. No app code runs before the
+buffer holds a whole request (httpworker/frame.py: gunicorn's own parser judges it; the head within HEAD_TIMEOUT_S,
+the body kept arriving at MIN_RATE, else 408; a body over MAX_BODY refused with 413 unread): a slow sender holds no
+thread. The thread that reads a whole request serves it at once (no handoff), then goes back to the selector; bytes
+after it (pipelining) are served next, in order. When one request takes long (a slow upstream), another thread takes
+over the loop (httpworker/crew.py), so the requests of other connections are answered meanwhile. What a slow reader
+does not take of its answer at once, the loop sends as it reads (httpworker/outbox.py), cut under SEND_RATE; and a
+worker with `worker_connections` open sheds its idlest one for a new client (httpworker/conns.py).
 
-What stays as gunicorn does it: the HTTP parser and the WSGI environ and response (gunicorn.http), `keepalive`
-seconds for an idle connection, `worker_connections` connections at most (beyond that a response says
-`Connection: close`, and no connection is accepted while the worker is full), `max_requests`, the pre/post request
+What stays as gunicorn does it: the HTTP parser and the WSGI environ and response (gunicorn.http, reached through
+httpworker/gunicorn_internals.py), `keepalive` seconds for an idle connection, `max_requests`, the pre/post request
 hooks, the heartbeat the arbiter's `timeout` watches (dated from the oldest request under way), graceful stop (the
 requests under way and those arriving whole are answered with `Connection: close`, idle connections closed at once,
-none accepted). A body handed over whole leaves with its head in one send (_OneSendResponse). A body the app does
-not read was read already: it is dropped, and the connection serves its next request. HTTP/2, TLS and the PROXY
-protocol's binary form are not served here: nginx terminates them.
+none accepted). An answer given once `worker_connections` are open says `Connection: close`. HTTP/2, TLS and the
+PROXY protocol's binary form are not served here: nginx terminates them.
 """
 from __future__ import annotations
 
@@ -38,14 +36,15 @@ from collections import deque
 from datetime import datetime
 from itertools import count
 
-from gunicorn import http, util
-from gunicorn.http import wsgi
 from gunicorn.workers import base
 
-from httpworker.conns import ACCEPT, CONN, LINGER, WAKE, Connections, _Conn, _readable
+from httpworker import gunicorn_internals as gi
+
+from httpworker.conns import ACCEPT, CONN, LINGER, OUT, WAKE, Connections, _Conn, _readable
 from httpworker.crew import Crew
 from httpworker.frame import CONTINUE, NEED, WHOLE, Limits
-from httpworker.wire import READ_TIMEOUT_S, _OneSendResponse, _Settled, _stalled
+from httpworker.outbox import Budget, Outbox, Pace
+from httpworker.wire import _OneSendResponse, _Settled, _stalled
 
 TICK_S = 0.25  # how often the loop sweeps connections past their deadline and checks its parent
 RECV_BYTES = 64 * 1024  # one read of a readable connection
@@ -69,6 +68,7 @@ class KeepAliveWorker(Connections, base.Worker):
         self.stop_by: float | None = None
         self.counter = count(1)  # requests served (self.nr), counted by whichever thread serves
         self.limits = Limits()
+        self.budget = Budget(self.limits.outbox)
         self.keepalive = 1
         self.crew: Crew | None = None
         self.poller = None
@@ -89,12 +89,13 @@ class KeepAliveWorker(Connections, base.Worker):
     def run(self):
         self.cfg = _Settled(self.cfg)
         self.limits = Limits.of(self.cfg)
+        self.budget = Budget(self.limits.outbox)
         self.keepalive = max(self.cfg.keepalive, 1)
         if self.cfg.is_ssl or "h2" in self.cfg.http_protocols or self.cfg.proxy_protocol not in ("off", "v1"):
             self.log.warning("BTP's worker serves plain HTTP/1.1: TLS, HTTP/2 and PROXY v2 end at nginx")
         for listener in self.sockets:
             listener.setblocking(False)
-        self.poller.register(self.PIPE[0], selectors.EVENT_READ, (WAKE, None))
+        self.poller.register(gi.wake_pipe(self)[0], selectors.EVENT_READ, (WAKE, None))
         self._accepting(True)
         self.crew = Crew(self.cfg.threads, self._lead, self._beat, self.log)
         try:
@@ -121,6 +122,9 @@ class KeepAliveWorker(Connections, base.Worker):
                 if kind is CONN:
                     if not self._on_readable(obj, me):
                         return  # another thread leads now
+                elif kind is OUT:
+                    if not self._on_writable(obj, me):
+                        return
                 elif kind is LINGER:
                     self._drain(obj)
                 elif kind is ACCEPT:
@@ -138,8 +142,17 @@ class KeepAliveWorker(Connections, base.Worker):
         if self.alive and not self.is_parent_alive():
             self.alive = False
         for conn in [c for c in self.conns.values() if c.deadline <= now and not c.busy]:
-            if conn.incoming.started:
-                self._refuse(conn, (408, "Request Timeout", "the request did not arrive whole in time"))
+            if conn.outbox is not None:
+                if conn.outbox.overdue(now):
+                    self.log.debug("Closing a connection that reads its answer under the floor")
+                    self._close(conn, cut=True)
+                else:
+                    conn.deadline = conn.outbox.pace.deadline
+            elif conn.incoming.started:
+                if conn.incoming.overdue(now):
+                    self._refuse(conn, (408, "Request Timeout", "the request did not arrive in time"))
+                else:
+                    conn.deadline = conn.incoming.deadline
             elif not _readable(conn.sock):  # a request that came in just now is read, not cut
                 self._close(conn)
         for sock, _ in [entry for entry in self.lingering.values() if entry[1] <= now]:
@@ -152,7 +165,7 @@ class KeepAliveWorker(Connections, base.Worker):
         if self.stop_by is None:
             self.stop_by = now + self.cfg.graceful_timeout
             self._accepting(False)
-        for conn in [c for c in self.conns.values() if not (c.busy or c.incoming.started)]:
+        for conn in [c for c in self.conns.values() if not (c.busy or c.incoming.started or c.outbox)]:
             self._close(conn)
         if now < self.stop_by and (self.crew.busy() or self.returned or self.conns):
             return False
@@ -172,19 +185,18 @@ class KeepAliveWorker(Connections, base.Worker):
         return True
 
     def _beat(self, at: float) -> None:
-        """gunicorn's heartbeat (WorkerTmp.notify), dated `at` (time.monotonic()): the arbiter kills a worker whose
-        last beat is older than `timeout`."""
-        os.utime(self.tmp.fileno(), (at, at))
+        """gunicorn's heartbeat, dated `at` (time.monotonic()): the arbiter kills a worker beating too late."""
+        gi.beat(self, at)
 
     def _wake(self) -> None:
         try:
-            os.write(self.PIPE[1], b"\0")
+            os.write(gi.wake_pipe(self)[1], b"\0")
         except OSError:  # full (the leader has wake-ups to read already) or closed (the worker is ending)
             pass
 
     def _drain_wakeups(self) -> None:
         try:
-            while os.read(self.PIPE[0], 4096):
+            while os.read(gi.wake_pipe(self)[0], 4096):
                 pass
         except (BlockingIOError, InterruptedError):
             pass
@@ -196,6 +208,9 @@ class KeepAliveWorker(Connections, base.Worker):
             conn, keep = returned.popleft()
             conn.busy = False
             if conn.closed:
+                continue
+            if conn.outbox is not None:
+                self._send_later(conn)
                 continue
             if not keep:
                 self._close(conn, after_answer=True)
@@ -225,12 +240,35 @@ class KeepAliveWorker(Connections, base.Worker):
         if not data:  # the client closed (a request it left unfinished goes with it) or reset
             self._close(conn)
             return True
-        incoming = conn.incoming
-        if incoming.buf:
-            incoming.add(data)
-        else:
-            incoming.buf = data
+        conn.incoming.add(data)
         return self._process(conn, me)
+
+    def _send_later(self, conn: _Conn) -> None:  # the rest of the answer goes as the client reads it
+        if conn.registered:
+            self.poller.modify(conn.sock, selectors.EVENT_WRITE, (OUT, conn))
+        else:
+            self.poller.register(conn.sock, selectors.EVENT_WRITE, (OUT, conn))
+            conn.registered = True
+        conn.deadline = conn.outbox.pace.deadline
+
+    def _on_writable(self, conn: _Conn, me) -> bool:
+        """Send what the client takes of its answer; once all is sent, the connection reads again (or closes)."""
+        if conn.closed or conn.outbox is None:
+            return True
+        try:
+            done = conn.outbox.flush()
+        except OSError:  # the client is gone
+            self._close(conn)
+            return True
+        if not done:
+            return True
+        conn.outbox = None
+        if not conn.keep:
+            self._close(conn, after_answer=True)
+            return True
+        self.poller.modify(conn.sock, selectors.EVENT_READ, (CONN, conn))
+        conn.deadline = time.monotonic() + self.keepalive
+        return self._process(conn, me) if conn.incoming.buf else True
 
     def _process(self, conn: _Conn, me) -> bool:
         """Serve, in this thread, every request whole in the connection's buffer. False: another thread leads now
@@ -242,6 +280,9 @@ class KeepAliveWorker(Connections, base.Worker):
                 keep, leads = self._serve(conn, detail, me)
                 if not leads:
                     return False
+                if conn.outbox is not None:
+                    self._send_later(conn)
+                    return True
                 if not keep:
                     self._close(conn, after_answer=True)
                     return True
@@ -267,7 +308,7 @@ class KeepAliveWorker(Connections, base.Worker):
             log = self.log.info if status == 408 else self.log.warning
             log("Invalid request from ip=%s: %s %s", (conn.addr or ("",))[0], status, mesg)
             try:
-                util.write_error(conn.sock, status, reason, mesg)
+                gi.error_page(conn.sock, status, reason, mesg)
             except Exception:
                 self.log.debug("Failed to send error message.")
         else:
@@ -278,24 +319,30 @@ class KeepAliveWorker(Connections, base.Worker):
         """Answer a whole request: (keep the connection?, does this thread still lead?)."""
         conn.busy = True
         me.started = time.monotonic()  # what the monitor watches (httpworker/crew.py)
-        keep = False
+        keep = answered = False
         try:
             keep = self._handle_request(req, conn)
-        except http.errors.NoMoreData as exc:
+            answered = True
+        except gi.NoMoreData as exc:
             self.log.debug("Ignored premature client disconnection. %s", exc)
         except StopIteration as exc:
             self.log.debug("Closing connection. %s", exc)
         except ssl.SSLError as exc:
             self.handle_error(req, conn.sock, conn.addr, exc)
         except OSError as exc:
-            if _stalled(exc):
-                self.log.debug("Closing a connection that read nothing of its answer for %s s", READ_TIMEOUT_S)
+            if _stalled(exc):  # read under the floor: reset, what the kernel holds for it dropped
+                conn.cut = True
             elif exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN):
                 self.log.exception("Socket error processing request.")
         except Exception as exc:
             self.handle_error(req, conn.sock, conn.addr, exc)
         finally:
             conn.incoming.served()
+            box = conn.outbox
+            if box is not None and not (answered and box.held):  # all sent, or an answer cut short: none left
+                box.discard()
+                conn.outbox = None
+            conn.keep = keep
             leads = self.crew.finish(me)
             if leads:
                 conn.busy = False
@@ -309,9 +356,13 @@ class KeepAliveWorker(Connections, base.Worker):
         try:
             self.cfg.pre_request(self, req)
             started = datetime.now() if self.cfg.accesslog else None
-            resp, environ = wsgi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
+            resp, environ = gi.create(req, conn.sock, conn.addr, conn.server, self.cfg,
                                          response_class=_OneSendResponse)
             resp.worker = self
+            limits = self.limits
+            conn.outbox = Outbox(conn.sock, self.budget,
+                                 Pace(time.monotonic(), limits.send_rate, limits.window, limits.grace))
+            gi.write_through(resp, conn.outbox)
             environ["wsgi.multithread"] = True
             self.nr = next(self.counter)
             if self.nr >= self.max_requests:
@@ -336,7 +387,7 @@ class KeepAliveWorker(Connections, base.Worker):
                     respiter.close()
             return not resp.should_close()
         except OSError:
-            util.reraise(*sys.exc_info())
+            gi.reraise(*sys.exc_info())
         except (Exception, SystemExit):
             if resp and resp.headers_sent:
                 self.log.exception("Error handling request")

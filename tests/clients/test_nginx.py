@@ -1,6 +1,8 @@
 """BTP behind Debian's nginx, configured by deploy/nginx.conf itself (ports, certificate and log paths
 substituted): the sign-in page, a GPX upload over 1 MB, MCP tool calls, the per-address limit counting the real
-client (two clients bound to 127.0.0.2 and 127.0.0.3), /metrics refused from outside, request ids joined."""
+client (two clients bound to 127.0.0.2 and 127.0.0.3), /metrics refused from outside, request ids joined; and
+silent clients (a head never finished, a 32 MB body never sent) let go by nginx's own timeouts while new clients
+are answered."""
 import datetime
 import http.client
 import ipaddress
@@ -232,3 +234,60 @@ def test_metrics_are_refused_from_outside(stack):
     assert requests.get(stack["direct"] + "/metrics", timeout=15).status_code == 401  # no token: nobody
     scraped = requests.get(stack["direct"] + "/metrics", headers=good, timeout=15)
     assert scraped.status_code == 200 and "btp_http_requests_total" in scraped.text
+
+
+SILENT_S = 10  # deploy/nginx.conf: client_header_timeout, client_body_timeout
+
+
+def _tls(stack) -> ssl.SSLSocket:
+    import socket
+
+    context = ssl.create_default_context(cafile=stack["cert"])
+    raw = socket.create_connection(("127.0.0.1", stack["tls_port"]), timeout=SILENT_S + 10)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def test_silent_clients_are_let_go_by_nginx_and_new_ones_answered_meanwhile(stack):
+    import threading
+
+    silent = []
+    for i in range(30):  # nginx's test configuration has 64 connections
+        sock = _tls(stack)
+        if i % 3:
+            sock.sendall(b"POST /api/trips/gpx-upload HTTP/1.1\r\nHost: btp.example.org\r\n"
+                         b"Content-Length: 33554432\r\n\r\n")  # within client_max_body_size, never sent
+        else:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: btp.example.org\r\n")  # a head never finished
+        silent.append(sock)
+    started = time.monotonic()
+    ends: list[float | None] = [None] * len(silent)
+
+    def wait_end(i: int, sock: ssl.SSLSocket) -> None:
+        try:
+            while sock.recv(65536):
+                pass
+        except OSError:
+            pass
+        ends[i] = time.monotonic() - started
+
+    waiters = [threading.Thread(target=wait_end, args=(i, s), daemon=True) for i, s in enumerate(silent)]
+    for waiter in waiters:
+        waiter.start()
+    times = []
+    try:
+        while time.monotonic() - started < SILENT_S + 4:
+            probe = time.monotonic()
+            try:
+                ok = requests.get(stack["https"] + "/healthz", verify=stack["cert"], timeout=5).status_code == 200
+            except requests.RequestException:
+                ok = False
+            times.append(time.monotonic() - probe if ok else None)
+            time.sleep(0.2)
+        for waiter in waiters:
+            waiter.join(10)
+    finally:
+        for sock in silent:
+            sock.close()
+    fast = sum(1 for t in times if t is not None and t <= 1.0)
+    assert fast >= 0.9 * len(times), times
+    assert all(end is not None and end <= SILENT_S + 3 for end in ends), ends  # nginx's 60 s default would not

@@ -242,19 +242,32 @@ def test_a_body_the_app_does_not_read_is_dropped_and_the_next_request_parses():
     assert outcome is WHOLE and req.path == "/x" and body_bytes(req.body) == b""
 
 
-def test_the_deadlines_run_from_the_first_byte_and_from_the_head():
-    limits = Limits(head_timeout=10, min_rate=1000)
+def test_the_head_is_due_from_its_first_byte_and_the_body_at_a_rate_over_each_window():
+    limits = Limits(head_timeout=10, min_rate=1000, window=4, grace=2)
     inc = incoming(limits)
     assert feed(inc, [b"\r\n"], now=5.0) == [(NEED, None)] and not inc.started  # a CRLF between requests
     feed(inc, [b"POST /p HTTP/1.1\r\n"], now=50.0)
     assert (inc.started, inc.deadline) == (50.0, 60.0)
-    feed(inc, [b"Host: x\r\nContent-Length: 5000\r\n\r\n"], now=55.0)
-    assert inc.deadline == 55.0 + 10 + 5.0
+    assert inc.overdue(60.0)  # a head not whole at its deadline is cut
+    # A huge declared body gets no more time than a small one: the first window (grace included) ends 6 s on.
+    feed(inc, [b"Host: x\r\nContent-Length: 30000000\r\n\r\n"], now=55.0)
+    assert inc.deadline == 55.0 + 2 + 4
+    feed(inc, [b"x" * 4000], now=58.0)  # 4000 bytes in the window: the floor (1000 B/s over 4 s) is met
+    assert not inc.overdue(61.0) and inc.deadline == 65.0
+    feed(inc, [b"x" * 3999], now=63.0)  # one byte short in the next window: cut
+    assert inc.overdue(65.0)
+    inc.discard()  # its spooled body's file
+    # The last window asks no more than what is left of the body.
+    inc = incoming(limits)
+    feed(inc, [b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n" + b"x" * 50], now=1.0)
+    assert not inc.overdue(7.0)  # 50 bytes moved, 50 left (the head counts for nothing)
+    assert inc.overdue(11.0)  # nothing in the next window
+    # A chunked body, whatever it announces, the same.
     inc = incoming(limits)
     feed(inc, [b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"], now=1.0)
-    assert inc.deadline == 11.0
-    feed(inc, [b"7d0\r\n" + b"x" * 100], now=2.0)  # 2000 bytes announced: 2 s more
-    assert inc.deadline == 13.0
+    assert inc.deadline == 7.0
+    feed(inc, [b"1000000\r\n" + b"x" * 100], now=2.0)
+    assert inc.deadline == 7.0 and inc.overdue(7.0)
 
 
 def test_the_limits_are_gunicorns_and_the_environments():
@@ -263,8 +276,11 @@ def test_the_limits_are_gunicorns_and_the_environments():
     cfg.set("limit_request_field_size", 100)
     cfg.set("limit_request_line", 200)
     limits = Limits.of(cfg, {"HTTPWORKER_HEAD_TIMEOUT_S": "2.5", "HTTPWORKER_MIN_RATE": "100",
-                             "HTTPWORKER_MAX_BODY": "12345"})
+                             "HTTPWORKER_MAX_BODY": "12345", "HTTPWORKER_SEND_RATE": "200",
+                             "HTTPWORKER_RATE_WINDOW_S": "3", "HTTPWORKER_RATE_GRACE_S": "1",
+                             "HTTPWORKER_OUTBOX_BYTES": "999"})
     assert (limits.head_timeout, limits.min_rate, limits.max_body) == (2.5, 100.0, 12345)
+    assert (limits.send_rate, limits.window, limits.grace, limits.outbox) == (200.0, 3.0, 1.0, 999)
     assert (limits.head_cap, limits.line_cap, limits.field_cap) == (10 * 102 + 4 + 200 + 4, 200, 100)
     defaults = Limits.of(Config(), {})
     assert (defaults.head_timeout, defaults.min_rate, defaults.max_body) == (

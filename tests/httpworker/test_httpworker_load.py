@@ -24,6 +24,7 @@ from tests.httpworker.test_httpworker import serve_demo
 pytestmark = pytest.mark.slow
 
 HEAD_S, MIN_RATE, TIMEOUT_S = 2, 2000, 4  # the demo server's head deadline, body rate (bytes/s) and arbiter timeout
+GRACE_S, WINDOW_S = 1, 1  # its body rate's grace and window: a body under the floor is cut GRACE_S + WINDOW_S on
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,8 @@ def demo(tmp_path_factory):
     folder = tmp_path_factory.mktemp("load")
     with serve_demo(folder, args=("--threads", "4", "--timeout", str(TIMEOUT_S), "--keep-alive", "30",
                                   "--worker-connections", "1100", "-e", f"HTTPWORKER_HEAD_TIMEOUT_S={HEAD_S}",
-                                  "-e", f"HTTPWORKER_MIN_RATE={MIN_RATE}")) as port:
+                                  "-e", f"HTTPWORKER_MIN_RATE={MIN_RATE}", "-e", f"HTTPWORKER_RATE_GRACE_S={GRACE_S}",
+                                  "-e", f"HTTPWORKER_RATE_WINDOW_S={WINDOW_S}")) as port:
         yield port, folder / "demo.log"
 
 
@@ -161,7 +163,7 @@ def test_slow_heads_and_bodies_hold_nothing_and_are_cut_with_408(demo):
 
     until = time.monotonic() + TIMEOUT_S + 2  # longer than the arbiter's timeout
     head = b"GET /one HTTP/1.1\r\nHost: x\r\nX-Padding: " + b"p" * 200
-    body_head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"  # due within 2 + 1000/2000 s
+    body_head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"  # a byte per 0.3 s: under the floor
     slowpokes = [threading.Thread(target=trickle, args=(b"G", head, 0.3, until)) for _ in range(4)]
     slowpokes += [threading.Thread(target=trickle, args=(body_head, b"b" * 1000, 0.3, until)) for _ in range(2)]
     probers = [Prober(port), Prober(port, every=0.2)]
@@ -177,7 +179,7 @@ def test_slow_heads_and_bodies_hold_nothing_and_are_cut_with_408(demo):
     heads = [c for c in cut if c[0] == b"G"]
     bodies = [c for c in cut if c[0] == b"POST"]
     assert heads and all(status == 408 and HEAD_S - 0.5 <= took <= HEAD_S + 1.5 for _, status, took in heads), heads
-    assert bodies and all(status == 408 and HEAD_S + 0.5 - 0.5 <= took <= HEAD_S + 0.5 + 1.5
+    assert bodies and all(status == 408 and GRACE_S + WINDOW_S - 0.5 <= took <= GRACE_S + WINDOW_S + 1.5
                           for _, status, took in bodies), bodies
     assert pid_of(port) == pid and "WORKER TIMEOUT" not in log.read_text()
 
