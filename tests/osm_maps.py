@@ -165,6 +165,25 @@ def surfaced_town(m: MapBuilder) -> list[tuple[float, float]]:
     return plane_line(*TOWN_RIDE)
 
 
+def _on_ring(k: int, radius: float = 25.0) -> tuple[float, float]:
+    """The k-th of 16 points of a ring round (0, 0), from the west, anticlockwise."""
+    angle = math.radians(180 + 22.5 * k)
+    return radius * math.cos(angle), radius * math.sin(angle)
+
+
+def roundabout_town(m: MapBuilder) -> list[tuple[float, float]]:
+    """A roundabout of 25 m radius at (0, 0) (junction=roundabout, ridden anticlockwise), Rue Ouest, Rue Sud, Rue Est
+    and Rue Nord meeting it at west, south, east and north; returns a ride in from the west and out by the north:
+    the third exit, Rue Nord."""
+    ring = [m.node(*plane_point(*_on_ring(k))) for k in range(16)]
+    m.way(ring, {"highway": "tertiary", "junction": "roundabout", "surface": "asphalt"}, closed=True)
+    for name, at, far in (("Rue Ouest", 0, (-600, 0)), ("Rue Sud", 4, (0, -600)), ("Rue Est", 8, (600, 0)),
+                          ("Rue Nord", 12, (0, 600))):
+        m.way([*plane_line(far, (far[0] / 24, far[1] / 24))[:-1], ring[at]], {"highway": "residential", "name": name})
+    arc = [plane_point(*_on_ring(k)) for k in range(13)]
+    return plane_line((-600, 0), (-25, 0))[:-1] + arc + plane_line((0, 25), (0, 600))[1:]
+
+
 def map_support_or_skip(engine) -> None:
     """Skip on a PostgreSQL that has no PostGIS to offer (the map needs it; .ci/run installs it)."""
     import pytest

@@ -11,13 +11,15 @@ import numpy as np
 from trips.osm import geometry as G
 from trips.osm import index
 from trips.osm.tables import osm_ferry, osm_way
-from trips.osm.waykinds import surface_class, way_type
+from trips.osm.waykinds import PATH_HIGHWAYS, surface_class, way_type
 
 TOLERANCE_M = 25.0  # a sample further than this from every way agreeing in heading rides none
 STEP_M = 15.0  # metres between samples
 HEADING_DEG = 50.0  # the largest angle between the line and a way it rides
 ANGLE_COST_M = 0.2  # metres of distance one degree of heading disagreement is worth, between two candidates
 MIN_RUN = 3  # a run of fewer samples between two runs on one way is that way too
+RING_M = 400.0  # a closed road longer than this is a loop, not a roundabout
+EXIT_REACH_M, EXIT_NEAR_M = 20.0, 6.0  # a road meets the ring where the line passes within this of the join
 GROUP_M = 1000.0  # samples asked of the index together
 WAY_TAGS = ("name", "highway", "surface", "tracktype", "smoothness", "cycleway", "cycleway_left", "cycleway_right",
             "cycleway_both", "bicycle")
@@ -29,6 +31,7 @@ class Way:
     tags: dict  # WAY_TAGS that are set; a ferry's: route=ferry and its name
     surface: str  # trips/osm/waykinds.py SURFACE_CLASSES
     kind: str  # trips/osm/waykinds.py WAY_TYPES
+    roundabout: bool = False  # a small closed road: ridden in part, it is a roundabout
 
     @property
     def name(self) -> str | None:
@@ -43,6 +46,7 @@ class Stretch:
     # (lat, lon, heading°) where the stretch starts and ends on the line
     start: tuple[float, float, float]
     end: tuple[float, float, float]
+    exit: int | None = None  # on a roundabout: the exit taken (1: the first road after the entry)
 
     @property
     def from_km(self) -> float:
@@ -53,11 +57,13 @@ class Stretch:
         return self.to_m / 1000
 
 
-def _way(prefix: str, row) -> Way:
+def _way(prefix: str, row, coords: np.ndarray) -> Way:
     tags = {k: row[k] for k in WAY_TAGS if k in row and row[k] is not None}
     if prefix == "f":
         tags["route"] = "ferry"
-    return Way((prefix, int(row["osm_id"])), tags, surface_class(tags), way_type(tags))
+    ring = prefix == "w" and len(coords) > 3 and bool((coords[0] == coords[-1]).all()) \
+        and row["length_m"] <= RING_M and tags.get("highway") not in PATH_HIGHWAYS
+    return Way((prefix, int(row["osm_id"])), tags, surface_class(tags), way_type(tags), ring)
 
 
 def _samples(pts: np.ndarray):
@@ -98,7 +104,7 @@ def match_each(lines, engine=None, tolerance_m: float = TOLERANCE_M) -> list[lis
         [(("f", r["id"]), "f", r) for per in ferries for r in per]
     fresh = {key: (prefix, r) for key, prefix, r in rows if key not in lines_of}
     for (key, (prefix, r)), coords in zip(fresh.items(), G.decode_many([r["line"] for _, r in fresh.values()])):
-        lines_of[key] = (_way(prefix, r), coords)
+        lines_of[key] = (_way(prefix, r, coords), coords)
     picked = [np.full(len(s[0]), -1, dtype=np.int64) if s is not None else None for s in prepared]
     ways: list[Way] = []
     way_no: dict[tuple[str, int], int] = {}
@@ -116,12 +122,37 @@ def match_each(lines, engine=None, tolerance_m: float = TOLERANCE_M) -> list[lis
                 ways.append(way)
         numbers = np.array([way_no.get(lines_of[k][0].key, -1) for k in keys], dtype=np.int64)
         picked[n][a:b][found] = numbers[best[found]]
-    return [[] if s is None else _stretches(s, _smooth(p), ways) for s, p in zip(prepared, picked)]
+    out = [[] if s is None else _stretches(s, _smooth(p), ways) for s, p in zip(prepared, picked)]
+    if any(w.roundabout for w in ways):
+        _exits(lines, out, lines_of)
+    return out
 
 
 def match(line, engine=None, tolerance_m: float = TOLERANCE_M) -> list[Stretch]:
     """`match_each` of one line."""
     return match_each([line], engine, tolerance_m)[0]
+
+
+def _exits(lines, found: list[list[Stretch]], lines_of: dict) -> None:
+    """Set each roundabout stretch's exit: the roads meeting the ring (a vertex of the ring that is a vertex of
+    another road) that the line passes while on it, less the one it came in by."""
+    rings = {way.key: coords for way, coords in lines_of.values() if way.roundabout}
+    others = {(round(float(lat), 7), round(float(lon), 7)) for way, coords in lines_of.values()
+              if not way.roundabout for lat, lon in coords}
+    for line, stretches in zip(lines, found):
+        pts = index.as_line(line)
+        cum = np.concatenate(([0.0], np.cumsum(G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2])))
+        for s in stretches:
+            if s.way is None or not s.way.roundabout:
+                continue
+            ring = rings[s.way.key]
+            joins = np.array([p for p in ring[:-1] if (round(float(p[0]), 7), round(float(p[1]), 7)) in others])
+            part = (cum >= s.from_m - EXIT_REACH_M) & (cum <= s.to_m + EXIT_REACH_M)
+            on = pts[max(0, int(np.argmax(part)) - 1):len(part) - int(np.argmax(part[::-1])) + 1]
+            if not len(joins) or len(on) < 2:
+                continue
+            dist = G.nearest_on_line(joins[:, 0], joins[:, 1], on)[0]
+            s.exit = max(1, int((dist <= EXIT_NEAR_M).sum()) - 1)
 
 
 def _nearest(lat, lon, heading, candidates: list[np.ndarray], tolerance_m: float) -> np.ndarray:
