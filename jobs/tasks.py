@@ -66,11 +66,11 @@ def fetch_route(trip_id: str, generation: int) -> None:
             if not computations.transition(trip_id, "route", generation, "running"):
                 return
             trip = db.session.get(Trip, trip_id)
-            source_url, points = trip.source_url, trip.source_points
+            source_url, points, bike = trip.source_url, trip.source_points, trip.bike_type
         legs, kind = None, planned.SOURCE_TYPE
         try:
             if points is not None:  # a trip planned from places: BTP draws the route
-                drawn = planned.plan_route(points)
+                drawn = planned.plan_route(points, bike)
                 parsed, legs = drawn.parsed, drawn.legs
             else:
                 ref = parse_source_url(source_url)

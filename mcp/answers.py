@@ -7,7 +7,7 @@ from trips.errors import Msg
 from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
-from trips.readmodels import day
+from trips.readmodels import day, ways
 from trips.readmodels.trip import (elevation_totals, next_action, partial, routing, settings, total_distance,
                                    trip_list_item)
 from trips.route.elevation import rounded
@@ -24,6 +24,7 @@ DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
+MAX_CUES = 25  # get_stage's cues; the rest are on the share page's cue sheet and in the GPX
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 # a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
 PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
@@ -132,6 +133,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
+    cues = ways.compact_cues(stage, MAX_CUES)
+    out["ways"] = {"surfaces": ways.compact_km(full["surfaces"]), "wayTypes": ways.compact_km(full["wayTypes"]),
+                   "cues": cues,
+                   "reason": full["waysReason"]}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]

@@ -18,7 +18,7 @@ OUTPUT = s.obj({
                                       "gpx_upload or waypoints.")),
     "routing": s.in_words("Per leg: from, to (point numbers), km, how (routed, or straight: why).", many=True),
     "status": s.string("ready, or draft with fewer than two riding days."),
-    "partial": s.boolean("True while work runs: ask again in a few seconds."),
+    "partial": s.boolean("True while work runs: ask again soon."),
     "nextAction": s.nullable(s.string("Wait, or how to recover; null: nothing to do.")),
     "isLocked": s.boolean("The trip has started: no more edits."),
     "outOfZone": s.boolean("Partly off the imported map: see nextAction."),
@@ -34,9 +34,9 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run, reads=kept_reads,
-    description="A trip's settings and one line per day, with the version the edits need. While `partial` "
-                "is true, work is still running. `nextAction` says how to recover a failure (reason in "
-                "`categoryStatus`) or which days are off the map. Null is unknown, never 0." +
+    description="A trip's settings and one line per day, with the version edits need. `partial` true: work "
+                "still runs. `nextAction`: how to recover a failure (reason in `categoryStatus`) or which days are "
+                "off the map. Null is unknown, never 0." +
                 s.data_note("Title, labels, names, alerts"),
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

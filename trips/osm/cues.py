@@ -73,7 +73,7 @@ def cues(line, stretches: list[Stretch]) -> list[dict]:
                         "street": onto.name if onto is not None else None, "lat": lat, "lon": lon})
             continue
         change = (geo.bearing(at, at + LOOK_M) - geo.bearing(at - LOOK_M, at) + 540.0) % 360.0 - 180.0
-        out.append({"m": at, "turn": turn_of(change), "street": b.way.name, "lat": lat, "lon": lon})
+        out.append({"m": at, "turn": turn_of(change), "street": b.way.name if b.way else None, "lat": lat, "lon": lon})
     return out
 
 
@@ -86,7 +86,7 @@ def _runs(stretches: list[Stretch]) -> list[tuple[Stretch, int, tuple, bool]]:
         road = _road(s)
         if road is None:
             continue
-        ring = bool(s.way.roundabout)
+        ring = bool(s.way is not None and s.way.roundabout)
         if s.to_m - s.from_m < MIN_ROAD_M and not ring:
             continue
         if out and out[-1][2] == road and not ring and not out[-1][3]:

@@ -5,6 +5,7 @@ joined into stretches: one per way ridden, and the stretches no way was found fo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def _samples(pts: np.ndarray):
 def match_each(lines, engine=None, tolerance_m: float = TOLERANCE_M) -> list[list[Stretch]]:
     """The stretches of every line of `lines` ((n, 2+) lat, lon arrays), in one pass over the spatial index.
     A line of fewer than two distinct points rides nothing: no stretch."""
-    prepared = []
+    prepared: list[Any] = []
     for line in lines:
         pts = index.as_line(line)
         prepared.append(_samples(pts) if len(pts) > 1 else None)
@@ -105,7 +106,7 @@ def match_each(lines, engine=None, tolerance_m: float = TOLERANCE_M) -> list[lis
     fresh = {key: (prefix, r) for key, prefix, r in rows if key not in lines_of}
     for (key, (prefix, r)), coords in zip(fresh.items(), G.decode_many([r["line"] for _, r in fresh.values()])):
         lines_of[key] = (_way(prefix, r, coords), coords)
-    picked = [np.full(len(s[0]), -1, dtype=np.int64) if s is not None else None for s in prepared]
+    picked: list[Any] = [np.full(len(s[0]), -1, dtype=np.int64) if s is not None else None for s in prepared]
     ways: list[Way] = []
     way_no: dict[tuple[str, int], int] = {}
     for (n, a, b), road_rows, ferry_rows in zip(groups, roads, ferries):

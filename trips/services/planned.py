@@ -13,6 +13,7 @@ from trips.core.db import db
 from trips.core.stored_texts import stored
 from trips.errors import Invalid, Msg, N_
 from trips.osm import router
+from trips.osm.waykinds import DEFAULT_BIKE
 from trips.osm.areas import ready_areas
 from trips.osm.queries import nearest_place_each
 from trips.providers.settings import configs
@@ -48,7 +49,7 @@ def check_covered(points: list[list[float]]) -> None:
         raise Invalid({"waypoints": NO_NETWORK})
 
 
-def plan_route(points: list[list[float]]) -> Planned:
+def plan_route(points: list[list[float]], bike: str = DEFAULT_BIKE) -> Planned:
     """The route through `points`, with each leg's account. Raises RoutingError (a sentence for the user) when
     Valhalla fails or no imported map with roads is left to route on."""
     config = configs().valhalla
@@ -60,7 +61,7 @@ def plan_route(points: list[list[float]]) -> Planned:
         engine = map_engine()
         if engine is None:
             raise RoutingError(NO_MAP_NOW)
-        found = router.route(engine, points)
+        found = router.route(engine, points, bike=bike)  # the bike type weighs the surfaces
         line, legs, at = found.line, [], 0.0
         for i, leg in enumerate(found.legs):
             km = total_distance_km(leg.line) if len(leg.line) > 1 else 0.0
