@@ -4,7 +4,8 @@ alert when the day is rougher than the trip's bike type is for.
 
 The km of each table are the matched line's shares scaled to the day's distance and rounded to 0.1 km by largest
 remainder, so they add up to the distance the day shows; the km no way was found for count as `unknown`. A day
-whose line meets no way at all has no table but a reason (`waysReason`), never zeros.
+on the map whose line meets no way at all has no table but a reason (`waysReason`), never zeros; a day off the map
+is not looked at (the read model says so).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from trips.osm.waykinds import DEFAULT_BIKE, ROUGH_SHARE, SURFACE_CLASSES, WAY_T
 NAME = "surfaces"
 GROUP = A.GROUP
 FIELDS = ("surfaces", "wayTypes", "cues", "waysReason")
-NO_WAY = N_("reason.ways_off_map")
+NO_WAY = N_("reason.ways_no_road")
 REST_DAY = N_("reason.ways_rest_day")
 
 
@@ -69,12 +70,11 @@ def day_cues(line, stretches: list[matcher.Stretch], km: float) -> list[dict]:
 def compute(snap: TripSnap, engine) -> Result:
     """Per-day surfaces, wayTypes, cues (or waysReason) and the surface alert for every day of `snap`."""
     bike = snap.bike_type or DEFAULT_BIKE
-    result, _cover = C.start(snap, engine)
-    stages = sorted(snap.stages, key=lambda s: s.index)
+    result, _cover, stages = C.on_map(snap, engine)  # a day off the map is not looked at (its group: off map)
+    stages = sorted(stages, key=lambda s: s.index)
     riding = [s for s in stages if not s.is_rest_day]
     found = dict(zip([s.id for s in riding], matcher.match_each([s.line for s in riding], engine)))
     for stage in stages:
-        result.ran_on(stage.id)
         if stage.is_rest_day:
             result.data[stage.id] = {"surfaces": None, "wayTypes": None, "cues": None, "waysReason": REST_DAY}
             continue

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from trips.core import i18n
 from trips.core.stored_texts import said_stored
+from trips.enrich import registry
 from trips.errors import N_
 from trips.models import Stage, Trip
 
 NAME = "surfaces"  # the computation that writes the fields (trips/enrich/surfaces.py NAME)
 NOT_COMPUTED = N_("reason.ways_not_computed")
+OFF_MAP = N_("reason.ways_off_map")
 RUNNING = N_("reason.ways_running")
 # The instruction of each turn (trips/osm/cues.py TURNS): alone, and onto a named street.
 INSTRUCTIONS = {
@@ -41,6 +43,9 @@ def reason(trip: Trip, stage: Stage, locale: str | None = None) -> str | None:
         return i18n.t(RUNNING, locale)
     if row is not None and row.status == "failed" and row.reason:
         return said_stored(row.reason, locale)
+    cover = registry.day_map_coverage(stage)
+    if row is not None and cover is not None and cover["share"] == 0:
+        return i18n.t(OFF_MAP, locale)  # the computation looks only at the days the map touches
     return i18n.t(NOT_COMPUTED, locale)
 
 

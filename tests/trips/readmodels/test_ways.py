@@ -1,0 +1,105 @@
+"""A day's surfaces, way types and cues end to end (docs/RULES.md "Surfaces and way types", "Cues"): a ride uploaded
+over the generated town of known streets (tests/osm_maps.py surfaced_town) is analysed; REST says km by surface
+and way type adding up to the day's distance and the turns onto the streets, get_stage says them compactly; a
+road bike is warned of the unpaved km, a touring bike is not; a day off the map has null tables with the reason;
+a bad bikeType is refused by name."""
+import pytest
+
+from tests.enrich_helpers import import_map
+from tests.fakes.thirdparty import gpx_from_points
+from tests.mcp_helpers import call, mcp_token, payload
+from tests.osm_maps import TOWN_STRETCHES, TOWN_TURNS, MapBuilder, map_support_or_skip, plane_line, surfaced_town
+from tests.trips.api.test_gpx_upload import upload
+from tests.trips.services.test_pipeline import run_jobs
+from trips.core.db import db
+
+RIDE = MapBuilder()
+LINE = surfaced_town(RIDE)
+
+
+@pytest.fixture
+def town(app, ctx, tmp_path):
+    map_support_or_skip(db.engine)
+    return import_map(RIDE, tmp_path)
+
+
+def ride(app, client, headers, line=LINE, **form) -> tuple[str, dict]:
+    response = upload(client, headers, gpx_from_points([(lat, lon, 100.0) for lat, lon in line], name="Town"),
+                      **form)
+    assert response.status_code == 201, response.get_json()
+    trip_id = response.get_json()["id"]
+    run_jobs(app)
+    db.session.rollback()  # end the test's read transaction: the reads see the jobs' commits
+    trip = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()
+    day = client.get(f"/api/trips/{trip_id}/stages/{trip['stages'][0]['stageId']}", headers=headers).get_json()
+    return trip_id, day
+
+
+def test_the_day_says_its_km_by_surface_and_way_type_adding_up_to_its_distance(app, client, rider, town):
+    _, day = ride(app, client, rider[1])
+    expected_surfaces, expected_kinds = {}, {}
+    for a, b, _name, surface, kind in TOWN_STRETCHES:
+        expected_surfaces[surface] = expected_surfaces.get(surface, 0) + (b - a)
+        expected_kinds[kind] = expected_kinds.get(kind, 0) + (b - a)
+    assert day["waysReason"] is None
+    for table, expected in ((day["surfaces"], expected_surfaces), (day["wayTypes"], expected_kinds)):
+        assert sum(round(v * 10) for v in table.values()) == round(day["distance"] * 10)  # exactly, in tenths
+        for kind, km in expected.items():
+            assert table[kind] == pytest.approx(km, abs=0.15), (kind, table)
+    assert day["wayTypes"]["ferry"] == 0 and day["wayTypes"]["path"] == 0
+
+
+def test_the_day_turns_onto_the_streets_it_rides_in_the_reader_s_language(app, client, rider, town):
+    trip_id, day = ride(app, client, rider[1])
+    assert [(c["turn"], c["street"]) for c in day["cues"]] == [(t, s) for _km, t, s in TOWN_TURNS]
+    assert day["cues"][0]["instruction"] == "Turn left onto Chemin Beta"
+    french = client.get(f"/api/trips/{trip_id}/stages/{day['stageId']}",
+                        headers={**rider[1], "Accept-Language": "fr"}).get_json()
+    assert french["cues"][1]["instruction"] == "Tournez à droite sur Piste Gamma"
+    assert all(isinstance(c["lat"], float) and isinstance(c["lon"], float) for c in day["cues"])
+
+
+def test_get_stage_says_the_tables_and_turns_compactly(app, client, rider, town):
+    user, headers = rider
+    trip_id, day = ride(app, client, headers)
+    answer = payload(call(client, mcp_token(app, user), "get_stage", {"tripId": trip_id, "stageId": day["stageId"]}))
+    ways = answer["ways"]
+    assert ways["reason"] is None and ways["surfaces"].startswith("paved 1.0")
+    assert ways["cues"] == [f"{km:.1f} {turn} {street}" for km, turn, street in TOWN_TURNS]
+
+
+def test_a_road_bike_is_warned_of_the_unpaved_km_and_a_touring_bike_is_not(app, client, rider, town):
+    _, touring = ride(app, client, rider[1])
+    _, road = ride(app, client, rider[1], bikeType="road")
+    assert "surface_beyond_bike" not in [a["code"] for a in touring["alerts"]]
+    alert = next(a for a in road["alerts"] if a["code"] == "surface_beyond_bike")
+    assert alert["severity"] == "warning" and "1.6 km" in alert["message"]  # compacted 0.8 + unpaved 0.8
+    assert road["groups"]["surface"] in ("done", "partial")  # the town's extent ends where the ride does
+
+
+def test_a_day_off_the_map_has_no_tables_and_says_why(app, client, rider, town):
+    _, day = ride(app, client, rider[1], line=plane_line((0, 50_000), (3000, 50_000)))
+    assert day["surfaces"] is None and day["wayTypes"] is None and day["cues"] is None
+    assert day["waysReason"] and "map" in day["waysReason"]
+
+
+def test_a_day_not_analysed_yet_says_so_rather_than_zeros(app, client, rider, town):
+    response = upload(client, rider[1], gpx_from_points([(lat, lon, 1.0) for lat, lon in LINE], name="Town"))
+    trip = client.get(f"/api/trips/{response.get_json()['id']}", headers=rider[1]).get_json()
+    day = trip["stages"][0]
+    assert day["surfaces"] is None and day["wayTypes"] is None and day["waysReason"]
+
+
+def test_a_bad_bike_type_is_refused_naming_the_field(app, client, rider, town):
+    _, headers = rider
+    response = upload(client, headers, gpx_from_points([(lat, lon, 1.0) for lat, lon in LINE]), bikeType="unicycle")
+    assert response.status_code == 422 and "bikeType" in response.get_json()["errors"]
+    trip_id, _ = ride(app, client, headers)
+    trip = client.get(f"/api/trips/{trip_id}", headers=headers)
+    assert trip.get_json()["bikeType"] == "touring"
+    refused = client.patch(f"/api/trips/{trip_id}", json={"bikeType": "tandem"},
+                           headers={**headers, "If-Match": trip.headers["ETag"]})
+    assert refused.status_code == 422 and list(refused.get_json()["errors"]) == ["bikeType"]
+    changed = client.patch(f"/api/trips/{trip_id}", json={"bikeType": "gravel"},
+                           headers={**headers, "If-Match": trip.headers["ETag"]})
+    assert changed.status_code == 200 and changed.get_json()["bikeType"] == "gravel"
