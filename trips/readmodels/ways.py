@@ -1,6 +1,7 @@
 """A day's surfaces, way types and cues as the reader sees them (docs/RULES.md "Surfaces and way types", "Cues"):
 the tables the surfaces enrichment stored (trips/enrich/surfaces.py), or null with the reason in the reader's
-language; the cues with their instruction worded in it. `day_cues` is what the exports (GPX, FIT) place."""
+language; the cues with their instruction worded in it (`day_cues`, trips/services/day_cues.py: what the exports,
+GPX and FIT, place)."""
 from __future__ import annotations
 
 from trips.core import i18n
@@ -8,34 +9,20 @@ from trips.core.stored_texts import said_stored
 from trips.enrich import registry
 from trips.errors import N_
 from trips.models import Stage, Trip
+from trips.services.day_cues import day_cues, stored_ways
+
+__all__ = ["compact_cues", "compact_km", "day_cues", "reason", "tables"]
 
 NAME = "surfaces"  # the computation that writes the fields (trips/enrich/surfaces.py NAME)
 NOT_COMPUTED = N_("reason.ways_not_computed")
 OFF_MAP = N_("reason.ways_off_map")
 RUNNING = N_("reason.ways_running")
-# The instruction of each turn (trips/osm/cues.py TURNS): alone, and onto a named street.
-INSTRUCTIONS = {
-    "continue": (N_("cue.continue"), N_("cue.continue_onto")),
-    "slight_left": (N_("cue.slight_left"), N_("cue.slight_left_onto")),
-    "slight_right": (N_("cue.slight_right"), N_("cue.slight_right_onto")),
-    "left": (N_("cue.left"), N_("cue.left_onto")),
-    "right": (N_("cue.right"), N_("cue.right_onto")),
-    "sharp_left": (N_("cue.sharp_left"), N_("cue.sharp_left_onto")),
-    "sharp_right": (N_("cue.sharp_right"), N_("cue.sharp_right_onto")),
-    "u_turn": (N_("cue.u_turn"), N_("cue.u_turn_onto")),
-    "roundabout": (N_("cue.roundabout"), N_("cue.roundabout_onto")),
-}
-
-
-def _stored(stage: Stage) -> dict:
-    extra = stage.enrichment or {}
-    return extra if "waysReason" in extra else {}
 
 
 def reason(trip: Trip, stage: Stage, locale: str | None = None) -> str | None:
     """Why the day has no surfaces, way types or cues, in `locale`; None when it has them."""
     locale = locale or i18n.current_locale()
-    stored = _stored(stage)
+    stored = stored_ways(stage)
     if stored:
         return said_stored(stored["waysReason"], locale) if stored.get("waysReason") else None
     row = next((c for c in trip.computations if c.name == NAME), None)
@@ -52,15 +39,9 @@ def reason(trip: Trip, stage: Stage, locale: str | None = None) -> str | None:
 def tables(trip: Trip, stage: Stage, locale: str | None = None) -> dict:
     """{surfaces, wayTypes, waysReason}: km by surface class and by way type adding up to the day's distance, or
     null with the reason."""
-    stored = _stored(stage)
+    stored = stored_ways(stage)
     return {"surfaces": stored.get("surfaces"), "wayTypes": stored.get("wayTypes"),
             "waysReason": reason(trip, stage, locale)}
-
-
-def instruction(cue: dict, locale: str) -> str:
-    alone, onto = INSTRUCTIONS.get(cue.get("turn"), INSTRUCTIONS["continue"])
-    street = cue.get("street")
-    return i18n.t(onto if street else alone, locale, street=street, exit=cue.get("exit") or 1)
 
 
 def compact_km(table: dict | None) -> str | None:
@@ -68,18 +49,6 @@ def compact_km(table: dict | None) -> str | None:
     if table is None:
         return None
     return ", ".join(f"{kind} {km:.1f}" for kind, km in table.items() if km) or ""
-
-
-def day_cues(stage: Stage, locale: str | None = None) -> list[dict] | None:
-    """The day's cues in order ({km, turn, exit?, street, instruction, lat, lon}), None when it has none to say
-    (see `reason`); an empty list is a day ridden on one road."""
-    locale = locale or i18n.current_locale()
-    stored = _stored(stage).get("cues")
-    if stored is None:
-        return None
-    return [{**{k: c.get(k) for k in ("km", "turn", "street", "lat", "lon")},
-             **({"exit": c.get("exit")} if c.get("turn") == "roundabout" else {}),
-             "instruction": instruction(c, locale)} for c in stored]
 
 
 MORE = N_("cue.more")
@@ -99,3 +68,35 @@ def compact_cues(stage: Stage, most: int, locale: str | None = None) -> list[str
     if len(found) > most:
         words.append(i18n.t(MORE, locale, count=len(found) - most))
     return words
+
+
+# The share page's words for the kinds of each table (trips/osm/waykinds.py SURFACE_CLASSES, WAY_TYPES).
+SHARE_WORDS = {
+    "surfaces": (N_("share.surfaces"), {"paved": N_("share.surface_paved"), "compacted": N_("share.surface_compacted"),
+                                        "unpaved": N_("share.surface_unpaved"), "unknown": N_("share.kind_unknown")}),
+    "wayTypes": (N_("share.way_types"), {
+        "cycleway": N_("share.way_cycleway"), "quiet_road": N_("share.way_quiet_road"),
+        "main_road": N_("share.way_main_road"), "track": N_("share.way_track"), "path": N_("share.way_path"),
+        "ferry": N_("share.way_ferry"), "unknown": N_("share.kind_unknown")}),
+}
+KM_OF = N_("share.km_of")
+
+
+def share_view(trip: Trip, stage: Stage, locale: str) -> dict:
+    """What the share page draws of a riding day: a bar per table ({title, parts: [(kind, % of the day, words)]}),
+    the reason when there are none, and the cue sheet."""
+    found = tables(trip, stage, locale)
+    bars = []
+    for key, (title, words) in SHARE_WORDS.items():
+        table = found[key]
+        total = sum((table or {}).values())
+        if not table or total <= 0:
+            continue
+        parts = [(kind, round(100 * km / total, 1),
+                  i18n.t(KM_OF, locale, kind=i18n.t(words.get(kind, words["unknown"]), locale),
+                         km=i18n.number(km, locale)))
+                 for kind, km in table.items() if km]
+        bars.append({"title": i18n.t(title, locale), "parts": parts})
+    cues = day_cues(stage, locale)
+    return {"bars": bars, "reason": found["waysReason"],
+            "cues": [{**c, "km": i18n.number(c["km"], locale)} for c in cues or []]}

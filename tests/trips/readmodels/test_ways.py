@@ -103,3 +103,34 @@ def test_a_bad_bike_type_is_refused_naming_the_field(app, client, rider, town):
     changed = client.patch(f"/api/trips/{trip_id}", json={"bikeType": "gravel"},
                            headers={**headers, "If-Match": trip.headers["ETag"]})
     assert changed.status_code == 200 and changed.get_json()["bikeType"] == "gravel"
+
+
+def test_the_share_page_draws_the_bars_and_prints_the_cue_sheet(app, client, rider, town):
+    trip_id, _ = ride(app, client, rider[1])
+    code = client.post(f"/api/trips/{trip_id}/share", headers=rider[1]).get_json()["shortCode"]
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    assert html.count('class="bar"') == 2 and 'class="part-unpaved"' in html and 'class="part-track"' in html
+    assert "paved 1\u00a0km" in html or "paved 1.0\u00a0km" in html
+    sheet = html[html.index('<table class="cues">'):html.index("</table>")]
+    assert [line for _km, _t, line in TOWN_TURNS if line in sheet] == [s for *_, s in TOWN_TURNS]
+    assert "Turn left onto Chemin Beta" in sheet and "Turn right onto Route Delta" in sheet
+
+
+def test_the_gpx_places_a_waypoint_named_as_ridewithgps_at_each_turn(app, client, rider, town):
+    from lxml import etree
+
+    from tests.osm_maps import TOWN_RIDE, plane_point
+    from trips.osm.geometry import GEOD
+
+    trip_id, _ = ride(app, client, rider[1])
+    gpx = etree.fromstring(client.get(f"/api/trips/{trip_id}.gpx", headers=rider[1]).data)
+    ns = {"g": "http://www.topografix.com/GPX/1/1"}
+    turns = [w for w in gpx.findall("g:wpt", ns) if w.findtext("g:type", namespaces=ns) in ("Left", "Right")]
+    assert [(w.findtext("g:type", namespaces=ns), w.findtext("g:name", namespaces=ns)) for w in turns] == [
+        ("Left", "Turn left onto Chemin Beta"), ("Right", "Turn right onto Piste Gamma"),
+        ("Right", "Turn right onto Route Delta")]
+    assert all(w.findtext("g:sym", namespaces=ns) == w.findtext("g:type", namespaces=ns) for w in turns)
+    for w, corner in zip(turns, TOWN_RIDE[1:4]):  # placed at the turn
+        lat, lon = plane_point(*corner)
+        assert GEOD.inv(lon, lat, float(w.get("lon")), float(w.get("lat")))[2] < 30
+    assert gpx.index(turns[-1]) < gpx.index(gpx.find("g:trk", ns))  # the schema's order: wpt before trk
