@@ -1,6 +1,6 @@
-"""Turn-by-turn cues from a matched line (docs/RULES.md "Cues"): one where the road ridden changes (its name, or for
-an unnamed way its type), the turn said by the change of bearing of the line across that point, and one per
-roundabout ridden, with the exit taken."""
+"""Turn-by-turn cues from a matched line (docs/RULES.md "Cues"): one where the road ridden changes (its name, or an
+unnamed way for another, unless straight on), the turn said by the change of bearing of the line across that point,
+and one per roundabout ridden, with the exit taken."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +30,9 @@ def turn_of(change_deg: float) -> str:
 
 
 def _road(stretch: Stretch):
+    """What makes a road one: its name, or for an unnamed way the way itself."""
     way = stretch.way
-    return None if way is None else (way.name or "", way.name or way.tags.get("highway") or way.kind)
+    return None if way is None else (way.name, None) if way.name else ("", way.key)
 
 
 class _Line:
@@ -73,12 +74,16 @@ def cues(line, stretches: list[Stretch]) -> list[dict]:
                         "street": onto.name if onto is not None else None, "lat": lat, "lon": lon})
             continue
         change = (geo.bearing(at, at + LOOK_M) - geo.bearing(at - LOOK_M, at) + 540.0) % 360.0 - 180.0
-        out.append({"m": at, "turn": turn_of(change), "street": b.way.name if b.way else None, "lat": lat, "lon": lon})
+        turn = turn_of(change)
+        street = b.way.name if b.way else None
+        if turn == "continue" and street is None:
+            continue  # straight on from one unnamed way to the next: nothing to say
+        out.append({"m": at, "turn": turn, "street": street, "lat": lat, "lon": lon})
     return out
 
 
 def _runs(stretches: list[Stretch]) -> list[tuple[Stretch, int, tuple, bool]]:
-    """The matched stretches joined by road (consecutive stretches of one name, or one unnamed kind, are one),
+    """The matched stretches joined by road (consecutive stretches of one name, or of one unnamed way, are one),
     a road ridden for under MIN_ROAD_M left out unless a roundabout: (stretch, index of its first, road,
     roundabout)."""
     out: list[tuple[Stretch, int, tuple, bool]] = []

@@ -26,7 +26,7 @@ MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box
 CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
-_EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
+_EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m, t.grade"
 _SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost, t.grade"  # written by the import (network.py)
 # Only a ready import's rows (trips/osm/tables.py): a per-row test, not a join, so PostgreSQL reads the band by its
 # spatial index rather than the whole table by its area index.
@@ -153,7 +153,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, weights: list[floa
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
         return _straight(a, b, Msg("routing.why_too_long", km=round(MAX_LEG_KM)))
-    s, e = _snap(conn, *a), _snap(conn, *b)
+    s, e = _snap(conn, *a, weights), _snap(conn, *b, weights)
     if s is None or e is None:
         which = N_("routing.why_no_road_at_start") if s is None else N_("routing.why_no_road_at_end")
         return _straight(a, b, Msg(which, metres=round(SNAP_M)))
@@ -182,7 +182,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, weights: list[floa
     return Leg(np.vstack((a, road, b)), True, ends_m=straight)
 
 
-def _snap(conn, lat: float, lon: float) -> _Snap | None:
+def _snap(conn, lat: float, lon: float, weights: list[float]) -> _Snap | None:
     rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
     best = None
     for row in rows:
@@ -196,7 +196,8 @@ def _snap(conn, lat: float, lon: float) -> _Snap | None:
     steps = geometry.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2] if len(line) > 1 else [0]
     along = float(np.sum(steps[:seg]) + frac * steps[seg])
     return _Snap(row.id, int(row.source), int(row.target), bool(row.forward), bool(row.backward),
-                 COST_PER_METRE.get(row.kind, COST_PER_METRE["other"]), float(row.length_m),
+                 COST_PER_METRE.get(row.kind, COST_PER_METRE["other"]) * weights[min(int(row.grade), len(weights) - 1)],
+                 float(row.length_m),
                  min(along, float(row.length_m)), line, seg, foot)
 
 
