@@ -25,6 +25,8 @@ DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts t
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
 MAX_CUES = 25  # get_stage's cues; the rest are on the share page's cue sheet and in the GPX
+# get_stage's answer stays within 12 KB (docs/RULES.md "MCP answers"): its cues take what the rest of the day leaves
+STAGE_BYTES = 12 * 1024 - 256
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 # a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
 PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
@@ -133,10 +135,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
-    cues = ways.compact_cues(stage, MAX_CUES)
     out["ways"] = {"surfaces": ways.compact_km(full["surfaces"]), "wayTypes": ways.compact_km(full["wayTypes"]),
-                   "cues": cues,
-                   "reason": full["waysReason"]}
+                   "cues": None, "reason": full["waysReason"]}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     if full["elevationReason"]:  # only when the climbing is unknown (docs/RULES.md "Elevation")
         out["elevationReason"] = full["elevationReason"]
@@ -152,8 +152,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
     # the day's forecast summary; its hourly slots stay in the REST stage detail
     weather = day.forecast(trip, stage)
-    return {**out, "tripVersion": trip.version, "weather": weather,
-            "weatherAvailability": day.weather_availability(trip, stage)}
+    answer = {**out, "tripVersion": trip.version, "weather": weather,
+              "weatherAvailability": day.weather_availability(trip, stage)}
+    answer["ways"]["cues"] = ways.compact_cues(stage, MAX_CUES, STAGE_BYTES - ways.size(answer))
+    return answer
 
 
 def _alert(alert: dict) -> dict:

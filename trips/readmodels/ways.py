@@ -4,8 +4,11 @@ language; the cues with their instruction worded in it (`day_cues`, trips/servic
 GPX and FIT, place)."""
 from __future__ import annotations
 
+import json
+
 from trips.core import i18n
 from trips.core.stored_texts import said_stored
+from trips.core.text import label
 from trips.enrich import registry
 from trips.errors import N_
 from trips.models import Stage, Trip
@@ -52,21 +55,33 @@ def compact_km(table: dict | None) -> str | None:
 
 
 MORE = N_("cue.more")
+MORE_BYTES = 100  # kept for the note saying how many more
+STREET_CHARS = 32  # a street's name in a compact cue, cut at a word
 
 
-def compact_cues(stage: Stage, most: int, locale: str | None = None) -> list[str] | None:
-    """At most `most` cues as "12.3 left Rue X" ("roundabout 3" for a roundabout's third exit), then how many more
-    there are and where they are said, None when the day has none to say."""
+def size(value) -> int:
+    """Bytes of `value` as compact JSON in UTF-8 (how an answer's size is measured)."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def compact_cues(stage: Stage, most: int, room: int, locale: str | None = None) -> list[str] | None:
+    """At most `most` cues as "12.3 left Rue X" ("roundabout 3" for a roundabout's third exit), as many as `room`
+    bytes of JSON hold, then how many more there are and where they are said; None when the day has none to say."""
     locale = locale or i18n.current_locale()
     found = day_cues(stage, locale)
     if found is None:
         return None
-    words = []
+    words: list[str] = []
+    room -= MORE_BYTES
     for c in found[:most]:
         turn = c["turn"] + (f" {c.get('exit') or 1}" if c["turn"] == "roundabout" else "")
-        words.append(" ".join(p for p in (f"{c['km']:.1f}", turn, c.get("street") or "") if p))
-    if len(found) > most:
-        words.append(i18n.t(MORE, locale, count=len(found) - most))
+        word = " ".join(p for p in (f"{c['km']:.1f}", turn, label(c.get("street"), STREET_CHARS) or "") if p)
+        room -= size(word) + 1
+        if room < 0:
+            break
+        words.append(word)
+    if len(found) > len(words):
+        words.append(i18n.t(MORE, locale, count=len(found) - len(words)))
     return words
 
 

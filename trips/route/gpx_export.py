@@ -183,7 +183,7 @@ def _cue_wpts(parent, day: DayExport, n: int) -> None:
         lat, lon = _number(cue.get("lat")), _number(cue.get("lon"))
         if lat is None or lon is None or abs(lat) > 90 or abs(lon) > 180:
             continue
-        kind = CUE_TYPES.get(cue.get("turn"), "Generic")
+        kind = CUE_TYPES.get(str(cue.get("turn")), "Generic")
         km = _number(cue.get("km"))
         _wpt(parent, (lat, lon), clean_text(cue.get("instruction"), 100) or kind,
              f"Day {n}, km {km:.1f}" if km is not None else f"Day {n}", kind, kind)

@@ -134,3 +134,17 @@ def test_the_gpx_places_a_waypoint_named_as_ridewithgps_at_each_turn(app, client
         lat, lon = plane_point(*corner)
         assert GEOD.inv(lon, lat, float(w.get("lon")), float(w.get("lat")))[2] < 30
     assert gpx.index(turns[-1]) < gpx.index(gpx.find("g:trk", ns))  # the schema's order: wpt before trk
+
+
+def test_mcp_takes_a_bike_type_and_refuses_one_it_does_not_know(app, client, rider, town):
+    from tests.factories import make_user
+
+    trip_id, _ = ride(app, client, rider[1])
+    token = mcp_token(app, rider[0])
+    refused = call(client, token, "update_trip_settings", {"id": trip_id, "version": 1, "bikeType": "tandem"})
+    assert refused["isError"] and "bikeType" in str(payload(refused)["error"])
+    taken = call(client, token, "update_trip_settings", {"id": trip_id, "version": 1, "bikeType": "mountain"})
+    assert not taken["isError"], payload(taken)
+    assert payload(call(client, token, "get_trip", {"id": trip_id}))["bikeType"] == "mountain"
+    stranger = mcp_token(app, make_user("stranger@example.org"))
+    assert call(client, stranger, "update_trip_settings", {"id": trip_id, "version": 1, "bikeType": "road"})["isError"]
