@@ -148,3 +148,18 @@ def test_mcp_takes_a_bike_type_and_refuses_one_it_does_not_know(app, client, rid
     assert payload(call(client, token, "get_trip", {"id": trip_id}))["bikeType"] == "mountain"
     stranger = mcp_token(app, make_user("stranger@example.org"))
     assert call(client, stranger, "update_trip_settings", {"id": trip_id, "version": 1, "bikeType": "road"})["isError"]
+
+
+def test_a_day_off_the_map_beside_one_on_it_says_so_and_the_one_on_it_counts_the_rest_unknown(app, client, rider,
+                                                                                                town):
+    _, headers = rider
+    beyond = LINE + plane_line((1800, 0), (61_800, 0), step=500.0)[1:]  # on east, 60 km past the town's map
+    trip_id, first = ride(app, client, headers, line=beyond, maxDistancePerDay="30")
+    days = client.get(f"/api/trips/{trip_id}", headers=headers).get_json()["stages"]
+    assert len(days) >= 2
+    last = days[-1]
+    assert last["surfaces"] is None and last["wayTypes"] is None and last["groups"]["surface"] == "off map"
+    assert last["waysReason"] == "This day is off the imported map: import its region (flask osm import)."
+    assert first["surfaces"]["unknown"] >= first["distance"] - 3.5  # all but the town's km: no way matched
+    assert round(sum(first["surfaces"].values()) * 10) == round(sum(first["wayTypes"].values()) * 10) \
+        == round(first["distance"] * 10)
