@@ -14,13 +14,13 @@ KEY = "btp:route-legs:{}:{}"
 KEEP_S = 3600  # the legs of a trip whose turns stopped (it moved on, a job was lost) go by themselves
 
 
-def draw(trip_id: str, generation: int, points: list[list[float]], leg: int) -> planned.Planned | None:
+def draw(trip_id: str, generation: int, points: list[list[float]], leg: int, bike: str) -> planned.Planned | None:
     """The whole route once its last leg is drawn; None when this turn drew leg `leg` and queued the next (or the
     first again, when the legs kept so far were lost). Raises RoutingError, and Redis errors (the job is retried)."""
     if not planned.on_the_map() or len(points) <= 2:  # Valhalla's one call, or a single leg: no turns
-        return planned.plan_route(points)
+        return planned.plan_route(points, bike)
     redis, key = get_redis(), KEY.format(trip_id, generation)
-    drawn = planned.draw_legs(points, leg, 0.0)[0]
+    drawn = planned.draw_legs(points, leg, 0.0, bike)[0]
     with redis.pipeline() as pipe:
         pipe.hset(key, str(leg), pickle.dumps(drawn))
         pipe.expire(key, KEEP_S)

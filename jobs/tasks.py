@@ -67,11 +67,11 @@ def fetch_route(trip_id: str, generation: int, leg: int = 0) -> None:
             if not computations.transition(trip_id, "route", generation, "running"):
                 return
             trip = db.session.get(Trip, trip_id)
-            source_url, points = trip.source_url, trip.source_points
+            source_url, points, bike = trip.source_url, trip.source_points, trip.bike_type
         legs, kind = None, planned.SOURCE_TYPE
         try:
             if points is not None:  # a trip planned from places: BTP draws the route
-                drawn = route_turns.draw(trip_id, generation, points, leg)
+                drawn = route_turns.draw(trip_id, generation, points, leg, bike)
                 if drawn is None:
                     return  # the next leg's turn is queued
                 parsed, legs = drawn.parsed, drawn.legs

@@ -7,7 +7,7 @@ from trips.errors import Msg
 from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
-from trips.readmodels import day
+from trips.readmodels import day, ways
 from trips.readmodels.budget import trip_budget
 from trips.readmodels.trip import (elevation_totals, next_action, partial, routing, settings, total_distance,
                                    trip_list_item)
@@ -26,6 +26,9 @@ NIGHT_COLUMNS = ("accommodations", "selected_accommodation")  # what the budget 
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
+MAX_CUES = 25  # get_stage's cues; the rest are on the share page's cue sheet and in the GPX
+# get_stage's answer stays within 12 KB (docs/RULES.md "MCP answers"): its cues take what the rest of the day leaves
+STAGE_BYTES = 12 * 1024 - 256
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 # a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
 PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
@@ -144,6 +147,8 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
                                 "alertCount", "groups", "mapCoverage", "categoryStatus", "terrain")}
+    out["ways"] = {"surfaces": ways.compact_km(full["surfaces"]), "wayTypes": ways.compact_km(full["wayTypes"]),
+                   "cues": None, "reason": full["waysReason"]}
     out.update({key: label(full[key]) for key in ("label", "startLabel", "endLabel")})
     # one key for both (tools/list's budget): the samples and the climbs, null together when the elevation is unknown
     out["profile"] = None if full["profile"] is None else {"samples": full["profile"], "climbs": full["climbs"]}
@@ -161,8 +166,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
     # the day's forecast summary; its hourly slots stay in the REST stage detail
     weather = day.forecast(trip, stage)
-    return {**out, "tripVersion": trip.version, "weather": weather,
-            "weatherAvailability": day.weather_availability(trip, stage)}
+    answer = {**out, "tripVersion": trip.version, "weather": weather,
+              "weatherAvailability": day.weather_availability(trip, stage)}
+    answer["ways"]["cues"] = ways.compact_cues(stage, MAX_CUES, STAGE_BYTES - ways.size(answer))
+    return answer
 
 
 def _alert(alert: dict) -> dict:

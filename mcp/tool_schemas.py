@@ -139,7 +139,7 @@ DAYS = integer("Days.")
 
 def category_status(states: str) -> dict:
     """Where each family of computations stands (get_trip, get_stage); `states` lists the statuses."""
-    return in_words(f"Per computation family: category, status ({states}), reason (if failed).",
+    return in_words(f"Per family: category, status ({states}), reason (if failed).",
                     many=True)
 
 
@@ -154,6 +154,7 @@ SETTINGS = {
     "elevationPenalty": number("Metres of climbing counted as 1 km less (default 50).",
                                **rules(_S, "elevationPenalty")),
     "ebikeMode": boolean("Default false."),
+    "bikeType": string("Default touring.", **rules(_S, "bikeType")),
     "departureHour": integer("Local hour (default 8).", **rules(_S, "departureHour")),
     "maxDistancePerDay": number("Km (default 80).", **rules(_S, "maxDistancePerDay")),
     "averageSpeed": number("km/h (default 15).", **rules(_S, "averageSpeed")),
@@ -168,7 +169,7 @@ SETTINGS_OUT = {
     "title": TITLE, "startDate": FIRST_DAY, "endDate": LAST_DAY,
     "fatigueFactor": number("Day-on-day share."),
     "elevationPenalty": number("Metres up worth 1 km."),
-    "ebikeMode": boolean("E-bike."), "departureHour": integer("Local hour."),
+    "ebikeMode": boolean("E-bike."), "bikeType": string("Bike."), "departureHour": integer("Local hour."),
     "maxDistancePerDay": number("Km."), "averageSpeed": number("km/h."),
     "enabledAccommodationTypes": array(bare("string"), "Places to sleep looked for."),
 }

@@ -125,6 +125,65 @@ def scatter(m: MapBuilder, rnd, around, kinds, nodes: int, ways: int, ferries: i
         m.way([(lat - 0.01, lon - 0.01), (lat + 0.01, lon + 0.01)], {"route": "ferry", "name": "F"})
 
 
+def plane_point(x_m: float, y_m: float, lat0: float = 45.0, lon0: float = 5.0) -> tuple[float, float]:
+    """The point x_m metres east and y_m north of (lat0, lon0)."""
+    from trips.osm.geometry import LocalPlane
+
+    lat, lon = LocalPlane(lat0, lon0).latlon(x_m, y_m)
+    return round(float(lat), 7), round(float(lon), 7)
+
+
+def plane_line(*xy, step: float = 50.0) -> list[tuple[float, float]]:
+    """A polyline through the (x, y) corners (metres from (45.0, 5.0)), a vertex every `step` metres."""
+    out = []
+    for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:]):
+        n = max(1, int(math.hypot(x1 - x0, y1 - y0) // step))
+        out += [plane_point(x0 + (x1 - x0) * i / n, y0 + (y1 - y0) * i / n) for i in range(n)]
+    return out + [plane_point(*xy[-1])]
+
+
+# The ride `surfaced_town` draws: its corners (metres east, north of (45.0, 5.0)), 3.4 km in all.
+TOWN_RIDE = ((0, 0), (1000, 0), (1000, 800), (1800, 800), (1800, 0))
+# What each stretch of it is: (from km, to km, name, surface class, way type), and its turns (km, turn, street).
+TOWN_STRETCHES = ((0.0, 1.0, "Rue Alpha", "paved", "quiet_road"), (1.0, 1.8, "Chemin Beta", "compacted", "track"),
+                  (1.8, 2.6, "Piste Gamma", "unpaved", "cycleway"), (2.6, 3.4, "Route Delta", "unknown", "main_road"))
+TOWN_TURNS = ((1.0, "left", "Chemin Beta"), (1.8, "right", "Piste Gamma"), (2.6, "right", "Route Delta"))
+
+
+def surfaced_town(m: MapBuilder) -> list[tuple[float, float]]:
+    """Four streets of known surface and type around TOWN_RIDE's corners, joined at shared nodes, and streets
+    crossing them (which the ride crosses, never rides); returns the ride's line."""
+    corners = [m.node(*plane_point(*xy)) for xy in TOWN_RIDE]
+    tags = ({"highway": "residential", "surface": "asphalt"}, {"highway": "track", "tracktype": "grade2"},
+            {"highway": "cycleway", "surface": "dirt"}, {"highway": "primary"})
+    for (a, b), (ia, ib), t, (*_, name, _s, _w) in zip(zip(TOWN_RIDE[:-1], TOWN_RIDE[1:]),
+                                                       zip(corners[:-1], corners[1:]), tags, TOWN_STRETCHES):
+        m.way([ia, *plane_line(a, b)[1:-1], ib], {**t, "name": name})
+    m.way(plane_line((500, -300), (500, 300)), {"highway": "residential", "name": "Rue Croisee", "surface": "asphalt"})
+    m.way(plane_line((700, 400), (2100, 400)), {"highway": "secondary", "name": "Avenue Travers"})
+    m.way(plane_line((-500, 0), (0, 0))[:-1] + [corners[0]], {"highway": "residential", "name": "Rue Alpha"})
+    return plane_line(*TOWN_RIDE)
+
+
+def _on_ring(k: int, radius: float = 25.0) -> tuple[float, float]:
+    """The k-th of 16 points of a ring round (0, 0), from the west, anticlockwise."""
+    angle = math.radians(180 + 22.5 * k)
+    return radius * math.cos(angle), radius * math.sin(angle)
+
+
+def roundabout_town(m: MapBuilder) -> list[tuple[float, float]]:
+    """A roundabout of 25 m radius at (0, 0) (junction=roundabout, ridden anticlockwise), Rue Ouest, Rue Sud, Rue Est
+    and Rue Nord meeting it at west, south, east and north; returns a ride in from the west and out by the north:
+    the third exit, Rue Nord."""
+    ring = [m.node(*plane_point(*_on_ring(k))) for k in range(16)]
+    m.way(ring, {"highway": "tertiary", "junction": "roundabout", "surface": "asphalt"}, closed=True)
+    for name, at, far in (("Rue Ouest", 0, (-600, 0)), ("Rue Sud", 4, (0, -600)), ("Rue Est", 8, (600, 0)),
+                          ("Rue Nord", 12, (0, 600))):
+        m.way([*plane_line(far, (far[0] / 24, far[1] / 24))[:-1], ring[at]], {"highway": "residential", "name": name})
+    arc = [plane_point(*_on_ring(k)) for k in range(13)]
+    return plane_line((-600, 0), (-25, 0))[:-1] + arc + plane_line((0, 25), (0, 600))[1:]
+
+
 def map_support_or_skip(engine) -> None:
     """Skip on a PostgreSQL that has no PostGIS to offer (the map needs it; .ci/run installs it)."""
     import pytest

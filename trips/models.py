@@ -35,6 +35,9 @@ class Trip(db.Model):
     fatigue_factor: Mapped[float] = mapped_column(sa.Float, nullable=False, default=0.9)
     elevation_penalty: Mapped[float] = mapped_column(sa.Float, nullable=False, default=50.0)
     ebike_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    # road, touring, gravel or mountain (trips/osm/waykinds.py): the router's weights and the surface alert's limit
+    bike_type: Mapped[str] = mapped_column(sa.String(16), nullable=False, default="touring",
+                                           server_default="touring")
     departure_hour: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=8)
     max_distance_per_day: Mapped[float] = mapped_column(sa.Float, nullable=False, default=80.0)
     average_speed: Mapped[float] = mapped_column(sa.Float, nullable=False, default=15.0)

@@ -28,9 +28,8 @@ TOOL = Tool(
     name="create_trip", title="Create a trip", scope="trips:write", run=run,
     on_refused=lambda ctx: services.spend_on_refusal(ctx.user),
     description="Create a multi-day trip from a route link (Komoot tour or collection, Strava or RideWithGPS route) "
-                "or from waypoints, routed by bicycle on BTP's map (search_places gives a place's). Answers at "
-                "once; the days are cut in the background. The same call again within minutes answers the "
-                "same trip.",
+                "or from waypoints, routed on BTP's map (search_places gives a place's). Answers at once; days "
+                "are cut in the background. The same call within minutes answers the same trip.",
     input_schema=s.obj({
         "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")),
         "waypoints": {**s.in_words("Or: points to ride through, in order: lat, lon.", many=True),

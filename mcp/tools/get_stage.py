@@ -7,9 +7,8 @@ from trips.services import stages
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/tool_schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
-PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max, estimate} € a "
-                "night, or null), distance (km from the day's end), possibleClosed, phone, "
-                "website, address")
+PLACE_FIELDS = ("name, type (hotel…), lat/lon (for choose_accommodation), price ({min, max} € a night, estimate; "
+                "or null), distance (km from the day's end), possibleClosed (that day), phone, website, address")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
     "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.nullable(s.integer("Metres up.")),
@@ -24,32 +23,31 @@ OUTPUT = s.obj({
     "selectedAccommodation": s.in_words("Chosen, or null: name, type, lat, lon, price (min, max, "
                                         "estimate), distance, possibleClosed, phone, website, address.", null=True),
     "alertCount": s.integer("Alerts."),
-    "alerts": s.in_words("Critical first: code, severity (critical, warning, nudge), group, message, action (null, or "
-                         "kind navigate: lat/lon; auto_fix: splitAtKm (edit_stages update distance), maxDistance "
-                         "(maxDistancePerDay), departureHour, or afterStage (a rest_day after this dayNumber)).",
+    "alerts": s.in_words("Critical first: code, severity, group, message, action (null, or "
+                         "kind navigate: go to lat/lon; auto_fix: splitAtKm as edit_stages update distance, maxDistance "
+                         "as maxDistancePerDay, departureHour, or afterStage: a rest_day after this dayNumber).",
                          many=True),
     "groups": s.in_words(f"Per group ({', '.join(GROUPS)}): done, partial (see mapCoverage), running, "
                          "failed, off map or not computed."),
-    "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
+    "mapCoverage": s.in_words("share (0–1), offMapKm ([from, to] km off the map).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
-    "resupply": s.in_words("Six food places, groceries first: name, category, km (from the start), "
-                           "openAtPassage (null: unknown), openingHours; null: not computed.",
-                           null=True, many=True),
+    "resupply": s.in_words("Six food places, groceries first: name, category, km, openAtPassage (null: unknown), "
+                           "openingHours; null: not computed.", null=True, many=True),
     "supplyTimeline": s.nullable(s.array(s.bare("string"), "Food every 500 m: \"km: categories\".")),
     "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
-    "culturalPois": s.in_words("Three places to visit: name, type (museum…), km (from the start), distance "
-                               "(m off the route), openingHours; null: not computed.", null=True, many=True),
-    "terrain": s.in_words("roughKm, mainRoadKm (main roads), steepestPct (%; null: no elevation), "
-                          "mapCoverage (0–1); null: not computed.",
-                          null=True),
-    "weather": s.in_words("date, description, icon, weatherCode (WMO), tempMin/tempMax, "
-                          "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from; "
-                          "O = west), relativeWindDirection (headwind…), "
-                          "precipitationProbability, humidity (%), precipitationMm, uvIndex, comfortIndex (0–100); null: see weatherAvailability.", null=True),
+    "culturalPois": s.in_words("Three places to visit: name, type, km, distance (m off the route), "
+                               "openingHours; null: not computed.", null=True, many=True),
+    "terrain": s.in_words("roughKm, mainRoadKm, steepestPct (%; null: no elevation), mapCoverage (0–1); null: not "
+                          "computed.", null=True),
+    "ways": s.in_words("surfaces, wayTypes (\"kind km, …\"), cues (\"km turn street\"), reason (why null)."),
+    "weather": s.in_words("Riding hours: date, description, icon, weatherCode (WMO), tempMin/tempMax, "
+                          "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from), "
+                          "relativeWindDirection, precipitationProbability, humidity (%), precipitationMm, uvIndex, "
+                          "comfortIndex (0–100); null: see weatherAvailability.", null=True),
     "profile": s.in_words("samples ([km, m], ≤ 64), climbs (startKm, lengthKm, gain in m, meanPct, steepestPct, "
                           "category: 4…1, HC); null: no elevation.", null=True),
     "weatherAvailability": s.nullable(s.string(
-        "available, past, beyond_horizon (> 16 days ahead), unavailable; null: undated or being fetched.")),
+        "available, past, beyond_horizon (16+ days ahead), unavailable; null: undated or being fetched.")),
 }, required=("stageId", "dayNumber", "distance", "alerts", "groups"))
 
 def run(ctx, args: dict) -> dict:
@@ -59,8 +57,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_stage", title="Read one day", scope="trips:read", run=run,
-    description="One day in full: places to sleep, food and water along the way, alerts, weather, terrain, "
-                "climbs, which analyses ran (`groups`). Null is unknown, never 0." +
+    description="One day in full: places to sleep, food and water, alerts, weather, terrain, ways, climbs, "
+                "which analyses ran (`groups`). Null is unknown, never 0." +
                 s.data_note("Names, labels, opening hours, alert messages"),
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID}, required=("tripId", "stageId")),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import fields, validate
 
 from trips.api.responses import Answer, StageSummaryOut, answer, nullable
+from trips.api.way_responses import CueOut
 from trips.route.profile import CATEGORIES
 
 
@@ -34,6 +35,8 @@ class StageDetailOut(StageSummaryOut):
                        "(see elevationReason), empty on a rest day."}))
     climbs = nullable(fields.List(fields.Nested(ClimbOut), metadata={
         "description": "The day's categorised climbs in route order; null when its elevation is unknown."}))
+    cues = nullable(fields.List(fields.Nested(CueOut), metadata={
+        "description": "Turn by turn where the road ridden changes; null: see waysReason."}))
 
 
 # Component names, parts before the wholes they make up.

@@ -10,6 +10,8 @@ from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES
 from trips.core.i18n import LOCALES
 from trips.models import ACCOMMODATION_TYPES
+from trips.api.way_responses import CueOut, km_by
+from trips.osm.waykinds import BIKE_TYPES, SURFACE_CLASSES, WAY_TYPES
 from trips.readmodels.day import GROUP_STATUSES
 
 COMPUTATION_STATUSES = ("pending", "running", "done", "failed", "superseded")
@@ -170,6 +172,9 @@ class StageSummaryOut(Answer):
                                                                             "website. " + ENRICHED}))
     culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
     terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
+    surfaces = km_by(SURFACE_CLASSES, "surface class")
+    wayTypes = km_by(WAY_TYPES, "way type")
+    waysReason = nullable(fields.String(metadata={"description": "Why surfaces, wayTypes and cues are null."}))
     weather = nullable(fields.Nested(WeatherOut, metadata={"description": "Null without a forecast for the day's "
                                                                           "date (see weatherAvailability)."}))
     weatherAvailability = nullable(fields.String(
@@ -247,6 +252,8 @@ class TripDetailOut(Answer):
     fatigueFactor = fields.Float()
     elevationPenalty = fields.Float()
     ebikeMode = fields.Boolean()
+    bikeType = fields.String(validate=validate.OneOf(BIKE_TYPES), metadata={
+        "description": "Weighs the router's surfaces and the surface alert's limit."})
     departureHour = fields.Integer(validate=validate.Range(0, 23))
     maxDistancePerDay = fields.Float()
     averageSpeed = fields.Float()
@@ -385,7 +392,7 @@ class ProblemOut(Schema):
 RESPONSES = {
     "Point": PointOut, "Accommodation": AccommodationOut, "AlertAction": AlertActionOut, "Alert": AlertOut,
     "HourlyWeather": HourlyWeatherOut, "Weather": WeatherOut, "MapCoverage": MapCoverageOut,
-    "StageSummary": StageSummaryOut,
+    "Cue": CueOut, "StageSummary": StageSummaryOut,
     "Computation": ComputationOut, "CategoryStatus": CategoryStatusOut, "BudgetTotal": BudgetTotalOut,
     "Budget": BudgetOut, "TripDetail": TripDetailOut,
     "TripListItem": TripListItemOut, "TripList": TripListOut,

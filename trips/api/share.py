@@ -12,7 +12,7 @@ from trips.core import i18n
 from trips.readmodels import trip as readmodels
 from trips.readmodels.day import best_accommodation
 from trips.readmodels import pictures
-from trips.readmodels import amenities, straight
+from trips.readmodels import amenities, straight, ways
 from trips.core.i18n import N_
 from trips.osm import basemap
 from trips.services import sharing
@@ -72,6 +72,8 @@ def shared_page(code):
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
                                services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
                                night=amenities.night, night_words=_NIGHT_WORDS,
+                               ways={s.id: clean_answer(ways.share_view(trip, s, locale)) for s in trip.stages
+                                     if not s.is_rest_day},
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 

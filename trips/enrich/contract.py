@@ -54,6 +54,7 @@ class TripSnap:
     average_speed: float
     enabled_accommodation_types: tuple[str, ...]
     stages: tuple[StageSnap, ...]
+    bike_type: str = "touring"  # trips/osm/waykinds.py BIKE_TYPES
 
 
 @dataclass(frozen=True)

@@ -20,13 +20,14 @@ from trips.core.db import after_commit, db
 from trips.core.stored_texts import said_stored
 from trips.core.queue import QUEUE_NAME, enqueue, enqueue_many
 from trips.enrich import (accommodations, bike_shops, border_crossing, calendar, cultural_pois, daylight, ferries, fords,
-                          health_services, labels, pois, railway_stations, terrain, water_points, weather, wind)
+                          health_services, labels, pois, railway_stations, surfaces, terrain, water_points, weather, wind)
 from trips.enrich.alerts.catalogue import GROUPS
 from trips.enrich.contract import Result, StageSnap, TripSnap
 from trips.enrich.corridor import FULL_COVERAGE, map_coverage
 from trips.errors import N_
 from trips.models import Computation, Stage
 from trips.osm.queries import ready_areas
+from trips.osm.waykinds import DEFAULT_BIKE
 from trips.route import clock, elevation
 
 GEOMETRY, DATES = "GEOMETRY", "DATES"
@@ -87,6 +88,7 @@ _add(wind, "weather", (GEOMETRY, DATES), needs=("weather",), dated=True)
 _add(pois, "points_of_interest", (GEOMETRY, DATES), ("resupply", "supplyTimeline"))
 _add(accommodations, "accommodations", (GEOMETRY, DATES), ("accommodations",))
 _add(terrain, "terrain_security", (GEOMETRY, DATES), ("terrain",))
+_add(surfaces, "terrain_security", (GEOMETRY,), surfaces.FIELDS)
 _add(bike_shops, "terrain_security", (GEOMETRY,), ("bikeShops",))
 _add(water_points, "terrain_security", (GEOMETRY,), ("waterPoints",))
 _add(health_services, "terrain_security", (GEOMETRY,))
@@ -267,7 +269,8 @@ def snapshot(trip) -> TripSnap:
     return TripSnap(id=trip.id, generation=trip.generation, start_date=trip.start_date,
                     ebike_mode=bool(trip.ebike_mode), departure_hour=int(trip.departure_hour),
                     average_speed=float(trip.average_speed),
-                    enabled_accommodation_types=tuple(trip.enabled_accommodation_types or ()), stages=tuple(days))
+                    enabled_accommodation_types=tuple(trip.enabled_accommodation_types or ()), stages=tuple(days),
+                    bike_type=trip.bike_type or DEFAULT_BIKE)
 
 
 def _ele(p) -> float:

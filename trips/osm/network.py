@@ -10,9 +10,10 @@ from array import array
 import numpy as np
 
 from trips.osm import geometry
+from trips.osm.waykinds import grade
 
 EDGE_COLS = ("area_id", "osm_type", "osm_id", "source", "target", "kind", "forward", "backward", "length_m",
-             "line", "min_lat", "min_lon", "max_lat", "max_lon", "cost", "reverse_cost")
+             "line", "min_lat", "min_lon", "max_lat", "max_lon", "cost", "reverse_cost", "grade")
 
 # docs/RULES.md "Bicycle routing": the cost of a metre by routing class (a metre of cycleway is the cheapest).
 COST_PER_METRE = {
@@ -82,7 +83,7 @@ class Network:
         import osmium.geom  # only the import builds a network: a web worker that reads the costs loads no osmium
 
         self.osmium, self.wkb = osmium, osmium.geom.WKBFactory()
-        self.heads: list[tuple[int, str, bool, bool]] = []  # (way id, class, forward, backward)
+        self.heads: list[tuple[int, str, bool, bool, int]] = []  # (way id, class, forward, backward, grade)
         self.ids = array("q")
         # OSM's own precision (1e-7°, int32: libosmium keeps locations so): 8 bytes a node for both, not 16
         self.lats, self.lons = array("i"), array("i")
@@ -102,7 +103,7 @@ class Network:
             refs, xy = [k[0] for k in kept], np.array([k[1:] for k in kept], dtype=float).reshape(-1, 2)
         if len(refs) < 2:
             return
-        self.heads.append((way_id, *found))
+        self.heads.append((way_id, *found, grade(tags)))
         self.ids.extend(refs)
         self.lats.frombytes(np.rint(xy[:, 1] * SCALE).astype(np.int32).tobytes())
         self.lons.frombytes(np.rint(xy[:, 0] * SCALE).astype(np.int32).tobytes())
@@ -142,11 +143,11 @@ class Network:
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         mins, maxs = np.minimum.reduceat(coords, starts), np.maximum.reduceat(coords, starts)
         rows = []
-        for i, ((way_id, kind, fwd, bwd), line, source, target) in enumerate(pieces):
+        for i, ((way_id, kind, fwd, bwd, surface), line, source, target) in enumerate(pieces):
             cost = float(metres[i]) * COST_PER_METRE[kind]  # the search's cost each way, -1 where closed
             row = (area_id, "w", way_id, source, target, kind, fwd, bwd, float(metres[i]), encoded[i],
                    float(mins[i, 0]), float(mins[i, 1]), float(maxs[i, 0]), float(maxs[i, 1]),
-                   cost if fwd else -1.0, cost if bwd else -1.0)
+                   cost if fwd else -1.0, cost if bwd else -1.0, surface)
             rows.append(row + (ewkb_line(line),) if pg else row)
         return rows
 

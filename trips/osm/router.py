@@ -18,6 +18,7 @@ from trips.osm import geometry
 from trips.osm.network import COST_PER_METRE
 from trips.osm.index import without_jit
 from trips.osm.store import postgis_schema
+from trips.osm.waykinds import DEFAULT_BIKE, route_weights
 from trips.route.geo import total_distance_km
 
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
@@ -26,8 +27,8 @@ MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box
 CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
 MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
-_EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
-_SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost"  # written by the import (trips/osm/network.py)
+_EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m, t.grade"
+_SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost, t.grade"  # written by the import (network.py)
 # Only a ready import's rows (trips/osm/tables.py): a per-row test, not a join, so PostgreSQL reads the band by its
 # spatial index rather than the whole table by its area index.
 _READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
@@ -98,18 +99,21 @@ def has_network(engine: sa.Engine) -> bool:
                                     "AND r.status = 'ready' LIMIT 1")).first() is not None
 
 
-def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
+def route(engine: sa.Engine, points, use_pgrouting: bool = False, bike: str = DEFAULT_BIKE) -> Route:
     """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
 
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
-    a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed.
+    a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed; `bike`
+    (trips/osm/waykinds.py BIKE_TYPES) weighs each edge's cost by its surface.
     """
-    return join(points, legs_from(engine, points, 0, use_pgrouting=use_pgrouting))
+    return join(points, legs_from(engine, points, 0, use_pgrouting=use_pgrouting, bike=bike))
 
 
-def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, use_pgrouting: bool = False) -> list[Leg]:
+def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, use_pgrouting: bool = False,
+              bike: str = DEFAULT_BIKE) -> list[Leg]:
     """The legs of the route through `points` from leg `first` on, in order, as many as end within `seconds` (one
     at least): a job routes a long trip in turns (jobs/route_turns.py). Raises ValueError as `route`."""
+    weights = route_weights(bike)
     pts = _points(points)
     legs: list[Leg] = []
     began = time.monotonic()
@@ -121,7 +125,7 @@ def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, 
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             without_jit(conn)
         for a, b in zip(pts[first:-1], pts[first + 1:]):
-            legs.append(_leg(conn, a[:2], b[:2], pgr or None))
+            legs.append(_leg(conn, a[:2], b[:2], pgr or None, weights))
             if time.monotonic() - began >= seconds:
                 break
     return legs
@@ -162,12 +166,12 @@ def _straight(a, b, why: Msg) -> Leg:
     return Leg(np.array([a, b], dtype=float), False, why)
 
 
-def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
+def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, weights: list[float]) -> Leg:
     if np.array_equal(a, b):
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
         return _straight(a, b, Msg("routing.why_too_long", km=round(MAX_LEG_KM)))
-    s, e = _snap(conn, *a), _snap(conn, *b)
+    s, e = _snap(conn, float(a[0]), float(a[1]), weights), _snap(conn, float(b[0]), float(b[1]), weights)
     if s is None or e is None:
         which = N_("routing.why_no_road_at_start") if s is None else N_("routing.why_no_road_at_end")
         return _straight(a, b, Msg(which, metres=round(SNAP_M)))
@@ -175,7 +179,8 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
     best = _direct(s, e)
     found = None
     for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
-        found = _search_pgr(conn, pgr, boxes, starts, ends) if pgr else _search_scipy(conn, boxes, starts, ends)
+        found = _search_pgr(conn, pgr, boxes, starts, ends, weights) if pgr else \
+            _search_scipy(conn, boxes, starts, ends, weights)
         if found is not None:
             break
     if found is not None and (best is None or found[0] < best[0]):
@@ -195,7 +200,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
     return Leg(np.vstack((a, road, b)), True, ends_m=straight)
 
 
-def _snap(conn, lat: float, lon: float) -> _Snap | None:
+def _snap(conn, lat: float, lon: float, weights: list[float]) -> _Snap | None:
     rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
     best = None
     for row in rows:
@@ -209,7 +214,8 @@ def _snap(conn, lat: float, lon: float) -> _Snap | None:
     steps = geometry.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2] if len(line) > 1 else [0]
     along = float(np.sum(steps[:seg]) + frac * steps[seg])
     return _Snap(row.id, int(row.source), int(row.target), bool(row.forward), bool(row.backward),
-                 COST_PER_METRE.get(row.kind, COST_PER_METRE["other"]), float(row.length_m),
+                 COST_PER_METRE.get(row.kind, COST_PER_METRE["other"]) * weights[min(int(row.grade), len(weights) - 1)],
+                 float(row.length_m),
                  min(along, float(row.length_m)), line, seg, foot)
 
 
@@ -296,8 +302,8 @@ def _read(conn, boxes, cols: str):
     return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
 
 
-_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost")
-_BAND_ROW = np.dtype([(c, ">i8" if c in _BAND_COLS[:3] else ">f8") for c in _BAND_COLS])  # big-endian: *send()'s
+_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost", "grade")
+_BAND_ROW = np.dtype([(c, ">f8" if c in ("cost", "reverse_cost") else ">i8") for c in _BAND_COLS])  # big-endian: *send()'s
 
 
 def _band(conn, boxes) -> tuple[np.ndarray, ...]:
@@ -306,16 +312,16 @@ def _band(conn, boxes) -> tuple[np.ndarray, ...]:
     read by one numpy call: cheaper than rows fetched one by one or a binary COPY's message a row."""
     if conn.dialect.name != "postgresql":
         rows = _read(conn, boxes, _SEARCH_COLS)
-        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 5)  # node ids < 2**53: exact
-        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4])
+        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 6)  # node ids < 2**53: exact
+        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4], table[:, 5].astype(np.int64))
     where, _ = _spatial(conn, boxes, inline=True)
-    packed = " || ".join(f"{'int8' if c in _BAND_COLS[:3] else 'float8'}send(t.{c}{'::int8' if c == 'id' else ''})"
-                         for c in _BAND_COLS)
+    packed = " || ".join(f"{'float8' if c in ('cost', 'reverse_cost') else 'int8'}send(t.{c}"
+                         f"{'::int8' if c in ('id', 'grade') else ''})" for c in _BAND_COLS)
     with conn.connection.driver_connection.cursor(binary=True) as cur:
         cur.execute(f"SELECT string_agg({packed}, ''::bytea) FROM osm_edge t WHERE {_READY} AND {where}")
         data = cur.fetchone()[0] or b""  # null: no edge
     rows = np.frombuffer(data, dtype=_BAND_ROW)
-    return tuple(rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_BAND_COLS))
+    return tuple(rows[c].astype(float if c in ("cost", "reverse_cost") else np.int64) for c in _BAND_COLS)
 
 
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
@@ -326,15 +332,17 @@ def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
     return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
 
 
-def _search_scipy(conn, boxes, starts, ends):
+def _search_scipy(conn, boxes, starts, ends, weights: list[float]):
     """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra, once,
     from a virtual vertex joined to the start's exits at their costs (as _search_pgr), to every end's entry."""
     from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
     from scipy.sparse.csgraph import dijkstra  # (as above)
 
-    ids, src, dst, cost, back = _band(conn, boxes)
+    ids, src, dst, cost, back, grades = _band(conn, boxes)
     if not len(ids):
         return None
+    factor = np.asarray(weights)[np.clip(grades, 0, len(weights) - 1)]
+    cost, back = np.where(cost >= 0, cost * factor, cost), np.where(back >= 0, back * factor, back)
     fwd, bwd = cost >= 0, back >= 0
     cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
     nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
@@ -372,7 +380,7 @@ def _search_scipy(conn, boxes, starts, ends):
 PGR_FUNCTION = "pgr_dijkstra"
 
 
-def _search_pgr(conn, pgr: str, boxes, starts, ends):
+def _search_pgr(conn, pgr: str, boxes, starts, ends, weights: list[float]):
     """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
     the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
     where, _ = _spatial(conn, boxes, inline=True)
@@ -380,8 +388,10 @@ def _search_pgr(conn, pgr: str, boxes, starts, ends):
     virtual += [(-21 - i, n, -2, c) for i, (n, (c, _)) in enumerate(ends.items())]
     values = ", ".join(f"({i}::bigint, {a}::bigint, {b}::bigint, {float(c)!r}::float8, -1::float8)"
                        for i, a, b, c in virtual)
+    factor = "CASE t.grade " + " ".join(f"WHEN {g} THEN {float(w)!r}" for g, w in enumerate(weights)) + " ELSE 1 END"
     edges_sql = (f"SELECT * FROM (VALUES {values}) AS v(id, source, target, cost, reverse_cost) UNION ALL "
-                 f"SELECT {_SEARCH_COLS} FROM osm_edge t WHERE {_READY} AND {where}")
+                 f"SELECT t.id, t.source, t.target, t.cost * {factor}, t.reverse_cost * {factor} "
+                 f"FROM osm_edge t WHERE {_READY} AND {where}")
     # pgRouting's SQL functions call their helpers unqualified: its schema joins the search path behind the
     # connection's own, for this transaction only (the rollback at the connection's close ends it).
     current = conn.exec_driver_sql("SHOW search_path").scalar()

@@ -132,6 +132,8 @@ osm_edge = _common(
     # router reads plain columns, under pgRouting's names.
     sa.Column("cost", sa.Float, nullable=False),  # source → target
     sa.Column("reverse_cost", sa.Float, nullable=False),  # target → source
+    # The surface class (trips/osm/waykinds.py GRADE), which the bike type weighs the costs by when searching.
+    sa.Column("grade", sa.SmallInteger, nullable=False, server_default="0"),
 )
 
 # The tables with a spatial index, and the shape PostGIS stores for each.

@@ -15,11 +15,12 @@ from trips.core import i18n
 from trips.core.stored_texts import said_stored
 from trips.enrich import registry
 from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain  # noqa: F401  (register codes)
+from trips.enrich.alerts import surfaces as surface_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.enrich.weather import HORIZON_DAYS, today_utc
 from trips.models import Stage, Trip
-from trips.readmodels import words
+from trips.readmodels import ways, words
 from trips.route import profile
 from trips.route.elevation import NO_ELEVATION, rounded
 from trips.route.pacing import rider_time
@@ -200,6 +201,7 @@ def stage_summary(trip: Trip, stage: Stage, segments: bool = False) -> dict:
         "alertCount": len(rendered), "alerts": rendered, "groups": group_statuses(trip, stage),
         "mapCoverage": registry.day_map_coverage(stage),
         **{key: extra.get(key) for key in ENRICHMENT_FIELDS}, **_terrain(extra.get("terrain")),
+        **ways.tables(trip, stage),  # km by surface and way type, or null and why
         # the hourly slots with the day read alone (REST stage detail), as its polylines: a trip's days stay small
         "weather": forecast(trip, stage, hourly=segments), "weatherAvailability": weather_availability(trip, stage),
     }
@@ -251,4 +253,5 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     return {"tripId": trip.id, "version": trip.version, "outOfZone": trip.out_of_zone,
             "categoryStatus": registry.category_statuses(trip), **stage_summary(trip, stage, segments=True),
             **elevation_profile(stage),
-            "routing": _stretches((stage.waypoint or {}).get("stretches"))}  # a waypoint's reroute, said stretch by stretch
+            "routing": _stretches((stage.waypoint or {}).get("stretches")),  # a waypoint's reroute, stretch by stretch
+            "cues": ways.day_cues(stage)}  # turn by turn, with the day read alone

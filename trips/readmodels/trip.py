@@ -28,7 +28,7 @@ def settings(trip: Trip) -> dict:
         "title": trip.title, "sourceUrl": trip.source_url, "sourceType": trip.source_type,
         "startDate": _iso(trip.start_date), "endDate": _iso(trip.end_date),
         "fatigueFactor": trip.fatigue_factor, "elevationPenalty": trip.elevation_penalty,
-        "ebikeMode": trip.ebike_mode, "departureHour": trip.departure_hour,
+        "ebikeMode": trip.ebike_mode, "bikeType": trip.bike_type, "departureHour": trip.departure_hour,
         "maxDistancePerDay": trip.max_distance_per_day, "averageSpeed": trip.average_speed,
         "enabledAccommodationTypes": list(trip.enabled_accommodation_types),
     }

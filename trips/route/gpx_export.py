@@ -1,5 +1,5 @@
 """GPX 1.1 export of a planned trip, in the schema's element order: `<metadata>` (title, export time), a `<wpt>` per
-day's end or rest day and per chosen accommodation, then a `<trk>` per riding day with a line ("Day N: label",
+day's end or rest day, per chosen accommodation and per cue (a turn, named as RideWithGPS and Garmin read it), then a `<trk>` per riding day with a line ("Day N: label",
 coordinates at 7 decimals, elevation at 1). Text is escaped, characters XML 1.0 forbids removed first. `iter_gpx`
 gives the document in chunks: a full-resolution route is never held as one tree or one string.
 """
@@ -54,6 +54,8 @@ class DayExport:
     accommodation: dict | None = None
     is_rest_day: bool = False
     departure: datetime | None = None
+    # The day's turns (trips/services/day_cues.py): {lat, lon, turn, instruction, km}, each a waypoint at the turn.
+    cues: Sequence[dict] = ()
 
 
 def clean_text(value: Any, limit: int = MAX_TEXT_CHARS) -> str | None:
@@ -169,6 +171,24 @@ def _accommodation_wpt(parent, day: DayExport, n: int) -> None:
          link=_safe_url(acc.get("url")))
 
 
+# A cue's turn as RideWithGPS names its cue types (its GPX `<type>`, also the `<sym>` Garmin shows).
+CUE_TYPES = {"continue": "Straight", "slight_left": "Slight Left", "slight_right": "Slight Right", "left": "Left",
+             "right": "Right", "sharp_left": "Sharp Left", "sharp_right": "Sharp Right", "u_turn": "U Turn",
+             "roundabout": "Generic"}
+
+
+def _cue_wpts(parent, day: DayExport, n: int) -> None:
+    """Append a waypoint at each of the day's turns; one without a valid position is left out."""
+    for cue in day.cues or ():
+        lat, lon = _number(cue.get("lat")), _number(cue.get("lon"))
+        if lat is None or lon is None or abs(lat) > 90 or abs(lon) > 180:
+            continue
+        kind = CUE_TYPES.get(str(cue.get("turn")), "Generic")
+        km = _number(cue.get("km"))
+        _wpt(parent, (lat, lon), clean_text(cue.get("instruction"), 100) or kind,
+             f"Day {n}, km {km:.1f}" if km is not None else f"Day {n}", kind, kind)
+
+
 def _day_number(day: DayExport) -> int:
     n = day.day_number
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
@@ -222,6 +242,7 @@ def iter_gpx(title: str | None, days: list[DayExport], *, creator: str = "BTP",
                 seconds = _seconds(pts, speed_kmh) if speed_kmh is not None and day.departure is not None else None
                 tracks.append((n, label, geometry, seconds, day.departure))
         _accommodation_wpt(head, day, n)
+        _cue_wpts(head, day, n)
     paced = [i for i, track in enumerate(tracks) if track[3] is not None]
     for i, begin in zip(paced, ride_starts([tracks[i][4] for i in paced], [tracks[i][3][-1] for i in paced])):
         tracks[i] = (*tracks[i][:4], begin)

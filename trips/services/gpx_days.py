@@ -12,6 +12,7 @@ from trips.route import clock
 from trips.route.follow import follow
 from trips.route.geo import total_distance_km
 from trips.route.gpx_export import DayExport
+from trips.services.day_cues import day_cues
 from trips.services.pipeline import unpack_tracks
 
 SAME_DISTANCE = 0.01  # a followed stretch more than 1 % (and 50 m) off the day's distance is not the day's
@@ -57,11 +58,11 @@ def departure(trip: Trip, stage: Stage) -> datetime:
 
 def day_exports(trip: Trip, stages: list[Stage] | None = None) -> list[DayExport]:
     """The GPX days of `trip` (or of `stages`, some of its days), each at the stored resolution and leaving at its
-    local departure."""
+    local departure, with its cues in the reader's language."""
     lines = full_lines(trip)
     return [DayExport(day_number=s.day_number, label=s.label,
                       geometry=lines.get(s.id, s.geometry if not s.is_rest_day else []),
                       end=(s.end_lat, s.end_lon, s.end_ele), end_label=end_label(s),
                       accommodation=s.selected_accommodation, is_rest_day=s.is_rest_day,
-                      departure=None if s.is_rest_day else departure(trip, s))
+                      departure=None if s.is_rest_day else departure(trip, s), cues=day_cues(s) or ())
             for s in (stages if stages is not None else trip.stages)]

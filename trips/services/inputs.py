@@ -8,6 +8,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, post_load, valid
 from trips.core.validation import FromText, Number, Whole
 from trips.errors import Msg
 from trips.models import ACCOMMODATION_TYPES
+from trips.osm.waykinds import BIKE_TYPES
 from trips.route.sources import UnsupportedSource, parse_source_url
 from trips.route.pacing import MAX_DAY_KM, MAX_TRIP_DAYS, too_many_dated_days  # the one cap on a trip's days
 from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RADIUS_KM
@@ -15,7 +16,7 @@ from trips.enrich.accommodations import DEFAULT_RADIUS_KM, MAX_RADIUS_KM, MIN_RA
 # The one list of writable trip fields (API name → attribute), used by create and update alike.
 WRITABLE = {
     "sourceUrl": "source_url", "title": "title", "startDate": "start_date", "endDate": "end_date",
-    "fatigueFactor": "fatigue_factor", "elevationPenalty": "elevation_penalty", "ebikeMode": "ebike_mode",
+    "fatigueFactor": "fatigue_factor", "elevationPenalty": "elevation_penalty", "ebikeMode": "ebike_mode", "bikeType": "bike_type",
     "departureHour": "departure_hour", "maxDistancePerDay": "max_distance_per_day",
     "averageSpeed": "average_speed", "enabledAccommodationTypes": "enabled_accommodation_types",
 }
@@ -34,6 +35,7 @@ class _Settings(Schema):
         data_key="elevationPenalty", validate=validate.Range(min=0, min_inclusive=False, max=10000), allow_nan=False
     )
     ebike_mode = fields.Boolean(data_key="ebikeMode")
+    bike_type = fields.String(data_key="bikeType", validate=validate.OneOf(BIKE_TYPES))
     departure_hour = Whole(data_key="departureHour", validate=validate.Range(0, 23))
     max_distance_per_day = Number(
         data_key="maxDistancePerDay", validate=validate.Range(30, MAX_DAY_KM), allow_nan=False

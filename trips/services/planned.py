@@ -14,6 +14,7 @@ from trips.core.db import db
 from trips.core.stored_texts import stored
 from trips.errors import Invalid, Msg, N_
 from trips.osm import router
+from trips.osm.waykinds import DEFAULT_BIKE
 from trips.osm.areas import ready_areas
 from trips.osm.queries import nearest_place_each
 from trips.providers.settings import configs
@@ -49,7 +50,7 @@ def check_covered(points: list[list[float]]) -> None:
         raise Invalid({"waypoints": NO_NETWORK})
 
 
-def plan_route(points: list[list[float]]) -> Planned:
+def plan_route(points: list[list[float]], bike: str = DEFAULT_BIKE) -> Planned:
     """The route through `points`, with each leg's account. Raises RoutingError (a sentence for the user) when
     Valhalla fails or no imported map with roads is left to route on."""
     config = configs().valhalla
@@ -58,7 +59,7 @@ def plan_route(points: list[list[float]]) -> Planned:
         line = np.array([(p[0], p[1], np.nan) for p in geometry], dtype=float)  # Valhalla gives no elevation
         legs = [_leg(1, len(points), 0.0, length, True, None)]
     else:
-        return from_legs(points, draw_legs(points, 0))
+        return from_legs(points, draw_legs(points, 0, bike=bike))
     return Planned(ParsedRoute(title=_title(points), tracks=[line]), legs)
 
 
@@ -67,13 +68,15 @@ def on_the_map() -> bool:
     return not configs().valhalla.valhalla_url
 
 
-def draw_legs(points: list[list[float]], first: int, seconds: float = math.inf) -> list[router.Leg]:
+def draw_legs(points: list[list[float]], first: int, seconds: float = math.inf,
+              bike: str = DEFAULT_BIKE) -> list[router.Leg]:
     """The map's legs through `points` from leg `first` on, as many as end within `seconds` (one at least): a job's
-    turn (jobs/route_turns.py). Raises RoutingError when no imported map with roads is left to route on."""
+    turn (jobs/route_turns.py); the bike type weighs the surfaces. Raises RoutingError when no imported map with
+    roads is left to route on."""
     engine = map_engine()
     if engine is None:
         raise RoutingError(NO_MAP_NOW)
-    return router.legs_from(engine, points, first, seconds)
+    return router.legs_from(engine, points, first, seconds, bike=bike)
 
 
 def from_legs(points: list[list[float]], legs: list[router.Leg]) -> Planned:

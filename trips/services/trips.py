@@ -127,6 +127,7 @@ def import_gpx(actor: User, stream, form: dict) -> Trip:
 INVALIDATES = {
     "start_date": {"triggers": ("DATES",)},
     "ebike_mode": {"names": ("terrain",)},
+    "bike_type": {"names": ("surfaces",)},  # its alert's limit; a planned route keeps the roads it was drawn on
     "departure_hour": {"names": ("terrain", "weather", "daylight", "pois")},  # daylight: the arrival time moves
     "average_speed": {"names": ("terrain", "weather", "daylight", "pois")},
     "enabled_accommodation_types": {"names": ("accommodations",)},

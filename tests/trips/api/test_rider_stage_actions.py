@@ -8,7 +8,9 @@ import math
 import jsonschema
 import pytest
 
+from mcp.answers import MAX_CUES
 from mcp.tools import get_stage as get_stage_tool
+from oauth.kernel.models import User
 from tests.enrich_helpers import engine, import_map
 from tests.factories import auth, make_token, make_user
 from tests.mcp_helpers import call, mcp_token, payload
@@ -150,5 +152,13 @@ def test_a_fully_enriched_day_stays_within_get_stage_s_budget(client, day):
     answer = get_stage(client, token, trip_id, stage_id)
     assert len(answer["accommodations"]) == 5 and len(answer["waterPoints"]) == 12
     assert len(answer["supplyTimeline"]) == 24
+    assert 1 < len(answer["ways"]["cues"]) <= MAX_CUES + 1 and answer["ways"]["cues"][-1].startswith("+")
     size = len(json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode())
+    assert size < STAGE_BUDGET, size
+    with atomic():  # the same day read by a French-speaking account: its texts are longer
+        user = db.session.get(Trip, trip_id).user_id
+        db.session.get(User, user).locale = "fr"
+    french = get_stage(client, token, trip_id, stage_id)
+    assert french["ways"]["cues"][-1].endswith("la feuille de route de la page partagée")
+    size = len(json.dumps(french, ensure_ascii=False, separators=(",", ":")).encode())
     assert size < STAGE_BUDGET, size

@@ -98,6 +98,12 @@ def enrichment() -> dict:
                           "distance": 420, "openingHours": "Apr-Oct 10:00-18:00", "fee": "8 EUR", "image": None,
                           "website": "https://example.org/castle"} for i in range(3)],
         "terrain": {"roughKm": 12.34, "mainRoadKm": 7.25, "steepestPct": 11.5, "mapCoverage": 1.0},
+        "surfaces": {"paved": 60.1, "compacted": 10.0, "unpaved": 5.2, "unknown": 4.7},
+        "wayTypes": {"cycleway": 20.3, "quiet_road": 30.0, "main_road": 9.9, "track": 10.0, "path": 5.0, "ferry": 1.0,
+                     "unknown": 3.8},
+        "cues": [{"km": 1.5 * i, "turn": "sharp_right" if i % 7 else "roundabout", "exit": 3, "street": f"{LONG} {i}",
+                  "lat": 45.1, "lon": 5.7} for i in range(40)],
+        "waysReason": None,
     }
 
 

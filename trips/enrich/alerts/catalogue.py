@@ -12,7 +12,7 @@ from trips.core import i18n
 
 SEVERITIES = ("critical", "warning", "nudge")
 # Each enrichment replaces only its own group, so two computations never share one (docs/RULES.md "Daylight").
-GROUPS = ("terrain", "daylight", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point",
+GROUPS = ("terrain", "surface", "daylight", "pois", "accommodations", "calendar", "wind", "bike_shop", "water_point",
           "health_service", "cultural_poi", "railway_station", "border_crossing", "ferry", "ford")
 # Parameters that count days or segments: written as plain integers, never grouped ("day 1000", not "1,000").
 COUNTERS = frozenset({"next", "days", "count", "stage"})
