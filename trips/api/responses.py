@@ -229,10 +229,8 @@ class BudgetTotalOut(Answer):
 class BudgetOut(Answer):
     totals = fields.List(fields.Nested(BudgetTotalOut), metadata={
         "description": "The nights' price ranges summed, one sum per currency (never converted), most nights first."})
-    nights = fields.Integer(validate=validate.Range(min=0), metadata={
-        "description": "Every day's night but the last day's, unless a place is chosen there."})
-    chosen = fields.Integer(validate=validate.Range(min=0), metadata={
-        "description": "Nights at the rider's chosen place; the others count the best suggestion."})
+    nights = fields.Integer(validate=validate.Range(min=0), metadata={"description": "Each day's but the last's."})
+    chosen = fields.Integer(validate=validate.Range(min=0), metadata={"description": "Nights at a chosen place."})
     unknown = fields.List(fields.Integer(), metadata={"description": "Day numbers whose night has no known price."})
 
 
