@@ -246,7 +246,8 @@ def _route_before_the_lock(actor: User, trip_id: str, stage_id: str, data) -> di
     transaction is held across the router's answer (the chain reads the trip anew; the same version makes the
     same detours). Anything wrong here is left for the chain to refuse."""
     routes: dict = {}
-    if not day_points.routing() or not isinstance(data, dict) or "distance" in data:
+    if not isinstance(data, dict) or "distance" in data or not {"startPoint", "endPoint"} & data.keys() \
+            or not day_points.routing():  # no point moves: nothing to route
         return routes
     try:
         fields = load(StageUpdate(), data)
