@@ -181,8 +181,7 @@ CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing was done yet."),
     "confirmationToken": string("Send it back, once, within 5 min."),
     "action": string("What confirming will do."),
-    "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
-                       "shareUrl."),
+    "impact": in_words("tripId, title, stageCount, startDate/endDate, hasActiveShareLink, shareUrl."),
     "result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION,
 })
 REST_DAY = boolean("A day without riding.")

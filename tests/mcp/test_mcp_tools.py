@@ -170,6 +170,17 @@ def test_annotations_repeat_the_title_only_for_the_clients_that_read_it_there(ap
         assert {k: v for k, v in annotations.items() if k != "title"} == ANNOTATIONS[tool["name"]]
 
 
+@pytest.mark.parametrize("leg", LEGS, ids=str)
+def test_every_tool_answering_a_trip_s_title_says_it_is_data_in_its_description(app, ctx, leg):
+    """The confirming tools' challenge quotes the trip's title: their descriptions say it is data, as the reads'
+    do, on the leg without output schemas too."""
+    from mcp.tool_schemas import DATA
+
+    described = {t["name"]: t["description"] for t in listed(app, leg)["tools"]}
+    for name in ("delete_trip", "unshare_trip", "update_trip_settings", "get_trip", "get_stage", "list_trips"):
+        assert DATA in described[name], name
+
+
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda t: t.name)
 def test_tool_contract(tool):
     assert tool.description and tool.title and tool.scope in SCOPES

@@ -16,6 +16,7 @@ from trips.enrich.alerts import accommodations, crossings, nearby, pois, terrain
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.enrich.weather import HORIZON_DAYS, today_utc
+from trips.errors import N_
 from trips.models import Stage, Trip
 from trips.readmodels import words
 from trips.route.elevation import NO_ELEVATION, rounded
@@ -25,6 +26,10 @@ from trips.services.lodging_road import shown
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
 ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "culturalPois", "terrain")
 NOT_COMPUTED = "not computed"
+# The digest names rain when the riding window's chance of it reaches WET_CHANCE %, unless its word (a WMO code
+# from WET_CODES up: drizzle, rain, snow, showers, storms) already says it falls.
+WET_CHANCE, WET_CODES = 50, 51
+RAIN_LIKELY = N_("weather.rain_likely")
 PARTIAL = "partial"
 OFF_MAP = "off map"
 GROUP_STATUSES = ("done", PARTIAL, "running", "failed", OFF_MAP, NOT_COMPUTED)
@@ -158,6 +163,11 @@ def weather_word(trip: Trip, stage: Stage, locale: str | None = None) -> str | N
         return None
     low, high = w.get("tempMin"), w.get("tempMax")
     temps = f" {low:.0f}–{high:.0f}°" if isinstance(low, (int, float)) and isinstance(high, (int, float)) else ""
+    chance, code = w.get("precipitationProbability"), w.get("weatherCode")
+    if isinstance(chance, (int, float)) and chance >= WET_CHANCE and not (
+            isinstance(code, (int, float)) and code >= WET_CODES):  # "mainly clear" must not hide a likely rain
+        return i18n.t(RAIN_LIKELY, locale or i18n.current_locale(), description=w["description"],
+                      percent=i18n.number(chance, locale or i18n.current_locale(), 0)) + temps
     return f"{w['description']}{temps}"
 
 

@@ -362,6 +362,26 @@ def test_a_forecast_for_another_date_is_not_shown(ctx, rider):
     assert registry.snapshot(trip_).stages[0].weather is None  # and its dependents see none either
 
 
+def test_the_digest_names_a_likely_rain_under_a_dry_word(ctx, rider):
+    """A mainly clear median hour with a 70 % chance of rain in the riding window: the digest's line says the rain
+    (never "mainly clear" alone); under 50 % it does not, nor when the word already says rain."""
+    from tests.trips.readmodels.test_readmodels_enriched import forecast
+    from trips.core.db import atomic, db
+    from trips.models import Trip
+    from trips.readmodels import day
+
+    made = dated_trip(rider)
+    with atomic():
+        stages = db.session.get(Trip, made.id).stages
+        for stage, (code, chance) in zip(stages, ((1, 70.0), (1, 40.0), (63, 80.0))):
+            stage.enrichment = {"weather": forecast(TODAY, stage.position) | {"weatherCode": code,
+                                                                               "precipitationProbability": chance}}
+    trip_ = reload(made.id)
+    said = [day.weather_word(trip_, s, "en") for s in trip_.stages]
+    assert said == ["mainly clear, rain 70% 12–17°", "mainly clear 12–17°", "rain 12–17°"]
+    assert day.weather_word(trip_, trip_.stages[0], "fr") == "plutôt dégagé, pluie à 70\u00a0% 12–17°"
+
+
 def test_a_departure_change_on_a_dated_trip_runs_weather_then_what_reads_it(client, rider, fake):
     from tests.trips.enrich.test_enrich_dispatch import patch, pending, queued, settle
 
