@@ -109,9 +109,8 @@ def in_words(description: str, *, null: bool = False, many: bool = False) -> dic
 
 TRIP_ID = string("From list_trips.")
 STAGE_ID = string("From get_trip's stages.")
-VERSION = integer("From get_trip or the last edit (a stale one is refused).", minimum=1)
-CONFIRMATION_TOKEN = string("Omit at first; the answer's token is not the user's consent: ask them, then send "
-                            "it.")
+VERSION = integer("From get_trip or the last edit; a stale one is refused.", minimum=1)
+CONFIRMATION_TOKEN = string("Omit at first; a token is not the user's consent: ask them, then send it.")
 
 
 def point(description: str) -> dict:
@@ -132,14 +131,14 @@ DAY_END = nullable(string("Where the day ends."))
 FIRST_DAY = nullable(string("YYYY-MM-DD."))
 LAST_DAY = nullable(string("YYYY-MM-DD."))
 TITLE = nullable(string("The trip's."))
-NEXT_ACTION = nullable(string("What to call next."))
+NEXT_ACTION = nullable(string("Next step."))
 KM = number("Km.")
 DAYS = integer("Days.")
 
 
 def category_status(states: str) -> dict:
     """Where each family of computations stands (get_trip, get_stage); `states` lists the statuses."""
-    return in_words(f"Per computation family: category, status ({states}), reason (why it failed, else null).",
+    return in_words(f"Per computation family: category, status ({states}), reason (why it failed; else null).",
                     many=True)
 
 

@@ -28,14 +28,13 @@ TOOL = Tool(
     name="create_trip", title="Create a trip", scope="trips:write", run=run,
     description="Create a multi-day trip from a route link (Komoot tour or collection, Strava or RideWithGPS route) "
                 "or from waypoints, routed by bicycle on BTP's map (search_places gives a place's). Answers at "
-                "once; the days are worked out in the background. The same call again within minutes answers the "
-                "same trip.",
+                "once; the days are cut in the background. The same call within minutes answers the same trip.",
     input_schema=s.obj({
         "sourceUrl": s.string("The route link (https).", **s.rules(TripCreate, "sourceUrl")),
         "waypoints": {**s.in_words("Or: points to ride through, in order: lat, lon.", many=True),
                       **s.rules(TripCreate, "waypoints")},
         **s.SETTINGS,
-        "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _; the same key answers the "
+        "idempotencyKey": s.string("16 to 255 letters, digits, - or _; the same key answers the "
                                    "same trip for 24 h."),
     }),
     output_schema=s.obj({"id": s.string("The new trip's id."), "result": s.RESULT,

@@ -88,9 +88,9 @@ TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
     locked_trip="tripId",
     description="Change a trip's days with one `action`: add, update (or cut "
-                "at `distance`), move, delete (merges into the neighbour), rest_day (after stageId). A moved point "
-                "within 200 m of the route cuts it there, the neighbour taking the rest; further off it is routed, "
-                "or joined straight (approximate). Needs the trip's version; answers the new one and what moved.",
+                "at `distance`), move, delete (into the neighbour), rest_day (after stageId). A point moved within "
+                "200 m of the route cuts it there, the neighbour taking the rest; further off: routed, or straight "
+                "(approximate). Needs the trip's version; answers the new one and what moved.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,
         "stageId": s.string("From get_trip's stages (every action but add)."),

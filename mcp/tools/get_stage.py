@@ -7,9 +7,8 @@ from trips.services import stages
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/tool_schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
-PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max} € a night, "
-                "estimate: false if its own; or null), distance (km from the day's end), possibleClosed (may be "
-                "closed that day), phone, website, address")
+PLACE_FIELDS = ("name, type (hotel, camp_site…), lat/lon (for choose_accommodation), price ({min, max, currency} a "
+                "night, estimate: false if its own; null: see priceNote), distance (km from the day's end), possibleClosed (may be closed that day), phone, website, address")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
     "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.nullable(s.integer("Metres up.")),
@@ -21,8 +20,9 @@ OUTPUT = s.obj({
     "approximate": s.boolean("Partly straight, not routed."),
     "accommodations": s.in_words(f"Up to five places to sleep, best first: {PLACE_FIELDS}.",
                                  many=True),
-    "selectedAccommodation": s.in_words("The chosen place, or null: name, type, lat, lon, price (min, max, "
-                                        "estimate), distance, possibleClosed, phone, website, address.", null=True),
+    "selectedAccommodation": s.in_words("The chosen place, or null: name, type, lat, lon, price (min, max, currency, "
+                                        "estimate), priceNote, distance, possibleClosed, phone, website, address.",
+                                        null=True),
     "alertCount": s.integer("Alerts."),
     "alerts": s.in_words("Critical first: code, severity (critical, warning, nudge), group, message, action (null, or "
                          "kind navigate: go to lat/lon; auto_fix: splitAtKm as edit_stages update distance, maxDistance "
@@ -33,22 +33,27 @@ OUTPUT = s.obj({
     "mapCoverage": s.in_words("share (0–1 on the map), offMapKm ([from, to] km not looked at).", null=True),
     "categoryStatus": s.category_status("running, done or failed"),
     "resupply": s.in_words("Up to six food places, groceries first: name, category, km (from the start), "
-                           "openAtPassage (open as the rider passes; null: unknown), openingHours; null: not computed.",
+                           "openAtPassage (open when passed; null: unknown), openingHours; null: not computed.",
                            null=True, many=True),
     "supplyTimeline": s.nullable(s.array(s.bare("string"), "Food every 500 m: \"km: categories\".")),
     "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
+    "bikeShops": s.in_words("Within 2 km: km, kind (repair, shop, repair_station), name, phone; null: not computed.",
+                            null=True, many=True),
+    "railwayStations": s.in_words("Nearest train station ≤ 10 km from start and end: end, name, distance (km); "
+                                  "null: not computed.", null=True, many=True),
     "culturalPois": s.in_words("Up to three places to visit: name, type (museum…), km (from the start), distance "
                                "(m off the route), openingHours; null: not computed.", null=True, many=True),
-    "terrain": s.in_words("roughKm (rough surface), mainRoadKm (main roads), steepestPct (%; null: no elevation), "
-                          "mapCoverage (0–1, on the map); null: not computed.",
+    "terrain": s.in_words("roughKm, mainRoadKm, steepestPct (null: no elevation), mapCoverage (0–1 on "
+                          "the map); null: not computed.",
                           null=True),
-    "weather": s.in_words("Over the riding hours: date, description, icon, weatherCode (WMO), tempMin/tempMax, "
+    "weather": s.in_words("Riding hours: date, description, weatherCode (WMO), tempMin/tempMax, "
                           "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from; "
                           "O = west), relativeWindDirection (headwind…), "
                           "precipitationProbability, humidity (%), precipitationMm, uvIndex, comfortIndex (0–100, "
-                          "≤ 40 poor); null: see weatherAvailability.", null=True),
+                          "≤ 40 poor), hourly (rows: hour, °C, rain %, wind km/h, WMO); null: see weatherAvailability.",
+                          null=True),
     "weatherAvailability": s.nullable(s.string(
-        "available, past, beyond_horizon (over 16 days ahead) or unavailable; null: undated, or being fetched.")),
+        "available, past, beyond_horizon (16+ days ahead), unavailable; null: undated or being fetched.")),
 }, required=("stageId", "dayNumber", "distance", "alerts", "groups"))
 
 def run(ctx, args: dict) -> dict:
@@ -58,8 +63,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_stage", title="Read one day", scope="trips:read", run=run, local_read=True,
-    description="One day in full: places to sleep (contacts, prices), food (groceries first) and water along "
-                "the way, alerts, weather, terrain, which analyses ran (`groups`). Null is unknown, never 0; "
+    description="One day in full: places to sleep, food, water, bike shops, stations, alerts, weather, terrain, "
+                "which analyses ran (`groups`). Null is unknown, never 0; "
                 "no route coordinates." +
                 s.data_note("Names, labels, opening hours, alert messages"),
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID}, required=("tripId", "stageId")),

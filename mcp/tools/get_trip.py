@@ -6,7 +6,7 @@ DAY = s.obj({
     "stageId": s.string("For get_stage and the edits."), "dayNumber": s.integer("1-based."), "distance": s.KM,
     "elevation": s.nullable(s.integer("Metres up.")), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
     "accommodation": s.nullable(s.string("The chosen place to sleep, else \"suggested: \" and the best; "
-                                         "€ a night, ~ estimated.")),
+                                         "a night in its currency, ~ estimated.")),
     "alertCount": s.integer("Every group's (get_stage lists them)."),
     "criticalAlerts": s.array(s.bare("string"), "Up to two critical alerts, shortened."),
     "weather": s.string("Word and riding temperatures (\"rain 12–18°\"), if forecast."),
@@ -34,8 +34,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run, reads=kept_reads,
-    description="A trip's settings and one line per day, with the version the edits need. While `partial` "
-                "is true, work is still running. `nextAction` says how to recover a failure (reason in "
+    description="A trip's settings and one line per day, with the version the edits need. While `partial`, "
+                "work still runs. `nextAction` says how to recover a failure (reason in "
                 "`categoryStatus`) or which days are off the map. Null is unknown, never 0." +
                 s.data_note("Title, labels, names, alerts"),
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),

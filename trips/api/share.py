@@ -10,7 +10,7 @@ from oauth.kernel.models import User
 from oauth.kernel.principal import require_api_scope
 from trips.core import i18n
 from trips.readmodels import trip as readmodels
-from trips.readmodels.day import best_accommodation
+from trips.readmodels.day import best_accommodation, place_price as price
 from trips.readmodels import pictures
 from trips.readmodels import amenities, straight
 from trips.core.i18n import N_
@@ -158,8 +158,10 @@ def _stay(stage) -> dict | None:
     place, chosen = best_accommodation(stage)
     if place is None:
         return None
+    money = price(place)  # in its own currency, or none: never a figure in a money it may not be in
     return {"name": place.get("name"), "type": place.get("type"), "chosen": chosen,
-            "priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax"),
+            "priceMin": money and money["min"], "priceMax": money and money["max"],
+            "currency": money and money["currency"],
             "exactPrice": bool(place.get("isExactPrice"))}  # else the type's and stars' estimate, said so
 
 

@@ -82,7 +82,7 @@ def forecast(start, position: int) -> dict:
 
 def candidates() -> list[dict]:
     return [{"name": f"{LONG} {kind}", "type": kind, "lat": 45.2 + i / 100, "lon": 5.7, "estimatedPriceMin": 8 + i,
-             "estimatedPriceMax": 25 + i, "isExactPrice": i == 0, "possibleClosed": i == 1,
+             "estimatedPriceMax": 25 + i, "currency": "EUR", "isExactPrice": i == 0, "possibleClosed": i == 1,
              "distanceToEndPoint": 1.234 + i, "source": "osm", "description": LONG * 3, "osmType": "node",
              "osmId": 1000 + i}
             for i, kind in enumerate(("camp_site", "hostel", "hotel", "guest_house", "chalet"))]
@@ -98,6 +98,11 @@ def enrichment() -> dict:
                           "distance": 420, "openingHours": "Apr-Oct 10:00-18:00", "fee": "8 EUR", "image": None,
                           "website": "https://example.org/castle"} for i in range(3)],
         "terrain": {"roughKm": 12.34, "mainRoadKm": 7.25, "steepestPct": 11.5, "mapCoverage": 1.0},
+        "bikeShops": [{"km": 5.0 * i, "kind": ("repair", "shop", "repair_station")[i % 3], "name": f"{LONG} {i}",
+                       "lat": 45.1, "lon": 5.7, "phone": "+33 4 76 00 00 00", "website": "https://example.org/velo"}
+                      for i in range(6)],
+        "railwayStations": [{"end": end, "name": f"{LONG} {end}", "distance": 3.4, "lat": 45.1, "lon": 5.7}
+                            for end in ("start", "end")],
     }
 
 
@@ -198,8 +203,8 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
     assert len(answer["accommodations"]) == 5
     assert answer["accommodations"][0] == {
         "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7,
-        "price": {"min": 8, "max": 25, "estimate": False}, "distance": 1.234, "possibleClosed": False}
-    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "estimate": True}  # a bracket's
+        "price": {"min": 8, "max": 25, "currency": "EUR", "estimate": False}, "distance": 1.234, "possibleClosed": False}
+    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "currency": "EUR", "estimate": True}  # a bracket's
     assert answer["groups"]["terrain"] == "done"
     assert answer["weather"] is None and answer["weatherAvailability"] is None  # an undated trip: no forecast
     assert len(answer["resupply"]) == 6 and answer["resupply"][0]["openAtPassage"] is True
@@ -260,7 +265,7 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
     assert "Suggested night: " + f"{LONG} camp_site (campsite) · 8–25 € a night" in html  # the OSM value in words
     first = html.index("Discontinuity: 1.5 km")
     assert html.index("4 segments on main road") < first < html.index("Rough surface") < html.index(
-        "No bike shops detected on stage 1")
+        "No bike shop doing repairs detected within 2 km of stage 1")
     assert "You are entering Switzerland." in html
 
 

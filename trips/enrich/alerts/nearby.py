@@ -6,7 +6,7 @@ from trips.enrich.alerts.catalogue import register
 BIKE_SHOP_NONE_NEARBY = register(
     "bike_shop_none_nearby", "nudge", "bike_shop",
     "No bike shop doing repairs detected within {threshold} km of stage {stage}'s route. Carry a repair kit and "
-    "spare parts.", ("threshold",))
+    "spare parts.", ("threshold",), defaults=(("threshold", 2),))  # stored without it: the 2 km it always was
 BIKE_SHOP_NONE_IN_COVERED = register(
     "bike_shop_none_in_covered", "nudge", "bike_shop",
     "No bike shop doing repairs detected within {threshold} km of the {covered} km of stage {stage} the imported "
