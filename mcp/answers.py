@@ -4,6 +4,7 @@ from __future__ import annotations
 from trips.core import i18n
 from trips.core.text import label
 from trips.errors import Msg, N_
+from trips.enrich import corridor as C
 from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
@@ -24,6 +25,8 @@ DIGEST_ALERT = 60
 DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts them all
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
+PLACE_NAME = 60  # a bike shop's or a station's name in get_stage (most whole)
+MAX_SHOPS = 4  # bike shops shown in get_stage, evenly spread along the day (the REST detail keeps six)
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 # a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
 PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
@@ -154,9 +157,10 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["supplyTimeline"] = _timeline(full["supplyTimeline"], i18n.current_locale())
     out["waterPoints"] = None if full["waterPoints"] is None else [_water(p) for p in full["waterPoints"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
-    out["bikeShops"] = None if full["bikeShops"] is None else [_shop(p) for p in full["bikeShops"]]
+    out["bikeShops"] = None if full["bikeShops"] is None else [_shop(p) for p in C.spread(full["bikeShops"],
+                                                                                             MAX_SHOPS)]
     out["railwayStations"] = None if full["railwayStations"] is None else [
-        {"end": p.get("end"), "name": label(p.get("name"), STAGE_TEXT), "distance": p.get("distance")}
+        {"end": p.get("end"), "name": label(p.get("name"), PLACE_NAME), "distance": p.get("distance")}
         for p in full["railwayStations"]]
     # the day's forecast summary, its hourly slots as rows (the REST stage detail has them whole)
     weather = day.forecast(trip, stage, hourly=True)
@@ -223,7 +227,7 @@ def _water(point: dict) -> dict:
 
 
 def _shop(place: dict) -> dict:
-    out = {"km": place.get("km"), "kind": place.get("kind"), "name": label(place.get("name"), STAGE_TEXT)}
+    out = {"km": place.get("km"), "kind": place.get("kind"), "name": label(place.get("name"), PLACE_NAME)}
     phone = place.get("phone")
     return {**out, "phone": label(phone, 40)} if isinstance(phone, str) and phone else out
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from babel.numbers import get_territory_currencies, list_currencies
+
 NO_BASIS = "no_basis"  # no table for the country (or no country): no estimate
 NO_CURRENCY = "no_currency"  # the map's own price, in a currency BTP cannot tell
 
@@ -58,8 +60,6 @@ def currency_of(country: str | None) -> str | None:
     """The ISO 4217 currency a country pays in today (Babel's CLDR data), or None."""
     if not country:
         return None
-    from babel.numbers import get_territory_currencies
-
     try:
         found = get_territory_currencies(country.upper())
     except Exception:  # noqa: BLE001 (an unknown territory: no currency)
@@ -69,8 +69,6 @@ def currency_of(country: str | None) -> str | None:
 
 def is_currency(code: object) -> bool:
     """Whether `code` is an ISO 4217 code Babel knows (upper case)."""
-    from babel.numbers import list_currencies
-
     return isinstance(code, str) and code in list_currencies()
 
 

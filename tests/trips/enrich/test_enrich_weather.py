@@ -336,7 +336,8 @@ def test_the_forecast_on_the_wire_and_its_availability_derived_when_read(app, cl
     token = mcp_token(app, user)
     stage_answer = payload(call(client, token, "get_stage", {"tripId": made.id, "stageId": second.id}))
     jsonschema.Draft202012Validator(get_stage_tool.OUTPUT).validate(stage_answer)
-    assert stage_answer["weather"]["description"] == "rain" and "hourly" not in stage_answer["weather"]
+    assert stage_answer["weather"]["description"] == "rain"  # its hours as rows: hour, °C, rain %, wind, WMO code
+    assert all(len(row) == 5 and row[4] == 63 for row in stage_answer["weather"]["hourly"])
     assert stage_answer["weatherAvailability"] == "available"
     digest = payload(call(client, token, "get_trip", {"id": made.id}))
     jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)

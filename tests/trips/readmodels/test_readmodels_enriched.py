@@ -257,6 +257,36 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     assert line["accommodation"] == "Chosen Quai de… · ~10–27 €"  # the choice, not a suggestion
 
 
+def test_a_price_is_said_in_its_currency_and_none_is_said_with_why(client, owner):
+    """A US luxury hotel with no table to estimate it: get_stage's price is null with the reason in the reader's
+    words, the digest and the share page say no figure; a Swiss one is said in francs, never in euros."""
+    user, trip, token = owner
+    fill(trip.id)
+    palace = {"name": "The Palace", "type": "hotel", "lat": 40.76, "lon": -73.98, "isExactPrice": False,
+              "priceReason": "no_basis", "country": "US", "possibleClosed": False, "distanceToEndPoint": 0.4}
+    swiss = {"name": "Hôtel du Lac", "type": "hotel", "lat": 46.2, "lon": 6.1, "estimatedPriceMin": 100.0,
+             "estimatedPriceMax": 220.0, "isExactPrice": False, "currency": "CHF"}
+    with atomic():
+        stages = db.session.get(Trip, trip.id).stages
+        stages[0].accommodations, stages[1].accommodations = [palace], [swiss]
+    first = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[0].id}))
+    place = first["accommodations"][0]
+    assert place["price"] is None
+    assert place["priceNote"] == "No price: BTP has no price table for United States; ask the place."
+    second = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[1].id}))
+    assert second["accommodations"][0]["price"] == {"min": 100.0, "max": 220.0, "currency": "CHF", "estimate": True}
+    lines = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"]
+    assert lines[0]["accommodation"] == "suggested: The Palace"  # no figure: none is known
+    assert lines[1]["accommodation"] == "suggested: Hôtel du Lac · ~100–220 CHF"
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    assert "about 100–220 CHF a night" in html and "€" not in html.split("The Palace")[1].split("</p>")[0]
+    with atomic():
+        db.session.get(type(user), user.id).locale = "fr"
+    french = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[0].id}))
+    assert french["accommodations"][0]["priceNote"].startswith("Pas de prix\u00a0: BTP n'a pas de barème")
+
+
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):
     user, trip, _ = owner
     fill(trip.id)
