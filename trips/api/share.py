@@ -14,7 +14,10 @@ from trips.readmodels.day import best_accommodation, place_price as price
 from trips.readmodels import pictures
 from trips.readmodels import amenities, straight
 from trips.core.i18n import N_
+from trips.enrich import accommodations
+from trips.enrich.corridor import held_km
 from trips.osm import basemap
+from trips.osm import queries as Q
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download
@@ -71,7 +74,7 @@ def shared_page(code):
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
                                services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
-                               night=amenities.night, night_words=_NIGHT_WORDS,
+                               nights=_nights(text["detail"]["stages"], locale),
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
 
@@ -117,6 +120,26 @@ _SERVICE_WORDS = {"food": (N_("share.food"), "resupply"), "water": (N_("share.wa
 _NIGHT_WORDS = {"running": N_("share.services_running"), "off_map": N_("share.services_off_map"),
                 "end_off_map": N_("share.night_end_off_map"), "failed": N_("share.services_failed"),
                 "none": N_("share.night_none"), "unknown": N_("share.services_unknown")}
+NIGHT_NONE_COVERED = N_("share.night_none_covered")
+
+
+def _nights(days: list[dict], locale: str) -> dict[str, str]:
+    """Per stage id, what the page says of a night no place is named for: "nowhere found" only of the disc the
+    lodging search covers whole; of the part the map covers when it holds only part (docs/RULES.md "Map coverage")."""
+    areas, radius = Q.ready_areas(db.engine), accommodations.DEFAULT_RADIUS_KM * 1000.0
+    out = {}
+    for day in days:
+        state = amenities.night(day)
+        out[day["stageId"]] = i18n.t(_NIGHT_WORDS[state], locale)
+        end = day.get("endPoint") or {}
+        if state == "none" and end.get("lat") is not None:
+            held = Q.disc_cover(end["lat"], end["lon"], radius, areas)[1]
+            if held < radius:
+                out[day["stageId"]] = i18n.t(NIGHT_NONE_COVERED, locale, km=i18n.number(held_km(held), locale)) \
+                    if held_km(held) > 0 else i18n.t(_NIGHT_WORDS["end_off_map"], locale)
+    return out
+
+
 _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services_running"),
                 "failed": N_("share.services_failed"), "off_map": N_("share.services_off_map"),
                 "unknown": N_("share.services_unknown")}
