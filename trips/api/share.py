@@ -15,7 +15,7 @@ from trips.readmodels import pictures
 from trips.readmodels import amenities, straight
 from trips.core.i18n import N_
 from trips.enrich import accommodations
-from trips.enrich.corridor import held_km
+from trips.enrich.corridor import FULL_COVERAGE, held_km
 from trips.osm import basemap
 from trips.osm import queries as Q
 from trips.services import sharing
@@ -73,7 +73,7 @@ def shared_page(code):
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
-                               services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
+                               services=_all_services(trip, text["detail"]["stages"], locale),
                                nights=_nights(text["detail"]["stages"], locale),
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
     return response, 200, {"Cache-Control": "private, no-cache", "X-Robots-Tag": "noindex"}
@@ -145,11 +145,29 @@ _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services
                 "unknown": N_("share.services_unknown")}
 
 
-def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
+SERVICES_CORRIDOR_M = 2000.0  # the food, water and bike shop searches' width (trips/enrich: CORRIDOR_M, RADIUS_M)
+
+
+def _all_services(trip, days: list[dict], locale: str) -> dict[str, list[tuple[str, str, str]]]:
+    """`_services` of every day, a "nothing found" said partial where the map holds the day's line but not all
+    of the 2 km around it (docs/RULES.md "Map coverage")."""
+    areas, lines = Q.ready_areas(db.engine), {s.id: s.geometry or [] for s in trip.stages}
+    out = {}
+    for day in days:
+        line = [p[:2] for p in lines.get(day["stageId"], [])]
+        found = amenities.day_services(day)
+        if any(f["state"] == "none" and not f["partial"] for f in found.values()) and len(line) >= 2:
+            whole = Q.corridor_cover(line, SERVICES_CORRIDOR_M, areas)[0] >= FULL_COVERAGE
+            found = {k: {**f, "partial": f["partial"] or not whole} for k, f in found.items()}
+        out[day["stageId"]] = _services(found, locale)
+    return out
+
+
+def _services(services: dict, locale: str) -> list[tuple[str, str, str]]:
     """(kind, label, words) of the day's food, water and bike shops (trips/readmodels/amenities.py): each place by its
     name, else its kind in words, at its km; what is not known said so (docs/RULES.md "Map coverage")."""
     out = []
-    for kind, found in amenities.day_services(day).items():
+    for kind, found in services.items():
         label, table = _SERVICE_WORDS[kind]
         if found["state"] == "listed":
             items = [_place(p, table, locale) for p in found["items"]]

@@ -94,6 +94,19 @@ def test_a_night_is_said_of_the_part_of_its_search_the_map_covers(client, shared
     assert 0.5 <= km <= 1.0 and said.endswith("that the imported map covers; beyond it unknown")
 
 
+def test_nothing_found_is_said_partial_where_the_map_holds_the_line_but_not_around_it(client, shared, tmp_path):
+    """A map hugging the whole trip within 300 m: the day's line is on it, but not the 2 km the searches look at
+    around it, so "nothing found" says it covered only part."""
+    from trips.models import Trip
+
+    _, trip_id, code = shared
+    points = [p for s in db.session.get(Trip, trip_id).stages for p in s.geometry]
+    lats, lons = [p[0] for p in points], [p[1] for p in points]
+    imported(tmp_path, (min(lats) - 0.003, min(lons) - 0.004, max(lats) + 0.003, max(lons) + 0.004))
+    first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
+    assert first["services water"] == "Water: nothing found along the day (the map covers only part of the day)"
+
+
 def test_the_same_in_french(client, shared):
     user, _, code = shared
     with atomic():
