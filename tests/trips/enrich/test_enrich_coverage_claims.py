@@ -146,3 +146,9 @@ def test_a_bike_shop_alert_on_a_day_the_map_holds_in_part(ctx, tmp_path):
     imported(tmp_path, box(-10, 110, 10_000))  # day 6 (km 100 to 120): its first 8 km are held across
     fact = bike_shops.compute(snap, engine()).alerts["s6"][0]
     assert fact.code == "bike_shop_none_in_covered" and 7 <= fact.params["covered"] <= 9
+
+
+def test_a_bike_shop_alert_stored_before_it_named_its_radius_still_reads_whole():
+    said = render({"code": "bike_shop_none_nearby", "params": {}}, 3)["message"]
+    assert said.startswith("No bike shop doing repairs detected within 2 km of stage 3's route.")
+    assert "{" not in render({"code": "bike_shop_none_nearby", "params": {}}, 3, "fr")["message"]
