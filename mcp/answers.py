@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from trips.core import i18n
 from trips.core.text import label
-from trips.errors import Msg
+from trips.errors import Msg, N_
+from trips.enrich import corridor as C
 from trips.enrich import pois, registry
 from trips.guards import is_locked
 from trips.models import Stage, Trip
@@ -29,9 +30,13 @@ STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
 MAX_CUES = 25  # get_stage's cues; the rest are on the share page's cue sheet and in the GPX
 # get_stage's answer stays within 12 KB (docs/RULES.md "MCP answers"): its cues take what the rest of the day leaves
 STAGE_BYTES = 12 * 1024 - 256
+PLACE_NAME = 60  # a bike shop's or a station's name in get_stage (most whole)
+MAX_SHOPS = 4  # bike shops shown in get_stage, evenly spread along the day (the REST detail keeps six)
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
 # a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
 PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
+# An hourly slot of get_stage's weather as a row (its schema's words say the order)
+HOURLY = ("hour", "temp", "precipitationProbability", "windSpeed", "weatherCode")
 ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
 
 
@@ -43,22 +48,28 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def price(place: dict) -> dict | None:
-    """{min, max, estimate} in € a night: `estimate` true unless the map gave the place's own price (a type's or
-    stars' bracket is an estimate: docs/RULES.md "Accommodations"); None without a price (a place entered by
-    hand)."""
-    low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
-    if not (_is_number(low) and _is_number(high)):
+price = day.place_price  # {min, max, currency, estimate} or None
+
+
+def _money(place: dict, locale: str) -> str:
+    said = price(place)
+    if said is None:
+        return ""  # no price: unknown, never a figure in a money it may not be
+    about = "~" if said["estimate"] else ""  # an estimate from the type and stars, not the place's own price
+    low, high, sign = said["min"], said["max"], i18n.currency(said["currency"], locale)
+    return f" · {about}{low:g} {sign}" if low == high else f" · {about}{low:g}–{high:g} {sign}"
+
+
+PRICE_REASONS = {"no_basis": N_("price.no_basis"), "no_currency": N_("price.no_currency")}
+
+
+def price_note(place: dict, locale: str) -> str | None:
+    """Why a place has no price, in `locale` (docs/RULES.md "Accommodations"), None when it has one or none was
+    looked for (a place entered by hand without one)."""
+    key = PRICE_REASONS.get(place.get("priceReason"))
+    if key is None or price(place) is not None:
         return None
-    return {"min": low, "max": high, "estimate": not place.get("isExactPrice")}
-
-
-def _euros(place: dict) -> str:
-    low, high = place.get("estimatedPriceMin"), place.get("estimatedPriceMax")
-    if not (_is_number(low) and _is_number(high)):
-        return ""  # no estimate (a place entered by hand)
-    about = "" if place.get("isExactPrice") else "~"  # an estimate from the type and stars, not the place's own price
-    return f" · {about}{low:g} €" if low == high else f" · {about}{low:g}–{high:g} €"
+    return i18n.t(key, locale, country=i18n.country(place.get("country"), locale) or "?")
 
 
 def digest_accommodation(stage: Stage, locale: str) -> str | None:
@@ -68,8 +79,8 @@ def digest_accommodation(stage: Stage, locale: str) -> str | None:
     if place is None:
         return None
     name = label(place.get("name"), DIGEST_NAME) or Msg("mcp.digest.unnamed")
-    said = Msg("mcp.digest.chosen", name=name, price=_euros(place)) if chosen else \
-        Msg("mcp.digest.suggested", name=name, price=_euros(place))
+    said = Msg("mcp.digest.chosen", name=name, price=_money(place, locale)) if chosen else \
+        Msg("mcp.digest.suggested", name=name, price=_money(place, locale))
     return i18n.say(said, locale)
 
 
@@ -142,7 +153,8 @@ def _climbing(stages) -> dict:
 
 def stage_detail(trip: Trip, stage: Stage) -> dict:
     """get_stage: the day read model trimmed for an agent: labels bounded, alerts without their map polylines
-    (the REST stage detail carries them), at most five places to sleep with their price range."""
+    (the REST stage detail carries them), at most five places to sleep with their price, the day's bike shops and
+    train stations, the forecast with its hours as rows."""
     full = day.stage_detail(trip, stage)
     out = {k: full[k] for k in ("stageId", "dayNumber", "distance", "elevation", "elevationLoss", "startPoint",
                                 "endPoint", "isRestDay", "ridingHours", "estimatedArrival", "approximate",
@@ -164,8 +176,16 @@ def stage_detail(trip: Trip, stage: Stage) -> dict:
     out["supplyTimeline"] = _timeline(full["supplyTimeline"], i18n.current_locale())
     out["waterPoints"] = None if full["waterPoints"] is None else [_water(p) for p in full["waterPoints"]]
     out["culturalPois"] = None if full["culturalPois"] is None else [_cultural(p) for p in full["culturalPois"]]
-    # the day's forecast summary; its hourly slots stay in the REST stage detail
-    weather = day.forecast(trip, stage)
+    out["bikeShops"] = None if full["bikeShops"] is None else [_shop(p) for p in C.spread(full["bikeShops"],
+                                                                                             MAX_SHOPS)]
+    out["railwayStations"] = None if full["railwayStations"] is None else [
+        {"end": p.get("end"), "name": label(p.get("name"), PLACE_NAME), "distance": p.get("distance")}
+        for p in full["railwayStations"]]
+    # the day's forecast summary, its hourly slots as rows (the REST stage detail has them whole)
+    weather = day.forecast(trip, stage, hourly=True)
+    if weather is not None:  # its icon is a picture's name for the REST pages
+        weather.pop("icon", None)
+        weather["hourly"] = [[h.get(k) for k in HOURLY] for h in weather.get("hourly") or [] if isinstance(h, dict)]
     answer = {**out, "tripVersion": trip.version, "weather": weather,
               "weatherAvailability": day.weather_availability(trip, stage)}
     answer["ways"]["cues"] = ways.compact_cues(stage, MAX_CUES, STAGE_BYTES - ways.size(answer))
@@ -190,6 +210,9 @@ def _place(place: dict | None) -> dict | None:
     out = {"name": label(place.get("name")), "type": place.get("type"), "lat": place["lat"], "lon": place["lon"],
            "price": price(place), "distance": place.get("distanceToEndPoint"),
            "possibleClosed": bool(place.get("possibleClosed"))}
+    note = price_note(place, i18n.current_locale())
+    if note:
+        out["priceNote"] = note
     for key, stored, limit in PLACE_CONTACT:
         value = label(place.get(stored), limit) if isinstance(place.get(stored), str) else None
         if value:
@@ -222,6 +245,12 @@ def _water(point: dict) -> dict:
     out = {"km": point.get("km"), "kind": point.get("kind")}
     name = label(point.get("name"), STAGE_TEXT) if isinstance(point.get("name"), str) else None
     return {**out, "name": name} if name else out
+
+
+def _shop(place: dict) -> dict:
+    out = {"km": place.get("km"), "kind": place.get("kind"), "name": label(place.get("name"), PLACE_NAME)}
+    phone = place.get("phone")
+    return {**out, "phone": label(phone, 40)} if isinstance(phone, str) and phone else out
 
 
 def _cultural(place: dict) -> dict:

@@ -109,9 +109,8 @@ def in_words(description: str, *, null: bool = False, many: bool = False) -> dic
 
 TRIP_ID = string("From list_trips.")
 STAGE_ID = string("From get_trip's stages.")
-VERSION = integer("From get_trip or the last edit (a stale one is refused).", minimum=1)
-CONFIRMATION_TOKEN = string("Omit at first; the answer's token is not the user's consent: ask them, then send "
-                            "it.")
+VERSION = integer("From get_trip or the last edit; a stale one is refused.", minimum=1)
+CONFIRMATION_TOKEN = string("Omit at first; a token is not the user's consent: ask them, then send it.")
 
 
 def point(description: str) -> dict:
@@ -132,7 +131,7 @@ DAY_END = nullable(string("Where the day ends."))
 FIRST_DAY = nullable(string("YYYY-MM-DD."))
 LAST_DAY = nullable(string("YYYY-MM-DD."))
 TITLE = nullable(string("The trip's."))
-NEXT_ACTION = nullable(string("What to call next."))
+NEXT_ACTION = nullable(string("Next step."))
 KM = number("Km.")
 DAYS = integer("Days.")
 
@@ -182,8 +181,7 @@ CHALLENGE_OR_ACK = obj({
     "confirmationRequired": boolean("Nothing done yet."),
     "confirmationToken": string("Send back once, within 5 min."),
     "action": string("What confirming will do."),
-    "impact": in_words(f"tripId, title ({DATA}), stageCount, startDate/endDate, hasActiveShareLink, "
-                       "shareUrl."),
+    "impact": in_words("tripId, title, stageCount, startDate/endDate, hasActiveShareLink, shareUrl."),
     "result": RESULT, "version": AFTER, "nextAction": NEXT_ACTION,
 })
 REST_DAY = boolean("A day without riding.")

@@ -13,8 +13,8 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="analyze_trip", title="Analyze a trip", scope="trips:write", run=run,
     locked_trip="id",
-    description="Start (again) the analysis of every day: places to sleep, supplies, weather, terrain and "
-                "alerts. Answers at once; the work runs in the background.",
+    description="Analyse every day (again): places to sleep, supplies, weather, terrain, alerts. Answers at "
+                "once; the work runs in the background.",
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=s.ACK,
 )

@@ -24,7 +24,7 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="choose_accommodation", title="Choose where to sleep", scope="trips:write", run=run,
     locked_trip="tripId",
-    description="Choose one of a day's accommodations by its coordinates (from get_stage), or leave both "
+    description="Choose a day's accommodation by its coordinates (from get_stage), or leave both "
                 "out to clear the choice. Needs the trip's version; answers the new one.",
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID, "version": s.VERSION,
                         "selectedAccommodationLat": s.number("The place's latitude.", **s.rules(AccommodationChoice, "lat")),

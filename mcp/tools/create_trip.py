@@ -35,7 +35,7 @@ TOOL = Tool(
         "waypoints": {**s.in_words("Or: points to ride through, in order: lat, lon.", many=True),
                       **s.rules(TripCreate, "waypoints")},
         **s.SETTINGS,
-        "idempotencyKey": s.string("Optional: 16 to 255 letters, digits, - or _; the same key answers the "
+        "idempotencyKey": s.string("16 to 255 letters, digits, - or _; the same key answers the "
                                    "same trip for 24 h."),
     }),
     output_schema=s.obj({"id": s.string("The new trip's id."), "result": s.RESULT,

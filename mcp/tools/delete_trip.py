@@ -16,7 +16,7 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="delete_trip", title="Delete a trip", scope="trips:write", run=run,
     description="Delete a trip. Needs a confirmation: the first call changes nothing and answers what would "
-                "be lost.",
+                "be lost." + s.data_note("Title"),
     input_schema=s.obj({"id": s.TRIP_ID, "confirmationToken": s.CONFIRMATION_TOKEN}, required=("id",)),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},
 )

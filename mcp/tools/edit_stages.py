@@ -63,8 +63,8 @@ TOOL = Tool(
     name="edit_stages", title="Edit the days", scope="trips:write", run=run,
     locked_trip="tripId",
     description="Change a trip's days with one `action`: add, update (or cut "
-                "at `distance`), move, delete (merges into the neighbour), rest_day (after stageId). A point moved "
-                "within 200 m of the route cuts it there; further off it is routed, or joined straight "
+                "at `distance`), move, delete (into the neighbour), rest_day (after stageId). A point moved within "
+                "200 m of the route cuts it there; further off: routed, or straight "
                 "(approximate). Needs the trip's version; answers the new one and what moved.",
     input_schema=s.obj({
         "tripId": s.TRIP_ID, "action": s.string("add, update, move, delete or rest_day."), "version": s.VERSION,

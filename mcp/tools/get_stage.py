@@ -7,8 +7,9 @@ from trips.services import stages
 # Detail an agent reads rather than acts on is typed {"type": "object"} with its fields in words (mcp/tool_schemas.py
 # in_words); what it acts on stays typed (stageId, dayNumber, tripVersion), and the words say that a place's lat/lon
 # are what choose_accommodation takes.
-PLACE_FIELDS = ("name, type (hotel…), lat/lon (for choose_accommodation), price ({min, max} € a night, estimate; "
-                "or null), distance (km from the day's end), possibleClosed (that day), phone, website, address")
+PLACE_FIELDS = ("name, type (hotel…), lat/lon (for choose_accommodation), price ({min, max, currency} a night, "
+                "estimate; null: see priceNote), distance (km from the day's end), possibleClosed (that day), phone, "
+                "website, address")
 OUTPUT = s.obj({
     "stageId": s.string("The day's id."), "dayNumber": s.integer("1-based."),
     "tripVersion": s.integer("For the edits."), "distance": s.KM, "elevation": s.nullable(s.integer("Metres up.")),
@@ -20,8 +21,8 @@ OUTPUT = s.obj({
     "approximate": s.boolean("Partly straight, not routed."),
     "accommodations": s.in_words(f"Up to five, best first: {PLACE_FIELDS}.",
                                  many=True),
-    "selectedAccommodation": s.in_words("Chosen, or null: name, type, lat, lon, price (min, max, "
-                                        "estimate), distance, possibleClosed, phone, website, address.", null=True),
+    "selectedAccommodation": s.in_words("Chosen, or null: name, type, lat, lon, price, priceNote, distance, "
+                                        "possibleClosed, phone, website, address.", null=True),
     "alertCount": s.integer("Alerts."),
     "alerts": s.in_words("Critical first: code, severity, group, message, action (null, or "
                          "kind navigate: go to lat/lon; auto_fix: splitAtKm as edit_stages update distance, maxDistance "
@@ -35,15 +36,20 @@ OUTPUT = s.obj({
                            "openingHours; null: not computed.", null=True, many=True),
     "supplyTimeline": s.nullable(s.array(s.bare("string"), "Food every 500 m: \"km: categories\".")),
     "waterPoints": s.in_words("Drinking water: km, kind, name; null: not computed.", null=True, many=True),
+    "bikeShops": s.in_words("Within 2 km: km, kind (repair, shop, repair_station), name, phone; null: not computed.",
+                            null=True, many=True),
+    "railwayStations": s.in_words("Nearest station ≤ 10 km of start and end: end, name, distance (km); null: not "
+                                  "computed.", null=True, many=True),
     "culturalPois": s.in_words("Three places to visit: name, type, km, distance (m off the route), "
                                "openingHours; null: not computed.", null=True, many=True),
     "terrain": s.in_words("roughKm, mainRoadKm, steepestPct (%; null: no elevation), mapCoverage (0–1); null: not "
                           "computed.", null=True),
     "ways": s.in_words("surfaces, wayTypes (\"kind km, …\"), cues (\"km turn street\"), reason (why null)."),
-    "weather": s.in_words("Riding hours: date, description, icon, weatherCode (WMO), tempMin/tempMax, "
+    "weather": s.in_words("Riding hours: date, description, weatherCode (WMO), tempMin/tempMax, "
                           "apparentTempMin/apparentTempMax (°C), windSpeed/windGusts (km/h), windDirection (from), "
                           "relativeWindDirection, precipitationProbability, humidity (%), precipitationMm, uvIndex, "
-                          "comfortIndex (0–100); null: see weatherAvailability.", null=True),
+                          "comfortIndex (0–100), hourly (rows: hour, °C, rain %, wind km/h, WMO); null: see "
+                          "weatherAvailability.", null=True),
     "profile": s.in_words("samples ([km, m], ≤ 64), climbs (startKm, lengthKm, gain in m, meanPct, steepestPct, "
                           "category: 4…1, HC); null: no elevation.", null=True),
     "weatherAvailability": s.nullable(s.string(
@@ -57,8 +63,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="get_stage", title="Read one day", scope="trips:read", run=run,
-    description="One day in full: places to sleep, food and water, alerts, weather, terrain, ways, climbs, "
-                "which analyses ran (`groups`). Null is unknown, never 0." +
+    description="One day in full: places to sleep, food, water, bike shops, stations, alerts, weather, terrain, "
+                "ways, climbs, which analyses ran (`groups`). Null is unknown, never 0." +
                 s.data_note("Names, labels, opening hours, alert messages"),
     input_schema=s.obj({"tripId": s.TRIP_ID, "stageId": s.STAGE_ID}, required=("tripId", "stageId")),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

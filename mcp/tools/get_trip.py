@@ -6,7 +6,7 @@ DAY = s.obj({
     "stageId": s.string("For get_stage and the edits."), "dayNumber": s.integer("1-based."), "distance": s.KM,
     "elevation": s.nullable(s.integer("Metres up.")), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
     "accommodation": s.nullable(s.string("Chosen place to sleep, else \"suggested: \" the best; "
-                                         "€ a night, ~ estimated.")),
+                                         "a night in its currency, ~ estimated.")),
     "alertCount": s.integer("Every group's (get_stage lists them)."),
     "criticalAlerts": s.array(s.bare("string"), "Up to two critical alerts, shortened."),
     "weather": s.string("Word and riding temperatures (\"rain 12–18°\"), if forecast."),

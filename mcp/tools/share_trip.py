@@ -11,8 +11,8 @@ def run(ctx, args: dict) -> dict:
 
 TOOL = Tool(
     name="share_trip", title="Share a trip", scope="trips:write", run=run,
-    description="Publish a read-only link to a trip (anyone with it can see the days). Calling again answers "
-                "the same link.",
+    description="Publish a read-only link to a trip (anyone with it can see the days). Again: the same "
+                "link.",
     input_schema=s.obj({"tripId": s.TRIP_ID}, required=("tripId",)),
     output_schema=s.obj({"url": s.string("The public link."), "shortCode": s.string("Its code."),
                          "createdAt": s.string("ISO 8601, UTC.")}, required=("url", "shortCode")),

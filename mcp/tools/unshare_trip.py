@@ -16,7 +16,7 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="unshare_trip", title="Stop sharing a trip", scope="trips:write", run=run,
     description="Revoke a trip's public link. Needs a confirmation: the first call changes nothing and "
-                "answers what would change.",
+                "answers what would change." + s.data_note("Title"),
     input_schema=s.obj({"tripId": s.TRIP_ID, "confirmationToken": s.CONFIRMATION_TOKEN}, required=("tripId",)),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},
 )

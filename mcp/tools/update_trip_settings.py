@@ -23,7 +23,7 @@ TOOL = Tool(
     locked_trip="id",
     description="Change a trip's settings (only those given). New pacing or a new span of dates recuts every "
                 "day and needs a confirmation: the first call changes nothing and says what would; others apply "
-                "at once. Needs the trip's version. A new route is a new trip.",
+                "at once. Needs the trip's version. A new route is a new trip." + s.data_note("Title"),
     input_schema=s.obj({"id": s.TRIP_ID, "version": s.VERSION, "confirmationToken": s.CONFIRMATION_TOKEN,
                         **s.SETTINGS}, required=("id", "version")),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},

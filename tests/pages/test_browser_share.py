@@ -89,10 +89,11 @@ def shared_code(ctx):
         stage.enrichment = extra
         stage.accommodations = [{"name": f"Camping municipal du Lac {i + 1}", "type": "camp_site",
                                  "lat": stage.end_lat, "lon": stage.end_lon, "estimatedPriceMin": 12,
-                                 "estimatedPriceMax": 18}]
+                                 "estimatedPriceMax": 18, "currency": "EUR"}]
         if i % 3 == 0:
             stage.selected_accommodation = {"name": "Hôtel de la Gare", "type": "hotel", "lat": stage.end_lat,
-                                            "lon": stage.end_lon, "estimatedPriceMin": 75, "estimatedPriceMax": 75}
+                                            "lon": stage.end_lon, "estimatedPriceMin": 75, "estimatedPriceMax": 75,
+                                            "currency": "EUR"}
     db.session.commit()
     return share_trip(user, trip.id)[0].short_code
 

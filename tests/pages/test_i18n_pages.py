@@ -175,7 +175,7 @@ def test_the_share_page_in_both_languages(app, client, trip_with_weather, locale
             "bike_shop": [{"code": "bike_shop_none_nearby", "params": {}}],
             "health_service": [{"code": "health_service_none_nearby", "params": {"threshold": 10}}]}
         stage.accommodations = [{"name": "Chez Lise", "type": "guest_house", "estimatedPriceMin": 40,
-                                 "estimatedPriceMax": 80}]
+                                 "estimatedPriceMax": 80, "currency": "EUR"}]
     set_locale(user, locale)
     code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
     g.pop("principal", None)

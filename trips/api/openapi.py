@@ -134,7 +134,7 @@ EXAMPLES = {
     inputs.AccommodationScan: {"radiusKm": 10},
     AccountUpdate: {"locale": "fr"},
     ManualAccommodation: {"name": "Chez Paulette", "point": {"lat": 45.9, "lon": 6.13}, "price": 35,
-                          "phone": "+33 4 50 00 00 00"},
+                          "currency": "EUR", "phone": "+33 4 50 00 00 00"},
     EmailChange: {"email": "me@example.org"},
 }
 

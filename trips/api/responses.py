@@ -52,6 +52,11 @@ class AccommodationOut(Schema):
     type = fields.String(metadata={"examples": list(ACCOMMODATION_TYPES)})
     lat = fields.Float(required=True)
     lon = fields.Float(required=True)
+    currency = fields.String(metadata={"description": "ISO 4217 code of estimatedPriceMin/Max, a night; absent "
+                                                      "without a price. Never converted."})
+    priceReason = fields.String(validate=validate.OneOf(("no_basis", "no_currency")), metadata={
+        "description": "Why there is no price: no_basis (BTP has no price table for `country`), no_currency (the "
+                       "map's price names no money BTP can tell)."})
 
     class Meta:
         unknown = INCLUDE
@@ -170,6 +175,9 @@ class StageSummaryOut(Answer):
                                                                             "of the day: km, kind (repair, shop, "
                                                                             "repair_station), name, lat, lon, phone, "
                                                                             "website. " + ENRICHED}))
+    railwayStations = nullable(fields.List(fields.Dict(), metadata={
+        "description": "The nearest train station within 10 km of the day's start and of its end: end (start or "
+                       "end), name, distance (km), lat, lon. " + ENRICHED}))
     culturalPois = nullable(fields.List(fields.Dict(), metadata={"description": "Places to visit. " + ENRICHED}))
     terrain = nullable(fields.Dict(metadata={"description": "Rough and main-road km, steepest gradient. " + ENRICHED}))
     surfaces = km_by(SURFACE_CLASSES, "surface class")

@@ -10,11 +10,14 @@ from oauth.kernel.models import User
 from oauth.kernel.principal import require_api_scope
 from trips.core import i18n
 from trips.readmodels import trip as readmodels
-from trips.readmodels.day import best_accommodation
+from trips.readmodels.day import best_accommodation, place_price as price
 from trips.readmodels import pictures
 from trips.readmodels import amenities, straight, ways
 from trips.core.i18n import N_
+from trips.enrich import accommodations
+from trips.enrich.corridor import FULL_COVERAGE, held_km
 from trips.osm import basemap
+from trips.osm import queries as Q
 from trips.services import sharing
 from trips.api.trips import READ, WRITE
 from trips.api.exports import gpx_download, ics_download
@@ -70,8 +73,8 @@ def shared_page(code):
     })
     response = render_template("share.html", trip=trip, title=text["title"], detail=text["detail"],
                                stays=text["stays"], timedelta=timedelta, pictures=_pictures(trip, locale),
-                               services={d["stageId"]: _services(d, locale) for d in text["detail"]["stages"]},
-                               night=amenities.night, night_words=_NIGHT_WORDS,
+                               services=_all_services(trip, text["detail"]["stages"], locale),
+                               nights=_nights(text["detail"]["stages"], locale),
                                ways={s.id: clean_answer(ways.share_view(trip, s, locale)) for s in trip.stages
                                      if not s.is_rest_day},
                                day_date=lambda value: format_date(value, "EEE d MMM", locale=locale))
@@ -119,16 +122,54 @@ _SERVICE_WORDS = {"food": (N_("share.food"), "resupply"), "water": (N_("share.wa
 _NIGHT_WORDS = {"running": N_("share.services_running"), "off_map": N_("share.services_off_map"),
                 "end_off_map": N_("share.night_end_off_map"), "failed": N_("share.services_failed"),
                 "none": N_("share.night_none"), "unknown": N_("share.services_unknown")}
+NIGHT_NONE_COVERED = N_("share.night_none_covered")
+
+
+def _nights(days: list[dict], locale: str) -> dict[str, str]:
+    """Per stage id, what the page says of a night no place is named for: "nowhere found" only of the disc the
+    lodging search covers whole; of the part the map covers when it holds only part (docs/RULES.md "Map coverage")."""
+    areas, radius = Q.ready_areas(db.engine), accommodations.DEFAULT_RADIUS_KM * 1000.0
+    out = {}
+    for day in days:
+        state = amenities.night(day)
+        out[day["stageId"]] = i18n.t(_NIGHT_WORDS[state], locale)
+        end = day.get("endPoint") or {}
+        if state == "none" and end.get("lat") is not None:
+            held = Q.disc_cover(end["lat"], end["lon"], radius, areas)[1]
+            if held < radius:
+                out[day["stageId"]] = i18n.t(NIGHT_NONE_COVERED, locale, km=i18n.number(held_km(held), locale)) \
+                    if held_km(held) > 0 else i18n.t(_NIGHT_WORDS["end_off_map"], locale)
+    return out
+
+
 _STATE_WORDS = {"none": N_("share.services_none"), "running": N_("share.services_running"),
                 "failed": N_("share.services_failed"), "off_map": N_("share.services_off_map"),
                 "unknown": N_("share.services_unknown")}
 
 
-def _services(day: dict, locale: str) -> list[tuple[str, str, str]]:
+SERVICES_CORRIDOR_M = 2000.0  # the food, water and bike shop searches' width (trips/enrich: CORRIDOR_M, RADIUS_M)
+
+
+def _all_services(trip, days: list[dict], locale: str) -> dict[str, list[tuple[str, str, str]]]:
+    """`_services` of every day, a "nothing found" said partial where the map holds the day's line but not all
+    of the 2 km around it (docs/RULES.md "Map coverage")."""
+    areas, lines = Q.ready_areas(db.engine), {s.id: s.geometry or [] for s in trip.stages}
+    out = {}
+    for day in days:
+        line = [p[:2] for p in lines.get(day["stageId"], [])]
+        found = amenities.day_services(day)
+        if any(f["state"] == "none" and not f["partial"] for f in found.values()) and len(line) >= 2:
+            whole = Q.corridor_cover(line, SERVICES_CORRIDOR_M, areas)[0] >= FULL_COVERAGE
+            found = {k: {**f, "partial": f["partial"] or not whole} for k, f in found.items()}
+        out[day["stageId"]] = _services(found, locale)
+    return out
+
+
+def _services(services: dict, locale: str) -> list[tuple[str, str, str]]:
     """(kind, label, words) of the day's food, water and bike shops (trips/readmodels/amenities.py): each place by its
     name, else its kind in words, at its km; what is not known said so (docs/RULES.md "Map coverage")."""
     out = []
-    for kind, found in amenities.day_services(day).items():
+    for kind, found in services.items():
         label, table = _SERVICE_WORDS[kind]
         if found["state"] == "listed":
             items = [_place(p, table, locale) for p in found["items"]]
@@ -160,8 +201,10 @@ def _stay(stage) -> dict | None:
     place, chosen = best_accommodation(stage)
     if place is None:
         return None
+    money = price(place)  # in its own currency, or none: never a figure in a money it may not be in
     return {"name": place.get("name"), "type": place.get("type"), "chosen": chosen,
-            "priceMin": place.get("estimatedPriceMin"), "priceMax": place.get("estimatedPriceMax"),
+            "priceMin": money and money["min"], "priceMax": money and money["max"],
+            "currency": money and money["currency"],
             "exactPrice": bool(place.get("isExactPrice"))}  # else the type's and stars' estimate, said so
 
 

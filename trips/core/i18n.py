@@ -28,7 +28,7 @@ from babel.messages.mofile import read_mo
 from babel.messages.pofile import read_po
 from babel.dates import format_date, format_time
 from babel.messages.plurals import get_plural
-from babel.numbers import format_decimal
+from babel.numbers import format_decimal, get_currency_symbol
 from flask import after_this_request, g, has_request_context, request
 
 from trips.errors import Msg, N_, Plural
@@ -277,6 +277,14 @@ def country(iso: str | None, locale: str) -> str | None:
     return Locale.parse(normalize(locale) or DEFAULT).territories.get(str(iso).upper(), iso)
 
 
+def currency(code: str | None, locale: str | None) -> str | None:
+    """An ISO 4217 code as `locale` writes it beside an amount (CLDR: "EUR" → "€", "USD" → "$" / "$US", "CHF" →
+    "CHF"), None for None: a price always says its money, never converted."""
+    if not code:
+        return None
+    return get_currency_symbol(str(code).upper(), normalize(locale) or DEFAULT)
+
+
 def pin(locale: str | None) -> None:
     """Render this request in `locale` (the share page: the trip owner's). Needs a request context."""
     request.environ[_PINNED] = normalize(locale) or DEFAULT
@@ -290,7 +298,7 @@ def account_locale(resolver) -> None:
 
 def register(app) -> None:
     """Give every template the reader's words: `t(key, **params)`, `tn(key, count, **params)`, `num(value,
-    digits)`, `date(value)`, `clock(value)`, `osm(tag, value)` (`osm_word`), `error_words(status)` and `lang`, all in
+    digits)`, `currency(code)`, `date(value)`, `clock(value)`, `osm(tag, value)` (`osm_word`), `error_words(status)` and `lang`, all in
     `current_locale()` (the share page's pinned owner's included)."""
 
     @app.context_processor
@@ -299,6 +307,7 @@ def register(app) -> None:
         return {"lang": locale, "t": lambda key, **params: t(key, locale, **params),
                 "tn": lambda key, count, **params: tn(key, count, locale, **params),
                 "num": lambda value, digits=1: number(value, locale, digits),
+                "currency": lambda code: currency(code, locale),
                 "date": lambda value: date(value, locale), "clock": lambda value: clock(value, locale),
                 "osm": lambda tag, value: osm_word(tag, value, locale), "error_words": error_words}
 

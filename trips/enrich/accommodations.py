@@ -14,8 +14,10 @@ from datetime import date
 import numpy as np
 
 from trips.enrich import corridor as C
+from trips.enrich import prices as P
 from trips.enrich.alerts.accommodations import ACCOMMODATION_SEASONAL_CLOSURE
 from trips.enrich.contract import AlertFact, Result, StageSnap, TripSnap
+from trips.enrich.countries import nearest_country
 from trips.osm import queries as Q
 
 NAME = "accommodations"
@@ -30,21 +32,8 @@ OUTDOOR = frozenset({"camp_site", "wilderness_hut"})  # every other type is the 
 EXCLUDED_TYPES = frozenset({"shelter"})             # never lodging, whatever the trip enables
 SAME_PLACE_DEG = 1e-6              # a merged candidate at the same coordinates is the same place
 
-# € per night (docs/RULES.md "Accommodations"); an unknown type is priced as a hotel.
-PRICE_BRACKETS = {
-    "camp_site": (8.0, 25.0), "hostel": (20.0, 35.0), "alpine_hut": (25.0, 45.0), "chalet": (30.0, 70.0),
-    "guest_house": (40.0, 80.0), "hotel": (50.0, 120.0), "wilderness_hut": (0.0, 10.0),
-}
-DEFAULT_BRACKET = PRICE_BRACKETS["hotel"]
-PRICE_NUMBER = re.compile(r"(\d+(?:[.,]\d+)?)")
-FREE_FEES = frozenset({"no", "false"})
-BACKPACK_CAMP_MAX = 15.0           # a camp site taking backpackers or tents tops out lower
-STARS_FLOOR, STARS_STEP, STARS_MAX_LIFT = 2, 0.25, 0.75   # a starred camp site: its floor lifted
-# € per night by stars (1 to 5, a fraction rounded down, more than 5 as 5) for a hotel (and an unknown type):
-# a 5-star hotel is no 50–120 € room; a starred guest house, hostel or chalet takes it where it is higher.
-STAR_BRACKETS = {1: (35.0, 70.0), 2: (50.0, 100.0), 3: (70.0, 140.0), 4: (110.0, 220.0), 5: (180.0, 450.0)}
-STARRED_TYPES = frozenset({"hostel", "chalet", "guest_house"})   # beside hotels and unknown types
-STARS_NUMBER = re.compile(r"^\s*(\d+(?:[.,]\d+)?)")
+# The lodging types a trip may enable, each with a price bracket in every region's table (trips/enrich/prices.py).
+PRICE_BRACKETS = P.REGIONS["eurozone_west"][1]
 
 MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 # Seasonality: the first `;` rule of opening_hours, when it is a month range `Mmm-Mmm` (a time or
@@ -74,14 +63,24 @@ def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_
     days = [d for d in days if Q.clipped_coverage(np.array([d.end[:2]], dtype=float), areas)[0] > 0]
     types = frozenset(snap.enabled_accommodation_types) - EXCLUDED_TYPES
     found = _discover(days, radius_km * 1000.0, types, engine)
-    for day in days:
+    for day, country in zip(days, _end_countries(days, engine)):
         result.ran_on(day.id)
-        ranked = rank(dedup(found.get(day.id, [])))
+        ranked = rank(dedup([c | {"country": country} for c in found.get(day.id, [])]))
         out = [_describe(c, day.date) for c in ranked]
         result.data[day.id] = {"accommodations": out}
         if out and all(c["possibleClosed"] for c in out):
             result.add(AlertFact(ACCOMMODATION_SEASONAL_CLOSURE.code, day.id, {"count": len(out)}))
     return result
+
+
+def _end_countries(days: list[StageSnap], engine) -> list[str | None]:
+    """The ISO code of the country each day ends in (the imported boundaries, else the offline geocoder): its
+    lodgings' prices are said in that country's currency, from its table (trips/enrich/prices.py)."""
+    owner: list[str | None] = [None] * len(days)
+    for run in Q.countries_along([d.end for d in days], engine=engine):
+        for i in range(run.start_index, run.end_index + 1):
+            owner[i] = run.iso
+    return [iso or nearest_country(*d.end[:2]) for iso, d in zip(owner, days)]
 
 
 def merge(existing: list[dict], found: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]:
@@ -164,7 +163,7 @@ def family(kind: str) -> str:
 def rank(cands: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]:
     """The `limit` best by completeness (desc) then minimum price (asc), stable; at most FAMILY_CAP of one
     family while the other has candidates left, the capped ones backfilling any slot still free."""
-    order = sorted(cands, key=lambda c: (-completeness(c), price(c)[0]))
+    order = sorted(cands, key=lambda c: (-completeness(c), _low(price(c))))
     cap = max(1, limit - 1)
     picked, capped, per = [], [], {"outdoor": 0, "indoor": 0}
     for c in order:
@@ -183,41 +182,19 @@ def rank(cands: list[dict], limit: int = MAX_CANDIDATES_PER_STAGE) -> list[dict]
 
 # --- pricing and seasonality ----------------------------------------------------------------------------
 
-def _number(text, pattern=PRICE_NUMBER) -> float | None:
-    m = pattern.search(text) if text else None
-    return float(m.group(1).replace(",", ".")) if m else None
-
-
 def stars(tags: dict) -> float | None:
     """The leading number of `stars` (`4`, `3S` → 3), or None."""
-    return _number(tags.get("stars"), STARS_NUMBER)
+    return P.stars(tags)
 
 
-def price(c: dict) -> tuple[float, float, bool]:
-    """(min, max, exact) in € per night: a number in `charge` (else `fee`) is exact; `fee=no` is
-    free; otherwise the type's bracket, a backpack/tent camp site capped at 15; stars give a hotel (or an
-    unknown type) their own bracket, raise a guest house's, hostel's or chalet's, and lift a camp site's floor."""
-    t = c["tags"]
-    for key in ("charge", "fee"):
-        value = _number(t.get(key))
-        if value is not None:
-            return value, value, True
-    if (t.get("fee") or "").strip().lower() in FREE_FEES:
-        return 0.0, 0.0, True
-    kind = c["type"]
-    low, high = PRICE_BRACKETS.get(kind, DEFAULT_BRACKET)
-    if kind == "camp_site" and (t.get("backpack") == "yes" or t.get("tents") == "yes"):
-        high = BACKPACK_CAMP_MAX
-    s = stars(t)
-    if s is not None and s >= 1 and (kind == "hotel" or kind not in PRICE_BRACKETS):
-        return (*STAR_BRACKETS[min(5, int(s))], False)
-    if s is not None and s >= 1 and kind in STARRED_TYPES:
-        star_low, star_high = STAR_BRACKETS[min(5, int(s))]
-        return max(low, star_low), max(high, star_high), False
-    if s is not None and s > STARS_FLOOR and kind == "camp_site":
-        lift = min(STARS_MAX_LIFT, (s - STARS_FLOOR) * STARS_STEP)
-        low = round(low + (high - low) * lift, 2)
-    return low, high, False
+def price(c: dict) -> P.Price:
+    """The candidate's price a night in its own currency (trips/enrich/prices.py), from its type, tags and the
+    country its day ends in (`country`, None: unknown)."""
+    return P.price(c["type"], c["tags"], c.get("country"))
+
+
+def _low(p: P.Price) -> float:
+    return math.inf if p.low is None else p.low
 
 
 def likely_open(tags: dict, day: date | None) -> bool | None:
@@ -262,10 +239,11 @@ def _address(tags: dict) -> str | None:
 def _describe(c: dict, day: date | None) -> dict:
     """The stored `Accommodation` of a ranked candidate; None values are left out."""
     t = c["tags"]
-    low, high, exact = price(c)
+    cost = price(c)
     out = {
         "name": c["name"], "type": c["type"], "lat": c["lat"], "lon": c["lon"],
-        "estimatedPriceMin": low, "estimatedPriceMax": high, "isExactPrice": exact, "url": _url(t),
+        "estimatedPriceMin": cost.low, "estimatedPriceMax": cost.high, "isExactPrice": cost.exact,
+        "currency": cost.currency, "priceReason": cost.reason, "country": c.get("country"), "url": _url(t),
         "possibleClosed": likely_open(t, day) is False,
         "distanceToEndPoint": round(c["distance_m"] / 1000.0, 3), "source": "osm",
         "description": t.get("description"), "imageUrl": t.get("image"),

@@ -1,10 +1,12 @@
-"""Bike shops along each riding day, and a repair-capable one near it (docs/RULES.md "Services near each day"): every
-riding day on the map keeps the shops and repair stations within 2 km of its line as `bikeShops`; on trips of more
-than five days, a day with none repair-capable within 2 km (haversine) of its geometry midpoint is flagged."""
+"""Bike shops along each riding day, and a repair-capable one among them (docs/RULES.md "Services near each day"):
+every riding day on the map keeps the shops and repair stations within 2 km of its line as `bikeShops`; on trips of
+more than five days, a day none of whose shops within 2 km of its line repairs is flagged, from the same search as
+the list (so the alert never contradicts it), said of what the map covers of that corridor (docs/RULES.md "Map
+coverage")."""
 from __future__ import annotations
 
 from trips.enrich import corridor as C
-from trips.enrich.alerts.nearby import BIKE_SHOP_NONE_NEARBY
+from trips.enrich.alerts.nearby import BIKE_SHOP_NONE_IN_COVERED, BIKE_SHOP_NONE_NEARBY
 from trips.enrich.contract import AlertFact, TripSnap
 from trips.osm import queries as Q
 
@@ -20,22 +22,26 @@ MAX_LISTED = 6  # kept per day in `bikeShops`, evenly spread along it (get_stage
 
 
 def compute(snap: TripSnap, engine):
-    result, cover, days = C.on_map(snap, engine)
+    result, _cover, days = C.on_map(snap, engine)
     riding = [s for s in days if not s.is_rest_day]
-    # One query for every riding day's corridor: the shops within 2 km of the midpoint (a point of the line) are
-    # among those within 2 km of the line, so the rule reads them from the same answer.
-    along = dict(zip([s.id for s in riding],
+    along = dict(zip([s.id for s in riding],  # one query for every riding day's corridor, the list's and the rule's
                      Q.points_along_each([s.line for s in riding], RADIUS_M, kinds=["bike_shop"], engine=engine)))
     for stage in days:
         result.data[stage.id] = {"bikeShops": _listed(stage, along.get(stage.id, []))}
-    long_trip = len(snap.stages) > LONG_TRIP_OVER_STAGES
-    days = [s for s in riding if long_trip and C.whole(cover, s)]
-    lacking = [s for s in days if not any(
-        C.haversine_m(*s.midpoint, p.lat, p.lon) <= RADIUS_M and p.subkind in REPAIR_CAPABLE for p in along[s.id])]
+    if len(snap.stages) <= LONG_TRIP_OVER_STAGES:
+        return result
+    lacking = [s for s in riding if not any(p.subkind in REPAIR_CAPABLE for p in along[s.id])]
     far = Q.points_near_each([s.midpoint for s in lacking], C.NAVIGATE_SEARCH_M, kinds=["bike_shop"], engine=engine)
+    areas = Q.ready_areas(engine)
     for stage, nearest in zip(lacking, far):
-        result.add(AlertFact(BIKE_SHOP_NONE_NEARBY.code, stage.id,
-                             action=C.navigate(nearest[0].lat, nearest[0].lon) if nearest else None))
+        action = C.navigate(nearest[0].lat, nearest[0].lon) if nearest else None
+        whole, parts = C.corridor_km(stage, RADIUS_M, areas)
+        held = C.held_km(sum(b - a for a, b in parts) * 1000)
+        if whole:
+            result.add(AlertFact(BIKE_SHOP_NONE_NEARBY.code, stage.id, {"threshold": RADIUS_M / 1000}, action))
+        elif held > 0:  # else the map holds none of the corridor across: the group reads partial, nothing is said
+            result.add(AlertFact(BIKE_SHOP_NONE_IN_COVERED.code, stage.id,
+                                 {"threshold": RADIUS_M / 1000, "covered": held}, action))
     return result
 
 

@@ -1,6 +1,6 @@
-"""Calendar (docs/RULES.md "Calendar"): each day's date against the public holidays of the countries the route
-crosses, the day's own countries first, else a Sunday. Rest days included: a shop is shut on a holiday whether one
-rides or not. Needs no map: without imported boundaries the countries come from trips/enrich/countries.py.
+"""Calendar (docs/RULES.md "Calendar"): each day's date against the public holidays of the countries the day's
+own line lies in (one across a border the day never reaches shuts nothing on it), else a Sunday. Rest days
+included: a shop is shut on a holiday whether one rides or not. Needs no map: without imported boundaries the countries come from trips/enrich/countries.py.
 """
 from __future__ import annotations
 
@@ -60,14 +60,13 @@ def compute(snap: TripSnap, engine) -> Result:
     if not days:
         return result
     per_day = _countries_by_day(snap, engine)
-    route = list(dict.fromkeys(c for cs in per_day for c in cs))
-    calendars = _calendars(route, {s.date.year for s in days})
+    calendars = _calendars(dict.fromkeys(c for cs in per_day for c in cs), {s.date.year for s in days})
     for stage, own in zip(snap.stages, per_day, strict=True):
         if stage.date is None:
             continue
         result.ran_on(stage.id)
         fact = None
-        for iso in dict.fromkeys([*own, *route]):
+        for iso in own:
             name = calendars[iso].get(stage.date) if iso in calendars else None
             if name is not None:
                 fact = AlertFact(CALENDAR_PUBLIC_HOLIDAY.code, stage.id,

@@ -80,6 +80,21 @@ def whole(cover: dict[str, float], stage: StageSnap) -> bool:
     return cover.get(stage.id, 0.0) >= FULL_COVERAGE
 
 
+def held_km(metres: float) -> float:
+    """What a search area's covered part measures, in km floored to 0.1: a "none within" never claims more
+    than the map holds (docs/RULES.md "Map coverage")."""
+    return math.floor(metres / 100.0 + 1e-6) / 10.0
+
+
+def corridor_km(stage: StageSnap, radius_m: float, areas: np.ndarray) -> tuple[bool, list[tuple[float, float]]]:
+    """(whether the map holds all of the day's corridor of `radius_m`, [(from_km, to_km)] of the day along which
+    it holds all of it across) (trips/osm/areas.py corridor_cover)."""
+    if not stage.line:
+        return False, []
+    share, parts = Q.corridor_cover([p[:2] for p in stage.line], radius_m, areas)
+    return share >= FULL_COVERAGE, [(a / 1000.0, b / 1000.0) for a, b in parts]
+
+
 def navigate(lat: float, lon: float) -> dict:
     return {"kind": "navigate", "lat": round(float(lat), 6), "lon": round(float(lon), 6)}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from trips.enrich import corridor as C
-from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_ON_STAGE
+from trips.enrich.alerts.pois import RESUPPLY_CLOSED_AT_PASSAGE, RESUPPLY_NONE_IN_COVERED, RESUPPLY_NONE_ON_STAGE
 from trips.enrich.contract import AlertFact, StageSnap, TripSnap
+from trips.osm import queries as Q
 from trips.osm.queries import MapPoint
 from trips.route.pacing import rider_time
 
@@ -38,6 +39,7 @@ def compute(snap: TripSnap, engine):
     if not result.covered:
         return result
     riding = [s for s in snap.stages if not s.is_rest_day and cover[s.id] > 0]
+    areas = Q.ready_areas(engine)
     assigned = C.assign_along(riding, CORRIDOR_M, ["resupply"], engine)
     for stage in snap.stages:
         if cover[stage.id] <= 0:
@@ -47,11 +49,16 @@ def compute(snap: TripSnap, engine):
         passage = Passage(snap, stage, pois)
         result.data[stage.id] = {"resupply": [_item(p, passage[i]) for i, p in _kept(pois)],
                                  "supplyTimeline": timeline(pois)}
-        if stage.is_rest_day:
-            continue
-        if not pois and stage.distance_km >= NONE_MIN_DISTANCE_KM and C.whole(cover, stage):
+        if stage.is_rest_day or (pois and not all(passage[i] is False for i in range(len(pois)))):
+            continue  # a rest day, or a place that may be open: nothing to say
+        # what is missing is said of the corridor the map holds (docs/RULES.md "Map coverage")
+        whole, parts = C.corridor_km(stage, CORRIDOR_M, areas)
+        held = C.held_km(sum(b - a for a, b in parts) * 1000)
+        if not pois and whole and stage.distance_km >= NONE_MIN_DISTANCE_KM:
             result.add(AlertFact(RESUPPLY_NONE_ON_STAGE.code, stage.id))
-        elif pois and all(passage[i] is False for i in range(len(pois))) and C.whole(cover, stage):
+        elif not pois and not whole and held >= NONE_MIN_DISTANCE_KM:
+            result.add(AlertFact(RESUPPLY_NONE_IN_COVERED.code, stage.id, {"covered": held}))
+        elif pois and whole:  # every place known closed: said only when no place off the map could be open
             result.add(AlertFact(RESUPPLY_CLOSED_AT_PASSAGE.code, stage.id, {"count": len(pois)}))
     return result
 

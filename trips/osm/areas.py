@@ -4,6 +4,7 @@ trips/osm/queries.py (which re-exports them: callers ask `queries.coverage`, `qu
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,6 +82,73 @@ def clipped_coverage(pts: np.ndarray, areas: np.ndarray) -> tuple[float, list[tu
     if total <= 0:
         return 1.0, [(0.0, 0.0)]
     return min(1.0, sum(b - a for a, b in parts) / total), parts
+
+
+# The search areas' coverage is read from samples: rings of a disc (DISC_RINGS from its centre out, DISC_ANGLES
+# points each), discs every half radius along a line (at most CORRIDOR_STATIONS of them).
+DISC_RINGS, DISC_ANGLES = 40, 72
+CORRIDOR_STATIONS = 2000
+_STATION_RINGS = ((0.5, 8), (1.0, 16))  # (share of the radius, points) of each station's disc beside its centre
+
+
+def _inside(lat: np.ndarray, lon: np.ndarray, areas: np.ndarray) -> np.ndarray:
+    if len(areas) == 0:
+        return np.zeros(lat.shape, dtype=bool)
+    lat, lon = lat[..., None], lon[..., None]
+    return np.asarray(((lat >= areas[:, 0]) & (lat <= areas[:, 2]) & (lon >= areas[:, 1])
+                       & (lon <= areas[:, 3])).any(-1))
+
+
+def _offsets(lat: np.ndarray, lon: np.ndarray, dist_m: np.ndarray, angle: np.ndarray):
+    """The points `dist_m` away from (lat, lon) at bearings `angle` (radians), on the local plane (the
+    search radii are a few km)."""
+    north, east = G.metres_per_degree(float(np.mean(lat)))
+    return lat + dist_m * np.cos(angle) / north, lon + dist_m * np.sin(angle) / east
+
+
+def disc_cover(lat: float, lon: float, radius_m: float, areas: np.ndarray) -> tuple[float, float]:
+    """(share of the disc of `radius_m` around (lat, lon) inside the areas' boxes (`ready_areas`), the radius in
+    metres around the point the map covers wholly: 0 when the point is off the map, `radius_m` when all of it is
+    on). The radius is the last ring of samples wholly inside, so it never claims more than the map holds."""
+    step = radius_m / DISC_RINGS
+    rings = step * np.arange(1, DISC_RINGS + 1)
+    angles = np.linspace(0.0, 2 * np.pi, DISC_ANGLES, endpoint=False)
+    r, a = np.meshgrid(rings, angles, indexing="ij")
+    ring_lat, ring_lon = _offsets(np.full(r.shape, lat), np.full(r.shape, lon), r, a)
+    inside = _inside(ring_lat, ring_lon, areas)
+    if not _inside(np.array(lat), np.array(lon), areas):
+        return float((inside * r).sum() / r.sum()), 0.0
+    whole = inside.all(axis=1)
+    held = float(radius_m) if whole.all() else float(step * np.argmin(whole))
+    return float((inside * r).sum() / r.sum()), held
+
+
+def corridor_cover(line, radius_m: float, areas: np.ndarray) -> tuple[float, list[tuple[float, float]]]:
+    """(share of the corridor within `radius_m` of the (n, 2) lat, lon `line` the areas' boxes hold, [(start_m,
+    end_m)] along the line where they hold all of it across): the corridor is read at stations every half radius,
+    each whole when its disc's samples all are."""
+    pts = np.asarray(line, dtype=float)[:, :2]
+    seg = G.GEOD.inv(pts[:-1, 1], pts[:-1, 0], pts[1:, 1], pts[1:, 0])[2] if len(pts) > 1 else np.zeros(0)
+    cum = np.concatenate(([0.0], np.cumsum(seg)))
+    total = float(cum[-1])
+    count = int(min(CORRIDOR_STATIONS, max(1, math.ceil(total / (radius_m / 2))))) + 1
+    at = np.linspace(0.0, total, count)
+    lat, lon = np.interp(at, cum, pts[:, 0]), np.interp(at, cum, pts[:, 1])
+    rings = [(np.full(n, share * radius_m), np.linspace(0.0, 2 * np.pi, n, endpoint=False))
+             for share, n in _STATION_RINGS]
+    dist = np.concatenate([[0.0], *(d for d, _ in rings)])
+    angle = np.concatenate([[0.0], *(a for _, a in rings)])
+    disc_lat, disc_lon = _offsets(lat[:, None], lon[:, None], dist[None, :], angle[None, :])
+    whole = _inside(disc_lat, disc_lon, areas).all(axis=1)
+    half = total / (count - 1) / 2 if count > 1 else 0.0
+    parts: list[tuple[float, float]] = []
+    for k in np.flatnonzero(whole):
+        a, b = max(0.0, at[k] - half), min(total, at[k] + half)
+        if parts and a <= parts[-1][1] + 1e-6:
+            parts[-1] = (parts[-1][0], float(b))
+        else:
+            parts.append((float(a), float(b)))
+    return float(whole.mean()), parts
 
 
 def _countries(conn, box) -> list[tuple[str | None, str | None, list]]:

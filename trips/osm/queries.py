@@ -16,8 +16,8 @@ from trips.osm import geometry as G
 from trips.osm import index
 from trips.osm.tables import osm_ferry, osm_point, osm_way
 # The imported areas' coverage of a line and the countries along it (trips/osm/areas.py), asked as queries.*
-from trips.osm.areas import (CountryRun, clipped_coverage, countries_along, countries_in,  # noqa: F401
-                             country_at, coverage, ready_areas)
+from trips.osm.areas import (CountryRun, clipped_coverage, corridor_cover, countries_along,  # noqa: F401
+                             countries_in, country_at, coverage, disc_cover, ready_areas)
 # The named places and features (trips/osm/names.py), asked as queries.* too
 from trips.osm.names import (MAX_MATCHES, Place, nearest_place, nearest_place_each,  # noqa: F401
                              places_matching)

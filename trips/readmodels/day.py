@@ -19,6 +19,7 @@ from trips.enrich.alerts import surfaces as surface_alerts  # noqa: F401  (regis
 from trips.enrich.alerts import weather as weather_alerts  # noqa: F401  (register codes)
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES, render
 from trips.enrich.weather import HORIZON_DAYS, today_utc
+from trips.errors import N_
 from trips.models import Stage, Trip
 from trips.readmodels import ways, words
 from trips.route import profile
@@ -27,8 +28,13 @@ from trips.route.pacing import rider_time
 from trips.services.lodging_road import shown
 
 # The per-day fields the enrichments own (stage.enrichment); None on the wire = never computed.
-ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "culturalPois", "terrain")
+ENRICHMENT_FIELDS = ("resupply", "supplyTimeline", "waterPoints", "bikeShops", "railwayStations", "culturalPois",
+                     "terrain")
 NOT_COMPUTED = "not computed"
+# The digest names rain when the riding window's chance of it reaches WET_CHANCE %, unless its word (a WMO code
+# from WET_CODES up: drizzle, rain, snow, showers, storms) already says it falls.
+WET_CHANCE, WET_CODES = 50, 51
+RAIN_LIKELY = N_("weather.rain_likely")
 PARTIAL = "partial"
 OFF_MAP = "off map"
 GROUP_STATUSES = ("done", PARTIAL, "running", "failed", OFF_MAP, NOT_COMPUTED)
@@ -162,7 +168,23 @@ def weather_word(trip: Trip, stage: Stage, locale: str | None = None) -> str | N
         return None
     low, high = w.get("tempMin"), w.get("tempMax")
     temps = f" {low:.0f}–{high:.0f}°" if isinstance(low, (int, float)) and isinstance(high, (int, float)) else ""
+    chance, code = w.get("precipitationProbability"), w.get("weatherCode")
+    if isinstance(chance, (int, float)) and chance >= WET_CHANCE and not (
+            isinstance(code, (int, float)) and code >= WET_CODES):  # "mainly clear" must not hide a likely rain
+        return i18n.t(RAIN_LIKELY, locale or i18n.current_locale(), description=w["description"],
+                      percent=i18n.number(chance, locale or i18n.current_locale(), 0)) + temps
     return f"{w['description']}{temps}"
+
+
+def place_price(place: dict) -> dict | None:
+    """{min, max, currency (ISO 4217), estimate} a night of a stored place to sleep: `estimate` true unless the map
+    (or the rider) gave the place's own price (docs/RULES.md "Accommodations"); None without a price, or in no
+    currency BTP can tell (a price is never shown in a money it may not be in)."""
+    low, high, money = place.get("estimatedPriceMin"), place.get("estimatedPriceMax"), place.get("currency")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (low, high)) or \
+            not isinstance(money, str):
+        return None
+    return {"min": low, "max": high, "currency": money, "estimate": not place.get("isExactPrice")}
 
 
 def best_accommodation(stage: Stage) -> tuple[dict | None, bool]:

@@ -1,13 +1,17 @@
 """A lodging the rider enters by hand (a friend's house, a place the map lacks), by its point: no third party is
 asked. It becomes the day's chosen accommodation (docs/RULES.md "Choosing an accommodation") and, as a chosen
-candidate, the day ends at it along the roads (trips/services/lodging_road.py). A price not given is unknown, never 0.
+candidate, the day ends at it along the roads (trips/services/lodging_road.py). A price not given is unknown, never 0;
+one given is in its ISO 4217 currency, by default the one of the country the imported map puts the point in.
 """
 from __future__ import annotations
 
-from marshmallow import RAISE, Schema, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from oauth.kernel.models import User
+from trips.core.db import db
+from trips.enrich import prices as P
 from trips.enrich.accommodations import MAX_RADIUS_KM
+from trips.osm import queries as Q
 from trips.errors import Invalid, Msg
 from trips.guards import Precondition
 from trips.models import Stage, Trip
@@ -18,7 +22,7 @@ from trips.services.stages import find_stage, geometry_changed, write_days
 
 MANUAL_TYPE, MANUAL_SOURCE = "other", "manual"
 MAX_OFF_ROUTE_KM = MAX_RADIUS_KM  # as far from the day's road as the widest lodging search looks
-MAX_PRICE = 10_000  # € a night: anything more is a typing slip
+MAX_PRICE = 10_000_000  # a night in any currency (a night in dong included): anything more is a typing slip
 
 
 class LodgingPoint(Schema):
@@ -41,19 +45,44 @@ class ManualAccommodation(Schema):
     point = fields.Nested(LodgingPoint, required=True)
     price = Number(load_default=None, allow_none=True, allow_nan=False,
                          validate=validate.Range(0, MAX_PRICE),
-                         metadata={"description": "€ for the night; absent or null: unknown."})
+                         metadata={"description": "For the night, in `currency`; absent or null: unknown."})
+    currency = fields.String(validate=lambda code: P.is_currency(code) or _refuse(Msg("field.not_a_currency")),
+                             metadata={"description": "ISO 4217 code of `price` (EUR, CHF…); absent: the currency of "
+                                                      "the country the imported map puts the point in, needed where "
+                                                      "BTP knows none."})
     phone = fields.String(validate=[validate.Length(max=40), validate.Regexp(r"^\+?[0-9 ().-]{3,40}$", error=Msg("field.not_a_phone"))])
     website = fields.Url(schemes={"http", "https"}, require_tld=False, validate=validate.Length(max=2048))
     address = fields.String(validate=validate.Length(min=1, max=200))
 
 
+def _refuse(message: Msg):
+    raise ValidationError([message])  # a list: marshmallow takes a non-string message as its messages
+
+
+def _currency(fields_: dict, lat: float, lon: float) -> str:
+    """The price's currency: the rider's, else the one of the country the imported boundaries put the point in
+    (the offline geocoder is a job's, not a web worker's). Raises Invalid when neither is known, or for a
+    currency given without a price."""
+    if fields_["price"] is None:
+        if fields_.get("currency"):
+            raise Invalid({"currency": Msg("field.currency_without_price")})
+        return ""
+    found = fields_.get("currency") or P.currency_of((Q.country_at(lat, lon, engine=db.engine) or (None,))[0])
+    if not found:
+        raise Invalid({"currency": Msg("field.currency_needed")})
+    return found
+
+
 def lodging(fields_: dict, end: tuple[float, float]) -> dict:
-    """The stored accommodation, with the keys a scanned one has (docs/RULES.md "Accommodations")."""
+    """The stored accommodation, with the keys a scanned one has (docs/RULES.md "Accommodations"). Raises Invalid
+    for a price whose currency is not known (`_currency`)."""
     lat, lon = fields_["point"]["lat"], fields_["point"]["lon"]
     place = {"name": fields_["name"].strip(), "type": MANUAL_TYPE, "source": MANUAL_SOURCE, "lat": lat, "lon": lon,
              "possibleClosed": False, "distanceToEndPoint": round(haversine_m(end[0], end[1], lat, lon) / 1000, 3)}
+    currency = _currency(fields_, lat, lon)
     if fields_["price"] is not None:  # the rider's own price: exact; none given: unknown, said by its absence
-        place |= {"estimatedPriceMin": fields_["price"], "estimatedPriceMax": fields_["price"], "isExactPrice": True}
+        place |= {"estimatedPriceMin": fields_["price"], "estimatedPriceMax": fields_["price"], "isExactPrice": True,
+                  "currency": currency}
     for key, out in (("phone", "phone"), ("website", "url"), ("address", "address")):
         if fields_.get(key):
             place[out] = fields_[key].strip()

@@ -92,8 +92,8 @@ def test_a_place_to_sleep_carries_what_a_rider_acts_on(client, day):
     palace = places["Palace du Lac"]
     assert palace["phone"] == "+33 4 11 22 33 44" and palace["website"] == "https://palace.example"  # today: none
     assert palace["address"] == "1 Quai, 38000 Grenoble"
-    assert palace["price"] == {"min": 180.0, "max": 450.0, "estimate": True}  # 5 stars: not 102.5–120
-    assert places["Camping Municipal"]["price"] == {"min": 12.0, "max": 12.0, "estimate": False}  # its own
+    assert palace["price"] == {"min": 180.0, "max": 450.0, "currency": "EUR", "estimate": True}  # 5 stars: not 102.5–120
+    assert places["Camping Municipal"]["price"] == {"min": 12.0, "max": 12.0, "currency": "EUR", "estimate": False}  # its own
     assert places["Auberge"]["price"]["estimate"] is True and "phone" not in places["Auberge"]  # none mapped
     rest = client.get(f"/api/trips/{trip_id}/stages/{stage_id}", headers=auth(make_token(user))).get_json()
     same = next(p for p in rest["accommodations"] if p["name"] == "Palace du Lac")

@@ -16,7 +16,7 @@ GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Three days")
 
 
 def lodging(stage, **changes) -> dict:
-    return {"name": "Chez Paulette", "point": {"lat": stage.end_lat, "lon": stage.end_lon}, **changes}
+    return {"name": "Chez Paulette", "point": {"lat": stage.end_lat, "lon": stage.end_lon}, "currency": "EUR", **changes}
 
 
 @pytest.fixture

@@ -183,11 +183,29 @@ def test_the_stored_shape(mapped):
     assert acc == {
         "name": "Hôtel de la Gare", "type": "hotel", "lat": pytest.approx(near(20, 300)[0], abs=1e-6),
         "lon": pytest.approx(east(20), abs=1e-6), "estimatedPriceMin": 70.0, "estimatedPriceMax": 140.0,  # 3 stars
-        "isExactPrice": False, "url": "https://gare.example", "possibleClosed": False,
+        "isExactPrice": False, "currency": "EUR", "country": "FR", "url": "https://gare.example",
+        "possibleClosed": False,
         "distanceToEndPoint": pytest.approx(0.3, abs=0.005), "source": "osm", "openingHours": "Apr-Oct",
         "wikipediaUrl": "https://fr.wikipedia.org/wiki/Hôtel_de_la_Gare", "phone": "+33 4 00 00 00 00",
         "address": "2 Rue du Port, Valence", "osmType": "node", "osmId": node}
     json.dumps(acc)  # JSON-ready
+
+
+def test_two_luxury_hotels_in_a_us_city_have_no_made_up_price(mapped):
+    """Lodgings at a day's end in Manhattan (the offline geocoder says US): BTP has no table for the United States,
+    so a 5-star hotel gets no estimate, with the reason; one whose map tag gives a price keeps it, in dollars."""
+    lat, lon = 40.758, -73.9855
+    m = MapBuilder(bounds=(lat - 0.2, lon - 0.3, lat + 0.2, lon + 0.3))
+    m.node(*offset_north(lat, lon + 0.27, 200), {"tourism": "hotel", "name": "The Palace", "stars": "5"})
+    m.node(*offset_north(lat, lon + 0.27, -200), {"tourism": "hotel", "name": "The Plaza", "charge": "995"})
+    eng = mapped(m)
+    found = A.compute(trip_east(lat, lon, [22.5]), eng).data["s1"]["accommodations"]
+    by_name = {c["name"]: c for c in found}
+    palace = by_name["The Palace"]
+    assert "estimatedPriceMin" not in palace and "currency" not in palace
+    assert palace["priceReason"] == "no_basis" and palace["country"] == "US"
+    plaza = by_name["The Plaza"]
+    assert (plaza["estimatedPriceMin"], plaza["currency"], plaza["isExactPrice"]) == (995.0, "USD", True)
 
 
 # --- ranking --------------------------------------------------------------------------------------------
@@ -196,7 +214,7 @@ def cand(kind: str, n: int, score_tags: int = 0, **tags) -> dict:
     """A candidate whose completeness is 2·score_tags from opening_hours/wikidata pairs, tag_count 0."""
     base = {"opening_hours": "24/7", "wikidata": "Q1"}
     chosen = dict(list(base.items())[:score_tags])
-    return {"type": kind, "n": n, "tags": {**chosen, **tags}, "tag_count": 0, "name": f"c{n}"}
+    return {"type": kind, "n": n, "tags": {**chosen, **tags}, "tag_count": 0, "name": f"c{n}", "country": "FR"}
 
 
 def test_completeness_counts_what_the_map_says():
@@ -261,7 +279,27 @@ def test_capped_candidates_backfill_free_slots():
     ("hotel", {"stars": "5", "charge": "60"}, (60.0, 60.0, True)),  # an exact price is not lifted
 ])
 def test_pricing(kind, tags, expected):
-    assert A.price({"type": kind, "tags": tags}) == expected
+    """In France: the eurozone table, in euros."""
+    found = A.price({"type": kind, "tags": tags, "country": "FR"})
+    assert (found.low, found.high, found.exact) == expected and found.reason is None
+    assert found.currency == "EUR"
+
+
+@pytest.mark.parametrize("country, kind, tags, expected", [
+    ("US", "hotel", {"stars": "5"}, (None, None, False, None, "no_basis")),  # no table for it: no made-up price
+    ("US", "hotel", {}, (None, None, False, None, "no_basis")),
+    (None, "camp_site", {}, (None, None, False, None, "no_basis")),  # a country unknown: no table either
+    ("US", "hotel", {"charge": "189"}, (189.0, 189.0, True, "USD", None)),  # the map's own, the country's money
+    ("FR", "hotel", {"charge": "90 CHF"}, (90.0, 90.0, True, "CHF", None)),  # the currency it names, not converted
+    ("JP", "hostel", {"fee": "£ 20"}, (20.0, 20.0, True, "GBP", None)),
+    (None, "hotel", {"charge": "80"}, (None, None, True, None, "no_currency")),  # a number in no known money
+    ("CH", "hotel", {}, (100.0, 220.0, False, "CHF", None)),  # Switzerland's table, in francs
+    ("CH", "camp_site", {"tents": "yes"}, (15.0, 24.0, False, "CHF", None)),
+    ("GB", "hotel", {"stars": "4"}, (110.0, 230.0, False, "GBP", None)),
+])
+def test_prices_carry_their_currency_and_an_estimate_only_where_btp_has_a_basis(country, kind, tags, expected):
+    found = A.price({"type": kind, "tags": tags, "country": country})
+    assert (found.low, found.high, found.exact, found.currency, found.reason) == expected
 
 
 # --- seasonality ----------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Calendar (docs/RULES.md "Calendar"): each day's date
-against the public holidays of every country the route crosses (imported boundaries first, the offline
+against the public holidays of the countries the day's own line lies in (imported boundaries first, the offline
 reverse geocoder elsewhere), else a Sunday. A holiday and a Sunday per country tested, the border case, the
 years spanned, rest days, and an undated trip."""
 import io
@@ -78,13 +78,13 @@ def lon_at(km: float) -> float:
     return LON + km * 1000 / (111_320.0 * math.cos(math.radians(LAT)))
 
 
-def france_switzerland(tmp_path, snap, border_km: float) -> None:
-    """Imported boundaries: France west of `border_km` east of (45, 5), "Switzerland" east of it (a made-up
-    border: the geocoder would say France all along, so only the boundaries can name Switzerland)."""
+def france_switzerland(tmp_path, snap, border_km: float, east=("CH", "Switzerland")) -> None:
+    """Imported boundaries: France west of `border_km` east of (45, 5), "Switzerland" (or `east`) east of it (a
+    made-up border: the geocoder would say France all along, so only the boundaries can name the other)."""
     m = MapBuilder(bounds=bounds_around(snap))
     b = lon_at(border_km)
     m.country([(44.5, 4.5), (44.5, b), (45.5, b), (45.5, 4.5)], "FR", "France")
-    m.country([(44.5, b), (44.5, 6.0), (45.5, 6.0), (45.5, b)], "CH", "Switzerland")
+    m.country([(44.5, b), (44.5, 6.0), (45.5, 6.0), (45.5, b)], *east)
     import_map(m, tmp_path)
 
 
@@ -106,17 +106,24 @@ def test_the_same_day_short_of_the_border_has_no_holiday(ctx, tmp_path):
     assert facts(result, "s1") == [] and facts(result, "s2") == []
 
 
-def test_a_country_the_route_crosses_counts_on_every_day(ctx, tmp_path):
-    """A holiday of any country the route crosses, so day 1 in France hears of the Swiss one too, but
-    names the day's own country first when both have one."""
-    snap = trip_east(LAT, LON, [30, 30], start_date=date(2026, 8, 1))
-    france_switzerland(tmp_path, snap, border_km=45)
-    assert facts(calendar.compute(snap, engine()), "s1")[0][1]["country"] == "CH"
+def test_a_holiday_across_a_border_the_day_never_reaches_is_not_said(ctx, tmp_path):
+    """Day 1 wholly in France on a France–Italy trip, on the Italian Republic Day (a Tuesday): nothing on day 1;
+    day 2 crosses into Italy and hears of it. Both countries' holiday: the day names its own."""
+    republic_day = date(2026, 6, 2)
+    snap = trip_east(LAT, LON, [30, 30], start_date=republic_day)
+    france_switzerland(tmp_path, snap, border_km=45, east=("IT", "Italy"))
+    result = calendar.compute(snap, engine())
+    assert "s1" in result.alerts and facts(result, "s1") == []
+    assert facts(result, "s2") == []  # 3 June: no holiday in either
+    on_day_two = calendar.compute(trip_east(LAT, LON, [30, 30], start_date=date(2026, 6, 1)), engine())
+    assert facts(on_day_two, "s1") == []
+    assert facts(on_day_two, "s2") == [(CALENDAR_PUBLIC_HOLIDAY.code, {"holiday": "Republic Day", "country": "IT",
+                                                                       "date": republic_day.isoformat()})]
     christmas = date(2026, 12, 25)  # a holiday in both
     in_france = trip_east(LAT, LON, [30, 30], start_date=christmas)
     assert facts(calendar.compute(in_france, engine()), "s1")[0][1]["country"] == "FR"
-    in_switzerland = trip_east(LAT, LON, [50, 10], start_date=date(2026, 12, 24))  # day 2: km 50 to 60
-    assert facts(calendar.compute(in_switzerland, engine()), "s2")[0][1]["country"] == "CH"
+    in_italy = trip_east(LAT, LON, [50, 10], start_date=date(2026, 12, 24))  # day 2: km 50 to 60
+    assert facts(calendar.compute(in_italy, engine()), "s2")[0][1]["country"] == "IT"
 
 
 def test_every_year_the_trip_spans_and_rest_days_too(ctx):

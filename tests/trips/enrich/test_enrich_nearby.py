@@ -192,3 +192,15 @@ def test_a_place_mapped_twice_is_suggested_once(ctx, tmp_path):
     result = cultural_pois.compute(snap, engine())
     assert [(p["name"], p["distance"]) for p in result.data["s1"]["culturalPois"]] == [("Château", 100),
                                                                                        ("Château", 100)]
+
+
+def test_every_riding_day_keeps_its_nearest_stations(ctx, tmp_path):
+    """`railwayStations`: the nearest station within 10 km of a day's start and of its end, the same search as the
+    alert; a rest day keeps none; a day with none near either end keeps an empty list beside its alert."""
+    snap = trip_east(LAT, LON, [20, 0, 20], rest=(1,))
+    result = run(railway_stations, tmp_path, snap, [(at(0, 3000), {"railway": "station", "name": "Gare Sud"}),
+                                                    (at(0, 6000), {"railway": "halt", "name": "Halte Nord"})])
+    assert [(s["end"], s["name"], s["distance"]) for s in result.data["s1"]["railwayStations"]] == [
+        ("start", "Gare Sud", 3.0)]
+    assert result.data["s2"] == {"railwayStations": []} and result.alerts["s2"] == []
+    assert result.data["s3"] == {"railwayStations": []} and codes(result, "s3") == ["railway_station_none_nearby"]

@@ -336,7 +336,8 @@ def test_the_forecast_on_the_wire_and_its_availability_derived_when_read(app, cl
     token = mcp_token(app, user)
     stage_answer = payload(call(client, token, "get_stage", {"tripId": made.id, "stageId": second.id}))
     jsonschema.Draft202012Validator(get_stage_tool.OUTPUT).validate(stage_answer)
-    assert stage_answer["weather"]["description"] == "rain" and "hourly" not in stage_answer["weather"]
+    assert stage_answer["weather"]["description"] == "rain"  # its hours as rows: hour, °C, rain %, wind, WMO code
+    assert all(len(row) == 5 and row[4] == 63 for row in stage_answer["weather"]["hourly"])
     assert stage_answer["weatherAvailability"] == "available"
     digest = payload(call(client, token, "get_trip", {"id": made.id}))
     jsonschema.Draft202012Validator(get_trip_tool.OUTPUT).validate(digest)
@@ -360,6 +361,26 @@ def test_a_forecast_for_another_date_is_not_shown(ctx, rider):
     trip_ = reload(made.id)
     assert day.weather_availability(trip_, trip_.stages[0]) is None
     assert registry.snapshot(trip_).stages[0].weather is None  # and its dependents see none either
+
+
+def test_the_digest_names_a_likely_rain_under_a_dry_word(ctx, rider):
+    """A mainly clear median hour with a 70 % chance of rain in the riding window: the digest's line says the rain
+    (never "mainly clear" alone); under 50 % it does not, nor when the word already says rain."""
+    from tests.trips.readmodels.test_readmodels_enriched import forecast
+    from trips.core.db import atomic, db
+    from trips.models import Trip
+    from trips.readmodels import day
+
+    made = dated_trip(rider)
+    with atomic():
+        stages = db.session.get(Trip, made.id).stages
+        for stage, (code, chance) in zip(stages, ((1, 70.0), (1, 40.0), (63, 80.0))):
+            stage.enrichment = {"weather": forecast(TODAY, stage.position) | {"weatherCode": code,
+                                                                               "precipitationProbability": chance}}
+    trip_ = reload(made.id)
+    said = [day.weather_word(trip_, s, "en") for s in trip_.stages]
+    assert said == ["mainly clear, rain 70% 12–17°", "mainly clear 12–17°", "rain 12–17°"]
+    assert day.weather_word(trip_, trip_.stages[0], "fr") == "plutôt dégagé, pluie à 70\u00a0% 12–17°"
 
 
 def test_a_departure_change_on_a_dated_trip_runs_weather_then_what_reads_it(client, rider, fake):

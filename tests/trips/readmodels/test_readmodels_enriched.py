@@ -82,7 +82,7 @@ def forecast(start, position: int) -> dict:
 
 def candidates() -> list[dict]:
     return [{"name": f"{LONG} {kind}", "type": kind, "lat": 45.2 + i / 100, "lon": 5.7, "estimatedPriceMin": 8 + i,
-             "estimatedPriceMax": 25 + i, "isExactPrice": i == 0, "possibleClosed": i == 1,
+             "estimatedPriceMax": 25 + i, "currency": "EUR", "isExactPrice": i == 0, "possibleClosed": i == 1,
              "distanceToEndPoint": 1.234 + i, "source": "osm", "description": LONG * 3, "osmType": "node",
              "osmId": 1000 + i}
             for i, kind in enumerate(("camp_site", "hostel", "hotel", "guest_house", "chalet"))]
@@ -104,6 +104,11 @@ def enrichment() -> dict:
         "cues": [{"km": 1.5 * i, "turn": "sharp_right" if i % 7 else "roundabout", "exit": 3, "street": f"{LONG} {i}",
                   "lat": 45.1, "lon": 5.7} for i in range(40)],
         "waysReason": None,
+        "bikeShops": [{"km": 5.0 * i, "kind": ("repair", "shop", "repair_station")[i % 3], "name": f"{LONG} {i}",
+                       "lat": 45.1, "lon": 5.7, "phone": "+33 4 76 00 00 00", "website": "https://example.org/velo"}
+                      for i in range(6)],
+        "railwayStations": [{"end": end, "name": f"{LONG} {end}", "distance": 3.4, "lat": 45.1, "lon": 5.7}
+                            for end in ("start", "end")],
     }
 
 
@@ -204,8 +209,8 @@ def test_get_stage_carries_alerts_without_polylines_and_five_priced_places(app, 
     assert len(answer["accommodations"]) == 5
     assert answer["accommodations"][0] == {
         "name": f"{LONG} camp_site", "type": "camp_site", "lat": 45.2, "lon": 5.7,
-        "price": {"min": 8, "max": 25, "estimate": False}, "distance": 1.234, "possibleClosed": False}
-    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "estimate": True}  # a bracket's
+        "price": {"min": 8, "max": 25, "currency": "EUR", "estimate": False}, "distance": 1.234, "possibleClosed": False}
+    assert answer["accommodations"][1]["price"] == {"min": 9, "max": 26, "currency": "EUR", "estimate": True}  # a bracket's
     assert answer["groups"]["terrain"] == "done"
     assert answer["weather"] is None and answer["weatherAvailability"] is None  # an undated trip: no forecast
     assert len(answer["resupply"]) == 6 and answer["resupply"][0]["openAtPassage"] is True
@@ -258,6 +263,36 @@ def test_the_digest_names_the_best_candidate_then_the_choice(client, owner):
     assert line["accommodation"] == "Chosen Quai de… · ~10–27 €"  # the choice, not a suggestion
 
 
+def test_a_price_is_said_in_its_currency_and_none_is_said_with_why(client, owner):
+    """A US luxury hotel with no table to estimate it: get_stage's price is null with the reason in the reader's
+    words, the digest and the share page say no figure; a Swiss one is said in francs, never in euros."""
+    user, trip, token = owner
+    fill(trip.id)
+    palace = {"name": "The Palace", "type": "hotel", "lat": 40.76, "lon": -73.98, "isExactPrice": False,
+              "priceReason": "no_basis", "country": "US", "possibleClosed": False, "distanceToEndPoint": 0.4}
+    swiss = {"name": "Hôtel du Lac", "type": "hotel", "lat": 46.2, "lon": 6.1, "estimatedPriceMin": 100.0,
+             "estimatedPriceMax": 220.0, "isExactPrice": False, "currency": "CHF"}
+    with atomic():
+        stages = db.session.get(Trip, trip.id).stages
+        stages[0].accommodations, stages[1].accommodations = [palace], [swiss]
+    first = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[0].id}))
+    place = first["accommodations"][0]
+    assert place["price"] is None
+    assert place["priceNote"] == "No price: BTP has no price table for United States; ask the place."
+    second = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[1].id}))
+    assert second["accommodations"][0]["price"] == {"min": 100.0, "max": 220.0, "currency": "CHF", "estimate": True}
+    lines = payload(call(client, token, "get_trip", {"id": trip.id}))["stages"]
+    assert lines[0]["accommodation"] == "suggested: The Palace"  # no figure: none is known
+    assert lines[1]["accommodation"] == "suggested: Hôtel du Lac · ~100–220 CHF"
+    code = client.post(f"/api/trips/{trip.id}/share", headers=auth(make_token(user))).get_json()["shortCode"]
+    html = client.get(f"/s/{code}").get_data(as_text=True)
+    assert "about 100–220 CHF a night" in html and "€" not in html.split("The Palace")[1].split("</p>")[0]
+    with atomic():
+        db.session.get(type(user), user.id).locale = "fr"
+    french = payload(call(client, token, "get_stage", {"tripId": trip.id, "stageId": stages[0].id}))
+    assert french["accommodations"][0]["priceNote"].startswith("Pas de prix\u00a0: BTP n'a pas de barème")
+
+
 def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client, owner):
     user, trip, _ = owner
     fill(trip.id)
@@ -266,7 +301,7 @@ def test_the_share_page_shows_alerts_by_severity_and_the_suggested_night(client,
     assert "Suggested night: " + f"{LONG} camp_site (campsite) · 8–25 € a night" in html  # the OSM value in words
     first = html.index("Discontinuity: 1.5 km")
     assert html.index("4 segments on main road") < first < html.index("Rough surface") < html.index(
-        "No bike shops detected on stage 1")
+        "No bike shop doing repairs detected within 2 km of stage 1")
     assert "You are entering Switzerland." in html
 
 

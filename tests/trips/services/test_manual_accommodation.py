@@ -13,7 +13,8 @@ from trips.models import Stage, Trip
 from trips.services.trips import import_gpx
 
 GPX = gpx_from_points(make_points(2400, step_m=100.0), name="Three days")
-BODY = {"name": "Chez Paulette", "point": {"lat": 0.0, "lon": 0.0}, "price": 35, "phone": "+33 4 76 00 00 00",
+BODY = {"name": "Chez Paulette", "point": {"lat": 0.0, "lon": 0.0}, "price": 35, "currency": "EUR",
+        "phone": "+33 4 76 00 00 00",
         "website": "https://paulette.example/", "address": "3 rue du Lac, Annecy"}
 
 
@@ -54,6 +55,7 @@ def test_a_manual_lodging_ends_the_day_like_a_chosen_one(client, rider):
     chosen = days[0]["selectedAccommodation"]
     assert chosen["name"] == "Chez Paulette" and chosen["source"] == "manual" and chosen["type"] == "other"
     assert chosen["estimatedPriceMin"] == chosen["estimatedPriceMax"] == 35 and chosen["isExactPrice"] is True
+    assert chosen["currency"] == "EUR"
     assert chosen["phone"] == "+33 4 76 00 00 00" and chosen["url"] == "https://paulette.example/"
     assert chosen["distanceToEndPoint"] == 0  # the day ends at it, not 300 m away
     assert stored(second.id).start_lat == point["lat"]
@@ -118,10 +120,37 @@ def test_no_price_is_unknown_not_free(client, rider):
     assert "estimatedPriceMin" not in chosen and "isExactPrice" not in chosen and "phone" not in chosen
 
 
+def test_a_price_in_its_currency_the_country_s_by_default_else_required(client, rider, tmp_path):
+    """No currency given: the one of the country the imported boundaries put the point in; none known there, the
+    price is refused naming `currency` (never assumed to be euros)."""
+    from tests.enrich_helpers import import_map
+    from tests.osm_maps import MapBuilder
+
+    user, headers = rider
+    trip = new_trip(user)
+    first = trip.stages[0]
+    body = {"name": "Gîte", "point": near_end(first), "price": 42}
+    refused = post(client, headers, trip, first, body)
+    assert refused.status_code == 422 and list(refused.get_json()["errors"]) == ["currency"]
+    assert stored(first.id).selected_accommodation is None
+    m = MapBuilder(bounds=(44.0, 4.0, 47.0, 8.0))  # the whole trip
+    m.country([(44.0, 4.0), (44.0, 8.0), (47.0, 8.0), (47.0, 4.0)], "CH", "Switzerland")  # a made-up border
+    import_map(m, tmp_path)
+    answer = post(client, headers, trip, first, body)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    chosen = answer.get_json()["stages"][0]["selectedAccommodation"]
+    assert (chosen["estimatedPriceMin"], chosen["currency"]) == (42, "CHF")
+    given = post(client, headers, trip, first, {**body, "currency": "EUR"}, version="2")
+    assert given.get_json()["stages"][0]["selectedAccommodation"]["currency"] == "EUR"  # the rider's, not converted
+
+
 @pytest.mark.parametrize("change, field", [
     ({"name": ""}, "name"), ({"name": "   "}, "name"), ({"name": "x" * 121}, "name"),
     ({"point": {"lat": 91, "lon": 5}}, "point.lat"), ({"point": {"lat": 45}}, "point.lon"),
-    ({"price": -1}, "price"), ({"price": 10_001}, "price"), ({"website": "javascript:alert(1)"}, "website"),
+    ({"price": -1}, "price"), ({"price": 10_000_001}, "price"), ({"currency": "EURO"}, "currency"),
+    ({"currency": "eur"}, "currency"), ({"currency": "ABC"}, "currency"), ({"currency": None}, "currency"),
+    ({"price": None}, "currency"),  # a currency without a price
+    ({"currency": "EUR", "price": None, "name": "x"}, "currency"), ({"website": "javascript:alert(1)"}, "website"),
     ({"phone": "call me maybe"}, "phone"), ({"colour": "red"}, "colour"), ({"point": None}, "point"),
 ])
 def test_bad_fields_are_named_and_nothing_is_written(client, rider, change, field):

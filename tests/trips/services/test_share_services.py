@@ -29,9 +29,19 @@ def services_of(html: str) -> dict:
     return out
 
 
+def imported(tmp_path, bounds, name="region"):
+    from tests.enrich_helpers import import_map
+    from tests.osm_maps import MapBuilder
+
+    m = MapBuilder(bounds=bounds)
+    m.node(bounds[0] + 1e-4, bounds[1] + 1e-4, {"tourism": "hotel"})  # the map is never empty
+    import_map(m, tmp_path, name)
+
+
 @pytest.fixture
-def shared(rider):
+def shared(rider, tmp_path):
     user, _ = rider
+    imported(tmp_path, (44.0, 4.0, 47.0, 8.0))  # a map holding the whole trip and the land around it
     trip = import_gpx(user, io.BytesIO(gpx_from_points(make_points(2400, step_m=100.0), name="Services")), {})
     with atomic():
         days = db.session.query(Stage).filter_by(trip_id=trip.id).order_by(Stage.position).all()
@@ -66,6 +76,35 @@ def test_a_day_lists_what_it_offers_and_says_what_is_not_known(client, shared):
     assert first["stay unknown"] == "Night: nowhere to sleep found near the day's end"
     assert second["services food"] == "Food: not looked up yet"
     assert second["stay unknown"] == "Night: not looked up yet"
+
+
+def test_a_night_is_said_of_the_part_of_its_search_the_map_covers(client, shared, tmp_path):
+    """The map ends about 1 km past day 1's end: "nowhere to sleep found" is said of the km around it the map
+    covers, never of the whole 5 km search."""
+    from trips.core.db import db as database
+    from trips.models import Trip
+
+    user, trip_id, code = shared
+    end = database.session.get(Trip, trip_id).stages[0]
+    # the same region imported again, smaller: it replaces the first
+    imported(tmp_path, (end.end_lat - 0.05, end.end_lon - 0.05, end.end_lat + 0.05, end.end_lon + 0.0127))
+    said = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]["stay unknown"]
+    assert said.startswith("Night: nowhere to sleep found within the ")
+    km = float(said.split("within the ")[1].split(" km")[0])
+    assert 0.5 <= km <= 1.0 and said.endswith("that the imported map covers; beyond it unknown")
+
+
+def test_nothing_found_is_said_partial_where_the_map_holds_the_line_but_not_around_it(client, shared, tmp_path):
+    """A map hugging the whole trip within 300 m: the day's line is on it, but not the 2 km the searches look at
+    around it, so "nothing found" says it covered only part."""
+    from trips.models import Trip
+
+    _, trip_id, code = shared
+    points = [p for s in db.session.get(Trip, trip_id).stages for p in s.geometry]
+    lats, lons = [p[0] for p in points], [p[1] for p in points]
+    imported(tmp_path, (min(lats) - 0.003, min(lons) - 0.004, max(lats) + 0.003, max(lons) + 0.004))
+    first = services_of(client.get(f"/s/{code}").get_data(as_text=True))[1]
+    assert first["services water"] == "Water: nothing found along the day (the map covers only part of the day)"
 
 
 def test_the_same_in_french(client, shared):

@@ -30,18 +30,21 @@ class AlertKind:
     # is its plural forms (singular, plural), chosen by the `count` parameter (gettext's, trips/core/i18n.py `pick`)
     message: str | tuple[str, ...]
     params: tuple[str, ...] = ()
+    # (name, value) of a parameter facts stored before the message named it lack (rendered as if stored)
+    defaults: tuple[tuple[str, object], ...] = ()
 
 
 CATALOGUE: dict[str, AlertKind] = {}
 
 
-def register(code: str, severity: str, group: str, message: str | tuple[str, ...], params: tuple[str, ...] = ()) -> AlertKind:
+def register(code: str, severity: str, group: str, message: str | tuple[str, ...], params: tuple[str, ...] = (),
+             defaults: tuple[tuple[str, object], ...] = ()) -> AlertKind:
     """Add a code. Raises ValueError on a duplicate code, an unknown severity or group."""
     if code in CATALOGUE:
         raise ValueError(f"alert code {code!r} is registered twice")
     if severity not in SEVERITIES or group not in GROUPS:
         raise ValueError(f"alert code {code!r}: unknown severity {severity!r} or group {group!r}")
-    kind = CATALOGUE[code] = AlertKind(code, severity, group, message, params)
+    kind = CATALOGUE[code] = AlertKind(code, severity, group, message, params, defaults)
     return kind
 
 
@@ -55,7 +58,8 @@ def render(fact: dict, day_number: int, locale: str | None = None) -> dict:
     kind = CATALOGUE.get(fact.get("code"))
     if kind is None:
         return {"code": fact.get("code"), "severity": "nudge", "group": None, "message": fact.get("code")}
-    values = {**{k: _format(k, v, locale) for k, v in (fact.get("params") or {}).items()}, "stage": day_number}
+    stored = {**dict(kind.defaults), **(fact.get("params") or {})}
+    values = {**{k: _format(k, v, locale) for k, v in stored.items()}, "stage": day_number}
     count = (fact.get("params") or {}).get("count")
     text = i18n.template(kind.code, locale, count) or (
         kind.message if isinstance(kind.message, str) else i18n.pick(kind.message, i18n.DEFAULT, count))
