@@ -7,8 +7,8 @@ DAY = s.obj({
     "elevation": s.nullable(s.integer("Metres up.")), "isRestDay": s.REST_DAY, "startLabel": s.DAY_START, "endLabel": s.DAY_END,
     "accommodation": s.nullable(s.string("Chosen place to sleep, else \"suggested: \" the best; "
                                          "a night in its currency, ~ estimated.")),
-    "alertCount": s.integer("Every group's (get_stage lists them)."),
-    "criticalAlerts": s.array(s.bare("string"), "Up to two critical alerts, shortened."),
+    "alertCount": s.integer("All groups'."),
+    "criticalAlerts": s.array(s.bare("string"), "Up to two, shortened."),
     "weather": s.string("Word and riding temperatures (\"rain 12–18°\"), if forecast."),
 })
 OUTPUT = s.obj({
@@ -25,8 +25,8 @@ OUTPUT = s.obj({
     "categoryStatus": s.category_status("running, done, failed or superseded"),
     "stageCount": s.DAYS, "totalDistance": s.number("Km, rest days excluded."),
     "elevationReason": s.ELEVATION_REASON,
-    "budget": s.in_words("Nights' cost: totals ({currency, min, max, nights}, per currency, never converted), nights, "
-                         "chosen (else the best suggestion), unknown (unpriced dayNumbers)."),
+    "budget": s.in_words("Nights' cost: totals ({currency, min, max, nights}, never converted), nights, chosen, "
+                         "unknown (unpriced dayNumbers)."),
     "stages": s.array(DAY, "One line per day."),
 }, required=("id", "version", "status", "partial", "stages"))
 
@@ -37,8 +37,8 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="get_trip", title="Read a trip", scope="trips:read", run=run, reads=kept_reads,
     description="A trip's settings, one line per day, its budget and the version the edits need. "
-                "`nextAction`: how to recover a failure (reason in `categoryStatus`) or which "
-                "days are off the map. Null is unknown, never 0." +
+                "`nextAction`: how to recover a failure (see `categoryStatus`) or which days are off the map. Null is "
+                "unknown, never 0." +
                 s.data_note("Title, labels, names, alerts"),
     input_schema=s.obj({"id": s.TRIP_ID}, required=("id",)),
     output_schema=OUTPUT, annotations={"readOnlyHint": True},

@@ -21,9 +21,9 @@ def run(ctx, args: dict) -> dict:
 TOOL = Tool(
     name="update_trip_settings", title="Change a trip's settings", scope="trips:write", run=run,
     locked_trip="id",
-    description="Change a trip's settings (only those given). New pacing or a new span of dates recuts every "
-                "day and needs a confirmation: the first call changes nothing and says what would; others apply "
-                "at once. Needs the trip's version. A new route is a new trip." + s.data_note("Title"),
+    description="Change the settings given. New pacing or dates recut every day and need a confirmation: the "
+                "first call changes nothing and says what would; others apply at once. Needs the trip's version. "
+                "A new route is a new trip." + s.data_note("Title"),
     input_schema=s.obj({"id": s.TRIP_ID, "version": s.VERSION, "confirmationToken": s.CONFIRMATION_TOKEN,
                         **s.SETTINGS}, required=("id", "version")),
     output_schema=s.CHALLENGE_OR_ACK, annotations={"destructiveHint": True},
