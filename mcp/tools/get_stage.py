@@ -21,8 +21,9 @@ OUTPUT = s.obj({
     "approximate": s.boolean("Partly straight, not routed."),
     "accommodations": s.in_words(f"Up to five, best first: {PLACE_FIELDS}.",
                                  many=True),
-    "selectedAccommodation": s.in_words("Chosen, or null: name, type, lat, lon, price, priceNote, distance, "
-                                        "possibleClosed, phone, website, address.", null=True),
+    "selectedAccommodation": s.in_words("Chosen, or null: name, type, lat, lon, price (min, max, currency, "
+                                        "estimate), priceNote, distance, possibleClosed, phone, website, address.",
+                                        null=True),
     "alertCount": s.integer("Alerts."),
     "alerts": s.in_words("Critical first: code, severity, group, message, action (null, or kind navigate: lat/lon; "
                          "auto_fix: splitAtKm (edit_stages update distance), maxDistance (maxDistancePerDay), "

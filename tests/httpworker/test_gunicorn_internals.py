@@ -168,7 +168,7 @@ def test_the_head_limits_are_gunicorns_constants():
 
 def test_no_other_module_of_httpworker_touches_gunicorns_internals():
     """Only gunicorn_internals imports gunicorn.http or gunicorn.util, or reads another object's _private name
-    (ruff's SLF001 says the same for attribute access: httpworker/ruff.toml)."""
+    (ruff's SLF001 says the same for attribute access: pyproject.toml)."""
     for path in HTTPWORKER.glob("*.py"):
         if path.name == "gunicorn_internals.py":
             continue

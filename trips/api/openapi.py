@@ -22,7 +22,7 @@ from trips.services import inputs
 from trips.services.manual_accommodation import ManualAccommodation
 from trips.services.nearby import NearbyQuery
 
-from trips.api import day_responses, responses, rider_responses
+from trips.api import account_responses, day_responses, responses, rider_responses
 from trips.places.geocode import MAX_LIMIT, MAX_QUERY_LENGTH
 
 log = logging.getLogger(__name__)
@@ -312,7 +312,8 @@ def build(app: Flask) -> dict:
         "type": "http", "scheme": "bearer",
         "description": "An access token of audience api (`flask tokens issue EMAIL --audience api --scope …`); "
                        "each operation names the scope it needs: trips:read or trips:write."})
-    for name, schema in {**responses.RESPONSES, **day_responses.RESPONSES, **rider_responses.RESPONSES}.items():
+    for name, schema in {**responses.RESPONSES, **day_responses.RESPONSES, **account_responses.RESPONSES,
+                         **rider_responses.RESPONSES}.items():
         spec.components.schema(name, schema=schema)
     for name in ("PointIn", "WaypointIn", "TripCreate", "TripUpdate", "StageAdd", "StageUpdate", "StageMove",
                  "AccommodationChoice"):  # WaypointIn before TripCreate, which nests it

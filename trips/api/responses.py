@@ -8,7 +8,6 @@ from __future__ import annotations
 from marshmallow import INCLUDE, RAISE, Schema, fields, validate
 
 from trips.enrich.alerts.catalogue import GROUPS, SEVERITIES
-from trips.core.i18n import LOCALES
 from trips.models import ACCOMMODATION_TYPES
 from trips.api.way_responses import CueOut, km_by
 from trips.osm.waykinds import BIKE_TYPES, SURFACE_CLASSES, WAY_TYPES
@@ -341,44 +340,6 @@ class ShareOut(Answer):
     createdAt = fields.DateTime()
 
 
-@answer
-class MeOut(Answer):
-    userId = fields.String()
-    email = fields.String(metadata={"format": "email"})
-    locale = nullable(fields.String(validate=validate.OneOf(LOCALES), metadata={
-        "description": "The language alerts are rendered in; null until chosen (then Accept-Language, else en)."}))
-
-
-@answer
-class ApplicationOut(Answer):
-    id = fields.String()
-    name = fields.String()
-    host = nullable(fields.String(metadata={"description": "The host of a client known by its metadata URL."}))
-    scopes = fields.List(fields.String())
-    authorizedAt = nullable(fields.DateTime())
-    lastUsedAt = nullable(fields.DateTime())
-
-
-@answer
-class ApplicationListOut(Answer):
-    member = fields.List(fields.Nested(ApplicationOut))
-
-
-@answer
-class TokenOut(Answer):
-    id = fields.String()
-    prefix = fields.String(metadata={"description": "The token's first characters (never the secret)."})
-    audience = fields.String(metadata={"description": "api or mcp (or an older deployment's resource)."})
-    scopes = fields.List(fields.String())
-    createdAt = fields.DateTime()
-    expiresAt = fields.DateTime()
-
-
-@answer
-class TokenListOut(Answer):
-    member = fields.List(fields.Nested(TokenOut))
-
-
 class ProblemOut(Schema):
     """RFC 9457 problem details (application/problem+json); `errors` names each bad field (422, and 400 for a
     bad query string)."""
@@ -403,6 +364,5 @@ RESPONSES = {
     "Budget": BudgetOut, "TripDetail": TripDetailOut,
     "TripListItem": TripListItemOut, "TripList": TripListOut,
     "RouteStage": RouteStageOut, "TripRoute": TripRouteOut, "Place": PlaceOut, "PlaceList": PlaceListOut,
-    "Share": ShareOut, "Me": MeOut, "Application": ApplicationOut, "ApplicationList": ApplicationListOut,
-    "Token": TokenOut, "TokenList": TokenListOut, "Problem": ProblemOut,
+    "Share": ShareOut, "Problem": ProblemOut,
 }

@@ -217,7 +217,7 @@ def test_real_answers_of_every_operation_match_the_document(app, client, rider, 
     call("patch", f"{t}/stages/{day[0]}/accommodation", 200, json={"lat": first.end_lat, "lon": first.end_lon},
          headers={**headers, **v})
     call("post", f"{t}/stages/{day[0]}/accommodations/manual", 200, json={
-        "name": "Chez Paulette", "point": {"lat": first.end_lat, "lon": first.end_lon}, "price": 30},
+        "name": "Chez Paulette", "point": {"lat": first.end_lat, "lon": first.end_lon}, "price": 30, "currency": "EUR"},
         headers={**headers, **v})
     call("post", f"{t}/stages/{day[1]}/poi-waypoint", 202, json={"lat": trip.stages[1].end_lat,
                                                                   "lon": trip.stages[1].end_lon})
