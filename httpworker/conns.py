@@ -14,9 +14,11 @@ import selectors
 import socket
 import struct
 import time
+from typing import Any
 
 from httpworker import gunicorn_internals as gi
-from httpworker.frame import Incoming
+from httpworker.frame import Incoming, Limits
+from httpworker.outbox import Outbox
 from httpworker.wire import _stall_bound
 
 LINGER_S = 2.0  # how long a connection told `Connection: close` may take to close its side
@@ -48,14 +50,23 @@ class _Conn:
         self.busy = False  # a thread serves its request: the leader reads nothing of it meanwhile
         self.registered = False  # with the selector
         self.closed = False
-        self.outbox = None  # the rest of an answer the loop sends as the client reads (httpworker/outbox.py)
+        self.outbox: Outbox | None = None  # the rest of an answer the loop sends as the client reads
         self.keep = False  # with an outbox: keep the connection once it is sent
         self.cut = False  # closed with a reset: what the kernel still holds for a client cut off goes at once
 
 
 class Connections:
-    """The worker's connection bookkeeping (a mixin of KeepAliveWorker: self.poller, self.sockets, self.conns,
-    self.lingering, self.accepting, self.cfg, self.limits, self.keepalive, self.alive)."""
+    """The worker's connection bookkeeping (a mixin of KeepAliveWorker, which sets the attributes below)."""
+
+    poller: selectors.BaseSelector  # made in init_process, after the fork: the arbiter's process has none
+    sockets: list[Any]  # gunicorn's listeners (gunicorn.sock), set by gunicorn's Worker
+    conns: dict[int, _Conn]  # fd -> connection
+    lingering: dict[int, tuple[socket.socket, float]]  # fd -> (socket, until when)
+    accepting: bool
+    cfg: Any  # gunicorn's Config, then its values read once (wire._Settled)
+    limits: Limits
+    keepalive: int
+    alive: bool  # gunicorn's Worker: False once the worker is stopping
 
     def _accepting(self, on: bool) -> None:
         if on == self.accepting:
@@ -107,7 +118,7 @@ class Connections:
                 victim, worst = conn, rank
                 if rank[0] == 0 and conn.deadline <= now + self.keepalive / 2:
                     break  # idle for half its keep-alive at least: good enough, no need to look at them all
-        if victim is None:
+        if victim is None or worst is None:
             return False
         self._close(victim, cut=worst[0] > 0)
         return True

@@ -111,7 +111,7 @@ class Crew:
             now = time.monotonic()
             leader = self.leader
             started = leader.started if leader is not None else 0.0
-            if started and now - started >= PROMOTE_AFTER_S:
+            if leader is not None and started and now - started >= PROMOTE_AFTER_S:
                 try:
                     self._promote(leader, started, now)
                 except Exception:  # a thread could not start: the leader goes on alone

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from httpworker import gunicorn_internals as gi
 from httpworker.gunicorn_internals import (DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE, ChunkedReader,
-                                           LengthReader, NoMoreData, RequestParser)
+                                           LengthReader, NoMoreData, Request, RequestParser)
 from httpworker.outbox import Pace
 
 HEAD_TIMEOUT_S = 10.0  # a request's head whole within this of its first byte
@@ -88,7 +88,8 @@ class Feed:
     __slots__ = ("pieces", "file")
 
     def __init__(self):
-        self.pieces, self.file = deque(), None
+        self.pieces: deque[bytes] = deque()
+        self.file: tempfile.SpooledTemporaryFile[bytes] | None = None
 
     def __iter__(self):
         return self
@@ -197,13 +198,13 @@ class Incoming:
 
     def __init__(self, cfg, addr, limits: Limits):
         self.limits = limits
-        self.buf = b""
+        self.buf: bytes | bytearray = b""
         self.feed = Feed()
         self.parser = RequestParser(cfg, self.feed, addr)
-        self.req = None  # gunicorn's Request once its head is read, until the request is whole
+        self.req: Request | None = None  # gunicorn's Request once its head is read, until the request is whole
         self.need = 0  # body bytes still to come (a Content-Length)
         self.chunks: ChunkScan | None = None
-        self.spool = None  # the body so far, when it is over BODY_IN_MEMORY
+        self.spool: tempfile.SpooledTemporaryFile[bytes] | None = None  # the body so far, once over BODY_IN_MEMORY
         self.scanned = 0  # how far into buf a chunked body is scanned
         self.started = 0.0  # when the request's first byte was seen (0: between requests)
         self.head_at = 0.0
@@ -321,7 +322,7 @@ class Incoming:
     # --- the body ---------------------------------------------------------------------------------------------
     def _body(self, now: float):
         if self.chunks is not None:
-            return self._chunked(now)
+            return self._chunked(self.chunks, now)
         buf, need = self.buf, self.need
         if self.spool is not None:
             if buf:
@@ -338,12 +339,10 @@ class Incoming:
                 return NEED, None
             self.feed.pieces.append(bytes(buf[:need]))
             self.buf = buf[need:]
-        req = self.req
-        self.req, self.need, self.started, self.pace = None, 0, 0.0, None
-        return WHOLE, req
+        return self._whole()
 
-    def _chunked(self, now: float):
-        scan, limits = self.chunks, self.limits
+    def _chunked(self, scan: ChunkScan, now: float):
+        limits = self.limits
         self.scanned = scan.scan(self.buf, self.scanned)
         if scan.size > limits.max_body:
             return REFUSED, (413, "Content Too Large", f"chunks of {scan.size} bytes are over the limit")
@@ -368,6 +367,7 @@ class Incoming:
         """gunicorn's chunked reader reads the body now, over exactly the bytes the scan took: the app then reads
         what it decoded (its trailers are on the request), and a disagreement is a 400 before any app code."""
         req, out = self.req, tempfile.SpooledTemporaryFile(max_size=self.limits.in_memory)
+        assert req is not None  # read with its head, as `chunks` was; both are cleared together (_whole)
         try:
             while data := req.body.read(FILE_PIECE):
                 out.write(data)

@@ -8,22 +8,25 @@ a release that changes one fails there, by name, before the worker misbehaves. S
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import NoReturn
 
 from gunicorn import util
 from gunicorn.http import wsgi
 from gunicorn.http.body import Body, ChunkedReader, LengthReader
 from gunicorn.http.errors import NoMoreData
-from gunicorn.http.message import DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE
+from gunicorn.http.message import DEFAULT_MAX_HEADERFIELD_SIZE, MAX_HEADERS, MAX_REQUEST_LINE, Request
 from gunicorn.http.parser import RequestParser
 
 __all__ = ["DEFAULT_MAX_HEADERFIELD_SIZE", "MAX_HEADERS", "MAX_REQUEST_LINE", "Body", "ChunkedReader", "LengthReader",
-           "NoMoreData", "RequestParser", "Response", "beat", "body_reader", "close_on_exec", "create", "error_page",
-           "head_bytes", "held_ahead", "let_go_of_message", "mark_sent", "omits_body", "reraise",
+           "NoMoreData", "Request", "RequestParser", "Response", "beat", "body_reader", "close_on_exec", "create",
+           "error_page", "head_bytes", "held_ahead", "let_go_of_message", "mark_sent", "omits_body", "reraise",
            "take_continue", "take_held", "wake_pipe", "whole_body", "write_through"]
 
 Response = wsgi.Response  # subclassed by wire._OneSendResponse
 create = wsgi.create  # (req, sock, client, server, cfg, response_class=...) -> (response, environ)
-close_on_exec, reraise = util.close_on_exec, util.reraise
+close_on_exec = util.close_on_exec
+reraise: Callable[..., NoReturn] = util.reraise  # (type, value, traceback): raises it again, never returns
 
 
 # --- the parser (gunicorn.http.parser / unreader) ------------------------------------------------------------

@@ -57,6 +57,7 @@ def _accepts_last(event) -> bool:
 
 class KeepAliveWorker(Connections, base.Worker):
     """One selector, run by one thread at a time; whole requests served by the thread that read them."""
+    crew: Crew  # made in run, when the loop starts (its threads, its size from the settled config)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -70,8 +71,6 @@ class KeepAliveWorker(Connections, base.Worker):
         self.limits = Limits()
         self.budget = Budget(self.limits.outbox)
         self.keepalive = 1
-        self.crew: Crew | None = None
-        self.poller = None
 
     def init_process(self):
         self.poller = selectors.DefaultSelector()
@@ -244,6 +243,7 @@ class KeepAliveWorker(Connections, base.Worker):
         return self._process(conn, me)
 
     def _send_later(self, conn: _Conn) -> None:  # the rest of the answer goes as the client reads it
+        assert conn.outbox is not None  # its callers hand over only a connection with an answer held
         if conn.registered:
             self.poller.modify(conn.sock, selectors.EVENT_WRITE, (OUT, conn))
         else:
