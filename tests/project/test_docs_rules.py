@@ -37,7 +37,7 @@ BARE = re.compile(r'RULES\.md(?! ")')  # in code comments a citation always name
 # A path into the repository as the docs write it (`trips/core/epochs.py`, tests/oauth/), not followed by a wildcard.
 DOC_PATH = re.compile(r"(?<![\w./<{$-])((?:trips|mcp|oauth|jobs|httpworker|tests|bench|docs|deploy|templates|static"
                       r"|migrations|translations|\.ci)/[\w./-]*[\w/])(?![\w*])")
-GENERATED = ("bench/out/", "translations/keys.pot")  # made by `make bench` and `make messages`, never committed
+GENERATED = ("bench/out", "translations/keys.pot")  # made by `make bench` and `make messages`, never committed
 DOCS = ("README.md", "bench/README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")))
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
