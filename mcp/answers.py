@@ -28,13 +28,15 @@ DIGEST_CRITICAL = 2  # critical alerts quoted per day; alertCount still counts t
 STAGE_ALERT = 300  # an alert's text in get_stage
 STAGE_TEXT = 120  # third-party text beside a place in get_stage (opening hours)
 MAX_CUES = 25  # get_stage's cues; the rest are on the share page's cue sheet and in the GPX
-# get_stage's answer stays within 12 KB (docs/RULES.md "MCP answers"): its cues take what the rest of the day leaves
-STAGE_BYTES = 12 * 1024 - 256
-PLACE_NAME = 60  # a bike shop's or a station's name in get_stage (most whole)
+# get_stage's answer stays within 12 KB (docs/RULES.md "MCP answers"): its cues take what the rest of the day leaves,
+# measured on the answer itself (a few bytes kept for the closing of the list they are added to)
+STAGE_BYTES = 12 * 1024 - 16
+PLACE_NAME = 60  # a place's name in get_stage: food, water, a sight, a bike shop, a station (most whole)
 MAX_SHOPS = 4  # bike shops shown in get_stage, evenly spread along the day (the REST detail keeps six)
 MAX_ACCOMMODATIONS = 5  # at most five candidates per day (docs/RULES.md "Accommodations")
-# a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit)
-PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 200), ("address", "address", 120))
+# a place's contact as the map has it (trips/enrich/accommodations.py _describe): (answer key, stored key, limit); a
+# website is whole or left out (a cut address leads nowhere: the REST day has it whole)
+PLACE_CONTACT = (("phone", "phone", 40), ("website", "url", 120), ("address", "address", 120))
 # An hourly slot of get_stage's weather as a row (its schema's words say the order)
 HOURLY = ("hour", "temp", "precipitationProbability", "windSpeed", "weatherCode")
 ACTION_KEYS = ("kind", "lat", "lon", "splitAtKm", "maxDistance", "departureHour", "afterStage")
@@ -215,13 +217,15 @@ def _place(place: dict | None) -> dict | None:
         out["priceNote"] = note
     for key, stored, limit in PLACE_CONTACT:
         value = label(place.get(stored), limit) if isinstance(place.get(stored), str) else None
+        if key == "website" and value != place.get(stored):
+            value = None
         if value:
             out[key] = value
     return out
 
 
 def _resupply(place: dict) -> dict:
-    return {"name": label(place.get("name")), "category": place.get("category"), "km": place.get("km"),
+    return {"name": label(place.get("name"), PLACE_NAME), "category": place.get("category"), "km": place.get("km"),
             "openAtPassage": place.get("openAtPassage"),
             "openingHours": label(place.get("openingHours"), STAGE_TEXT)}
 
@@ -243,7 +247,7 @@ def _timeline(entries: list | None, locale: str) -> list[str] | None:
 
 def _water(point: dict) -> dict:
     out = {"km": point.get("km"), "kind": point.get("kind")}
-    name = label(point.get("name"), STAGE_TEXT) if isinstance(point.get("name"), str) else None
+    name = label(point.get("name"), PLACE_NAME) if isinstance(point.get("name"), str) else None
     return {**out, "name": name} if name else out
 
 
@@ -254,7 +258,7 @@ def _shop(place: dict) -> dict:
 
 
 def _cultural(place: dict) -> dict:
-    return {"name": label(place.get("name")), "type": place.get("type"), "km": place.get("km"),
+    return {"name": label(place.get("name"), PLACE_NAME), "type": place.get("type"), "km": place.get("km"),
             "distance": place.get("distance"), "openingHours": label(place.get("openingHours"), STAGE_TEXT)}
 
 

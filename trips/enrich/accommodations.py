@@ -76,6 +76,8 @@ def compute(snap: TripSnap, engine, radius_km: float = DEFAULT_RADIUS_KM, stage_
 def _end_countries(days: list[StageSnap], engine) -> list[str | None]:
     """The ISO code of the country each day ends in (the imported boundaries, else the offline geocoder): its
     lodgings' prices are said in that country's currency, from its table (trips/enrich/prices.py)."""
+    if not days:  # every asked-for day ends off the map
+        return []
     owner: list[str | None] = [None] * len(days)
     for run in Q.countries_along([d.end for d in days], engine=engine):
         for i in range(run.start_index, run.end_index + 1):

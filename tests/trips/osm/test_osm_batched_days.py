@@ -118,10 +118,12 @@ MODULES = (terrain, water_points, pois, cultural_pois, fords, ferries, bike_shop
 # Map statements per enrichment for a trip of any length (day_coverage's read of the areas counts: it is on
 # osm_area): one per kind of map query, whatever the number of days. bike_shops and railway_stations ask a
 # second time for the days lacking one (the nearest one further away), water_points for a day without water, labels
-# twice more for the points no place is near (the named features and the named roads close by).
-PINNED = {"terrain": 2, "water_points": 2, "pois": 2, "cultural_pois": 2, "fords": 2, "ferries": 2,
-          "bike_shops": 3, "health_services": 2, "railway_stations": 3, "labels": 5, "border_crossing": 2,
-          "calendar": 1, "accommodations": 3}
+# twice more for the points no place is near (the named features and the named roads close by). Those that say an
+# absence read the areas once more for what their own search area covers (water, food, bike shops, health services,
+# stations), and accommodations the countries the days end in (their prices' currency).
+PINNED = {"terrain": 2, "water_points": 3, "pois": 3, "cultural_pois": 2, "fords": 2, "ferries": 2,
+          "bike_shops": 4, "health_services": 3, "railway_stations": 4, "labels": 5, "border_crossing": 2,
+          "calendar": 1, "accommodations": 4}
 
 
 @pytest.mark.parametrize("days", [6, 12])
