@@ -170,7 +170,7 @@ OPERATIONS = {
         200: body("TripRoute", "The lines; ETag of the content."), 304: NOT_MODIFIED}, (404,),
         headers=("IfNoneMatch",)),
     "trips_api.analyze": Op("Run the analyses again (or retry a failed route fetch)", WRITE, {
-        202: trip("Dispatched.")}, (404, 409, 422, 423)),
+        202: trip("Dispatched.")}, (404, 409, 422, 423, 429)),
     "trips_api.scan_accommodations": Op("Look for places to sleep again, wider (every day, or one)", WRITE, {
         202: trip("Dispatched: the accommodations computation runs; the days' candidates are kept and new "
                   "ones added.")}, (400, 404, 409, 413, 422, 423), body=inputs.AccommodationScan),
