@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from trips.route import geo
 from trips.core.text import normalise
-from trips.osm import geometry, network, router, streets, tags as T
+from trips.osm import geometry, graph, network, router, streets, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
 from trips.osm.tables import NAMED_RANKS, PLACE_RANKS
 
@@ -329,6 +329,8 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = answered_area(header, tuple(collector.box), tuple(collector.rest))
+        t = time.perf_counter()
+        prepared = {**graph.prepare(engine, area_id), "seconds": round(time.perf_counter() - t, 3)}
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
         # osmium's parse and I/O errors are RuntimeErrors, and a string over libosmium's limits a ValueError
@@ -351,7 +353,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         purge(engine, old)
     refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
-            "replaced": replaced, "notes": notes}
+            "replaced": replaced, "notes": notes, "graph": prepared}
 
 
 def _read(path: Path, fmt: str, node_cache: str | None, collector: _Collector) -> None:

@@ -1,30 +1,33 @@
 """The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service. Each leg's
-ends are snapped to the nearest routable edge within SNAP_M; the cheapest path between them is searched over the
-edges of a band along the straight line (`_corridor`), else of a wider box (`_box`), with scipy's Dijkstra or, on
-request, pgRouting where installed. A leg the map cannot route is joined straight and marked approximate; the
-`Leg` says why.
+ends are snapped to the nearest routable edge within SNAP_M; the cheapest path between them is searched on the
+graph of the whole network the import prepared (trips/osm/graph.py, an A* search: trips/osm/search.py), or, on
+request, with pgRouting over the edges of a band along the straight line (`_corridor`), else of a wider box
+(`_box`). A leg the map cannot route is joined straight and marked approximate; the `Leg` says why.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import sqlalchemy as sa
 
 from trips.errors import Msg, N_
-from trips.osm import geometry
+from trips.osm import geometry, search
+from trips.osm.graph import Graph, current
 from trips.osm.network import COST_PER_METRE
 from trips.osm.index import without_jit
 from trips.osm.store import postgis_schema
 from trips.route.geo import total_distance_km
+from trips.route.pacing import MAX_LEG_KM
 
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
 STRAIGHT_END_M = 50.0  # a point further than this from its road is joined to it by a straight line worth saying
-MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
-CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
+MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # pgRouting's wide box: the leg's ends' box grown by max(3 km, half the leg)
+CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # its band, searched first: max(3 km, 15 % of the leg) each side
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
-MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
+LINES_PER_STATEMENT = 5_000
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m"
 _SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost"  # written by the import (trips/osm/network.py)
 # Only a ready import's rows (trips/osm/tables.py): a per-row test, not a join, so PostgreSQL reads the band by its
@@ -97,23 +100,27 @@ def has_network(engine: sa.Engine) -> bool:
                                     "AND r.status = 'ready' LIMIT 1")).first() is not None
 
 
-def route(engine: sa.Engine, points, use_pgrouting: bool = False) -> Route:
+def route(engine: sa.Engine, points, use_pgrouting: bool = False,
+          weigh: Callable[[Graph], np.ndarray] | None = None) -> Route:
     """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
 
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
     a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed.
+    `weigh`: the graph → a factor (≥ 0) per arc its costs are multiplied by in this route's searches.
     """
     pts = _points(points)
     legs = []
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
+        graph = None if pgr else current(engine)
+        scale = weigh(graph) if weigh is not None and graph is not None else None
         if conn.dialect.name == "postgresql":
-            # The band through the spatial index: for a small map the planner guesses a sequential scan, testing every
-            # row against every box. For this transaction only; without JIT, which a disabled scan's price calls in.
+            # The snaps (and pgRouting's band) through the spatial index: for a small map the planner guesses a
+            # sequential scan. For this transaction only; without JIT, which a disabled scan's price calls in.
             conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
             without_jit(conn)
         for a, b in zip(pts[:-1], pts[1:]):
-            legs.append(_leg(conn, a[:2], b[:2], pgr or None))
+            legs.append(_leg(conn, a[:2], b[:2], pgr or None, graph, scale))
     rows = [pts[0]]
     for leg, end in zip(legs, pts[1:]):
         inner = leg.line[1:-1]
@@ -145,7 +152,7 @@ def _straight(a, b, why: Msg) -> Leg:
     return Leg(np.array([a, b], dtype=float), False, why)
 
 
-def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
+def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, graph: Graph | None, scale) -> Leg:
     if np.array_equal(a, b):
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
@@ -157,10 +164,13 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None) -> Leg:
     starts, ends = _exits(s), _entries(e)
     best = _direct(s, e)
     found = None
-    for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
-        found = _search_pgr(conn, pgr, boxes, starts, ends) if pgr else _search_scipy(conn, boxes, starts, ends)
-        if found is not None:
-            break
+    if pgr:
+        for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
+            found = _search_pgr(conn, pgr, boxes, starts, ends)
+            if found is not None:
+                break
+    else:
+        found = _search_graph(graph, starts, ends, e.foot, scale)
     if found is not None and (best is None or found[0] < best[0]):
         cost, start, end, nodes, edges = found
         lines = _lines(conn, edges)
@@ -279,75 +289,31 @@ def _read(conn, boxes, cols: str):
     return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
 
 
-_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost")
-_BAND_ROW = np.dtype([(c, ">i8" if c in _BAND_COLS[:3] else ">f8") for c in _BAND_COLS])  # big-endian: *send()'s
-
-
-def _band(conn, boxes) -> tuple[np.ndarray, ...]:
-    """The search columns of the edges in `boxes` as arrays (id, source, target, cost, reverse cost). PostgreSQL
-    sends them as one binary value (every row's 5 numbers packed by int8send / float8send, in binary result format),
-    read by one numpy call: cheaper than rows fetched one by one or a binary COPY's message a row."""
-    if conn.dialect.name != "postgresql":
-        rows = _read(conn, boxes, _SEARCH_COLS)
-        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 5)  # node ids < 2**53: exact
-        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4])
-    where, _ = _spatial(conn, boxes, inline=True)
-    packed = " || ".join(f"{'int8' if c in _BAND_COLS[:3] else 'float8'}send(t.{c}{'::int8' if c == 'id' else ''})"
-                         for c in _BAND_COLS)
-    with conn.connection.driver_connection.cursor(binary=True) as cur:
-        cur.execute(f"SELECT string_agg({packed}, ''::bytea) FROM osm_edge t WHERE {_READY} AND {where}")
-        data = cur.fetchone()[0] or b""  # null: no edge
-    rows = np.frombuffer(data, dtype=_BAND_ROW)
-    return tuple(rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_BAND_COLS))
-
-
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
-    if not ids:
-        return {}
+    out: dict[int, tuple[int, np.ndarray]] = {}
     sql = sa.text("SELECT id, source, line FROM osm_edge WHERE id IN :ids").bindparams(
         sa.bindparam("ids", expanding=True))
-    return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
+    wanted = sorted(set(ids))
+    for at in range(0, len(wanted), LINES_PER_STATEMENT):  # a long leg rides thousands of edges
+        out.update({r.id: (int(r.source), geometry.decode(r.line))
+                    for r in conn.execute(sql, {"ids": wanted[at:at + LINES_PER_STATEMENT]})})
+    return out
 
 
-def _search_scipy(conn, boxes, starts, ends):
-    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra, once,
-    from a virtual vertex joined to the start's exits at their costs (as _search_pgr), to every end's entry."""
-    from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
-    from scipy.sparse.csgraph import dijkstra  # (as above)
-
-    ids, src, dst, cost, back = _band(conn, boxes)
-    if not len(ids):
+def _search_graph(found: Graph | None, starts, ends, foot, scale=None):
+    """(cost, start node, end node, nodes, edge ids) of the cheapest path on the prepared graph (trips/osm/graph.py,
+    searched by trips/osm/search.py), or None; `scale`: a factor per arc of the graph its costs are multiplied by."""
+    if found is None:
         return None
-    fwd, bwd = cost >= 0, back >= 0
-    cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
-    nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
-    si, di = index[:len(ids)], index[len(ids):2 * len(ids)]
-    n = len(nodes)  # the virtual start's index
-    a = np.concatenate((si[fwd], di[bwd]))
-    b = np.concatenate((di[fwd], si[bwd]))
-    c = np.concatenate((cost[fwd], back[bwd]))
-    e = np.concatenate((ids[fwd], ids[bwd]))
-    key = a * (n + 1) + b
-    order = np.lexsort((c, key))  # by node pair, the cheapest of parallel edges first: the one kept
-    key, a, b, c, e = key[order], a[order], b[order], c[order], e[order]
-    first = np.concatenate(([True], key[1:] != key[:-1]))
-    key, a, b, c, e = key[first], a[first], b[first], c[first], e[first]
-    exits = np.searchsorted(nodes, list(starts))
-    entries = np.searchsorted(nodes, list(ends))
-    graph = csr_matrix((np.concatenate((c, [sc + 1e-9 for sc, _ in starts.values()])),
-                        (np.concatenate((a, np.full(len(exits), n))), np.concatenate((b, exits)))), shape=(n + 1,) * 2)
-    dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
-    totals = dist[entries] + [ec for ec, _ in ends.values()]
-    if not np.isfinite(totals).any():
+    first = {i: c for n, (c, _) in starts.items() if (i := found.index(n)) is not None}
+    last = {i: c for n, (c, _) in ends.items() if (i := found.index(n)) is not None}
+    if not first or not last:
         return None
-    path, k = [], int(entries[np.argmin(totals)])
-    while k != n:  # back to the virtual start
-        path.append(k)
-        k = int(pred[k])
-    path.reverse()
-    steps = np.array(path[:-1], dtype=np.int64) * (n + 1) + np.array(path[1:], dtype=np.int64)
-    edges = e[np.searchsorted(key, steps)].tolist()
-    return float(totals.min()), int(nodes[path[0]]), int(nodes[path[-1]]), [int(nodes[p]) for p in path[:-1]], edges
+    path = search.cheapest(found, found.scratch, first, last, foot, scale)
+    if path is None:
+        return None
+    cost, a, b, nodes, arcs = path
+    return cost, int(found.node[a]), int(found.node[b]), found.node[nodes].tolist(), found.edge[arcs].tolist()
 
 
 # Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and scipy, which agree

@@ -1,0 +1,269 @@
+"""The routable network prepared for the router's search: every ready import's edges as one graph in compressed rows
+(numpy arrays: for each node its outgoing arcs' heads, costs and edge ids, and each node's place on the unit sphere).
+
+`prepare` writes an import's part into `osm_graph` (binary chunks, the source of truth every web node and worker
+reads); the import calls it before the area is published. `current` answers the graph of the imports ready now: the
+parts merged once into .npy files under the instance folder, named after the parts' tokens, checked and opened
+memory-mapped, so the processes of one machine share their pages. A new import changes the tokens: a graph made
+of other parts is never used; a missing or damaged copy is made again from the database.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import secrets
+import shutil
+import threading
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+from trips.osm import geometry
+from trips.osm.search import Scratch, unit_vectors
+from trips.osm.store import postgis_schema
+
+CHUNK_BYTES = 16 * 1024 * 1024  # a row of osm_graph
+READ_EDGES = 500_000  # edges read from osm_edge per statement while preparing
+FOLDER = "osm-graph"
+_PART = ("edge", "source", "target", "cost", "reverse", "length", "node", "lat", "lon")
+_GRAPH = ("node", "xyz", "indptr", "head", "cost", "edge")
+
+
+@dataclass
+class Graph:
+    key: str
+    node: np.ndarray  # OSM node ids, sorted: a node's index is its place here
+    xyz: np.ndarray  # (n, 3) the node on the unit sphere
+    indptr: np.ndarray  # node i's arcs are indptr[i]:indptr[i + 1]
+    head: np.ndarray  # the node an arc leads to
+    cost: np.ndarray  # the arc's cost (osm_edge cost or reverse_cost)
+    edge: np.ndarray  # the osm_edge id an arc rides: a weighting per edge is applied per arc through it
+    per_metre: float  # the cheapest cost of a metre of any arc: the search's estimate
+    scratch: Scratch = field(repr=False, default=None)  # type: ignore[assignment]
+
+    def __post_init__(self):
+        self.scratch = Scratch(len(self.node))
+
+    def index(self, node_id: int) -> int | None:
+        """The index of an OSM node id, None when the graph has no such node."""
+        at = int(np.searchsorted(self.node, node_id))
+        return at if at < len(self.node) and int(self.node[at]) == node_id else None
+
+    def files_bytes(self) -> int:
+        return sum(getattr(self, name).nbytes for name in _GRAPH)
+
+
+# --- preparing an import's part ------------------------------------------------------------------------------------
+
+def prepare(engine: sa.Engine, area_id: int) -> dict:
+    """Write the graph part of import `area_id` (its osm_edge rows) into osm_graph, replacing any; returns its
+    counts {"edges", "nodes", "bytes"}."""
+    part = _read_part(engine, area_id)
+    buf = io.BytesIO()
+    np.savez(buf, **part)
+    blob = buf.getvalue()
+    token = secrets.token_hex(16)
+    rows = [{"a": area_id, "s": i, "t": token, "d": blob[at:at + CHUNK_BYTES]}
+            for i, at in enumerate(range(0, max(len(blob), 1), CHUNK_BYTES))]
+    with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM osm_graph WHERE area_id = :a"), {"a": area_id})
+        conn.execute(sa.text("INSERT INTO osm_graph (area_id, seq, token, data) VALUES (:a, :s, :t, :d)"), rows)
+    return {"edges": len(part["edge"]), "nodes": len(part["node"]), "bytes": len(blob)}
+
+
+def _read_part(engine: sa.Engine, area_id: int) -> dict[str, np.ndarray]:
+    cols: dict[str, list] = {k: [] for k in ("edge", "source", "target", "cost", "reverse", "length",
+                                              "lat0", "lon0", "lat1", "lon1")}
+    with engine.connect() as conn:
+        lo, hi = conn.execute(sa.text("SELECT min(id), max(id) FROM osm_edge WHERE area_id = :a"),
+                              {"a": area_id}).one()
+        for first in range(lo or 0, (hi or -1) + 1, READ_EDGES):
+            got = (_read_pg if conn.dialect.name == "postgresql" else _read_sqlite)(conn, area_id, first,
+                                                                                   first + READ_EDGES)
+            for k, v in zip(cols, got):
+                cols[k].append(v)
+    out = {k: np.concatenate(v) if v else np.empty(0, np.int64 if k in ("edge", "source", "target") else float)
+           for k, v in cols.items()}
+    ids = np.concatenate((out["source"], out["target"]))
+    node, first_seen = np.unique(ids, return_index=True)
+    lat, lon = np.concatenate((out.pop("lat0"), out.pop("lat1"))), np.concatenate((out.pop("lon0"), out.pop("lon1")))
+    return {**out, "node": node, "lat": lat[first_seen], "lon": lon[first_seen]}
+
+
+_PACKED = np.dtype([(c, ">i8") for c in ("edge", "source", "target")]
+                   + [(c, ">f8") for c in ("cost", "reverse", "length", "lat0", "lon0", "lat1", "lon1")])
+
+
+def _read_pg(conn, area_id: int, lo: int, hi: int) -> list[np.ndarray]:
+    """One id range's columns, packed by PostgreSQL into one binary value (as the router's band was): a numpy
+    call reads it, no Python object per row."""
+    g = postgis_schema(conn)
+    ends = [f'"{g}".ST_{f}("{g}".ST_{p}Point(t.geom))' for p in ("Start", "End") for f in ("Y", "X")]
+    packed = " || ".join([f"int8send(t.{c})" for c in ("id::int8", "source", "target")]
+                         + [f"float8send({c})" for c in ("t.cost", "t.reverse_cost", "t.length_m", *ends)])
+    with conn.connection.driver_connection.cursor(binary=True) as cur:
+        cur.execute(f"SELECT string_agg({packed}, ''::bytea ORDER BY t.id) FROM osm_edge t "
+                    "WHERE t.area_id = %s AND t.id >= %s AND t.id < %s", (area_id, lo, hi))
+        data = cur.fetchone()[0] or b""
+    rows = np.frombuffer(data, dtype=_PACKED)
+    return [rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_PACKED.names)]
+
+
+def _read_sqlite(conn, area_id: int, lo: int, hi: int) -> list[np.ndarray]:
+    rows = conn.execute(sa.text("SELECT id, source, target, cost, reverse_cost, length_m, line FROM osm_edge "
+                                "WHERE area_id = :a AND id >= :lo AND id < :hi ORDER BY id"),
+                        {"a": area_id, "lo": lo, "hi": hi}).all()
+    lines = geometry.decode_many([r[6] for r in rows])
+    num = np.array([r[:6] for r in rows], dtype=object).reshape(-1, 6)
+    first = np.array([ln[0] for ln in lines], dtype=float).reshape(-1, 2)
+    last = np.array([ln[-1] for ln in lines], dtype=float).reshape(-1, 2)
+    return ([num[:, k].astype(np.int64) for k in range(3)] + [num[:, k].astype(float) for k in range(3, 6)]
+            + [first[:, 0], first[:, 1], last[:, 0], last[:, 1]])
+
+
+# --- the graph of the ready imports --------------------------------------------------------------------------------
+
+_loaded: dict[str, Graph] = {}
+_lock = threading.Lock()
+
+
+def instance_folder() -> Path:
+    """The running app's instance folder; outside an app, BTP_INSTANCE_DIR (default ./instance), as app.py reads it."""
+    from flask import current_app, has_app_context
+
+    if has_app_context():
+        return Path(current_app.instance_path)
+    return Path(os.environ.get("BTP_INSTANCE_DIR") or "./instance").resolve()
+
+
+def parts(conn) -> list[tuple[int, str | None]]:
+    """(area id, token or None when not prepared) of every ready import, by id."""
+    return [(int(a), t) for a, t in conn.execute(sa.text(
+        "SELECT a.id, g.token FROM osm_area a LEFT JOIN osm_graph g ON g.area_id = a.id AND g.seq = 0 "
+        "WHERE a.status = 'ready' ORDER BY a.id")).all()]
+
+
+def graph_key(found: list[tuple[int, str | None]]) -> str:
+    return hashlib.sha256(";".join(f"{a}:{t}" for a, t in found).encode()).hexdigest()[:24]
+
+
+def current(engine: sa.Engine, folder: Path | None = None) -> Graph | None:
+    """The graph of the imports ready now, None when none is; a ready import without its part (imported before
+    parts were prepared) gets it first."""
+    with engine.connect() as conn:
+        found = parts(conn)
+    if not found:
+        return None
+    if any(t is None for _, t in found):
+        for area, token in found:
+            if token is None:
+                prepare(engine, area)
+        with engine.connect() as conn:
+            found = parts(conn)
+    key = graph_key(found)
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        where = (folder or instance_folder()) / FOLDER
+        graph = _open(where / key, key)
+        if graph is None:
+            _build(engine, [a for a, _ in found], where, key)
+            graph = _open(where / key, key)
+        if graph is None:
+            raise RuntimeError(f"the routing graph written to {where / key} cannot be read back")
+        _loaded.clear()  # the graph of other imports is done with (its pages go once no search holds them)
+        _loaded[key] = graph
+        return graph
+
+
+def forget() -> None:
+    """Drop the graphs this process holds (the next search opens the instance copy again)."""
+    with _lock:
+        _loaded.clear()
+
+
+def _open(folder: Path, key: str) -> Graph | None:
+    """The copy in `folder` opened memory-mapped, None when it is missing or any file differs from its manifest."""
+    try:
+        meta = json.loads((folder / "manifest.json").read_text())
+        arrays = {}
+        for name in _GRAPH:
+            path = folder / f"{name}.npy"
+            size, crc = meta["files"][name]
+            if path.stat().st_size != size or _crc(path) != crc:
+                return None
+            arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
+        return Graph(key=key, per_metre=float(meta["per_metre"]), **arrays)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> None:
+    """Merge the parts of `areas` from the database into the copy `where/key` (written aside, then renamed in)."""
+    loaded = []
+    with engine.connect() as conn:
+        for area in areas:
+            chunks = conn.execute(sa.text("SELECT data FROM osm_graph WHERE area_id = :a ORDER BY seq"),
+                                  {"a": area}).scalars().all()
+            with np.load(io.BytesIO(b"".join(bytes(c) for c in chunks)), allow_pickle=False) as npz:
+                loaded.append({k: npz[k] for k in _PART})
+    arrays, per_metre = merge(loaded)
+    where.mkdir(parents=True, exist_ok=True)
+    tmp = where / f".{key}.{os.getpid()}.{secrets.token_hex(4)}"
+    tmp.mkdir()
+    files = {}
+    for name, arr in arrays.items():
+        np.save(tmp / f"{name}.npy", arr, allow_pickle=False)
+        files[name] = [(tmp / f"{name}.npy").stat().st_size, _crc(tmp / f"{name}.npy")]
+    (tmp / "manifest.json").write_text(json.dumps({"per_metre": per_metre, "areas": areas, "files": files}))
+    final = where / key
+    if final.exists():  # damaged (else it would have opened): replaced
+        shutil.rmtree(final, ignore_errors=True)
+    try:
+        tmp.rename(final)
+    except OSError:  # another process renamed its copy in first: the same parts, the same graph
+        shutil.rmtree(tmp, ignore_errors=True)
+    for other in where.iterdir():  # the copies of other imports (a process still mapping one keeps its pages)
+        if other.name != key and not other.name.startswith("."):
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def merge(loaded: list[dict[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], float]:
+    """The graph arrays of the parts `loaded` (their node ids joined: the edges of overlapping imports meet at the
+    same OSM nodes), and the cheapest cost of a metre of its arcs."""
+    node = np.unique(np.concatenate([p["node"] for p in loaded]))
+    lat, lon = np.zeros(len(node)), np.zeros(len(node))
+    for p in loaded:
+        at = np.searchsorted(node, p["node"])
+        lat[at], lon[at] = p["lat"], p["lon"]
+    tails, heads, costs, edges, lengths = [], [], [], [], []
+    for p in loaded:
+        s, t = np.searchsorted(node, p["source"]), np.searchsorted(node, p["target"])
+        fwd, bwd = p["cost"] >= 0, p["reverse"] >= 0
+        tails += [s[fwd], t[bwd]]
+        heads += [t[fwd], s[bwd]]
+        costs += [p["cost"][fwd], p["reverse"][bwd]]
+        edges += [p["edge"][fwd], p["edge"][bwd]]
+        lengths += [p["length"][fwd], p["length"][bwd]]
+    tail, cost, length = np.concatenate(tails), np.concatenate(costs), np.concatenate(lengths)
+    order = np.argsort(tail, kind="stable")
+    indptr = np.zeros(len(node) + 1, np.int64)
+    np.cumsum(np.bincount(tail, minlength=len(node)), out=indptr[1:])
+    long = length > 0
+    per_metre = float(np.min(cost[long] / length[long])) if long.any() else 0.0
+    return {"node": node, "xyz": unit_vectors(lat, lon), "indptr": indptr,
+            "head": np.concatenate(heads)[order].astype(np.int32), "cost": cost[order],
+            "edge": np.concatenate(edges)[order].astype(np.int64)}, per_metre
