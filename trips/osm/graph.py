@@ -44,6 +44,7 @@ class Graph:
     cost: np.ndarray  # the arc's cost (osm_edge cost or reverse_cost)
     edge: np.ndarray  # the osm_edge id an arc rides: a weighting per edge is applied per arc through it
     per_metre: float  # the cheapest cost of a metre of any arc: the search's estimate
+    cache_dir: str = ""  # where numba keeps the compiled search
     scratch: Scratch = field(repr=False, default=None)  # type: ignore[assignment]
 
     def __post_init__(self):
@@ -198,7 +199,8 @@ def _open(folder: Path, key: str) -> Graph | None:
             if path.stat().st_size != size or _crc(path) != crc:
                 return None
             arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
-        return Graph(key=key, per_metre=float(meta["per_metre"]), **arrays)
+        return Graph(key=key, per_metre=float(meta["per_metre"]), cache_dir=str(folder.parent.parent / "numba-cache"),
+                     **arrays)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -190,15 +190,25 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, graph: Graph | Non
 
 def _snap(conn, lat: float, lon: float) -> _Snap | None:
     rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
-    best = None
-    for row in rows:
-        line = geometry.decode(row.line)
-        dist, seg, frac, flat, flon = geometry.nearest_on_line(np.array([lat]), np.array([lon]), line)
-        if dist[0] <= SNAP_M and (best is None or dist[0] < best[0]):
-            best = (dist[0], row, line, int(seg[0]), float(frac[0]), np.array([flat[0], flon[0]]))
-    if best is None:
+    if not rows:
         return None
-    _, row, line, seg, frac, foot = best
+    # Every segment of every edge around at once, on a plane centred on the point (within SNAP_M: flat enough).
+    lines = geometry.decode_many([r.line for r in rows])
+    counts = np.array([len(ln) for ln in lines])
+    ends = np.cumsum(counts)
+    x, y = geometry.LocalPlane(lat, lon).xy(*np.vstack(lines).T)
+    ax, ay, dx, dy = x[:-1], y[:-1], np.diff(x), np.diff(y)
+    seg2 = dx * dx + dy * dy
+    t = np.clip(-(ax * dx + ay * dy) / np.where(seg2 > 0, seg2, 1.0), 0.0, 1.0)
+    d2 = (ax + t * dx) ** 2 + (ay + t * dy) ** 2
+    d2[ends[:-1] - 1] = np.inf  # from one edge's last point to the next edge's first: no segment
+    k = int(np.argmin(d2))
+    i = int(np.searchsorted(ends, k, side="right"))
+    line, seg, frac = lines[i], k - int(ends[i] - counts[i]), float(t[k])
+    foot = line[seg] + frac * (line[seg + 1] - line[seg]) if len(line) > 1 else line[0]
+    if float(geometry.GEOD.inv(lon, lat, foot[1], foot[0])[2]) > SNAP_M:
+        return None
+    row = rows[i]
     steps = geometry.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2] if len(line) > 1 else [0]
     along = float(np.sum(steps[:seg]) + frac * steps[seg])
     return _Snap(row.id, int(row.source), int(row.target), bool(row.forward), bool(row.backward),
@@ -295,8 +305,8 @@ def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
         sa.bindparam("ids", expanding=True))
     wanted = sorted(set(ids))
     for at in range(0, len(wanted), LINES_PER_STATEMENT):  # a long leg rides thousands of edges
-        out.update({r.id: (int(r.source), geometry.decode(r.line))
-                    for r in conn.execute(sql, {"ids": wanted[at:at + LINES_PER_STATEMENT]})})
+        rows = conn.execute(sql, {"ids": wanted[at:at + LINES_PER_STATEMENT]}).all()
+        out.update({r.id: (int(r.source), line) for r, line in zip(rows, geometry.decode_many([r.line for r in rows]))})
     return out
 
 
