@@ -61,10 +61,11 @@ class Graph:
 
 # --- preparing an import's part ------------------------------------------------------------------------------------
 
-def prepare(engine: sa.Engine, area_id: int) -> dict:
+def prepare(engine: sa.Engine, area_id: int, places=None) -> dict:
     """Write the graph part of import `area_id` (its osm_edge rows) into osm_graph, replacing any; returns its
-    counts {"edges", "nodes", "bytes"}."""
-    part = _read_part(engine, area_id)
+    counts {"edges", "nodes", "bytes"}. `places`: (node ids, lat, lon) of the edges' ends, as the import knows them;
+    without them they are read from the edges' lines."""
+    part = _read_part(engine, area_id, places)
     buf = io.BytesIO()
     np.savez(buf, **part)
     blob = buf.getvalue()
@@ -77,54 +78,69 @@ def prepare(engine: sa.Engine, area_id: int) -> dict:
     return {"edges": len(part["edge"]), "nodes": len(part["node"]), "bytes": len(blob)}
 
 
-def _read_part(engine: sa.Engine, area_id: int) -> dict[str, np.ndarray]:
-    cols: dict[str, list] = {k: [] for k in ("edge", "source", "target", "cost", "reverse", "length",
-                                              "lat0", "lon0", "lat1", "lon1")}
+_NUMBERS = ("edge", "source", "target", "cost", "reverse", "length")
+_ENDS = ("lat0", "lon0", "lat1", "lon1")
+
+
+def _read_part(engine: sa.Engine, area_id: int, places=None) -> dict[str, np.ndarray]:
+    names = _NUMBERS + (() if places is not None else _ENDS)
+    cols: dict[str, list] = {k: [] for k in names}
     with engine.connect() as conn:
         lo, hi = conn.execute(sa.text("SELECT min(id), max(id) FROM osm_edge WHERE area_id = :a"),
                               {"a": area_id}).one()
+        read = _read_pg if conn.dialect.name == "postgresql" else _read_sqlite
         for first in range(lo or 0, (hi or -1) + 1, READ_EDGES):
-            got = (_read_pg if conn.dialect.name == "postgresql" else _read_sqlite)(conn, area_id, first,
-                                                                                   first + READ_EDGES)
-            for k, v in zip(cols, got):
+            for k, v in zip(cols, read(conn, area_id, first, first + READ_EDGES, places is None)):
                 cols[k].append(v)
-    out = {k: np.concatenate(v) if v else np.empty(0, np.int64 if k in ("edge", "source", "target") else float)
+    out = {k: np.concatenate(v) if v else np.empty(0, np.int64 if k in _NUMBERS[:3] else float)
            for k, v in cols.items()}
-    ids = np.concatenate((out["source"], out["target"]))
-    node, first_seen = np.unique(ids, return_index=True)
-    lat, lon = np.concatenate((out.pop("lat0"), out.pop("lat1"))), np.concatenate((out.pop("lon0"), out.pop("lon1")))
-    return {**out, "node": node, "lat": lat[first_seen], "lon": lon[first_seen]}
+    node = np.unique(np.concatenate((out["source"], out["target"])))
+    if places is None:
+        ids = np.concatenate((out["source"], out["target"]))
+        lat, lon = np.concatenate((out.pop("lat0"), out.pop("lat1"))), np.concatenate((out.pop("lon0"), out.pop("lon1")))
+    else:
+        ids, lat, lon = (np.asarray(a) for a in places)
+    order = np.argsort(ids, kind="stable")
+    at = order[np.searchsorted(ids, node, sorter=order)]
+    return {**out, "node": node, "lat": lat[at], "lon": lon[at]}
 
 
-_PACKED = np.dtype([(c, ">i8") for c in ("edge", "source", "target")]
-                   + [(c, ">f8") for c in ("cost", "reverse", "length", "lat0", "lon0", "lat1", "lon1")])
+def _packed(with_ends: bool) -> np.dtype:
+    return np.dtype([(c, ">i8") for c in _NUMBERS[:3]] + [(c, ">f8") for c in _NUMBERS[3:] + (_ENDS if with_ends
+                                                                                              else ())])
 
 
-def _read_pg(conn, area_id: int, lo: int, hi: int) -> list[np.ndarray]:
-    """One id range's columns, packed by PostgreSQL into one binary value (as the router's band was): a numpy
-    call reads it, no Python object per row."""
+def _read_pg(conn, area_id: int, lo: int, hi: int, with_ends: bool) -> list[np.ndarray]:
+    """One id range's columns, packed by PostgreSQL into one binary value: a numpy call reads it, no Python object
+    per row."""
     g = postgis_schema(conn)
     ends = [f'"{g}".ST_{f}("{g}".ST_{p}Point(t.geom))' for p in ("Start", "End") for f in ("Y", "X")]
     packed = " || ".join([f"int8send(t.{c})" for c in ("id::int8", "source", "target")]
-                         + [f"float8send({c})" for c in ("t.cost", "t.reverse_cost", "t.length_m", *ends)])
+                         + [f"float8send({c})" for c in ("t.cost", "t.reverse_cost", "t.length_m",
+                                                         *(ends if with_ends else ()))])
     with conn.connection.driver_connection.cursor(binary=True) as cur:
         cur.execute(f"SELECT string_agg({packed}, ''::bytea ORDER BY t.id) FROM osm_edge t "
                     "WHERE t.area_id = %s AND t.id >= %s AND t.id < %s", (area_id, lo, hi))
         data = cur.fetchone()[0] or b""
-    rows = np.frombuffer(data, dtype=_PACKED)
-    return [rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(_PACKED.names)]
+    dtype = _packed(with_ends)
+    rows = np.frombuffer(data, dtype=dtype)
+    return [rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(dtype.names)]
 
 
-def _read_sqlite(conn, area_id: int, lo: int, hi: int) -> list[np.ndarray]:
-    rows = conn.execute(sa.text("SELECT id, source, target, cost, reverse_cost, length_m, line FROM osm_edge "
-                                "WHERE area_id = :a AND id >= :lo AND id < :hi ORDER BY id"),
-                        {"a": area_id, "lo": lo, "hi": hi}).all()
-    lines = geometry.decode_many([r[6] for r in rows])
-    num = np.array([r[:6] for r in rows], dtype=object).reshape(-1, 6)
-    first = np.array([ln[0] for ln in lines], dtype=float).reshape(-1, 2)
-    last = np.array([ln[-1] for ln in lines], dtype=float).reshape(-1, 2)
-    return ([num[:, k].astype(np.int64) for k in range(3)] + [num[:, k].astype(float) for k in range(3, 6)]
-            + [first[:, 0], first[:, 1], last[:, 0], last[:, 1]])
+def _read_sqlite(conn, area_id: int, lo: int, hi: int, with_ends: bool) -> list[np.ndarray]:
+    cur = conn.connection.driver_connection.execute(
+        "SELECT id, source, target, cost, reverse_cost, length_m" + (", line" if with_ends else "")
+        + " FROM osm_edge WHERE area_id = ? AND id >= ? AND id < ? ORDER BY id", (area_id, lo, hi))
+    rows = cur.fetchall()
+    columns = list(zip(*rows)) or [()] * (7 if with_ends else 6)
+    out = ([np.array(columns[k], dtype=np.int64) for k in range(3)]
+           + [np.array(columns[k], dtype=float) for k in range(3, 6)])
+    if with_ends:
+        lines = geometry.decode_many(list(columns[6]))
+        first = np.array([ln[0] for ln in lines], dtype=float).reshape(-1, 2)
+        last = np.array([ln[-1] for ln in lines], dtype=float).reshape(-1, 2)
+        out += [first[:, 0], first[:, 1], last[:, 0], last[:, 1]]
+    return out
 
 
 # --- the graph of the ready imports --------------------------------------------------------------------------------
@@ -140,6 +156,11 @@ def instance_folder() -> Path:
     if has_app_context():
         return Path(current_app.instance_path)
     return Path(os.environ.get("BTP_INSTANCE_DIR") or "./instance").resolve()
+
+
+def numba_cache(folder: Path | None = None) -> Path:
+    """Where numba keeps the compiled search: beside the graph copies in the instance folder."""
+    return (folder or instance_folder()) / "numba-cache"
 
 
 def parts(conn) -> list[tuple[int, str | None]]:
@@ -199,7 +220,7 @@ def _open(folder: Path, key: str) -> Graph | None:
             if path.stat().st_size != size or _crc(path) != crc:
                 return None
             arrays[name] = np.load(path, mmap_mode="r", allow_pickle=False)
-        return Graph(key=key, per_metre=float(meta["per_metre"]), cache_dir=str(folder.parent.parent / "numba-cache"),
+        return Graph(key=key, per_metre=float(meta["per_metre"]), cache_dir=str(numba_cache(folder.parent.parent)),
                      **arrays)
     except (OSError, ValueError, KeyError, TypeError):
         return None

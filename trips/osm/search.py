@@ -28,6 +28,17 @@ def kernels(cache_dir):
     return astar
 
 
+def warm(cache_dir) -> None:
+    """Compile the kernels into `cache_dir` now (the import does, so that no route waits for the compiler)."""
+    astar = kernels(cache_dir)
+    indptr, head, cost = np.array([0, 1, 1]), np.array([1], np.int32), np.array([1.0])
+    xyz = unit_vectors(np.array([45.0, 45.0]), np.array([5.0, 5.001]))
+    g, pred_node, pred_arc, stamp = np.empty(2), np.empty(2, np.int32), np.empty(2, np.int64), np.zeros(2, np.int32)
+    _, last = astar.astar(indptr, head, cost, np.empty(0), xyz, 0.0, xyz[1], np.array([0]), np.array([0.0]),
+                          np.array([1]), np.array([0.0]), g, pred_node, pred_arc, stamp, 1)
+    astar.walk_back(pred_node, pred_arc, last)
+
+
 class Scratch:
     """A graph's per-node work arrays, reused search after search by one thread at a time (others get their own)."""
 
