@@ -19,9 +19,11 @@ import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from flask import current_app, has_app_context
 
 from trips.osm import geometry
 from trips.osm.search import Scratch, unit_vectors
@@ -67,7 +69,8 @@ def prepare(engine: sa.Engine, area_id: int, places=None) -> dict:
     without them they are read from the edges' lines."""
     part = _read_part(engine, area_id, places)
     buf = io.BytesIO()
-    np.savez(buf, **part)
+    save: Any = np.savez  # numpy's stubs read the arrays' names as its keyword arguments
+    save(buf, **part)
     blob = buf.getvalue()
     token = secrets.token_hex(16)
     rows = [{"a": area_id, "s": i, "t": token, "d": blob[at:at + CHUNK_BYTES]}
@@ -124,7 +127,7 @@ def _read_pg(conn, area_id: int, lo: int, hi: int, with_ends: bool) -> list[np.n
         data = cur.fetchone()[0] or b""
     dtype = _packed(with_ends)
     rows = np.frombuffer(data, dtype=dtype)
-    return [rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(dtype.names)]
+    return [rows[c].astype(np.int64 if i < 3 else float) for i, c in enumerate(dtype.names or ())]
 
 
 def _read_sqlite(conn, area_id: int, lo: int, hi: int, with_ends: bool) -> list[np.ndarray]:
@@ -151,8 +154,6 @@ _lock = threading.Lock()
 
 def instance_folder() -> Path:
     """The running app's instance folder; outside an app, BTP_INSTANCE_DIR (default ./instance), as app.py reads it."""
-    from flask import current_app, has_app_context
-
     if has_app_context():
         return Path(current_app.instance_path)
     return Path(os.environ.get("BTP_INSTANCE_DIR") or "./instance").resolve()

@@ -97,7 +97,7 @@ class _Collector:
         self.pending = 0
         self.progress = _Progress(echo)
         self.network = network.Network()
-        self.places = None
+        self.places: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the edges' ends (write_network)
 
     # --- objects -------------------------------------------------------------------------------------
     def node(self, n) -> None:

@@ -23,7 +23,7 @@ def kernels(cache_dir):
     says where), so the processes after the first load it rather than compile it."""
     if "numba" not in sys.modules:
         os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_dir))
-    from trips.osm import astar
+    from trips.osm import astar  # numba and LLVM: loaded by the first search, never at a worker's start
 
     return astar
 
