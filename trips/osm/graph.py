@@ -240,9 +240,7 @@ def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> None:
     loaded = []
     with engine.connect() as conn:
         for area in areas:
-            chunks = conn.execute(sa.text("SELECT data FROM osm_graph WHERE area_id = :a ORDER BY seq"),
-                                  {"a": area}).scalars().all()
-            with np.load(io.BytesIO(b"".join(bytes(c) for c in chunks)), allow_pickle=False) as npz:
+            with np.load(io.BytesIO(_part_bytes(conn, area)), allow_pickle=False) as npz:
                 loaded.append({k: npz[k] for k in _PART})
     arrays, per_metre = merge(loaded)
     where.mkdir(parents=True, exist_ok=True)
@@ -263,6 +261,16 @@ def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> None:
     for other in where.iterdir():  # the copies of other imports (a process still mapping one keeps its pages)
         if other.name != key and not other.name.startswith("."):
             shutil.rmtree(other, ignore_errors=True)
+
+
+def _part_bytes(conn, area: int) -> bytes:
+    """An import's part as stored: its chunks joined (PostgreSQL sends them in binary, not as hex text)."""
+    sql = "SELECT data FROM osm_graph WHERE area_id = {} ORDER BY seq"
+    if conn.dialect.name == "postgresql":
+        with conn.connection.driver_connection.cursor(binary=True) as cur:
+            cur.execute(sql.format("%s"), (area,))
+            return b"".join(bytes(r[0]) for r in cur.fetchall())
+    return b"".join(bytes(r[0]) for r in conn.exec_driver_sql(sql.format("?"), (area,)).all())
 
 
 def merge(loaded: list[dict[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], float]:
