@@ -33,8 +33,10 @@ def warm(cache_dir) -> None:
     astar = kernels(cache_dir)
     indptr, head, cost = np.array([0, 1, 1]), np.array([1], np.int32), np.array([1.0])
     xyz = unit_vectors(np.array([45.0, 45.0]), np.array([5.0, 5.001]))
+    for graph_array in (indptr, head, cost, xyz):  # as the graph's files, mapped read-only: the same compiled types
+        graph_array.flags.writeable = False
     g, pred_node, pred_arc, stamp = np.empty(2), np.empty(2, np.int32), np.empty(2, np.int64), np.zeros(2, np.int32)
-    _, last = astar.astar(indptr, head, cost, np.empty(0), xyz, 0.0, xyz[1], np.array([0]), np.array([0.0]),
+    _, last = astar.astar(indptr, head, cost, np.empty(0), xyz, 0.0, xyz[1].copy(), np.array([0]), np.array([0.0]),
                           np.array([1]), np.array([0.0]), g, pred_node, pred_arc, stamp, 1)
     astar.walk_back(pred_node, pred_arc, last)
 
