@@ -318,7 +318,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     if node_cache and Path(node_cache).exists():
         raise MapImportError("--node-cache: the file exists already; name a new file (it is deleted afterwards)")
     area_id, notes = begin_area(engine, name, path.name)
-    with engine.begin() as conn:  # the router searches with pgRouting where PostgreSQL has it (else scipy)
+    with engine.begin() as conn:  # pgRouting where PostgreSQL has it: the router searches with it when asked
         router.install_pgrouting(conn)
     collector = None
     try:

@@ -326,13 +326,13 @@ def _search_graph(found: Graph | None, starts, ends, foot, scale=None):
     return cost, int(found.node[a]), int(found.node[b]), found.node[nodes].tolist(), found.edge[arcs].tolist()
 
 
-# Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and scipy, which agree
+# Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and a plain Dijkstra, which agree
 # (bench/README.md "bench_router.py").
 PGR_FUNCTION = "pgr_dijkstra"
 
 
 def _search_pgr(conn, pgr: str, boxes, starts, ends):
-    """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
+    """As _search_graph, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
     the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
     where, _ = _spatial(conn, boxes, inline=True)
     virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]
