@@ -208,11 +208,12 @@ def rss_mb() -> float:
 def prepare_cost(engine, prepared, at_import: dict, note) -> list:
     """The prepared graph's costs: at import (the part written to osm_graph), at the first route (the merge into the
     instance copy), in another process (the copy checked and opened), its files and this process's memory."""
-    before = rss_mb()
     t = time.perf_counter()
     graph = prepared.current(engine)
     first = time.perf_counter() - t
+    del graph
     prepared.forget()
+    before = rss_mb()  # the merge's own arrays may stay with the allocator: measured from here
     t = time.perf_counter()
     graph = prepared.current(engine)
     opened = time.perf_counter() - t
@@ -222,7 +223,7 @@ def prepare_cost(engine, prepared, at_import: dict, note) -> list:
     note(f"graph: {len(graph.node):,} nodes, {len(graph.head):,} arcs; prepared at import in "
          f"{at_import['seconds']:.1f} s ({at_import['bytes'] / 2**20:.0f} MB in osm_graph); merged into the instance "
          f"copy in {first:.1f} s ({mb:.0f} MB of .npy files); opened by another process in {opened:.2f} s; "
-         f"RSS {before:.0f} → {rss_mb():.0f} MB with every page mapped (shared between the processes)")
+         f"RSS {before:.0f} → {rss_mb():.0f} MB with every page of the copy read (pages the processes share)")
     return [row("graph prepared at import", "s", round(at_import["seconds"], 2)),
             row("graph merged into the instance copy (first route)", "s", round(first, 2)),
             row("graph files (.npy)", "MB", round(mb, 1)),
