@@ -16,6 +16,7 @@ import os
 import secrets
 import shutil
 import threading
+import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -176,32 +177,36 @@ def graph_key(found: list[tuple[int, str | None]]) -> str:
 
 
 def current(engine: sa.Engine, folder: Path | None = None) -> Graph | None:
-    """The graph of the imports ready now, None when none is; a ready import without its part (imported before
-    parts were prepared) gets it first."""
+    """The graph of the imports ready now, None when none is. A ready import without its part (imported before
+    parts were prepared), or whose stored part no longer reads, gets it (again) from its edges first."""
     with engine.connect() as conn:
         found = parts(conn)
     if not found:
         return None
-    if any(t is None for _, t in found):
-        for area, token in found:
-            if token is None:
-                prepare(engine, area)
+    for area, token in found:
+        if token is None:
+            prepare(engine, area)
+    for _ in range(2):  # once more after a damaged part is prepared anew (a new token: a new key)
         with engine.connect() as conn:
             found = parts(conn)
-    key = graph_key(found)
-    with _lock:
-        if key in _loaded:
-            return _loaded[key]
-        where = (folder or instance_folder()) / FOLDER
-        graph = _open(where / key, key)
-        if graph is None:
-            _build(engine, [a for a, _ in found], where, key)
+        key = graph_key(found)
+        with _lock:
+            if key in _loaded:
+                return _loaded[key]
+            where = (folder or instance_folder()) / FOLDER
             graph = _open(where / key, key)
-        if graph is None:
-            raise RuntimeError(f"the routing graph written to {where / key} cannot be read back")
-        _loaded.clear()  # the graph of other imports is done with (its pages go once no search holds them)
-        _loaded[key] = graph
-        return graph
+            if graph is None:
+                damaged = _build(engine, [a for a, _ in found], where, key)
+                if damaged is not None:
+                    prepare(engine, damaged)
+                    continue
+                graph = _open(where / key, key)
+            if graph is None:
+                raise RuntimeError(f"the routing graph written to {where / key} cannot be read back")
+            _loaded.clear()  # the graph of other imports is done with (its pages go once no search holds them)
+            _loaded[key] = graph
+            return graph
+    raise RuntimeError("the routing graph's parts cannot be read from the database")
 
 
 def forget() -> None:
@@ -235,13 +240,17 @@ def _crc(path: Path) -> int:
     return crc
 
 
-def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> None:
-    """Merge the parts of `areas` from the database into the copy `where/key` (written aside, then renamed in)."""
+def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> int | None:
+    """Merge the parts of `areas` from the database into the copy `where/key` (written aside, then renamed in);
+    returns the first area whose stored part does not read (nothing written then), else None."""
     loaded = []
     with engine.connect() as conn:
         for area in areas:
-            with np.load(io.BytesIO(_part_bytes(conn, area)), allow_pickle=False) as npz:
-                loaded.append({k: npz[k] for k in _PART})
+            try:  # each array of the .npz is checked against its CRC-32 as it is read
+                with np.load(io.BytesIO(_part_bytes(conn, area)), allow_pickle=False) as npz:
+                    loaded.append({k: npz[k] for k in _PART})
+            except (ValueError, OSError, KeyError, EOFError, zipfile.BadZipFile):
+                return area
     arrays, per_metre = merge(loaded)
     where.mkdir(parents=True, exist_ok=True)
     tmp = where / f".{key}.{os.getpid()}.{secrets.token_hex(4)}"
@@ -261,6 +270,7 @@ def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> None:
     for other in where.iterdir():  # the copies of other imports (a process still mapping one keeps its pages)
         if other.name != key and not other.name.startswith("."):
             shutil.rmtree(other, ignore_errors=True)
+    return None
 
 
 def _part_bytes(conn, area: int) -> bytes:

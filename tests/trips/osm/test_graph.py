@@ -165,6 +165,28 @@ def test_an_import_without_its_part_gets_it_on_first_use(tmp_path, maps):
         assert conn.execute(sa.text("SELECT count(*) FROM osm_graph WHERE area_id = :a"), {"a": area}).scalar() >= 1
 
 
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_a_part_damaged_in_the_database_is_prepared_again_from_the_edges(tmp_path, maps, damage):
+    m = MapBuilder()
+    street(m, 0, 0, 1000, 0)
+    area = build(tmp_path, m)["area_id"]
+    with db.engine.begin() as conn:
+        token, data = conn.execute(sa.text("SELECT token, data FROM osm_graph WHERE area_id = :a AND seq = 0"),
+                                   {"a": area}).one()
+        data = bytearray(data)
+        if damage == "flipped":  # inside an array's bytes: its CRC-32 no longer matches
+            data[len(data) // 2] ^= 0x55
+        else:
+            data = data[:len(data) // 2]
+        conn.execute(sa.text("UPDATE osm_graph SET data = :d WHERE area_id = :a"), {"d": bytes(data), "a": area})
+    prepared.forget()
+    r = go((0, 0), (1000, 0))
+    assert not r.approximate and r.distance_km == pytest.approx(1.0, abs=0.01)
+    with db.engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT token FROM osm_graph WHERE area_id = :a AND seq = 0"),
+                            {"a": area}).scalar() != token
+
+
 def test_a_weighing_of_the_arcs_changes_the_cheapest_path(tmp_path, maps):
     m = MapBuilder()
     a, b = m.node(*p(0, 0)), m.node(*p(1000, 0))
