@@ -3,13 +3,22 @@ at the instance folder). Imported on the first search only: numba and LLVM cost 
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+
+def _as_python(*args, **kwargs):
+    return args[0] if args and callable(args[0]) else (lambda f: f)
+
+
+njit: Any = _as_python  # numba is pinned in requirements.txt; without it the same code runs as Python: slow, right
 try:
-    from numba import njit
-except ImportError:  # pinned in requirements.txt; without it the same code runs as Python: right, slow on a big map
-    def njit(*args, **kwargs):
-        return args[0] if args and callable(args[0]) else (lambda f: f)
+    import numba
+
+    njit = numba.njit
+except ImportError:
+    pass
 
 # A sphere no larger than the ellipsoid anywhere (WGS84's smallest radius of curvature, a(1 - e²)): its chord between
 # two points is never longer than their geodesic, so the estimate never says more than the road can cost.
