@@ -261,12 +261,14 @@ def _build(engine: sa.Engine, areas: list[int], where: Path, key: str) -> int | 
         files[name] = [(tmp / f"{name}.npy").stat().st_size, _crc(tmp / f"{name}.npy")]
     (tmp / "manifest.json").write_text(json.dumps({"per_metre": per_metre, "areas": areas, "files": files}))
     final = where / key
-    if final.exists():  # damaged (else it would have opened): replaced
-        shutil.rmtree(final, ignore_errors=True)
-    try:
-        tmp.rename(final)
-    except OSError:  # another process renamed its copy in first: the same parts, the same graph
+    if final.exists() and _open(final, key) is not None:  # another process wrote the same graph meanwhile
         shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        shutil.rmtree(final, ignore_errors=True)  # damaged: replaced
+        try:
+            tmp.rename(final)
+        except OSError:  # another process renamed its copy in first: the same parts, the same graph
+            shutil.rmtree(tmp, ignore_errors=True)
     for other in where.iterdir():  # the copies of other imports (a process still mapping one keeps its pages)
         if other.name != key and not other.name.startswith("."):
             shutil.rmtree(other, ignore_errors=True)
