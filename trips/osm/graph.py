@@ -176,19 +176,24 @@ def graph_key(found: list[tuple[int, str | None]]) -> str:
     return hashlib.sha256(";".join(f"{a}:{t}" for a, t in found).encode()).hexdigest()[:24]
 
 
-def current(engine: sa.Engine, folder: Path | None = None) -> Graph | None:
-    """The graph of the imports ready now, None when none is. A ready import without its part (imported before
-    parts were prepared), or whose stored part no longer reads, gets it (again) from its edges first."""
-    with engine.connect() as conn:
+def current(engine: sa.Engine, conn=None, folder: Path | None = None) -> Graph | None:
+    """The graph of the imports ready now, None when none is (`conn`: a connection of the caller's to ask with). A
+    ready import without its part (imported before parts were prepared), or whose stored part no longer reads, gets
+    it (again) from its edges first."""
+    if conn is None:
+        with engine.connect() as own:
+            found = parts(own)
+    else:
         found = parts(conn)
     if not found:
         return None
-    for area, token in found:
-        if token is None:
-            prepare(engine, area)
+    if any(token is None for _, token in found):
+        for area, token in found:
+            if token is None:
+                prepare(engine, area)
+        with engine.connect() as own:
+            found = parts(own)
     for _ in range(2):  # once more after a damaged part is prepared anew (a new token: a new key)
-        with engine.connect() as conn:
-            found = parts(conn)
         key = graph_key(found)
         with _lock:
             if key in _loaded:
@@ -199,6 +204,8 @@ def current(engine: sa.Engine, folder: Path | None = None) -> Graph | None:
                 damaged = _build(engine, [a for a, _ in found], where, key)
                 if damaged is not None:
                     prepare(engine, damaged)
+                    with engine.connect() as own:
+                        found = parts(own)
                     continue
                 graph = _open(where / key, key)
             if graph is None:

@@ -17,8 +17,7 @@ from trips.errors import Msg, N_
 from trips.osm import geometry, search
 from trips.osm.graph import Graph, current
 from trips.osm.network import COST_PER_METRE
-from trips.osm.index import without_jit
-from trips.osm.store import postgis_schema
+from trips.osm.index import _postgis_schema
 from trips.route.geo import total_distance_km
 from trips.route.pacing import MAX_LEG_KM
 
@@ -112,13 +111,13 @@ def route(engine: sa.Engine, points, use_pgrouting: bool = False,
     legs = []
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
-        graph = None if pgr else current(engine)
+        graph = None if pgr else current(engine, conn)
         scale = weigh(graph) if weigh is not None and graph is not None else None
         if conn.dialect.name == "postgresql":
             # The snaps (and pgRouting's band) through the spatial index: for a small map the planner guesses a
-            # sequential scan. For this transaction only; without JIT, which a disabled scan's price calls in.
-            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            without_jit(conn)
+            # sequential scan. For this transaction only; without JIT, which a disabled scan's price calls in (as
+            # trips/osm/index.py without_jit): one statement for both.
+            conn.exec_driver_sql("SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)")
         for a, b in zip(pts[:-1], pts[1:]):
             legs.append(_leg(conn, a[:2], b[:2], pgr or None, graph, scale))
     rows = [pts[0]]
@@ -284,7 +283,7 @@ def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
                "AND max_lon >= :b{i}_")
         where = "t.id IN (" + " UNION ".join(one.format(i=i) for i in range(len(boxes))) + ")"
     else:
-        g = postgis_schema(conn)
+        g = _postgis_schema(conn)  # asked once per database and process
         one = 't.geom OPERATOR("{g}".&&) "{g}".ST_MakeEnvelope(:b{i}_, :a{i}_, :d{i}_, :c{i}_, 4326)'
         where = "(" + " OR ".join(one.format(g=g, i=i) for i in range(len(boxes))) + ")"
     if inline:
