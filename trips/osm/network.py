@@ -88,6 +88,7 @@ class Network:
         # OSM's own precision (1e-7°, int32: libosmium keeps locations so): 8 bytes a node for both, not 16
         self.lats, self.lons = array("i"), array("i")
         self.ends = array("q")  # where each way's nodes end in the flat arrays
+        self.places: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # set by `rows`
 
     def add(self, way_id: int, tags: dict, nodes) -> None:
         """A way's node refs (osmium NodeRefList); ways closed to bicycles and nodes without a location are left."""
@@ -119,6 +120,9 @@ class Network:
         starts = np.concatenate(([0], ends[:-1]))
         cut = _shared(ids)
         cut[starts] = cut[ends - 1] = True
+        # The edges' end nodes and their places: the router's prepared graph (trips/osm/graph.py) reads them here
+        # rather than decode every edge's line back from the table.
+        self.places = (ids[cut].copy(), lats[cut] / SCALE, lons[cut] / SCALE)
         pieces: list[tuple[tuple, np.ndarray, int, int]] = []
         # Written by cells of CELL_DEG (row by row), not in the file's order: the edges a search box reads then lie
         # together on disk, a few runs of pages rather than pages all over the table.

@@ -1,34 +1,35 @@
 """The bicycle router over the imported map (docs/RULES.md "Bicycle routing"), with no outside service. Each leg's
-ends are snapped to the nearest routable edge within SNAP_M; the cheapest path between them is searched over the
-edges of a band along the straight line (`_corridor`), else of a wider box (`_box`), with scipy's Dijkstra or, on
-request, pgRouting where installed. A leg the map cannot route is joined straight and marked approximate; the
-`Leg` says why.
+ends are snapped to the nearest routable edge within SNAP_M; the cheapest path between them is searched on the
+graph of the whole network the import prepared (trips/osm/graph.py, an A* search: trips/osm/search.py), or, on
+request, with pgRouting over the edges of a band along the straight line (`_corridor`), else of a wider box
+(`_box`). A leg the map cannot route is joined straight and marked approximate; the `Leg` says why.
 """
 from __future__ import annotations
 
 import math
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import sqlalchemy as sa
 
 from trips.errors import Msg, N_
-from trips.osm import geometry
+from trips.osm import geometry, search
+from trips.osm.graph import Graph, current
 from trips.osm.network import COST_PER_METRE
-from trips.osm.index import without_jit
-from trips.osm.store import postgis_schema
+from trips.osm.index import _postgis_schema
 from trips.osm.waykinds import DEFAULT_BIKE, route_weights
 from trips.route.geo import total_distance_km
+from trips.route.pacing import MAX_LEG_KM
 
 SNAP_M = 500.0  # a point further than this from every road is not covered by the map
 STRAIGHT_END_M = 50.0  # a point further than this from its road is joined to it by a straight line worth saying
-MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # the wide search box: the leg's ends' box grown by max(3 km, half the leg)
-CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # searched first: a band max(3 km, 15 % of the leg) to each side
+MARGIN_M, MARGIN_SHARE = 3000.0, 0.5  # pgRouting's wide box: the leg's ends' box grown by max(3 km, half the leg)
+CORRIDOR_SHARE, MAX_CORRIDOR_BOXES = 0.15, 16  # its band, searched first: max(3 km, 15 % of the leg) each side
 MAX_POINTS = 50  # points of one route (start, waypoints, end): a trip planned from places has up to 50
-MAX_LEG_KM = 300.0  # a longer leg is not searched (trips/route/pacing.py MAX_STEP_KM): joined straight
+LINES_PER_STATEMENT = 5_000
 _EDGE_COLS = "t.id, t.source, t.target, t.kind, t.forward, t.backward, t.length_m, t.grade"
-_SEARCH_COLS = "t.id, t.source, t.target, t.cost, t.reverse_cost, t.grade"  # written by the import (network.py)
 # Only a ready import's rows (trips/osm/tables.py): a per-row test, not a join, so PostgreSQL reads the band by its
 # spatial index rather than the whole table by its area index.
 _READY = "t.area_id NOT IN (SELECT id FROM osm_area WHERE status <> 'ready')"
@@ -99,18 +100,20 @@ def has_network(engine: sa.Engine) -> bool:
                                     "AND r.status = 'ready' LIMIT 1")).first() is not None
 
 
-def route(engine: sa.Engine, points, use_pgrouting: bool = False, bike: str = DEFAULT_BIKE) -> Route:
+def route(engine: sa.Engine, points, use_pgrouting: bool = False, bike: str = DEFAULT_BIKE,
+          weigh: Callable[[Graph], np.ndarray] | None = None) -> Route:
     """The bicycle route through `points` ((lat, lon) or (lat, lon, ele), 2 to MAX_POINTS of them).
 
     Raises ValueError (naming `points`) when there are fewer than 2 or more than MAX_POINTS, or one is not
     a finite latitude and longitude in range. `use_pgrouting=True` searches with pgRouting where installed; `bike`
-    (trips/osm/waykinds.py BIKE_TYPES) weighs each edge's cost by its surface.
+    (trips/osm/waykinds.py BIKE_TYPES) weighs each edge's cost by its surface; `weigh`, when given instead: the
+    graph → a factor (≥ 0) per arc its costs are multiplied by in this route's searches.
     """
-    return join(points, legs_from(engine, points, 0, use_pgrouting=use_pgrouting, bike=bike))
+    return join(points, legs_from(engine, points, 0, use_pgrouting=use_pgrouting, bike=bike, weigh=weigh))
 
 
 def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, use_pgrouting: bool = False,
-              bike: str = DEFAULT_BIKE) -> list[Leg]:
+              bike: str = DEFAULT_BIKE, weigh: Callable[[Graph], np.ndarray] | None = None) -> list[Leg]:
     """The legs of the route through `points` from leg `first` on, in order, as many as end within `seconds` (one
     at least): a job routes a long trip in turns (jobs/route_turns.py). Raises ValueError as `route`."""
     weights = route_weights(bike)
@@ -119,16 +122,25 @@ def legs_from(engine: sa.Engine, points, first: int, seconds: float = math.inf, 
     began = time.monotonic()
     with engine.connect() as conn:
         pgr = use_pgrouting and conn.dialect.name == "postgresql" and _pgr_schema(conn)
+        graph = None if pgr else current(engine, conn)
+        scale = None if graph is None else weigh(graph) if weigh is not None else _bike_scale(graph, weights)
         if conn.dialect.name == "postgresql":
-            # The band through the spatial index: for a small map the planner guesses a sequential scan, testing every
-            # row against every box. For this transaction only; without JIT, which a disabled scan's price calls in.
-            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            without_jit(conn)
+            # The snaps (and pgRouting's band) through the spatial index: for a small map the planner guesses a
+            # sequential scan. For this transaction only; without JIT, which a disabled scan's price calls in (as
+            # trips/osm/index.py without_jit): one statement for both.
+            conn.exec_driver_sql("SELECT set_config('enable_seqscan', 'off', true), set_config('jit', 'off', true)")
         for a, b in zip(pts[first:-1], pts[first + 1:]):
-            legs.append(_leg(conn, a[:2], b[:2], pgr or None, weights))
+            legs.append(_leg(conn, a[:2], b[:2], pgr or None, graph, scale, weights))
             if time.monotonic() - began >= seconds:
                 break
     return legs
+
+
+def _bike_scale(graph: Graph, weights: list[float]) -> np.ndarray | None:
+    """The bike's factor per arc of `graph` (by its edge's surface grade); None when every grade weighs 1."""
+    if all(w == 1.0 for w in weights):
+        return None
+    return np.asarray(weights, dtype=float)[np.minimum(graph.grade, len(weights) - 1)]
 
 
 def join(points, legs: list[Leg]) -> Route:
@@ -166,23 +178,26 @@ def _straight(a, b, why: Msg) -> Leg:
     return Leg(np.array([a, b], dtype=float), False, why)
 
 
-def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, weights: list[float]) -> Leg:
+def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, graph: Graph | None, scale,
+         weights: list[float]) -> Leg:
     if np.array_equal(a, b):
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
         return _straight(a, b, Msg("routing.why_too_long", km=round(MAX_LEG_KM)))
-    s, e = _snap(conn, float(a[0]), float(a[1]), weights), _snap(conn, float(b[0]), float(b[1]), weights)
+    s, e = _snap(conn, *a, weights), _snap(conn, *b, weights)
     if s is None or e is None:
         which = N_("routing.why_no_road_at_start") if s is None else N_("routing.why_no_road_at_end")
         return _straight(a, b, Msg(which, metres=round(SNAP_M)))
     starts, ends = _exits(s), _entries(e)
     best = _direct(s, e)
     found = None
-    for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
-        found = _search_pgr(conn, pgr, boxes, starts, ends, weights) if pgr else \
-            _search_scipy(conn, boxes, starts, ends, weights)
-        if found is not None:
-            break
+    if pgr:
+        for boxes in (_corridor(s, e), [_box(s, e)]):  # the wide box only when the corridor holds no way through
+            found = _search_pgr(conn, pgr, boxes, starts, ends, weights)
+            if found is not None:
+                break
+    else:
+        found = _search_graph(graph, starts, ends, e.foot, scale)
     if found is not None and (best is None or found[0] < best[0]):
         cost, start, end, nodes, edges = found
         lines = _lines(conn, edges)
@@ -202,15 +217,25 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, weights: list[floa
 
 def _snap(conn, lat: float, lon: float, weights: list[float]) -> _Snap | None:
     rows = _read(conn, [geometry.box_around(lat, lon, SNAP_M)], _EDGE_COLS + ", t.line")
-    best = None
-    for row in rows:
-        line = geometry.decode(row.line)
-        dist, seg, frac, flat, flon = geometry.nearest_on_line(np.array([lat]), np.array([lon]), line)
-        if dist[0] <= SNAP_M and (best is None or dist[0] < best[0]):
-            best = (dist[0], row, line, int(seg[0]), float(frac[0]), np.array([flat[0], flon[0]]))
-    if best is None:
+    if not rows:
         return None
-    _, row, line, seg, frac, foot = best
+    # Every segment of every edge around at once, on a plane centred on the point (within SNAP_M: flat enough).
+    lines = geometry.decode_many([r.line for r in rows])
+    counts = np.array([len(ln) for ln in lines])
+    ends = np.cumsum(counts)
+    x, y = geometry.LocalPlane(lat, lon).xy(*np.vstack(lines).T)
+    ax, ay, dx, dy = x[:-1], y[:-1], np.diff(x), np.diff(y)
+    seg2 = dx * dx + dy * dy
+    t = np.clip(-(ax * dx + ay * dy) / np.where(seg2 > 0, seg2, 1.0), 0.0, 1.0)
+    d2 = (ax + t * dx) ** 2 + (ay + t * dy) ** 2
+    d2[ends[:-1] - 1] = np.inf  # from one edge's last point to the next edge's first: no segment
+    k = int(np.argmin(d2))
+    i = int(np.searchsorted(ends, k, side="right"))
+    line, seg, frac = lines[i], k - int(ends[i] - counts[i]), float(t[k])
+    foot = line[seg] + frac * (line[seg + 1] - line[seg]) if len(line) > 1 else line[0]
+    if float(geometry.GEOD.inv(lon, lat, foot[1], foot[0])[2]) > SNAP_M:
+        return None
+    row = rows[i]
     steps = geometry.GEOD.inv(line[:-1, 1], line[:-1, 0], line[1:, 1], line[1:, 0])[2] if len(line) > 1 else [0]
     along = float(np.sum(steps[:seg]) + frac * steps[seg])
     return _Snap(row.id, int(row.source), int(row.target), bool(row.forward), bool(row.backward),
@@ -287,7 +312,7 @@ def _spatial(conn, boxes, inline: bool = False) -> tuple[str, dict]:
                "AND max_lon >= :b{i}_")
         where = "t.id IN (" + " UNION ".join(one.format(i=i) for i in range(len(boxes))) + ")"
     else:
-        g = postgis_schema(conn)
+        g = _postgis_schema(conn)  # asked once per database and process
         one = 't.geom OPERATOR("{g}".&&) "{g}".ST_MakeEnvelope(:b{i}_, :a{i}_, :d{i}_, :c{i}_, 4326)'
         where = "(" + " OR ".join(one.format(g=g, i=i) for i in range(len(boxes))) + ")"
     if inline:
@@ -302,86 +327,40 @@ def _read(conn, boxes, cols: str):
     return conn.execute(sa.text(f"SELECT {cols} FROM osm_edge t WHERE {_READY} AND {where}"), args).all()
 
 
-_BAND_COLS = ("id", "source", "target", "cost", "reverse_cost", "grade")
-_BAND_ROW = np.dtype([(c, ">f8" if c in ("cost", "reverse_cost") else ">i8") for c in _BAND_COLS])  # big-endian: *send()'s
-
-
-def _band(conn, boxes) -> tuple[np.ndarray, ...]:
-    """The search columns of the edges in `boxes` as arrays (id, source, target, cost, reverse cost). PostgreSQL
-    sends them as one binary value (every row's 5 numbers packed by int8send / float8send, in binary result format),
-    read by one numpy call: cheaper than rows fetched one by one or a binary COPY's message a row."""
-    if conn.dialect.name != "postgresql":
-        rows = _read(conn, boxes, _SEARCH_COLS)
-        table = np.array([tuple(r) for r in rows], dtype=float).reshape(-1, 6)  # node ids < 2**53: exact
-        return (*(table[:, k].astype(np.int64) for k in range(3)), table[:, 3], table[:, 4], table[:, 5].astype(np.int64))
-    where, _ = _spatial(conn, boxes, inline=True)
-    packed = " || ".join(f"{'float8' if c in ('cost', 'reverse_cost') else 'int8'}send(t.{c}"
-                         f"{'::int8' if c in ('id', 'grade') else ''})" for c in _BAND_COLS)
-    with conn.connection.driver_connection.cursor(binary=True) as cur:
-        cur.execute(f"SELECT string_agg({packed}, ''::bytea) FROM osm_edge t WHERE {_READY} AND {where}")
-        data = cur.fetchone()[0] or b""  # null: no edge
-    rows = np.frombuffer(data, dtype=_BAND_ROW)
-    return tuple(rows[c].astype(float if c in ("cost", "reverse_cost") else np.int64) for c in _BAND_COLS)
-
-
 def _lines(conn, ids: list[int]) -> dict[int, tuple[int, np.ndarray]]:
-    if not ids:
-        return {}
+    out: dict[int, tuple[int, np.ndarray]] = {}
     sql = sa.text("SELECT id, source, line FROM osm_edge WHERE id IN :ids").bindparams(
         sa.bindparam("ids", expanding=True))
-    return {r.id: (int(r.source), geometry.decode(r.line)) for r in conn.execute(sql, {"ids": sorted(set(ids))})}
+    wanted = sorted(set(ids))
+    for at in range(0, len(wanted), LINES_PER_STATEMENT):  # a long leg rides thousands of edges
+        rows = conn.execute(sql, {"ids": wanted[at:at + LINES_PER_STATEMENT]}).all()
+        out.update({r.id: (int(r.source), line) for r, line in zip(rows, geometry.decode_many([r.line for r in rows]))})
+    return out
 
 
-def _search_scipy(conn, boxes, starts, ends, weights: list[float]):
-    """(cost, start node, end node, nodes, edge ids) of the cheapest path, or None: scipy's csgraph Dijkstra, once,
-    from a virtual vertex joined to the start's exits at their costs (as _search_pgr), to every end's entry."""
-    from scipy.sparse import csr_matrix  # scipy only where a route is searched (start-up stays light)
-    from scipy.sparse.csgraph import dijkstra  # (as above)
-
-    ids, src, dst, cost, back, grades = _band(conn, boxes)
-    if not len(ids):
+def _search_graph(found: Graph | None, starts, ends, foot, scale=None):
+    """(cost, start node, end node, nodes, edge ids) of the cheapest path on the prepared graph (trips/osm/graph.py,
+    searched by trips/osm/search.py), or None; `scale`: a factor per arc of the graph its costs are multiplied by."""
+    if found is None:
         return None
-    factor = np.asarray(weights)[np.clip(grades, 0, len(weights) - 1)]
-    cost, back = np.where(cost >= 0, cost * factor, cost), np.where(back >= 0, back * factor, back)
-    fwd, bwd = cost >= 0, back >= 0
-    cost, back = cost + 1e-9, back + 1e-9  # csgraph reads a 0 as no edge
-    nodes, index = np.unique(np.concatenate((src, dst, list(starts), list(ends))), return_inverse=True)
-    si, di = index[:len(ids)], index[len(ids):2 * len(ids)]
-    n = len(nodes)  # the virtual start's index
-    a = np.concatenate((si[fwd], di[bwd]))
-    b = np.concatenate((di[fwd], si[bwd]))
-    c = np.concatenate((cost[fwd], back[bwd]))
-    e = np.concatenate((ids[fwd], ids[bwd]))
-    key = a * (n + 1) + b
-    order = np.lexsort((c, key))  # by node pair, the cheapest of parallel edges first: the one kept
-    key, a, b, c, e = key[order], a[order], b[order], c[order], e[order]
-    first = np.concatenate(([True], key[1:] != key[:-1]))
-    key, a, b, c, e = key[first], a[first], b[first], c[first], e[first]
-    exits = np.searchsorted(nodes, list(starts))
-    entries = np.searchsorted(nodes, list(ends))
-    graph = csr_matrix((np.concatenate((c, [sc + 1e-9 for sc, _ in starts.values()])),
-                        (np.concatenate((a, np.full(len(exits), n))), np.concatenate((b, exits)))), shape=(n + 1,) * 2)
-    dist, pred = dijkstra(graph, directed=True, indices=n, return_predecessors=True)
-    totals = dist[entries] + [ec for ec, _ in ends.values()]
-    if not np.isfinite(totals).any():
+    first = {i: c for n, (c, _) in starts.items() if (i := found.index(n)) is not None}
+    last = {i: c for n, (c, _) in ends.items() if (i := found.index(n)) is not None}
+    if not first or not last:
         return None
-    path, k = [], int(entries[np.argmin(totals)])
-    while k != n:  # back to the virtual start
-        path.append(k)
-        k = int(pred[k])
-    path.reverse()
-    steps = np.array(path[:-1], dtype=np.int64) * (n + 1) + np.array(path[1:], dtype=np.int64)
-    edges = e[np.searchsorted(key, steps)].tolist()
-    return float(totals.min()), int(nodes[path[0]]), int(nodes[path[-1]]), [int(nodes[p]) for p in path[:-1]], edges
+    path = search.cheapest(found, found.scratch, first, last, foot, scale)
+    if path is None:
+        return None
+    cost, a, b, nodes, arcs = path
+    return cost, int(found.node[a]), int(found.node[b]), found.node[nodes].tolist(), found.edge[arcs].tolist()
 
 
-# Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and scipy, which agree
+# Not pgr_bdDijkstra: on the bench's grid it returned dearer paths than pgr_dijkstra and a plain Dijkstra, which agree
 # (bench/README.md "bench_router.py").
 PGR_FUNCTION = "pgr_dijkstra"
 
 
 def _search_pgr(conn, pgr: str, boxes, starts, ends, weights: list[float]):
-    """As _search_scipy, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
+    """As _search_graph, with pgRouting over the edges of the boxes: one search from a virtual vertex (-1) joined to
     the start's exits to one (-2) the end's entries join, their costs on the virtual edges (ids -11…, -21…)."""
     where, _ = _spatial(conn, boxes, inline=True)
     virtual = [(-11 - i, -1, n, c) for i, (n, (c, _)) in enumerate(starts.items())]

@@ -216,5 +216,6 @@ def purge(engine: sa.Engine, area_id: int) -> None:
             if done < _PURGE_BATCH:
                 break
     with engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM osm_graph WHERE area_id = :a"), {"a": area_id})
         conn.execute(sa.text("DELETE FROM osm_area WHERE id = :a"), {"a": area_id})
 

@@ -136,6 +136,19 @@ osm_edge = _common(
     sa.Column("grade", sa.SmallInteger, nullable=False, server_default="0"),
 )
 
+# The routable network prepared for the search (trips/osm/graph.py): one import's edges as numpy arrays, stored as
+# consecutive binary chunks (`seq` 0, 1, …) so every web node and worker loads the same graph from the database.
+# `token` is new at every preparation: the instance copies are named after the tokens of the ready imports.
+osm_graph = sa.Table(
+    "osm_graph", db.metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("area_id", sa.Integer, sa.ForeignKey("osm_area.id"), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("token", sa.String(32), nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
+    sa.UniqueConstraint("area_id", "seq", name="uq_osm_graph_area_seq"),
+)
+
 # The tables with a spatial index, and the shape PostGIS stores for each.
 SPATIAL = {"osm_point": "Point", "osm_way": "LineString", "osm_ferry": "LineString",
            "osm_place": "Point", "osm_boundary": "Polygon", "osm_water": "LineString",

@@ -15,7 +15,7 @@ from trips.errors import Msg, Plural
 from trips.route import clock, geo
 
 __all__ = [
-    "MAX_DAY_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
+    "MAX_DAY_KM", "MAX_LEG_KM", "MAX_ROUTE_KM", "MAX_STAGE_POINTS", "MAX_STEP_KM", "MAX_TRIP_DAYS", "MAX_TRIP_POINTS",
     "MINIMUM_STAGE_DISTANCE_KM", "PacingSettings", "RiderTime", "StagePlan", "TooLarge", "check_length",
     "check_route", "daily_targets", "day_count", "fit_points", "plan_collection", "plan_stages", "rider_time",
     "too_many_dated_days",
@@ -27,6 +27,7 @@ MAX_TRIP_DAYS = 90
 MAX_DAY_KM = 300.0  # the highest maxDistancePerDay (docs/RULES.md "Trip settings")
 MAX_STEP_KM = MAX_DAY_KM
 MAX_ROUTE_KM = MAX_TRIP_DAYS * MAX_DAY_KM
+MAX_LEG_KM = 1000.0  # the longest leg between two places the map router searches (trips/osm/router.py)
 MAX_TRIP_POINTS = 100_000  # 90 days of 80 km at about 10 kept points per km fit
 MAX_STAGE_POINTS = 5_000  # above what a 300 km day of mountain roads keeps at 20 m
 _MAX_TOLERANCE_M = 20_000.0

@@ -1,7 +1,7 @@
 """The bicycle router on the imported map (docs/RULES.md "Bicycle routing"): generated maps whose shortest bicycle
 path is known (one-ways, a contraflow, a motorway and a road closed to bicycles to avoid, a cycleway to prefer, a
-ferry as a last resort, a gap the map does not cover), on SQLite (scipy) and PostgreSQL (pgRouting, and scipy over
-the same edges), and hostile input."""
+ferry as a last resort, a gap the map does not cover), searched on the prepared graph (SQLite and PostgreSQL) and with
+pgRouting (PostgreSQL), and hostile input."""
 import math
 import random
 
@@ -34,14 +34,14 @@ def line(*xy, step: float = 100.0) -> list[tuple[float, float]]:
     return out + [p(*xy[-1])]
 
 
-@pytest.fixture(params=["scipy", "pgrouting"])
+@pytest.fixture(params=["graph", "pgrouting"])
 def search(request, ctx):
-    """How the route is searched: scipy everywhere; pgRouting on PostgreSQL only (skipped on SQLite)."""
+    """How the route is searched: the prepared graph everywhere; pgRouting on PostgreSQL only (skipped on SQLite)."""
     engine = db.engine
     map_support_or_skip(engine)
     if request.param == "pgrouting":
         if engine.dialect.name != "postgresql":
-            pytest.skip("pgRouting is PostgreSQL's: on SQLite the router searches with scipy")
+            pytest.skip("pgRouting is PostgreSQL's: on SQLite the router searches the prepared graph")
         with engine.begin() as conn:
             if not router.install_pgrouting(conn):
                 pytest.skip("this PostgreSQL has no pgRouting (apt-get install postgresql-15-pgrouting)")
@@ -177,7 +177,7 @@ def pgrouting_or_skip() -> None:
             pytest.skip("this PostgreSQL has no pgRouting (apt-get install postgresql-15-pgrouting)")
 
 
-def test_pgrouting_and_scipy_agree(tmp_path, ctx):
+def test_pgrouting_and_the_graph_agree(tmp_path, ctx):
     pgrouting_or_skip()
     m = MapBuilder()
     corner = {(i, j): m.node(*p(i * 300, j * 300)) for i in range(6) for j in range(6)}
@@ -239,7 +239,7 @@ def test_reroute_says_which_stretch_is_routed_and_valhalla_still_wins(tmp_path, 
 
 @pytest.mark.parametrize("north_m, routed", [(4500, True), (5600, False)])
 def test_the_wide_box_is_searched_when_the_band_holds_no_way_through(tmp_path, search, north_m, routed):
-    # Two streets north from the ends of a 2 km leg, joined only by a street `north_m` north: beyond the band (3 km
+    # pgRouting searches a band, then a box; the prepared graph holds the whole network and routes both. Two streets north from the ends of a 2 km leg, joined only by a street `north_m` north: beyond the band (3 km
     # from the straight line), within the wide box (3 km beyond the ends' edges, which end 2 km north) or beyond it.
     m = MapBuilder()
     west, east = m.node(*p(0, 2000)), m.node(*p(2000, 2000))
@@ -251,6 +251,7 @@ def test_the_wide_box_is_searched_when_the_band_holds_no_way_through(tmp_path, s
     m.way([ne, *line((2000, north_m - 100), (2000, 2100)), east], {"highway": "residential"})
     build(tmp_path, m)
     r = go(search, (0, 0), (2000, 0))
+    routed = routed or not search
     assert r.legs[0].routed is routed
     if routed:
         assert r.distance_km == pytest.approx(2 * north_m / 1000 + 2.0, abs=0.05)
@@ -282,26 +283,6 @@ def test_the_import_writes_each_edges_cost_each_way(tmp_path, ctx):
     per_metre = [(r.cost / r.length_m, r.reverse_cost / r.length_m) for r in rows]
     assert per_metre == [pytest.approx((0.8, 0.8)), pytest.approx((2.2, -1 / rows[1].length_m)),
                          pytest.approx((-1 / rows[2].length_m, 1.0))]
-
-
-def test_the_band_read_in_one_binary_value_is_the_rows(tmp_path, ctx):
-    """PostgreSQL sends the band packed (router._band): the same ids, nodes and costs as the rows, in the same order
-    on both engines; an empty band is empty arrays, not an error."""
-    map_support_or_skip(db.engine)
-    m = MapBuilder()
-    corner = {(i, j): m.node(*p(i * 300, j * 300)) for i in range(4) for j in range(4)}
-    for i in range(4):
-        m.way([corner[k, i] for k in range(4)], {"highway": "residential", "oneway": "yes" if i % 2 else "no"})
-        m.way([corner[i, k] for k in range(4)], {"highway": "tertiary"})
-    build(tmp_path, m)
-    box = (*p(-100, -100), *p(1000, 1000))
-    with db.engine.connect() as conn:
-        packed = router._band(conn, [box])
-        rows = sorted(tuple(r) for r in router._read(conn, [box], router._SEARCH_COLS))
-        empty = router._band(conn, [(*p(5000, 5000), *p(6000, 6000))])
-    got = sorted(zip(*(a.tolist() for a in packed)))
-    assert len(got) == 24 and got == [tuple(float(v) if k > 2 else int(v) for k, v in enumerate(r)) for r in rows]
-    assert any(r[4] == -1 for r in got) and all(len(a) == 0 for a in empty)
 
 
 def test_an_import_not_ready_is_not_routed_on(tmp_path, search):
@@ -353,9 +334,9 @@ def test_migration_0017_costs_the_edges_imported_before_it(tmp_path, redis_serve
         db.engine.dispose()
 
 
-def test_pgrouting_finds_the_cheapest_path_scipy_finds_on_a_grid(tmp_path, ctx, monkeypatch):
-    """pgRouting and scipy find paths of the same cost on 30 random legs of a 30 × 30 grid of classes and one-ways:
-    pgr_bdDijkstra, used before, returned a dearer one (2 381 against 2 366) on one of them (router.PGR_FUNCTION)."""
+def test_pgrouting_finds_the_cheapest_path_the_graph_finds_on_a_grid(tmp_path, ctx, monkeypatch):
+    """pgRouting and the prepared graph's A* find paths of the same cost on 30 random legs of a 30 × 30 grid of
+    classes and one-ways: pgr_bdDijkstra, used before, returned a dearer one on one of them (router.PGR_FUNCTION)."""
     pgrouting_or_skip()
     m, n = MapBuilder(), 30
     corner = {(i, j): m.node(*p(i * 150, j * 150)) for i in range(n) for j in range(n)}
@@ -367,7 +348,7 @@ def test_pgrouting_finds_the_cheapest_path_scipy_finds_on_a_grid(tmp_path, ctx, 
             m.way([corner[i, k], corner[i, k + 1]], {**tags, "highway": kinds[(i * 2 + k) % 7]})
     build(tmp_path, m)
     costs = {}
-    for name in ("_search_scipy", "_search_pgr"):
+    for name in ("_search_graph", "_search_pgr"):
         def keep(*args, _f=getattr(router, name), _n=name):
             found = _f(*args)
             costs[_n] = found[0]
@@ -377,4 +358,4 @@ def test_pgrouting_finds_the_cheapest_path_scipy_finds_on_a_grid(tmp_path, ctx, 
     for a, b in [((rng.uniform(0, 4300), rng.uniform(0, 4300)), (rng.uniform(0, 4300), rng.uniform(0, 4300)))
                  for _ in range(30)]:
         go(False, a, b), go(True, a, b)
-        assert costs["_search_pgr"] == pytest.approx(costs["_search_scipy"], rel=1e-9), (a, b)
+        assert costs["_search_pgr"] == pytest.approx(costs["_search_graph"], rel=1e-9), (a, b)
