@@ -184,7 +184,7 @@ def _leg(conn, a: np.ndarray, b: np.ndarray, pgr: str | None, graph: Graph | Non
         return Leg(np.array([a, b]), True)  # nothing to ride
     if total_distance_km(np.array([a, b])) > MAX_LEG_KM:
         return _straight(a, b, Msg("routing.why_too_long", km=round(MAX_LEG_KM)))
-    s, e = _snap(conn, *a, weights), _snap(conn, *b, weights)
+    s, e = _snap(conn, float(a[0]), float(a[1]), weights), _snap(conn, float(b[0]), float(b[1]), weights)
     if s is None or e is None:
         which = N_("routing.why_no_road_at_start") if s is None else N_("routing.why_no_road_at_end")
         return _straight(a, b, Msg(which, metres=round(SNAP_M)))

@@ -8,7 +8,7 @@ import redis as redis_lib
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from trips.core import ratelimit
+from trips.core import i18n, ratelimit
 from trips.errors import RateLimited
 
 
@@ -18,7 +18,7 @@ def test_allows_the_limit_then_refuses_with_retry_after(redis_client):
     with pytest.raises(RateLimited) as caught:
         ratelimit.hit(redis_client, "trip_create", "user-1", 10, 60)
     assert 59 <= caught.value.retry_after <= 60
-    assert caught.value.message == f"Too many requests: at most 10 per minute. Try again in {caught.value.retry_after} s."
+    assert i18n.say(caught.value.text, "en") == f"Too many requests: at most 10 per minute. Try again in {caught.value.retry_after} s."
     assert caught.value.code == "rate_limited"
 
 
@@ -43,7 +43,7 @@ def test_retry_after_counts_from_the_oldest_counted_hit(redis_client):
     with pytest.raises(RateLimited) as caught:
         ratelimit.hit(redis_client, "b", "k", 1, 2)
     assert caught.value.retry_after == 1
-    assert "at most 1 per 2 seconds" in caught.value.message
+    assert "at most 1 per 2 seconds" in i18n.say(caught.value.text, "en")
 
 
 def test_keys_and_buckets_are_independent(redis_client):
@@ -94,7 +94,7 @@ def test_limit_uses_the_configured_buckets(redis_client):
         ratelimit.limit(redis_client, "geocode", "u")
     with pytest.raises(RateLimited) as caught:
         ratelimit.limit(redis_client, "geocode", "u")
-    assert "at most 30 per minute" in caught.value.message
+    assert "at most 30 per minute" in i18n.say(caught.value.text, "en")
     redis_client.delete(f"{ratelimit.KEY_PREFIX}:geocode:u")
     ratelimit.limit(redis_client, "geocode", "u")
 
@@ -137,8 +137,17 @@ def test_an_answer_interrupted_mid_read_is_never_read_as_the_next_one(redis_clie
     real_read = connection_class.read_response
 
     def interrupted(self, *args, **kwargs):
+        # The interrupt lands inside redis-py's own read (its parser's), as a signal would: what redis-py does with
+        # a connection whose answer was left half read is what is held.
         monkeypatch.setattr(connection_class, "read_response", real_read)
-        raise KeyboardInterrupt
+        parser = self._parser
+
+        def cut(*_args, **_kwargs):
+            del parser.read_response  # once: the parser's own method again
+            raise KeyboardInterrupt
+
+        parser.read_response = cut
+        return real_read(self, *args, **kwargs)
 
     monkeypatch.setattr(connection_class, "read_response", interrupted)
     with pytest.raises(KeyboardInterrupt):
